@@ -1,0 +1,225 @@
+"""Turn one hook call into one sanitised event and write it once (or spool it).
+
+This is the whole of what runs inside the agent process on every event, so it
+imports only the standard library, apsw and ``schema``; it never touches the
+network, never waits longer than the busy-timeout bound, and never raises to
+its caller (the SDK callbacks and the command hook swallow what escapes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+import schema
+from hooks import spool
+from hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value
+from schema.layout import DEFAULT_WORKSPACE, Layout
+from schema.transcript import KNOWN_EVENTS, Event, record
+
+DEFAULT_SKIP_TOOLS = frozenset({"TodoWrite"})
+#: Tools whose output is the memory itself (search results, pending actions):
+#: capturing it would feed old memory back to the curator as new material.
+DEFAULT_MEMORY_TOOL_PREFIX = "mcp__memory__"
+MEMORY_OUTPUT_MARKER = "[memory tool output not captured]"
+_SESSION_ID_MAX = 256
+
+
+class InvalidInput(ValueError):
+    """The hook input cannot become an event (the message says why)."""
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    """Settings of the capture path; built from the environment by the entry points."""
+
+    workspace: str = DEFAULT_WORKSPACE
+    max_field_chars: int = DEFAULT_MAX_CHARS
+    skip_tools: frozenset[str] = field(default=DEFAULT_SKIP_TOOLS)
+    memory_tool_prefix: str = DEFAULT_MEMORY_TOOL_PREFIX
+    busy_timeout_ms: int = schema.HOOK_BUSY_TIMEOUT_MS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> CaptureConfig:
+        """Read ``WSD_*`` settings; a bad value falls back to its default with a warning.
+
+        A hook must never break the agent, so unlike the daemon it does not
+        refuse to start on bad config: it says so on stderr and carries on.
+        """
+        def number(name: str, default: int, low: int) -> int:
+            raw = env.get(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                value = int(raw)
+                if value < low:
+                    raise ValueError
+                return value
+            except ValueError:
+                _warn(f"{name}={raw!r} is not an integer >= {low}; using {default}")
+                return default
+
+        skip = env.get("WSD_SKIP_TOOLS")
+        return cls(
+            workspace=env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE,
+            max_field_chars=number("WSD_MAX_FIELD_CHARS", DEFAULT_MAX_CHARS, 64),
+            skip_tools=(
+                DEFAULT_SKIP_TOOLS
+                if skip is None
+                else frozenset(t.strip() for t in skip.split(",") if t.strip())
+            ),
+            memory_tool_prefix=env.get("WSD_MEMORY_TOOL_PREFIX") or DEFAULT_MEMORY_TOOL_PREFIX,
+            busy_timeout_ms=number("WSD_HOOK_TIMEOUT_MS", schema.HOOK_BUSY_TIMEOUT_MS, 0),
+        )
+
+
+def _warn(message: str) -> None:
+    try:
+        sys.stderr.write(f"wsd-hook: {message}\n")
+    except Exception:  # stderr closed: nothing more we can do
+        pass
+
+
+def _text(value: object, limit: int) -> str:
+    """Any field as clean text (non-strings are serialised first)."""
+    if isinstance(value, str):
+        return clean_text(value, limit)
+    if value is None:
+        return ""
+    return clean_text(json.dumps(clean_value(value, limit), ensure_ascii=False), limit)
+
+
+def build_event(data: object, config: CaptureConfig, now: float | None = None) -> Event | None:
+    """Validate and sanitise one hook input; None when it is deliberately not captured.
+
+    Raises :class:`InvalidInput` for input that is not a known hook event with
+    a session id. Everything kept goes through hygiene (truncation, private
+    spans, secrets) *before* it exists anywhere else.
+    """
+    if not isinstance(data, Mapping):
+        raise InvalidInput(f"hook input must be a JSON object, got {type(data).__name__}")
+    kind = data.get("hook_event_name")
+    if not isinstance(kind, str) or kind not in KNOWN_EVENTS:
+        raise InvalidInput(f"unsupported hook_event_name {str(kind)[:60]!r}")
+    raw_session = data.get("session_id")
+    if isinstance(raw_session, int | float) and not isinstance(raw_session, bool):
+        raw_session = str(raw_session)
+    if not isinstance(raw_session, str) or not raw_session.strip():
+        raise InvalidInput(f"{kind}: missing or invalid session_id")
+    session_id = clean_text(raw_session.strip(), _SESSION_ID_MAX)
+    limit = config.max_field_chars
+    payload: dict[str, Any] = {}
+    cwd = data.get("cwd")
+    if isinstance(cwd, str):
+        payload["cwd"] = clean_text(cwd, 1024)
+    tool_name: str | None = None
+
+    if kind == "UserPromptSubmit":
+        payload["prompt"] = _text(data.get("prompt"), limit)
+    elif kind in ("PostToolUse", "PostToolUseFailure"):
+        tool_name = _text(data.get("tool_name"), 200) or "unknown"
+        if tool_name in config.skip_tools:
+            return None
+        payload["tool_input"] = clean_value(data.get("tool_input"), limit)
+        payload["tool_use_id"] = _text(data.get("tool_use_id"), 200)
+        if kind == "PostToolUseFailure":
+            payload["error"] = _text(data.get("error"), limit)
+        elif config.memory_tool_prefix and tool_name.startswith(config.memory_tool_prefix):
+            payload["tool_response"] = MEMORY_OUTPUT_MARKER
+        else:
+            payload["tool_response"] = clean_value(data.get("tool_response"), limit)
+    elif kind == "Stop":
+        payload["last_assistant_message"] = _text(data.get("last_assistant_message"), limit)
+    elif kind == "PreCompact":
+        payload["trigger"] = _text(data.get("trigger"), 40)
+        payload["custom_instructions"] = _text(data.get("custom_instructions"), limit)
+    elif kind == "SessionStart":
+        payload["source"] = _text(data.get("source"), 40)
+    elif kind == "SessionEnd":
+        payload["reason"] = _text(data.get("reason"), 200)
+
+    return Event(
+        uid=os.urandom(16).hex(),
+        ts=time.time() if now is None else now,
+        session_id=session_id,
+        kind=kind,
+        tool_name=tool_name,
+        payload=payload,
+    )
+
+
+class Capture:
+    """Writes events into one workspace's transcript.db, spooling when it cannot.
+
+    ``keep_open`` keeps the connection between events (the in-process SDK
+    path); the command hook writes one event per process and closes.
+    """
+
+    def __init__(self, config: CaptureConfig, *, keep_open: bool = False) -> None:
+        self.config = config
+        self.layout = Layout(config.workspace)
+        self.keep_open = keep_open
+        self._conn: apsw.Connection | None = None
+
+    def handle(self, data: object) -> str:
+        """Capture one hook input; returns what happened (for logs and tests).
+
+        Outcomes: ``written``, ``duplicate``, ``skipped``, ``spooled``. Raises
+        :class:`InvalidInput` for bad input and ``OSError`` only when even the
+        spool could not be written (the caller reports it on stderr).
+        """
+        event = build_event(data, self.config)
+        if event is None:
+            return "skipped"
+        return self.write(event)
+
+    def write(self, event: Event) -> str:
+        """Write ``event`` once, or append it to the spool if the database won't take it."""
+        try:
+            conn = self._connection()
+            try:
+                return "written" if record(conn, event) else "duplicate"
+            finally:
+                if not self.keep_open:
+                    self.close()
+        except (apsw.Error, OSError, schema.SchemaError) as exc:
+            self.close()
+            os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
+            spool.append(self.layout.spool, event.to_json())
+            _warn(f"transcript.db unavailable ({type(exc).__name__}: {exc}); event spooled")
+            return "spooled"
+
+    def _connection(self) -> apsw.Connection:
+        if self._conn is None:
+            if not os.path.isdir(self.layout.memory_dir):
+                self.layout.ensure_system_dirs()
+            conn = schema.connect(
+                self.layout.transcript_db,
+                "transcript",
+                busy_timeout_ms=self.config.busy_timeout_ms,
+            )
+            try:
+                # First event on a fresh workspace: the shared migration is
+                # idempotent and race-safe, so the hook may apply it itself.
+                schema.migrate(conn, "transcript", self.layout.transcript_db)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        """Release the connection (and its file locks) if one is open."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except apsw.Error:
+                pass

@@ -1,0 +1,68 @@
+"""``wsd-hook``: the Claude Code command hook (also usable through the SDK's ``settings=``).
+
+Reads one hook event as JSON on stdin and captures it. Whatever happens it
+prints nothing on stdout (Claude Code would show it to the agent) and exits 0
+(a non-zero exit can block the agent); problems go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from hooks.capture import Capture, CaptureConfig, InvalidInput
+
+#: Beyond this the input is not read into memory at all (fields are cut to
+#: ~2,000 characters anyway); the event is reported as rejected.
+MAX_STDIN_BYTES = 64 * 1024 * 1024
+
+
+def _read_stdin() -> bytes:
+    stream = sys.stdin.buffer if sys.stdin is not None else None
+    if stream is None:
+        return b""
+    data = stream.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        while stream.read(1 << 20):  # drain so the writer never blocks on a full pipe
+            pass
+        raise InvalidInput(f"hook input larger than {MAX_STDIN_BYTES} bytes")
+    return data
+
+
+def run(raw: bytes, env: dict[str, str] | os._Environ[str]) -> str:
+    """Capture one raw stdin payload; returns the outcome or raises InvalidInput/OSError."""
+    if not raw.strip():
+        raise InvalidInput("empty input on stdin")
+    try:
+        data = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput(f"input is not valid JSON ({str(exc)[:80]})") from None
+    capture = Capture(CaptureConfig.from_env(env))
+    try:
+        return capture.handle(data)
+    finally:
+        capture.close()
+
+
+def main() -> int:
+    """Console-script entry point: always returns 0."""
+    try:
+        run(_read_stdin(), os.environ)
+    except InvalidInput as exc:
+        _report(f"ignored invalid hook input: {exc}")
+    except BaseException as exc:  # noqa: BLE001 - a hook must never break the agent
+        _report(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
+    return 0
+
+
+def _report(message: str) -> None:
+    try:
+        sys.stderr.write(f"wsd-hook: {message}\n")
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""The write verbs of transcript.db: recording hook events and closing turns.
+
+Shared by the hooks (one :func:`record` per hook call) and the daemon (spool
+ingestion, closing turns whose agent never sent ``Stop``). Every verb runs in a
+single ``BEGIN IMMEDIATE`` transaction, so an event and the turn it closes
+commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import apsw
+
+from schema import write_txn
+
+#: Hook events the capture layer records. Anything else is not captured.
+KNOWN_EVENTS = frozenset(
+    {
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "PreCompact",
+        "SessionStart",
+        "SessionEnd",
+    }
+)
+#: Events that are part of a turn's content (the rest are bookkeeping).
+TURN_EVENTS = ("UserPromptSubmit", "PostToolUse", "PostToolUseFailure")
+FLUSH_EVENTS = {"PreCompact": "precompact", "SessionEnd": "session_end"}
+
+
+class Event(NamedTuple):
+    """One sanitised hook call, ready to be written (or spooled)."""
+
+    uid: str
+    ts: float
+    session_id: str
+    kind: str
+    tool_name: str | None
+    payload: dict[str, Any]
+
+    def to_json(self) -> str:
+        """The spool line for this event."""
+        return json.dumps(self._asdict(), ensure_ascii=False, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, line: str) -> Event:
+        """Parse a spool line; raises ValueError/TypeError/KeyError on a damaged one."""
+        raw = json.loads(line)
+        if not isinstance(raw, dict) or not isinstance(raw.get("payload"), dict):
+            raise ValueError("spool line is not an event object")
+        tool = raw.get("tool_name")
+        return cls(
+            uid=str(raw["uid"]),
+            ts=float(raw["ts"]),
+            session_id=str(raw["session_id"]),
+            kind=str(raw["kind"]),
+            tool_name=None if tool is None else str(tool),
+            payload=raw["payload"],
+        )
+
+
+def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
+    """Write one event and everything it implies; False if its uid was already recorded.
+
+    ``UserPromptSubmit`` closes any turn still open in the session (the agent
+    was interrupted before ``Stop``); ``Stop`` closes the open turn into one
+    observation; ``PreCompact``/``SessionEnd`` add a flush request.
+    """
+    payload = json.dumps(event.payload, ensure_ascii=False, allow_nan=False)
+    source = event.payload.get("source") if event.kind == "SessionStart" else None
+    cwd = event.payload.get("cwd")
+    with write_txn(conn):
+        conn.execute(
+            "INSERT INTO sessions (id, started_at, last_event_at, source, cwd)"
+            " VALUES (?1, ?2, ?2, ?3, ?4)"
+            " ON CONFLICT (id) DO UPDATE SET"
+            "  started_at = min(started_at, excluded.started_at),"
+            "  last_event_at = max(last_event_at, excluded.last_event_at),"
+            "  source = coalesce(source, excluded.source),"
+            "  cwd = coalesce(cwd, excluded.cwd)",
+            (event.session_id, event.ts, source, cwd if isinstance(cwd, str) else None),
+        )
+        conn.execute(
+            "INSERT INTO events (uid, ts, session_id, kind, tool_name, payload, via)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING",
+            (event.uid, event.ts, event.session_id, event.kind, event.tool_name, payload, via),
+        )
+        if conn.changes() == 0:
+            return False
+        event_id = conn.last_insert_rowid()
+        if event.kind == "UserPromptSubmit":
+            _close_turn(conn, event.session_id, "next_prompt", None, event.ts, before_id=event_id)
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?",
+                (event.session_id,),
+            )
+        elif event.kind == "Stop":
+            message = event.payload.get("last_assistant_message")
+            obs = _close_turn(
+                conn,
+                event.session_id,
+                "stop",
+                message if isinstance(message, str) else None,
+                event.ts,
+            )
+            if obs is not None:
+                conn.execute("UPDATE events SET observation_id = ? WHERE id = ?", (obs, event_id))
+        if event.kind in FLUSH_EVENTS:
+            conn.execute(
+                "INSERT INTO flush_requests (ts, session_id, reason) VALUES (?, ?, ?)",
+                (event.ts, event.session_id, FLUSH_EVENTS[event.kind]),
+            )
+        if event.kind == "SessionEnd":
+            conn.execute(
+                "UPDATE sessions SET ended_at = max(coalesce(ended_at, 0), ?) WHERE id = ?",
+                (event.ts, event.session_id),
+            )
+    return True
+
+
+def _close_turn(
+    conn: apsw.Connection,
+    session_id: str,
+    closed_by: str,
+    response: str | None,
+    ts: float,
+    before_id: int | None = None,
+) -> int | None:
+    """Fold the session's open turn events into one observation; None if there are none.
+
+    Must run inside a write transaction. Tool calls keep their order; a turn
+    with no new activity (a second ``Stop``) produces nothing.
+    """
+    rows = conn.execute(
+        "SELECT id, kind, tool_name, payload, ts FROM events"
+        " WHERE session_id = ? AND observation_id IS NULL"
+        "  AND kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
+        "  AND id < ? ORDER BY ts, id",
+        (session_id, before_id if before_id is not None else 2**62),
+    ).fetchall()
+    if not rows:
+        return None
+    prompts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for _id, kind, tool_name, payload_json, event_ts in rows:
+        payload = json.loads(payload_json)
+        if kind == "UserPromptSubmit":
+            prompt = payload.get("prompt")
+            if isinstance(prompt, str) and prompt:
+                prompts.append(prompt)
+        else:
+            call: dict[str, Any] = {"name": tool_name, "input": payload.get("tool_input")}
+            if kind == "PostToolUseFailure":
+                call["error"] = payload.get("error")
+            else:
+                call["output"] = payload.get("tool_response")
+            call["ts"] = event_ts
+            calls.append(call)
+    (seq,) = conn.execute(
+        "SELECT observation_count + 1 FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO observations (timestamp, session_id, sequence_num, user_message,"
+        " tool_calls_json, agent_response, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            ts,
+            session_id,
+            seq,
+            "\n\n".join(prompts) if prompts else None,
+            json.dumps(calls, ensure_ascii=False, allow_nan=False),
+            response,
+            closed_by,
+        ),
+    )
+    obs_id = conn.last_insert_rowid()
+    conn.executemany(
+        "UPDATE events SET observation_id = ? WHERE id = ?", [(obs_id, r[0]) for r in rows]
+    )
+    conn.execute(
+        "UPDATE sessions SET observation_count = observation_count + 1 WHERE id = ?",
+        (session_id,),
+    )
+    return int(obs_id)
+
+
+def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
+    """Close turns whose agent never sent ``Stop``; return the new observation ids.
+
+    A turn is closed when its session has ended, or when its newest event is
+    older than ``quiet_before`` (the agent crashed or was killed mid-turn).
+    """
+    closed: list[int] = []
+    with write_txn(conn):
+        rows = conn.execute(
+            "SELECT e.session_id, max(e.ts), s.ended_at FROM events e"
+            " JOIN sessions s ON s.id = e.session_id"
+            " WHERE e.observation_id IS NULL"
+            "  AND e.kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
+            " GROUP BY e.session_id"
+        ).fetchall()
+        for session_id, last_ts, ended_at in rows:
+            if ended_at is not None and ended_at >= last_ts:
+                reason = "session_end"
+            elif last_ts < quiet_before:
+                reason = "quiet"
+            else:
+                continue
+            obs = _close_turn(conn, session_id, reason, None, float(last_ts))
+            if obs is not None:
+                closed.append(obs)
+    return closed
+
+
+def request_flush(conn: apsw.Connection, reason: str, ts: float) -> int:
+    """Record a flush request (``wsd flush``); returns its id."""
+    with write_txn(conn):
+        conn.execute(
+            "INSERT INTO flush_requests (ts, session_id, reason) VALUES (?, NULL, ?)", (ts, reason)
+        )
+        return int(conn.last_insert_rowid())
