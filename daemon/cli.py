@@ -3,25 +3,160 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import FrameType
+from typing import Any
 
 import schema
 from daemon.bootstrap import init_workspace
+from daemon.config import Config, ConfigError
 from schema.layout import DEFAULT_WORKSPACE, Layout
 
 
-def _workspace(args: argparse.Namespace, env: Mapping[str, str]) -> Layout:
-    return Layout(os.path.abspath(args.workspace or env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE))
+def _config(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
+    config = Config.from_env(env)
+    root = args.workspace or config.workspace or DEFAULT_WORKSPACE
+    return replace(config, workspace=os.path.abspath(root))
 
 
 def cmd_init(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    layout = _workspace(args, env)
+    layout = Layout(_config(args, env).workspace)
     changes = init_workspace(layout)
     for line in changes:
         print(line)
     print(f"workspace {layout.root} ready" + ("" if changes else " (nothing to change)"))
+    return 0
+
+
+def _worker(config: Config, stop: threading.Event, nudge: threading.Event | None = None) -> Any:
+    from daemon.bridge import BridgeClient
+    from daemon.store import Store
+    from daemon.worker import Worker
+
+    store = Store(Layout(config.workspace))
+    return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge)
+
+
+def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from daemon import log
+    from daemon.nudge import Nudger
+
+    config = _config(args, env)
+    config.validate_for_run()
+    log.configure(config.log_format)
+    stop, nudge = threading.Event(), threading.Event()
+    worker = _worker(config, stop, nudge)
+    signals = {"count": 0}
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        # Handlers only set flags: the loop finishes or abandons its step.
+        signals["count"] += 1
+        if signals["count"] > 1:
+            raise SystemExit(128 + signum)  # second signal: abort now
+        worker.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    Layout(config.workspace).ensure_system_dirs()
+    if config.watch:
+        Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
+    return int(worker.run())
+
+
+def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from daemon.status import read_status
+    from daemon.store import Store
+
+    config = _config(args, env)
+    layout = Layout(config.workspace)
+    store = Store(layout)
+    now = time.time()
+    backlog = store.backlog()
+    stats = store.stats()
+    beat = read_status(layout)
+    alive = False
+    if beat and isinstance(beat.get("pid"), int):
+        try:
+            os.kill(beat["pid"], 0)
+            alive = beat.get("state") != "stopped"
+        except (ProcessLookupError, PermissionError):
+            alive = False
+    report = {
+        "workspace": layout.root,
+        "daemon_running": alive,
+        "state": beat.get("state") if beat else None,
+        "heartbeat_age_s": round(now - beat["heartbeat_at"], 1)
+        if beat and beat.get("heartbeat_at") else None,
+        "backlog": backlog.pending,
+        "oldest_pending_age_s": round(now - backlog.oldest_ts, 1) if backlog.oldest_ts else None,
+        "flush_pending": backlog.flush_upto is not None,
+        "last_batch": stats["last_batch"],
+        "parked_batches": stats["parked"],
+        "batches_done": stats["done"],
+        "learnings": stats["learnings"],
+        "open_actions": stats["open_actions"],
+        "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),
+        "next_attempt_at": (beat or {}).get("next_attempt_at"),
+        "last_error": (beat or {}).get("last_error"),
+        "tokens": {"input": stats["input_tokens"], "output": stats["output_tokens"],
+                   "cache_read": stats["cache_read_tokens"]},
+        "cost_usd": round(float(stats["cost_usd"]), 6),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:>22}: {value}")
+    return 0
+
+
+def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from schema.transcript import request_flush
+
+    layout = Layout(_config(args, env).workspace)
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        schema.migrate(conn, "transcript", layout.transcript_db)
+        flush_id = request_flush(conn, "cli", time.time())
+    finally:
+        conn.close()
+    print(f"flush requested (#{flush_id})")
+    deadline = time.monotonic() + args.wait
+    while args.wait and time.monotonic() < deadline:
+        conn = schema.connect(layout.transcript_db, "transcript", readonly=True)
+        try:
+            row = conn.execute(
+                "SELECT handled_at FROM flush_requests WHERE id = ?", (flush_id,)
+            ).fetchone()
+        finally:
+            conn.close()
+        if row and row[0] is not None:
+            print("flush done")
+            return 0
+        time.sleep(0.2)
+    if args.wait:
+        print("flush not done yet (is the daemon running?)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from daemon import log
+
+    config = _config(args, env)
+    config.validate_for_run()
+    log.configure(config.log_format, stream=sys.stderr)
+    worker = _worker(config, threading.Event())
+    worker.start()
+    done = worker.retry_parked()
+    print(f"retried {len(done)} parked batch(es)")
     return 0
 
 
@@ -32,10 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("init", help="create the .os/ layout and migrate both databases")
+    sub.add_parser("run", help="run the daemon in the foreground (for supervisord)")
+    status = sub.add_parser("status", help="backlog, last batch, errors, heartbeat")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")
+    flush.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                       help="wait up to SECONDS for the flush to complete")
+    sub.add_parser("retry", help="re-run parked (failed) batches")
     return parser
 
 
-COMMANDS = {"init": cmd_init}
+COMMANDS = {
+    "init": cmd_init,
+    "run": cmd_run,
+    "status": cmd_status,
+    "flush": cmd_flush,
+    "retry": cmd_retry,
+}
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
@@ -43,7 +191,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args, os.environ if env is None else env)
-    except schema.SchemaError as exc:
+    except (ConfigError, schema.SchemaError) as exc:
         print(f"wsd: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -179,7 +179,9 @@ def migrate(conn: apsw.Connection, kind: Kind, path: str = "") -> tuple[int, int
         # user_version lives in the database header, so it commits (or rolls
         # back) together with the DDL above.
         conn.execute(f"PRAGMA user_version = {target:d}")
-    return before, target
+    # Report what we found under the lock: another process may have migrated
+    # between our first look and our lock, in which case we applied nothing.
+    return current, target
 
 
 def identity(conn: apsw.Connection) -> str:

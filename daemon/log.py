@@ -1,0 +1,97 @@
+"""Logging: structlog, JSON lines under supervisord, readable console on a terminal.
+
+Two promises live here rather than at every call site: no secret reaches the
+log (every string value is passed through the same redaction the hooks use,
+and keys that name credentials are dropped), and a failure that repeats does
+not flood the log (:class:`ErrorThrottle`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, TextIO
+
+import structlog
+
+from hooks.hygiene import redact
+
+#: Event-dict keys whose values are never logged, whatever they hold.
+_SECRET_KEYS = frozenset({"token", "api_key", "auth_token", "authorization", "x-api-key"})
+
+
+def _scrub(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    for key in list(event):
+        if key.lower() in _SECRET_KEYS:
+            event[key] = "[REDACTED]"
+            continue
+        value = event[key]
+        if isinstance(value, str):
+            event[key] = redact(value)
+    return event
+
+
+def configure(fmt: str = "auto", stream: TextIO | None = None, level: int = logging.INFO) -> None:
+    """Configure structlog once for the process (``fmt``: auto, json or console)."""
+    out = stream if stream is not None else sys.stdout
+    as_json = fmt == "json" or (fmt == "auto" and not out.isatty())
+    renderer: Any
+    if as_json:
+        renderer = structlog.processors.JSONRenderer(sort_keys=False)
+        exc: Any = structlog.processors.dict_tracebacks
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
+        exc = structlog.processors.format_exc_info
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            exc,
+            _scrub,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(out),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(**bind: Any) -> Any:
+    """A bound structlog logger."""
+    return structlog.get_logger("wsd").bind(**bind)
+
+
+class ErrorThrottle:
+    """Rate-limits a repeating error and notices recovery.
+
+    ``failed(key, now)`` returns how many occurrences were suppressed since the
+    last one logged, or None when this one should be suppressed too; the first
+    occurrence and then at most one per ``every`` seconds are logged.
+    ``recovered(key)`` returns the failure count once, when a failing key
+    succeeds again, so the caller logs a single "recovered" line.
+    """
+
+    def __init__(self, every: float = 60.0) -> None:
+        self.every = every
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._failures: dict[str, int] = {}
+
+    def failed(self, key: str, now: float) -> int | None:
+        self._failures[key] = self._failures.get(key, 0) + 1
+        last = self._last.get(key)
+        if last is not None and now - last < self.every:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return None
+        self._last[key] = now
+        return self._suppressed.pop(key, 0)
+
+    def recovered(self, key: str) -> int | None:
+        failures = self._failures.pop(key, None)
+        self._last.pop(key, None)
+        self._suppressed.pop(key, None)
+        return failures
+
+    def failing(self) -> list[str]:
+        return sorted(self._failures)

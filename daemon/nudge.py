@@ -1,0 +1,50 @@
+"""Wake the loop promptly when a hook writes: a file-change nudge, polling as fallback.
+
+A background thread watches ``.os/memory/`` with watchfiles (inotify) and sets
+an Event when the transcript database, its WAL or the spool changes. It is a
+hint only: the loop still polls, so a missed or dropped event costs at most
+one poll interval.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+
+import structlog
+
+WATCHED = ("transcript.db", "transcript.db-wal", "spool.jsonl")
+
+
+class Nudger:
+    """Sets ``nudge`` on writes to the transcript files until ``stop`` is set."""
+
+    def __init__(self, folder: str, nudge: threading.Event, stop: threading.Event) -> None:
+        self.folder = folder
+        self.nudge = nudge
+        self.stop = stop
+        self._thread: threading.Thread | None = None
+        self.log = structlog.get_logger("wsd").bind(component="nudge")
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="wsd-nudge", daemon=True)
+        self._thread.start()
+
+    def _relevant(self, changes: Iterable[tuple[object, str]]) -> bool:
+        return any(os.path.basename(path) in WATCHED for _kind, path in changes)
+
+    def _run(self) -> None:
+        try:
+            from watchfiles import watch
+
+            # step: how often the Rust side checks the stop event; 200 ms keeps
+            # the idle cost near zero while shutdown stays prompt.
+            for changes in watch(
+                self.folder, stop_event=self.stop, debounce=50, step=200,
+                raise_interrupt=False, recursive=False,
+            ):
+                if self._relevant(changes):
+                    self.nudge.set()
+        except Exception as exc:  # noqa: BLE001 - polling still works without the nudge
+            self.log.warning("nudge_unavailable", error=f"{type(exc).__name__}: {exc}")

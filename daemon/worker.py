@@ -1,0 +1,400 @@
+"""The daemon's loop: ``run()`` is ``while not stopped: run_once()``.
+
+Each pass ingests the spool, closes turns whose agent never sent ``Stop``,
+then decides whether to curate (batch threshold, flush request, or idle) and
+curates at most one batch, so a test can drive it one step at a time and a
+SIGTERM never waits for more than one batch. Nothing is held between passes:
+no database connection, no HTTP connection once the backlog is drained.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from daemon import memory_files
+from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown
+from daemon.config import Config
+from daemon.curator import build_request, parse_reply, render_turn
+from daemon.log import ErrorThrottle, get_logger
+from daemon.status import StatusFile
+from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
+from hooks import spool
+from schema.layout import Layout
+
+
+@dataclass
+class PassResult:
+    """What one ``run_once`` did; ``more`` means call again without waiting."""
+
+    action: str
+    more: bool = False
+    batches: list[int] = field(default_factory=list)
+
+
+class Worker:
+    """Turns captured turns into memory; every dependency is handed in."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        bridge: BridgeClient,
+        stop: threading.Event,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        nudge: threading.Event | None = None,
+        on_wake: Sequence[Callable[[], Any]] = (),
+    ) -> None:
+        self.config = config
+        self.layout: Layout = store.layout
+        self.store = store
+        self.bridge = bridge
+        self.stop = stop
+        self.nudge = nudge if nudge is not None else threading.Event()
+        self.clock = clock
+        self.monotonic = monotonic
+        self.on_wake = list(on_wake)
+        self.log = get_logger(component="worker")
+        self.throttle = ErrorThrottle()
+        self.status = StatusFile(self.layout, clock)
+        self.identity = ""
+        self.version = ""
+        self.next_attempt_at = 0.0
+        self.backoff = config.outage_backoff
+        self._last_wall: float | None = None
+        self._last_mono = 0.0
+        self._expected_wait = 0.0
+        self._started = False
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start-up: migrate, re-derive markers from the ledger, repair md files, old spool."""
+        self.store.migrate()
+        self.version = self._read_version()
+        self._check_identity()
+        repaired = memory_files.repair(self.layout, self.store.latest_md())
+        if repaired:
+            self.log.info("md_repaired", files=repaired)
+        for taken in spool.pending_files(self.layout.spool):
+            self._ingest(taken)
+        state = self.store.get_state("next_attempt_at")
+        self.next_attempt_at = float(state) if state else 0.0
+        backoff = self.store.get_state("backoff_seconds")
+        self.backoff = float(backoff) if backoff else self.config.outage_backoff
+        self._started = True
+        self.status.update(state="running", version=self.version, force=True)
+
+    def run(self) -> int:
+        """Run until stopped; returns the exit code (0 for a clean stop)."""
+        delay = 1.0
+        while not self.stop.is_set() and not self._started:
+            try:
+                self.start()
+            except (apsw.BusyError, apsw.CantOpenError, apsw.IOError, OSError) as exc:
+                # Transient at boot (disk still mounting, a long write): retry
+                # here, since supervisord gives up on a program that keeps dying.
+                self.log.warning("start_retry", error=f"{type(exc).__name__}: {exc}", delay=delay)
+                self.stop.wait(delay)
+                delay = min(delay * 2, 60.0)
+        self.log.info("started", workspace=self.layout.root, pid=os.getpid(), version=self.version)
+        while not self.stop.is_set():
+            try:
+                result = self.run_once()
+            except Exception as exc:  # noqa: BLE001 - a bad pass must never kill the daemon
+                self._failed("pass", exc)
+                result = PassResult("error")
+            if result.more and not self.stop.is_set():
+                continue
+            self.bridge.reset()
+            self._expected_wait = self.config.poll_seconds
+            self.nudge.wait(self.config.poll_seconds)
+            self.nudge.clear()
+        self.status.update(state="stopped", force=True)
+        self.log.info("stopped", reason="signal or version change")
+        return 0
+
+    def request_stop(self) -> None:
+        """Ask the loop to finish its step and return (safe from a signal handler)."""
+        self.stop.set()
+        self.nudge.set()
+
+    # -- one pass ------------------------------------------------------------------
+
+    def run_once(self, now: float | None = None) -> PassResult:
+        """One pass of the loop; ``now`` (wall clock) may be injected by tests."""
+        if not self._started:
+            self.start()
+        now = self.clock() if now is None else now
+        self._detect_wake(now)
+        if self._version_changed():
+            self.request_stop()
+            return PassResult("version_changed")
+        taken = spool.take(self.layout.spool)
+        if taken:
+            self._ingest(taken)
+        closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
+        if closed:
+            self.log.info("turns_closed", count=len(closed), reason="no stop")
+        self._check_identity()
+        backlog = self.store.backlog()
+        self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
+        if backlog.pending == 0:
+            if backlog.flush_upto is not None:
+                self.store.mark_flushes_handled(backlog.flush_upto, now)
+            return PassResult("idle")
+        if now < self.next_attempt_at:
+            return PassResult("backoff")
+        reason = self._trigger(backlog.pending, backlog.oldest_ts, backlog.last_activity_ts,
+                               backlog.flush_upto, now)
+        if reason is None:
+            return PassResult("waiting")
+        turns = self.store.pending_turns(self.config.batch_turns)
+        covered = self.store.covered(self.identity, [t.id for t in turns])
+        if covered:  # markers lagging behind the ledger (crash between the two commits)
+            self.store.mark_processed(sorted(covered))
+            return PassResult("remarked", more=True)
+        batch, rendered = self._fit(turns)
+        self.status.update(state="curating", force=True)
+        outcome, ids = self._curate(batch, rendered, reason, now)
+        return PassResult(outcome, more=outcome == "curated", batches=ids)
+
+    def _trigger(
+        self, pending: int, oldest: float | None, last_activity: float | None,
+        flush_upto: int | None, now: float,
+    ) -> str | None:
+        if flush_upto is not None:
+            return "flush"
+        if pending >= self.config.batch_turns:
+            return "threshold"
+        quiet = last_activity is None or now - last_activity >= self.config.quiet_seconds
+        if oldest is not None and now - oldest >= self.config.idle_seconds and quiet:
+            return "idle"
+        return None
+
+    def _fit(self, turns: list[Turn]) -> tuple[list[Turn], list[str]]:
+        """The longest prefix of ``turns`` within the character budget (at least one)."""
+        budget = self.config.batch_chars
+        batch: list[Turn] = []
+        rendered: list[str] = []
+        used = 0
+        for turn in turns:
+            text = render_turn(turn)
+            if batch and used + len(text) > budget:
+                break
+            if not batch and len(text) > budget:
+                text = render_turn(turn, max_chars=budget)
+            batch.append(turn)
+            rendered.append(text)
+            used += len(text)
+        return batch, rendered
+
+    # -- curating ----------------------------------------------------------------
+
+    def _curate(
+        self, turns: list[Turn], rendered: list[str], reason: str, now: float
+    ) -> tuple[str, list[int]]:
+        """Curate one batch: commit, split on rejection, park a lone failing turn."""
+        actions = self.store.open_actions()
+        system, messages = build_request(memory_files.read_all(self.layout), actions, rendered)
+        started = self.clock()
+        try:
+            reply = self.bridge.call(system, messages)
+        except Shutdown:
+            self.log.info("batch_abandoned", turns=len(turns), reason="shutdown")
+            return "stopped", []
+        except Outage as exc:
+            self._enter_backoff(now, exc)
+            return "backoff", []
+        except BatchRejected as exc:
+            if len(turns) == 1:
+                return "parked", [self._park(turns, exc, now)]
+            half = len(turns) // 2
+            self.log.warning("batch_split", turns=len(turns), error=str(exc))
+            ids: list[int] = []
+            for part, text in ((turns[:half], rendered[:half]), (turns[half:], rendered[half:])):
+                outcome, got = self._curate(part, text, reason, now)
+                ids += got
+                if outcome not in ("curated", "parked"):
+                    return outcome, ids
+            return "curated", ids
+        return "curated", [self._commit(turns, reply, actions, reason, started)]
+
+    def _commit(
+        self, turns: list[Turn], reply: Reply, actions: list[tuple[int, int, str]],
+        reason: str, started: float, replaces: Sequence[int] = (),
+    ) -> int:
+        parsed = parse_reply(
+            reply.text,
+            truncated=reply.stop_reason == "max_tokens",
+            turn_ids=[t.id for t in turns],
+            open_action_ids=[a[0] for a in actions],
+        )
+        if parsed.unknown_lines:
+            self.log.warning("reply_lines_ignored", count=len(parsed.unknown_lines),
+                             sample=parsed.unknown_lines[:3])
+        for name, why in parsed.rejected_updates.items():
+            self.log.warning("md_update_rejected", file=name, reason=why)
+        cost = (reply.input_tokens * self.config.price_input
+                + reply.cache_write_tokens * self.config.price_input * 1.25
+                + reply.cache_read_tokens * self.config.price_input * 0.1
+                + reply.output_tokens * self.config.price_output) / 1e6
+        record = BatchRecord(
+            turns=turns, learnings=parsed.learnings, actions=parsed.actions,
+            closed_actions=parsed.closed_actions, md_updates=parsed.md_updates,
+            model=reply.model, stop_reason=reply.stop_reason, attempts=reply.attempts,
+            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
+            cache_read_tokens=reply.cache_read_tokens, cache_write_tokens=reply.cache_write_tokens,
+            cost_usd=cost, latency_ms=reply.latency_ms, started_at=started,
+        )
+        now = self.clock()
+        try:
+            result = self.store.commit_batch(self.identity, record, now, replaces=replaces)
+        except AlreadyCovered as exc:
+            self.log.warning("batch_discarded", reason=str(exc))
+            self.store.mark_processed([t.id for t in turns])
+            return 0
+        if result.files_updated:
+            latest = self.store.latest_md()
+            memory_files.materialise(
+                self.layout, {n: latest[n] for n in result.files_updated if n in latest}
+            )
+        self.store.mark_processed([t.id for t in turns])
+        self._recovered()
+        self.log.info(
+            "batch", batch_id=result.batch_id, reason=reason, turns=len(turns),
+            first_turn=turns[0].id, last_turn=turns[-1].id, learnings=result.learnings_added,
+            actions=result.actions_added, actions_closed=result.actions_closed,
+            files_updated=list(result.files_updated), input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens, cached_tokens=reply.cache_read_tokens,
+            cost_usd=round(cost, 6), latency_ms=round(reply.latency_ms, 1),
+            attempts=reply.attempts, stop_reason=reply.stop_reason,
+        )
+        self.status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
+        self.status.update(last_batch={"id": result.batch_id, "turns": len(turns),
+                                       "at": now, "outcome": "done"})
+        return result.batch_id
+
+    def _park(self, turns: list[Turn], exc: BatchRejected, now: float) -> int:
+        record = BatchRecord(turns=turns, status="failed", error=str(exc)[:1000],
+                             attempts=exc.attempts, started_at=now)
+        try:
+            result = self.store.commit_batch(self.identity, record, self.clock())
+        except AlreadyCovered:
+            return 0
+        self.store.mark_processed([t.id for t in turns])
+        self.log.error("batch_parked", batch_id=result.batch_id, turn=turns[0].id, error=str(exc))
+        self.status.update(last_batch={"id": result.batch_id, "turns": len(turns),
+                                       "at": now, "outcome": "parked"})
+        return result.batch_id
+
+    def retry_parked(self) -> list[int]:
+        """Re-run every parked batch (``wsd retry``); returns the new batch ids."""
+        done: list[int] = []
+        for batch_id, ids, _error in self.store.failed_batches():
+            turns = self.store.turns_by_id(ids)
+            if not turns:
+                continue
+            actions = self.store.open_actions()
+            system, messages = build_request(
+                memory_files.read_all(self.layout), actions, [render_turn(t) for t in turns]
+            )
+            started = self.clock()
+            reply = self.bridge.call(system, messages)  # errors propagate to the operator
+            done.append(self._commit(turns, reply, actions, "retry", started, replaces=[batch_id]))
+        return done
+
+    # -- health ----------------------------------------------------------------------
+
+    def _enter_backoff(self, now: float, exc: Outage) -> None:
+        delay = max(self.backoff, exc.retry_after or 0.0)
+        self.next_attempt_at = now + delay
+        self.backoff = min(self.backoff * 2, self.config.outage_backoff_max)
+        self.store.set_state({"next_attempt_at": repr(self.next_attempt_at),
+                              "backoff_seconds": repr(self.backoff)}, now)
+        self.status.count(bridge_errors=1)
+        self.status.update(state="backoff", next_attempt_at=self.next_attempt_at,
+                           last_error=str(exc)[:300], force=True)
+        suppressed = self.throttle.failed("bridge", now)
+        if suppressed is not None:
+            self.log.error("bridge_unavailable", error=str(exc), attempts=exc.attempts,
+                           retry_in=round(delay, 1), suppressed=suppressed)
+
+    def _recovered(self) -> None:
+        failures = self.throttle.recovered("bridge")
+        if failures is not None or self.next_attempt_at:
+            self.log.info("bridge_recovered", failures=failures or 0)
+            self._clear_backoff()
+
+    def _clear_backoff(self) -> None:
+        self.next_attempt_at = 0.0
+        self.backoff = self.config.outage_backoff
+        self.store.set_state({"next_attempt_at": None, "backoff_seconds": None}, self.clock())
+
+    def _failed(self, key: str, exc: BaseException) -> None:
+        now = self.clock()
+        self.status.count(errors=1)
+        self.status.update(last_error=f"{type(exc).__name__}: {exc}"[:300], force=True)
+        suppressed = self.throttle.failed(key, now)
+        if suppressed is not None:
+            self.log.error("pass_failed", error=f"{type(exc).__name__}: {exc}",
+                           suppressed=suppressed, exc_info=suppressed == 0)
+
+    def _detect_wake(self, now: float) -> None:
+        """Notice a sleep/wake: wall clock far ahead of the monotonic clock, or a long gap."""
+        mono = self.monotonic()
+        if self._last_wall is not None:
+            wall_gap = now - self._last_wall
+            mono_gap = mono - self._last_mono
+            jump = self.config.wake_jump_seconds
+            if wall_gap - mono_gap > jump or mono_gap - self._expected_wait > jump * 5:
+                self.log.warning("wake", slept_seconds=round(wall_gap, 1),
+                                 monotonic_seconds=round(mono_gap, 1))
+                self.status.count(wakes=1)
+                self.bridge.reset()
+                if self.next_attempt_at:
+                    self._clear_backoff()
+                for callback in self.on_wake:
+                    callback()
+        self._last_wall, self._last_mono, self._expected_wait = now, mono, 0.0
+
+    def _check_identity(self) -> None:
+        identity = self.store.transcript_identity()
+        if identity == self.identity:
+            return
+        known = self.store.get_state("transcript_identity")
+        if known and known != identity:
+            self.log.warning("transcript_recreated", previous=known, current=identity)
+        if known != identity:
+            self.store.set_state({"transcript_identity": identity}, self.clock())
+        self.identity = identity
+        marked, cleared = self.store.rederive_processed(identity)
+        if marked or cleared:
+            self.log.info("markers_rederived", marked=marked, cleared=cleared)
+
+    def _ingest(self, taken: str) -> None:
+        report = spool.ingest_file(taken, self.store.record_event)
+        self.log.info("spool_ingested", recorded=report.recorded,
+                      duplicates=report.duplicates, rejected=report.rejected)
+
+    def _read_version(self) -> str:
+        try:
+            with open(self.layout.version_file, encoding="utf-8") as fh:
+                return fh.read().strip()
+        except FileNotFoundError:
+            return ""
+
+    def _version_changed(self) -> bool:
+        current = self._read_version()
+        if current != self.version:
+            self.log.info("version_changed", previous=self.version, current=current)
+            return True
+        return False
