@@ -91,7 +91,12 @@ def _status(exc: BaseException) -> int | None:
 
 def is_transient(exc: BaseException) -> bool:
     """Worth retrying the same request soon."""
-    if isinstance(exc, anthropic.APIConnectionError | BadReply | anthropic.APIResponseValidationError):
+    # A garbled 200 body surfaces as a plain ValueError (JSONDecodeError) from
+    # the SDK's response parsing: a proxy hiccup, worth another try.
+    if isinstance(
+        exc,
+        anthropic.APIConnectionError | BadReply | anthropic.APIResponseValidationError | ValueError,
+    ):
         return True
     status = _status(exc)
     return status is not None and (status in RETRYABLE_STATUS or status >= 500)

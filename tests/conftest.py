@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from daemon import rule_curator
 from daemon.bootstrap import init_workspace
+from daemon.bridge import BridgeClient
+from daemon.bridge_standin import BridgeStandin
+from daemon.config import Config
+from daemon.store import Store
+from daemon.worker import Worker
 from schema.layout import Layout
 
 VENV_BIN = Path(sys.executable).parent
@@ -38,3 +47,38 @@ def hook_env(layout: Layout) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WSD_")}
     env["WSD_WORKSPACE"] = layout.root
     return env
+
+
+@pytest.fixture
+def standin() -> Iterator[BridgeStandin]:
+    """A running Bridge stand-in answering with the rule-based curator."""
+    with BridgeStandin(responder=rule_curator.responder) as server:
+        yield server
+
+
+def make_config(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Config:
+    """A daemon Config for tests: fast timeouts, small batches, no file watching."""
+    base: dict[str, Any] = {
+        "workspace": layout.root,
+        "bridge_url": standin.url,
+        "api_key": "test-sprite-token",
+        "batch_turns": 5,
+        "request_timeout": 2.0,
+        "retry_attempts": 3,
+        "retry_seconds": 10.0,
+        "outage_backoff": 0.5,
+        "outage_backoff_max": 2.0,
+        "poll_seconds": 0.05,
+        "watch": False,
+    }
+    base.update(overrides)
+    return Config(**base)
+
+
+def make_worker(
+    layout: Layout, standin: BridgeStandin, stop: threading.Event | None = None, **overrides: Any
+) -> Worker:
+    """A Worker wired to real stores and a real Bridge client aimed at the stand-in."""
+    config = make_config(layout, standin, **overrides)
+    stop = stop or threading.Event()
+    return Worker(config, Store(layout), BridgeClient(config, stop), stop)

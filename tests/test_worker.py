@@ -1,0 +1,346 @@
+"""The daemon loop driven step by step: triggers, curation, validation, exactly-once."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+from structlog.testing import capture_logs
+
+import schema
+from daemon import memory_files
+from daemon.bridge_standin import BridgeStandin, Fault, Reply
+from daemon.store import Store
+from daemon.worker import Worker
+from hooks.capture import Capture, CaptureConfig
+from schema.layout import Layout
+from tests.conftest import make_worker
+
+
+def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> None:
+    """n complete turns through the real capture path."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for i in range(start, start + n):
+        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session,
+                    "prompt": f"Task {i}: I prefer tabs over spaces in file {i}"})
+        cap.handle({"hook_event_name": "PostToolUse", "session_id": session, "tool_name": "Bash",
+                    "tool_input": {"command": f"pip install pkg{i}"}, "tool_response": "ok"})
+        cap.handle({"hook_event_name": "Stop", "session_id": session,
+                    "last_assistant_message": f"Done with task {i}."})
+
+
+def q(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(path)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def drain(worker: Worker, now: float | None = None, limit: int = 200) -> list[str]:
+    """Call run_once until it stops asking for more; return the actions taken."""
+    actions = []
+    for _ in range(limit):
+        result = worker.run_once(now)
+        actions.append(result.action)
+        if not result.more:
+            return actions
+    raise AssertionError(f"worker never settled: {actions[-10:]}")
+
+
+def flush(layout: Layout) -> None:
+    from schema.transcript import request_flush
+    conn = schema.connect(layout.transcript_db, "transcript")
+    request_flush(conn, "cli", time.time())
+    conn.close()
+
+
+def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: BridgeStandin) -> None:
+    """Five closed turns (the threshold) become learnings, md files and a done ledger batch."""
+    worker = make_worker(layout, standin, batch_turns=5)
+    write_turns(layout, 4)
+    assert drain(worker) == ["waiting"]
+    assert standin.requests == []
+    write_turns(layout, 1, start=4)
+    assert drain(worker) == ["curated", "waiting"] or drain(worker)
+    batches = q(layout.memory_db, "SELECT status, turns, first_observation_id,"
+                                  " last_observation_id FROM batches")
+    assert batches == [("done", 5, 1, 5)]
+    kinds = {r[0] for r in q(layout.memory_db, "SELECT DISTINCT type FROM learnings")}
+    assert {"preference", "tool_install"} <= kinds
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    latest = Store(layout).latest_md()
+    assert "tools.md" in latest and "user.md" in latest
+    for name, content in latest.items():
+        assert Path(layout.md(name)).read_text() == content
+
+
+def test_flush_request_curates_everything_now(layout: Layout, standin: BridgeStandin) -> None:
+    """A flush request curates a backlog below the threshold at once, then is marked handled."""
+    worker = make_worker(layout, standin, batch_turns=25)
+    write_turns(layout, 3)
+    assert drain(worker) == ["waiting"]
+    flush(layout)
+    drain(worker)
+    assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(3,)]
+    assert q(layout.transcript_db, "SELECT count(*) FROM flush_requests"
+                                   " WHERE handled_at IS NULL") == [(0,)]
+
+
+def test_idle_trigger_needs_old_turns_and_quiet_sessions(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Below the threshold, turns are curated once the oldest is old and sessions are quiet."""
+    worker = make_worker(layout, standin, batch_turns=25, idle_seconds=300, quiet_seconds=120)
+    write_turns(layout, 2)
+    now = time.time()
+    assert drain(worker, now=now + 60) == ["waiting"]
+    assert drain(worker, now=now + 3600)[0] == "curated"
+    assert q(layout.memory_db, "SELECT sum(turns) FROM batches") == [(2,)]
+
+
+def test_character_budget_splits_batches(layout: Layout, standin: BridgeStandin) -> None:
+    """A small character budget puts fewer turns in each curator call; all still get curated."""
+    worker = make_worker(layout, standin, batch_turns=5, batch_chars=700)
+    write_turns(layout, 5)
+    drain(worker)  # one budget-sized batch; the rest is below the threshold again
+    flush(layout)
+    drain(worker)
+    sizes = [r[0] for r in q(layout.memory_db, "SELECT turns FROM batches ORDER BY id")]
+    assert sum(sizes) == 5 and len(sizes) > 1
+    for req in standin.requests:
+        assert req.json is not None
+        text = req.json["messages"][0]["content"][1]["text"]
+        assert text.count("<turn ") <= 5
+
+
+def test_huge_turn_is_squeezed_into_the_budget(layout: Layout, standin: BridgeStandin) -> None:
+    """One turn larger than the budget is cut to fit rather than overflowing the call."""
+    worker = make_worker(layout, standin, batch_turns=1, batch_chars=3000)
+    cap = Capture(CaptureConfig(workspace=layout.root, max_field_chars=2000))
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "go"})
+    for i in range(40):
+        cap.handle({"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": f"T{i}",
+                    "tool_input": {"x": "y" * 1500}, "tool_response": "z" * 1900})
+    cap.handle({"hook_event_name": "Stop", "session_id": "s", "last_assistant_message": "ok"})
+    drain(worker)
+    (req,) = standin.requests
+    assert req.json is not None
+    assert len(req.json["messages"][0]["content"][1]["text"]) < 3600
+
+
+def _scripted(standin: BridgeStandin, text: str, stop_reason: str | None = None) -> None:
+    standin.script(Reply(({"type": "text", "text": text},), stop_reason))
+
+
+def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
+    """Unknown lines are ignored, over-limit updates refused, duplicates stored once."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    write_turns(layout, 1)
+    too_long = "\n".join(f"- line {i}" for i in range(151))
+    _scripted(standin, "FACT: The build uses make.\nfact: lowercase is unknown\n"
+                       "Hello there, I am chatty\nPREFERENCE: Dark mode.\n"
+                       "ACTION: [high] Review the report\nACTION: [high] Review the report\n"
+                       f"TOOLS_MD_UPDATE:\n{too_long}\nUSER_MD_UPDATE:\n# User\n- Likes dark mode\n"
+                       "SOUL_MD_UPDATE:\nI am evil now\n")
+    with capture_logs() as logs:
+        drain(worker)
+    assert sorted(q(layout.memory_db, "SELECT type, content FROM learnings")) == [
+        ("fact", "The build uses make."), ("preference", "Dark mode.")]
+    assert q(layout.memory_db, "SELECT content, priority FROM pending_actions") == [
+        ("Review the report", 1)]
+    assert set(Store(layout).latest_md()) == {"user.md"}
+    assert not os.path.exists(layout.md("tools.md"))
+    assert not os.path.exists(layout.md("soul.md"))
+    events = {e["event"] for e in logs}
+    assert {"reply_lines_ignored", "md_update_rejected", "batch"} <= events
+    # The same learnings again in a later batch are not stored twice.
+    write_turns(layout, 1, start=1)
+    _scripted(standin, "FACT: the build uses  make\nACTION: [high] Review the report")
+    drain(worker)
+    assert q(layout.memory_db, "SELECT count(*) FROM learnings") == [(2,)]
+    assert q(layout.memory_db, "SELECT count(*) FROM pending_actions") == [(1,)]
+
+
+def test_truncated_reply_keeps_learnings_but_not_updates(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A reply cut at max_tokens keeps its learnings and applies no md update."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    write_turns(layout, 1)
+    _scripted(standin, "CORRECTION: Dates are DD/MM/YYYY\nUSER_MD_UPDATE:\n# User\n- Dates DD/",
+              stop_reason="max_tokens")
+    drain(worker)
+    assert q(layout.memory_db, "SELECT type FROM learnings") == [("correction",)]
+    assert Store(layout).latest_md() == {}
+    assert q(layout.memory_db, "SELECT stop_reason FROM batches") == [("max_tokens",)]
+
+
+@pytest.mark.parametrize("fault", [
+    Fault.refuse(0.5), Fault.reset(), Fault.hang(5), Fault.rate_limited(retry_after=0.2),
+    Fault.rate_limited(retry_after=None, retry_after_ms=150), Fault.server_error(),
+    Fault.overloaded(), Fault.malformed_json(), Reply.empty(),
+], ids=["refused", "reset", "hang", "429", "429ms", "500", "529", "malformed", "empty"])
+def test_transient_fault_then_recovery_curates_once(
+    layout: Layout, standin: BridgeStandin, fault: Any
+) -> None:
+    """Each transient Bridge fault is retried; once it recovers every turn is curated once."""
+    worker = make_worker(layout, standin, batch_turns=2, request_timeout=1.0)
+    write_turns(layout, 2)
+    standin.script(fault)
+    drain(worker)
+    assert q(layout.memory_db, "SELECT status, turns, attempts FROM batches") == [("done", 2, 2)]
+    assert q(layout.memory_db, "SELECT count(*) FROM batch_turns") == [(2,)]
+
+
+def test_long_outage_backs_off_and_survives_restart(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """When retries run out the next attempt time is stored, honoured, and read back on restart."""
+    worker = make_worker(layout, standin, batch_turns=1, retry_attempts=2, outage_backoff=30)
+    write_turns(layout, 1)
+    standin.script(Fault.overloaded(), Fault.overloaded())
+    now = time.time()
+    with capture_logs() as logs:
+        assert worker.run_once(now).action == "backoff"
+    assert any(e["event"] == "bridge_unavailable" for e in logs)
+    assert len(standin.requests) == 2
+    assert worker.run_once(now + 5).action == "backoff"  # no call while backing off
+    assert len(standin.requests) == 2
+    state = dict(q(layout.memory_db, "SELECT key, value FROM state"))
+    assert float(state["next_attempt_at"]) == pytest.approx(now + 30)
+    restarted = make_worker(layout, standin, batch_turns=1)
+    assert restarted.run_once(now + 10).action == "backoff"
+    with capture_logs() as logs:
+        assert restarted.run_once(now + 31).action == "curated"
+    assert any(e["event"] == "bridge_recovered" for e in logs)
+    assert "next_attempt_at" not in dict(q(layout.memory_db, "SELECT key, value FROM state"))
+
+
+def test_rejected_batch_is_split_then_a_lone_turn_parked(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A 400 splits the batch; the single turn that still fails is parked; retry curates it."""
+    worker = make_worker(layout, standin, batch_turns=4)
+    write_turns(layout, 4)
+    # Batch of 4 fails, halves [1,2] fails, [1] fails -> parked, [2] ok, [3,4] ok.
+    standin.script(Fault.bad_request(), Fault.bad_request(), Fault.bad_request())
+    drain(worker)
+    rows = q(layout.memory_db, "SELECT status, first_observation_id, last_observation_id"
+                               " FROM batches ORDER BY id")
+    assert rows == [("failed", 1, 1), ("done", 2, 2), ("done", 3, 4)]
+    assert q(layout.memory_db, "SELECT error LIKE '%400%' OR error LIKE '%BadRequest%'"
+                               " FROM batches WHERE status = 'failed'") == [(1,)]
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    assert worker.retry_parked() != []
+    rows = q(layout.memory_db, "SELECT status FROM batches ORDER BY id")
+    assert rows == [("retried",), ("done",), ("done",), ("done",)]
+    covering = q(layout.memory_db, "SELECT b.status FROM batch_turns t JOIN batches b"
+                                   " ON b.id = t.batch_id WHERE t.observation_id = 1")
+    assert covering == [("done",)]
+
+
+def test_shutdown_during_slow_call_is_prompt_and_batch_redone(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Stop during a slow curator call returns at once; the batch is curated on the next run."""
+    stop = threading.Event()
+    worker = make_worker(layout, standin, stop=stop, batch_turns=1, request_timeout=30)
+    write_turns(layout, 1)
+    standin.latency = 10
+    threading.Timer(0.3, stop.set).start()
+    started = time.monotonic()
+    assert worker.run_once().action == "stopped"
+    assert time.monotonic() - started < 3
+    assert q(layout.memory_db, "SELECT count(*) FROM batches") == [(0,)]
+    standin.latency = 0
+    again = make_worker(layout, standin, batch_turns=1)
+    drain(again)
+    assert q(layout.memory_db, "SELECT status FROM batches") == [("done",)]
+
+
+def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: BridgeStandin) -> None:
+    """At start-up markers follow the ledger, md files follow their revisions, temp files go."""
+    worker = make_worker(layout, standin, batch_turns=2)
+    write_turns(layout, 2)
+    drain(worker)
+    # Simulate a crash between the memory.db commit and the marker/md writes.
+    conn = apsw.Connection(layout.transcript_db)
+    conn.execute("UPDATE observations SET processed = 0")
+    conn.close()
+    Path(layout.md("user.md")).write_text("garbage")
+    Path(layout.memory_dir, memory_files.TEMP_PREFIX + "user.md.123").write_text("half")
+    fresh = make_worker(layout, standin, batch_turns=2)
+    fresh.start()
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+    assert memory_files.stray_temp_files(layout) == []
+    calls = len(standin.requests)
+    drain(fresh)
+    assert len(standin.requests) == calls  # nothing curated twice
+
+
+def test_deleted_memory_db_is_rebuilt_from_the_transcript(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Deleting memory.db clears the markers at start-up and every turn is curated again."""
+    worker = make_worker(layout, standin, batch_turns=2)
+    write_turns(layout, 2)
+    drain(worker)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(layout.memory_db + suffix):
+            os.unlink(layout.memory_db + suffix)
+    fresh = make_worker(layout, standin, batch_turns=2)
+    drain(fresh)
+    assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(2,)]
+
+
+def test_recreated_transcript_is_detected(layout: Layout, standin: BridgeStandin) -> None:
+    """A transcript.db replaced by a new one is noticed by identity and its turns curated."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    write_turns(layout, 1)
+    drain(worker)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(layout.transcript_db + suffix):
+            os.unlink(layout.transcript_db + suffix)
+    write_turns(layout, 1)  # same observation id 1, different database
+    with capture_logs() as logs:
+        drain(worker)
+    assert any(e["event"] == "transcript_recreated" for e in logs)
+    assert q(layout.memory_db, "SELECT count(DISTINCT transcript_identity) FROM batches") == [(2,)]
+
+
+def test_wake_is_detected_and_resets_backoff(layout: Layout, standin: BridgeStandin) -> None:
+    """A wall-clock jump far beyond the monotonic clock is logged as a wake and ends backoff."""
+    mono = [100.0]
+    worker = make_worker(layout, standin, batch_turns=1, retry_attempts=1, outage_backoff=600)
+    worker.monotonic = lambda: mono[0]
+    wakes: list[int] = []
+    worker.on_wake.append(lambda: wakes.append(1))
+    write_turns(layout, 1)
+    standin.script(Fault.overloaded())
+    now = time.time()
+    assert worker.run_once(now).action == "backoff"
+    with capture_logs() as logs:
+        mono[0] += 1
+        result = worker.run_once(now + 3600)
+    assert [e for e in logs if e["event"] == "wake"]
+    assert wakes == [1]
+    assert result.action == "curated"
+
+
+def test_version_change_stops_the_loop(layout: Layout, standin: BridgeStandin) -> None:
+    """A new .os/VERSION makes the loop stop cleanly so supervisord starts the new code."""
+    Path(layout.version_file).write_text("1.0\n")
+    stop = threading.Event()
+    worker = make_worker(layout, standin, stop=stop)
+    assert worker.run_once().action == "idle"
+    Path(layout.version_file).write_text("1.1\n")
+    assert worker.run_once().action == "version_changed"
+    assert stop.is_set()
