@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -82,3 +83,26 @@ def make_worker(
     config = make_config(layout, standin, **overrides)
     stop = stop or threading.Event()
     return Worker(config, Store(layout), BridgeClient(config, stop), stop)
+
+
+# -- the real Claude Agent SDK against the stand-in ---------------------------------
+
+TOKEN = "test-sprite-token"
+T = TypeVar("T")
+
+
+def run_async(coro: Coroutine[Any, Any, T], timeout: float = 120) -> T:
+    """Run a coroutine to completion, bounded so a wedged CLI fails the test instead."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def sdk_env(
+    standin: BridgeStandin, tmp_path: Path, *, nonessential: bool = False
+) -> dict[str, str]:
+    """Environment for the bundled CLI: the stand-in, a dummy token and an isolated HOME."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {"ANTHROPIC_BASE_URL": standin.url, "ANTHROPIC_API_KEY": TOKEN, "HOME": str(home)}
+    if not nonessential:
+        env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+    return env

@@ -5,7 +5,6 @@ Real sockets throughout: every fault is observed the way the daemon will observe
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -13,7 +12,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from daemon.bridge_standin import (
     Reply,
     estimate_tokens,
 )
+from tests.conftest import run_async, sdk_env
 
 TOKEN = "test-sprite-token"
 MODEL = "claude-haiku-4-5"
@@ -523,23 +523,6 @@ def test_conversation_script_serves_turns_only_to_main_requests() -> None:
 
 
 # -- the real Claude Agent SDK ---------------------------------------------------------------
-
-
-def run_async(coro: Coroutine[Any, Any, T], timeout: float = 120) -> T:
-    """Run a coroutine to completion, bounded so a wedged CLI fails the test instead."""
-    return asyncio.run(asyncio.wait_for(coro, timeout))
-
-
-def sdk_env(
-    standin: BridgeStandin, tmp_path: Path, *, nonessential: bool = False
-) -> dict[str, str]:
-    """Environment for the bundled CLI: the stand-in, a dummy token and an isolated HOME."""
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env = {"ANTHROPIC_BASE_URL": standin.url, "ANTHROPIC_API_KEY": TOKEN, "HOME": str(home)}
-    if not nonessential:
-        env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
-    return env
 
 
 @pytest.mark.agent_sdk
