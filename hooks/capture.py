@@ -8,21 +8,25 @@ its caller (the SDK callbacks and the command hook swallow what escapes).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 import apsw
 
 import schema
 from hooks import spool
 from hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value
+from schema.fastjson import dumps
 from schema.layout import DEFAULT_WORKSPACE, Layout
 from schema.transcript import KNOWN_EVENTS, Event, record
+
+# typing, dataclasses and collections.abc are left out at run time on purpose:
+# each costs the command hook a measurable slice of its start-up budget.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 DEFAULT_SKIP_TOOLS = frozenset({"TodoWrite"})
 #: Tools whose output is the memory itself (search results, pending actions):
@@ -36,15 +40,40 @@ class InvalidInput(ValueError):
     """The hook input cannot become an event (the message says why)."""
 
 
-@dataclass(frozen=True)
 class CaptureConfig:
-    """Settings of the capture path; built from the environment by the entry points."""
+    """Settings of the capture path (immutable); built from the environment by entry points."""
 
-    workspace: str = DEFAULT_WORKSPACE
-    max_field_chars: int = DEFAULT_MAX_CHARS
-    skip_tools: frozenset[str] = field(default=DEFAULT_SKIP_TOOLS)
-    memory_tool_prefix: str = DEFAULT_MEMORY_TOOL_PREFIX
-    busy_timeout_ms: int = schema.HOOK_BUSY_TIMEOUT_MS
+    __slots__ = (
+        "busy_timeout_ms",
+        "max_field_chars",
+        "memory_tool_prefix",
+        "skip_tools",
+        "workspace",
+    )
+
+    def __init__(
+        self,
+        workspace: str = DEFAULT_WORKSPACE,
+        max_field_chars: int = DEFAULT_MAX_CHARS,
+        skip_tools: frozenset[str] = DEFAULT_SKIP_TOOLS,
+        memory_tool_prefix: str = DEFAULT_MEMORY_TOOL_PREFIX,
+        busy_timeout_ms: int = schema.HOOK_BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.workspace = workspace
+        self.max_field_chars = max_field_chars
+        self.skip_tools = skip_tools
+        self.memory_tool_prefix = memory_tool_prefix
+        self.busy_timeout_ms = busy_timeout_ms
+
+    def replace(self, **changes: Any) -> CaptureConfig:
+        """A copy with some settings changed."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values.update(changes)
+        return CaptureConfig(**values)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"CaptureConfig({inner})"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> CaptureConfig:
@@ -93,7 +122,7 @@ def _text(value: object, limit: int) -> str:
         return clean_text(value, limit)
     if value is None:
         return ""
-    return clean_text(json.dumps(clean_value(value, limit), ensure_ascii=False), limit)
+    return clean_text(dumps(clean_value(value, limit)), limit)
 
 
 def build_event(data: object, config: CaptureConfig, now: float | None = None) -> Event | None:
@@ -103,7 +132,7 @@ def build_event(data: object, config: CaptureConfig, now: float | None = None) -
     a session id. Everything kept goes through hygiene (truncation, private
     spans, secrets) *before* it exists anywhere else.
     """
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict):
         raise InvalidInput(f"hook input must be a JSON object, got {type(data).__name__}")
     kind = data.get("hook_event_name")
     if not isinstance(kind, str) or kind not in KNOWN_EVENTS:

@@ -7,11 +7,15 @@ prints nothing on stdout (Claude Code would show it to the agent) and exits 0
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from hooks.capture import Capture, CaptureConfig, InvalidInput
+from schema.fastjson import loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Beyond this the input is not read into memory at all (fields are cut to
 #: ~2,000 characters anyway); the event is reported as rejected.
@@ -30,12 +34,12 @@ def _read_stdin() -> bytes:
     return data
 
 
-def run(raw: bytes, env: dict[str, str] | os._Environ[str]) -> str:
+def run(raw: bytes, env: Mapping[str, str]) -> str:
     """Capture one raw stdin payload; returns the outcome or raises InvalidInput/OSError."""
     if not raw.strip():
         raise InvalidInput("empty input on stdin")
     try:
-        data = json.loads(raw.decode("utf-8", "replace"))
+        data = loads(raw.decode("utf-8", "replace"))
     except (ValueError, RecursionError) as exc:
         raise InvalidInput(f"input is not valid JSON ({str(exc)[:80]})") from None
     capture = Capture(CaptureConfig.from_env(env))

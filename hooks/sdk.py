@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from hooks.capture import Capture, CaptureConfig, InvalidInput, _warn
@@ -68,6 +67,6 @@ def memory_hooks(
     if config is None:
         config = CaptureConfig.from_env(os.environ if env is None else env)
     if workspace is not None:
-        config = replace(config, workspace=workspace)
+        config = config.replace(workspace=workspace)
     callback = make_callback(Capture(config))
     return {event: [HookMatcher(hooks=[callback], timeout=timeout)] for event in events}

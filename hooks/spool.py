@@ -12,18 +12,39 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable
-from typing import NamedTuple
 
 from schema.transcript import Event
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 INGESTING_SUFFIX = ".ingesting"
 
 
-class IngestReport(NamedTuple):
-    recorded: int
-    duplicates: int
-    rejected: int
+class IngestReport:
+    """What ingesting one spool file did."""
+
+    __slots__ = ("duplicates", "recorded", "rejected")
+
+    def __init__(self, recorded: int, duplicates: int, rejected: int) -> None:
+        self.recorded = recorded
+        self.duplicates = duplicates
+        self.rejected = rejected
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IngestReport) and (
+            (self.recorded, self.duplicates, self.rejected)
+            == (other.recorded, other.duplicates, other.rejected)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"IngestReport(recorded={self.recorded}, duplicates={self.duplicates},"
+            f" rejected={self.rejected})"
+        )
 
 
 def append(path: str, line: str) -> None:

@@ -7,19 +7,22 @@ applied in order inside one ``BEGIN IMMEDIATE`` transaction that also records
 ``PRAGMA user_version`` — so a crash mid-migration leaves the old version intact.
 
 Import cost matters: the command hook imports this module on every agent event,
-so only ``os`` and ``apsw`` are imported here.
+so only ``os`` and ``apsw`` are imported at run time (typing only for mypy).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Literal, NamedTuple
 
 import apsw
 
-Kind = Literal["transcript", "memory"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Literal
+
+    Kind = Literal["transcript", "memory"]
+
 KINDS: tuple[Kind, ...] = ("transcript", "memory")
 
 #: Hooks must never make the agent wait: past this they spool instead.
@@ -40,10 +43,15 @@ class SchemaError(Exception):
     """The database's schema cannot be used by this code (message says why)."""
 
 
-class Migration(NamedTuple):
-    version: int
-    name: str
-    path: str
+class Migration:
+    """One numbered migration file."""
+
+    __slots__ = ("name", "path", "version")
+
+    def __init__(self, version: int, name: str, path: str) -> None:
+        self.version = version
+        self.name = name
+        self.path = path
 
 
 _migrations_cache: dict[Kind, list[Migration]] = {}
@@ -118,27 +126,40 @@ def connect(
     return conn
 
 
-@contextmanager
-def write_txn(conn: apsw.Connection) -> Iterator[apsw.Connection]:
-    """A write transaction that takes the write lock up front.
+class write_txn:  # noqa: N801 - used like the function-style context managers it replaces
+    """A write transaction that takes the write lock up front: ``with write_txn(conn):``.
 
     ``BEGIN IMMEDIATE`` waits (busy timeout) for the lock before reading, where
     a deferred transaction that reads then writes can fail at once with
-    SQLITE_BUSY_SNAPSHOT when another writer committed in between.
+    SQLITE_BUSY_SNAPSHOT when another writer committed in between. (A class,
+    not @contextmanager: contextlib costs the command hook milliseconds.)
     """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        if not conn.get_autocommit():
-            conn.execute("ROLLBACK")
-        raise
-    try:
-        conn.execute("COMMIT")
-    except BaseException:
-        if not conn.get_autocommit():
-            conn.execute("ROLLBACK")
-        raise
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> apsw.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+                return
+            except BaseException:
+                if not self.conn.get_autocommit():
+                    self.conn.execute("ROLLBACK")
+                raise
+        if not self.conn.get_autocommit():
+            self.conn.execute("ROLLBACK")
 
 
 def user_version(conn: apsw.Connection) -> int:

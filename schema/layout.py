@@ -7,7 +7,6 @@ on every agent event and pathlib's import alone costs more than the write.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 DEFAULT_WORKSPACE = "/workspace"
 #: The four files the daemon curates (soul.md and os.md are deploy-managed).
@@ -16,11 +15,26 @@ DEPLOY_FILES = ("soul.md", "os.md")
 USER_FOLDERS = ("documents", "ocr", "extractions", "artifacts")
 
 
-@dataclass(frozen=True)
 class Layout:
-    """Paths of one workspace; nothing is touched until :meth:`ensure` is called."""
+    """Paths of one workspace; nothing is touched until :meth:`ensure_system_dirs` is called.
 
-    root: str
+    A plain class rather than a dataclass: ``dataclasses`` imports ``inspect``,
+    which alone would cost the command hook a few milliseconds.
+    """
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Layout(root={self.root!r})"
 
     @property
     def os_dir(self) -> str:

@@ -8,12 +8,14 @@ commit together or not at all.
 
 from __future__ import annotations
 
-import json
-from typing import Any, NamedTuple
-
 import apsw
 
 from schema import write_txn
+from schema.fastjson import dumps, loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Hook events the capture layer records. Anything else is not captured.
 KNOWN_EVENTS = frozenset(
@@ -32,24 +34,52 @@ TURN_EVENTS = ("UserPromptSubmit", "PostToolUse", "PostToolUseFailure")
 FLUSH_EVENTS = {"PreCompact": "precompact", "SessionEnd": "session_end"}
 
 
-class Event(NamedTuple):
-    """One sanitised hook call, ready to be written (or spooled)."""
+class Event:
+    """One sanitised hook call, ready to be written (or spooled). Treat as immutable."""
 
-    uid: str
-    ts: float
-    session_id: str
-    kind: str
-    tool_name: str | None
-    payload: dict[str, Any]
+    __slots__ = ("kind", "payload", "session_id", "tool_name", "ts", "uid")
+
+    def __init__(
+        self,
+        uid: str,
+        ts: float,
+        session_id: str,
+        kind: str,
+        tool_name: str | None,
+        payload: dict[str, Any],
+    ) -> None:
+        self.uid = uid
+        self.ts = ts
+        self.session_id = session_id
+        self.kind = kind
+        self.tool_name = tool_name
+        self.payload = payload
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Event({self.kind} {self.session_id} {self.uid})"
 
     def to_json(self) -> str:
         """The spool line for this event."""
-        return json.dumps(self._asdict(), ensure_ascii=False, allow_nan=False)
+        return dumps(
+            {
+                "uid": self.uid,
+                "ts": self.ts,
+                "session_id": self.session_id,
+                "kind": self.kind,
+                "tool_name": self.tool_name,
+                "payload": self.payload,
+            }
+        )
 
     @classmethod
     def from_json(cls, line: str) -> Event:
         """Parse a spool line; raises ValueError/TypeError/KeyError on a damaged one."""
-        raw = json.loads(line)
+        raw = loads(line)
         if not isinstance(raw, dict) or not isinstance(raw.get("payload"), dict):
             raise ValueError("spool line is not an event object")
         tool = raw.get("tool_name")
@@ -70,7 +100,7 @@ def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
     was interrupted before ``Stop``); ``Stop`` closes the open turn into one
     observation; ``PreCompact``/``SessionEnd`` add a flush request.
     """
-    payload = json.dumps(event.payload, ensure_ascii=False, allow_nan=False)
+    payload = dumps(event.payload)
     source = event.payload.get("source") if event.kind == "SessionStart" else None
     cwd = event.payload.get("cwd")
     with write_txn(conn):
@@ -147,7 +177,7 @@ def _close_turn(
     prompts: list[str] = []
     calls: list[dict[str, Any]] = []
     for _id, kind, tool_name, payload_json, event_ts in rows:
-        payload = json.loads(payload_json)
+        payload = loads(payload_json)
         if kind == "UserPromptSubmit":
             prompt = payload.get("prompt")
             if isinstance(prompt, str) and prompt:
@@ -171,7 +201,7 @@ def _close_turn(
             session_id,
             seq,
             "\n\n".join(prompts) if prompts else None,
-            json.dumps(calls, ensure_ascii=False, allow_nan=False),
+            dumps(calls),
             response,
             closed_by,
         ),
