@@ -68,5 +68,5 @@ def memory_hooks(
         config = CaptureConfig.from_env(os.environ if env is None else env)
     if workspace is not None:
         config = config.replace(workspace=workspace)
-    callback = make_callback(Capture(config))
+    callback = make_callback(Capture(config, keep_open=True))
     return {event: [HookMatcher(hooks=[callback], timeout=timeout)] for event in events}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -269,12 +270,20 @@ def test_newer_schema_spools_instead_of_writing(layout: Layout) -> None:
     assert os.path.getsize(layout.spool) > 0
 
 
-def test_keep_open_capture_reuses_and_releases_its_connection(layout: Layout) -> None:
-    """The in-process capture keeps one connection between events and close() releases it."""
-    cap = Capture(CaptureConfig(workspace=layout.root), keep_open=True)
+def test_in_process_capture_lets_go_of_its_connection_when_idle(layout: Layout) -> None:
+    """keep_open reuses one connection while events flow and closes it after a quiet spell."""
+    cap = Capture(CaptureConfig(workspace=layout.root), keep_open=True, idle_close_s=0.3)
     cap.handle(prompt("s", "one"))
     first = cap._conn
+    cap.handle(tool("s", "Bash", {"command": "ls"}, "x"))
     cap.handle(stop("s", "two"))
     assert cap._conn is first is not None
+    deadline = time.monotonic() + 5
+    while cap._conn is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cap._conn is None
+    assert cap.handle(prompt("s", "three")) == "written"
+    assert cap._conn is not None
     cap.close()
     assert cap._conn is None
+    assert _rows(layout, "SELECT count(*) FROM events") == [(4,)]

@@ -1,0 +1,42 @@
+"""``python -m bench [NAME ...]``: run the benchmarks and print the table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+
+from bench import Row, render
+from bench import hooks_bench
+
+BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
+    "hook_write": hooks_bench.hook_write,
+    "hook_process": hooks_bench.hook_process,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench")
+    parser.add_argument("names", nargs="*", help=f"subset of: {', '.join(BENCHMARKS)}")
+    args = parser.parse_args()
+    unknown = set(args.names) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    rows: list[Row] = []
+    for name, run in BENCHMARKS.items():
+        if args.names and name not in args.names:
+            continue
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        rows += run()
+    print(render(rows))
+    os.makedirs(".bench", exist_ok=True)
+    with open(os.path.join(".bench", "results.json"), "w", encoding="utf-8") as fh:
+        json.dump([asdict(r) for r in rows], fh, indent=1)
+    return 0 if all(r.ok is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Capture benchmarks: one in-process hook write, and the whole `wsd-hook` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import Row, median, percentile
+from daemon.bootstrap import init_workspace
+from hooks.capture import Capture, CaptureConfig
+from schema.layout import Layout
+
+READER = r"""
+import sys, time, apsw
+path = sys.argv[1]
+while True:  # a daemon-like reader: short read transactions, back to back
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(5000)
+    conn.execute("SELECT count(*), max(id) FROM events").fetchall()
+    conn.execute("SELECT id FROM observations WHERE processed = 0 ORDER BY id LIMIT 25").fetchall()
+    conn.close()
+    time.sleep(0.005)
+"""
+
+
+def _events(i: int) -> dict[str, object]:
+    phase = i % 4
+    if phase == 0:
+        return {"hook_event_name": "UserPromptSubmit", "session_id": "bench",
+                "prompt": f"Please summarise document {i} and keep dates as DD/MM/YYYY."}
+    if phase in (1, 2):
+        return {"hook_event_name": "PostToolUse", "session_id": "bench", "tool_name": "Read",
+                "tool_input": {"file_path": f"/workspace/documents/doc{i}.md"},
+                "tool_response": "Invoice 2026-11-02 total 1,234.50 EUR. " * 12}
+    return {"hook_event_name": "Stop", "session_id": "bench",
+            "last_assistant_message": f"Summary of document {i}: three invoices, all paid."}
+
+
+def hook_write(n: int = 3000) -> list[Row]:
+    """p50/p99 of Capture.handle for one event, with a reader process polling the database."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        layout = Layout(tmp)
+        init_workspace(layout)
+        reader = subprocess.Popen([sys.executable, "-c", READER, layout.transcript_db])
+        try:
+            for keep_open, label in ((True, "SDK callbacks (kept open while active)"),
+                                     (False, "connection per event")):
+                cap = Capture(CaptureConfig(workspace=tmp), keep_open=keep_open)
+                for i in range(200):  # warm-up
+                    cap.handle(_events(i))
+                samples = []
+                for i in range(n):
+                    event = _events(i)
+                    started = time.perf_counter()
+                    cap.handle(event)
+                    samples.append((time.perf_counter() - started) * 1000)
+                cap.close()
+                p50, p99 = percentile(samples, 50), percentile(samples, 99)
+                gate = keep_open  # what memory_hooks() uses
+                rows.append(Row(f"hook write p50, {label}", p50, "ms", "<= 0.2",
+                                (p50 <= 0.2) if gate else None, f"n={n}, reader running"))
+                rows.append(Row(f"hook write p99, {label}", p99, "ms", "<= 2",
+                                (p99 <= 2.0) if gate else None))
+        finally:
+            reader.kill()
+            reader.wait()
+    return rows
+
+
+def hook_process(runs: int = 40) -> list[Row]:
+    """Median wall time of a whole `wsd-hook` run vs `python -c pass`, alternated in one loop."""
+    python = sys.executable
+    hook = str(Path(python).parent / "wsd-hook")
+    with tempfile.TemporaryDirectory() as tmp:
+        init_workspace(Layout(tmp))
+        env = {**os.environ, "WSD_WORKSPACE": tmp}
+        payload = json.dumps(_events(1)).encode()
+        bare, hooked = [], []
+        for _ in range(5):  # warm the page cache
+            subprocess.run([python, "-c", "pass"], check=True)
+            subprocess.run([hook], input=payload, env=env, check=True)
+        for _ in range(runs):
+            started = time.perf_counter()
+            subprocess.run([python, "-c", "pass"], check=True)
+            bare.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            subprocess.run([hook], input=payload, env=env, check=True)
+            hooked.append(time.perf_counter() - started)
+    ratio = median(hooked) / median(bare)
+    return [
+        Row("wsd-hook process, median", median(hooked) * 1000, "ms", "-", None, f"n={runs}"),
+        Row("python3 -c pass, median", median(bare) * 1000, "ms", "-", None, "same run"),
+        Row("wsd-hook / python -c pass", ratio, "x", "<= 2.0", ratio <= 2.0),
+    ]
