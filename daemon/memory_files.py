@@ -23,8 +23,8 @@ class ConfinementError(ValueError):
     """A write was asked for outside the files the daemon may write."""
 
 
-def atomic_write(path: str, text: str, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``text`` atomically and durably."""
+def atomic_write(path: str, text: str, mode: int = 0o600, durable: bool = True) -> None:
+    """Replace ``path`` with ``text`` atomically (and, if ``durable``, fsynced)."""
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f"{TEMP_PREFIX}{name}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -33,7 +33,8 @@ def atomic_write(path: str, text: str, mode: int = 0o600) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -41,6 +42,8 @@ def atomic_write(path: str, text: str, mode: int = 0o600) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
+    if not durable:
+        return
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -53,7 +53,7 @@ class StatusFile:
         if force or now - self._written >= self.every:
             self.data["heartbeat_at"] = now
             try:
-                atomic_write(self.path, json.dumps(self.data, default=str) + "\n")
+                atomic_write(self.path, json.dumps(self.data, default=str) + "\n", durable=False)
                 self._written = now
             except OSError:
                 pass  # a full disk must not stop curation; status is best effort

@@ -73,6 +73,7 @@ class Worker:
         self._last_mono = 0.0
         self._expected_wait = 0.0
         self._started = False
+        self.stop_reason = "stop requested"
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -119,11 +120,12 @@ class Worker:
             self.nudge.wait(self.config.poll_seconds)
             self.nudge.clear()
         self.status.update(state="stopped", force=True)
-        self.log.info("stopped", reason="signal or version change")
+        self.log.info("stopped", reason=self.stop_reason)
         return 0
 
-    def request_stop(self) -> None:
+    def request_stop(self, reason: str = "signal") -> None:
         """Ask the loop to finish its step and return (safe from a signal handler)."""
+        self.stop_reason = reason
         self.stop.set()
         self.nudge.set()
 
@@ -136,7 +138,7 @@ class Worker:
         now = self.clock() if now is None else now
         self._detect_wake(now)
         if self._version_changed():
-            self.request_stop()
+            self.request_stop("version changed")
             return PassResult("version_changed")
         taken = spool.take(self.layout.spool)
         if taken:
@@ -165,6 +167,8 @@ class Worker:
         batch, rendered = self._fit(turns)
         self.status.update(state="curating", force=True)
         outcome, ids = self._curate(batch, rendered, reason, now)
+        if outcome != "backoff":
+            self.status.update(state="idle", force=True)
         return PassResult(outcome, more=outcome == "curated", batches=ids)
 
     def _trigger(
