@@ -199,6 +199,37 @@ def test_transient_fault_then_recovery_curates_once(
     assert q(layout.memory_db, "SELECT count(*) FROM batch_turns") == [(2,)]
 
 
+def test_all_faults_in_sequence_end_with_everything_curated_once(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Every fault mode back to back: no crash, bounded calls, all turns curated once, md intact."""
+    worker = make_worker(layout, standin, batch_turns=2, request_timeout=0.5, retry_attempts=2,
+                         outage_backoff=5, outage_backoff_max=20)
+    write_turns(layout, 2)
+    drain(worker)  # a first good batch writes the md files
+    good = {name: Path(layout.md(name)).read_text() for name in Store(layout).latest_md()}
+    write_turns(layout, 4, start=2)
+    faults: list[Any] = [
+        Fault.refuse(0.3), Fault.reset(), Fault.hang(3), Fault.rate_limited(retry_after=0.1),
+        Fault.server_error(), Fault.overloaded(), Fault.malformed_json(), Reply.empty(),
+        Reply(({"type": "text", "text": "USER_MD_UPDATE:\n# User\n- half a fi"},), "max_tokens"),
+    ]
+    standin.script(*faults)
+    now = time.time()
+    for step in range(60):
+        worker.run_once(now + step * 30)
+        if not q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][0]:
+            break
+    covering = q(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns t"
+                                   " JOIN batches b ON b.id = t.batch_id AND b.status = 'done'"
+                                   " GROUP BY 1")
+    assert sorted(covering) == [(i, 1) for i in range(1, 7)]
+    assert len(standin.requests) <= len(faults) + 3  # every fault cost one call, no more
+    assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+    assert "half a fi" not in Path(layout.md("user.md")).read_text()
+    assert set(good) <= set(Store(layout).latest_md())
+
+
 def test_long_outage_backs_off_and_survives_restart(
     layout: Layout, standin: BridgeStandin
 ) -> None:

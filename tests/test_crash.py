@@ -1,0 +1,129 @@
+"""Crash consistency: kill -9 the daemon at random moments while it curates; nothing lost or doubled."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from daemon import memory_files
+from daemon.bridge_standin import BridgeStandin, Reply
+from daemon.store import Store
+from schema.layout import Layout
+from tests.conftest import venv_script
+
+pytestmark = pytest.mark.slow
+
+TURNS = 2000
+KILLS = 50
+
+WRITER = r"""
+import sys, time
+from hooks.capture import Capture, CaptureConfig
+workspace, turns = sys.argv[1], int(sys.argv[2])
+cap = Capture(CaptureConfig(workspace=workspace))
+for i in range(turns):
+    s = f"writer-{i % 3}"
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": s,
+                "prompt": f"turn {i}: please remember fact number {i}"})
+    cap.handle({"hook_event_name": "PostToolUse", "session_id": s, "tool_name": "Bash",
+                "tool_input": {"command": f"echo {i}"}, "tool_response": str(i)})
+    cap.handle({"hook_event_name": "Stop", "session_id": s, "last_assistant_message": f"ok {i}"})
+    if i % 50 == 0:
+        time.sleep(0.05)
+"""
+
+_TURN_ID = re.compile(r'<turn id="(\d+)"')
+
+
+def _curator(body: dict[str, Any]) -> Reply:
+    """One learning per turn and a user.md that changes with every batch."""
+    text = body["messages"][0]["content"][1]["text"]
+    ids = [int(i) for i in _TURN_ID.findall(text)]
+    lines = [f"FACT: Turn {i} was seen [turn {i}]" for i in ids]
+    lines += ["USER_MD_UPDATE:", "# User", f"- Last batch covered turns {min(ids)}-{max(ids)}"]
+    return Reply.text("\n".join(lines))
+
+
+def _rows(path: str, sql: str) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
+    layout: Layout, hook_env: dict[str, str]
+) -> None:
+    """50 SIGKILLs while 2,000 concurrent turns are curated: one done batch per turn, no dupes."""
+    rng = random.Random(4242)
+    # Latency keeps a call in flight long enough for kills to land during it.
+    with BridgeStandin(responder=_curator, latency=0.03) as bridge:
+        env = {**hook_env, "ANTHROPIC_BASE_URL": bridge.url, "WSD_BRIDGE_TOKEN": "t",
+               "WSD_BATCH_TURNS": "10", "WSD_POLL_SECONDS": "0.05", "WSD_LOG_FORMAT": "json",
+               "WSD_WATCH": "false"}
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, layout.root, str(TURNS)])
+        wsd = venv_script("wsd")
+        kills = 0
+        log = open(Path(layout.root) / "daemon.log", "ab")  # noqa: SIM115 - closed below
+        try:
+            while kills < KILLS:
+                daemon = subprocess.Popen([wsd, "run"], env=env, stdout=log, stderr=log)
+                time.sleep(rng.uniform(0.05, 1.5))
+                daemon.send_signal(signal.SIGKILL)
+                daemon.wait()
+                kills += 1
+            assert writer.wait(timeout=300) == 0
+            # A last, undisturbed run drains what is left, then stops gracefully.
+            daemon = subprocess.Popen([wsd, "run"], env=env, stdout=log, stderr=log)
+            subprocess.run([wsd, "flush", "--wait", "120"], env=env, check=True,
+                           capture_output=True)
+            daemon.send_signal(signal.SIGTERM)
+            assert daemon.wait(timeout=30) == 0
+        finally:
+            log.close()
+            if writer.poll() is None:
+                writer.kill()
+        requests = bridge.requests
+
+    (observations,) = _rows(layout.transcript_db, "SELECT count(*) FROM observations")[0]
+    assert observations == TURNS
+    covering = _rows(layout.memory_db, "SELECT t.observation_id, count(*) FROM batch_turns t"
+                     " JOIN batches b ON b.id = t.batch_id WHERE b.status = 'done' GROUP BY 1")
+    assert len(covering) == TURNS and all(n == 1 for _, n in covering)
+    assert _rows(layout.memory_db, "SELECT count(*) FROM batches WHERE status != 'done'") == [(0,)]
+    assert _rows(layout.transcript_db,
+                 "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    (learned, distinct) = _rows(layout.memory_db,
+                                "SELECT count(*), count(DISTINCT content) FROM learnings")[0]
+    assert learned == distinct == TURNS
+    latest = Store(layout).latest_md()
+    assert Path(layout.md("user.md")).read_text() == latest["user.md"]
+    assert memory_files.stray_temp_files(layout) == []
+    assert not [n for n in os.listdir(layout.memory_dir) if n.endswith(".ingesting")]
+    for db in (layout.transcript_db, layout.memory_db):
+        assert _rows(db, "PRAGMA integrity_check") == [("ok",)]
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute("INSERT INTO learnings_fts (learnings_fts) VALUES ('integrity-check')")
+    conn.close()
+    batches_sent = [[int(i) for i in _TURN_ID.findall(r.json["messages"][0]["content"][1]["text"])]
+                    for r in requests if r.json]
+    assert set().union(*map(set, batches_sent)) == set(range(1, TURNS + 1))
+    seen: set[int] = set()
+    repeated = 0
+    for ids in batches_sent:
+        repeated += bool(seen.intersection(ids))
+        seen.update(ids)
+    # A kill can only abandon the call in flight; it is sent again once.
+    assert repeated <= kills, (repeated, kills, len(batches_sent))
+    assert repeated >= 1, "no kill landed during a curator call: the test lost its teeth"
