@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import FrameType
 from typing import Any
@@ -44,6 +44,25 @@ def _worker(config: Config, stop: threading.Event, nudge: threading.Event | None
     return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge)
 
 
+class SignalPolicy:
+    """First SIGTERM/SIGINT: ask the loop to stop after its step. Second: abort now.
+
+    The handler only sets a flag (the loop does the work); the abort raises
+    SystemExit in the main thread, whose finally blocks and ``with`` blocks
+    roll back any open transaction, so even an abort leaves nothing half-done.
+    """
+
+    def __init__(self, request_stop: Callable[[], None]) -> None:
+        self.request_stop = request_stop
+        self.count = 0
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count > 1:
+            raise SystemExit(128 + signum)
+        self.request_stop()
+
+
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from daemon import log
     from daemon.nudge import Nudger
@@ -53,18 +72,9 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log.configure(config.log_format)
     stop, nudge = threading.Event(), threading.Event()
     worker = _worker(config, stop, nudge)
-    signals = {"count": 0}
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        # Handlers only set flags: the loop finishes or abandons its step.
-        signals["count"] += 1
-        if signals["count"] > 1:
-            raise SystemExit(128 + signum)  # second signal: abort now
-        worker.request_stop()
-
+    on_signal = SignalPolicy(worker.request_stop)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    Layout(config.workspace).ensure_system_dirs()
     if config.watch:
         Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
     return int(worker.run())

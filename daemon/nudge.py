@@ -35,6 +35,10 @@ class Nudger:
         return any(os.path.basename(path) in WATCHED for _kind, path in changes)
 
     def _run(self) -> None:
+        # The folder may not exist yet (first boot, or a start-up being retried).
+        while not os.path.isdir(self.folder):
+            if self.stop.wait(1.0):
+                return
         try:
             from watchfiles import watch
 

@@ -85,8 +85,6 @@ class Worker:
         repaired = memory_files.repair(self.layout, self.store.latest_md())
         if repaired:
             self.log.info("md_repaired", files=repaired)
-        for taken in spool.pending_files(self.layout.spool):
-            self._ingest(taken)
         state = self.store.get_state("next_attempt_at")
         self.next_attempt_at = float(state) if state else 0.0
         backoff = self.store.get_state("backoff_seconds")
@@ -140,9 +138,9 @@ class Worker:
         if self._version_changed():
             self.request_stop("version changed")
             return PassResult("version_changed")
-        taken = spool.take(self.layout.spool)
-        if taken:
-            self._ingest(taken)
+        for taken in [*spool.pending_files(self.layout.spool), spool.take(self.layout.spool)]:
+            if taken and not self.stop.is_set():
+                self._ingest(taken)
         closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
@@ -385,7 +383,7 @@ class Worker:
             self.log.info("markers_rederived", marked=marked, cleared=cleared)
 
     def _ingest(self, taken: str) -> None:
-        report = spool.ingest_file(taken, self.store.record_event)
+        report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
         self.log.info("spool_ingested", recorded=report.recorded,
                       duplicates=report.duplicates, rejected=report.rejected)
 

@@ -116,16 +116,23 @@ def pending_files(path: str) -> list[str]:
     )
 
 
-def ingest_file(taken: str, record: Callable[[Event], bool]) -> IngestReport:
+def ingest_file(
+    taken: str,
+    record: Callable[[Event], bool],
+    should_stop: Callable[[], bool] | None = None,
+) -> IngestReport:
     """Record every event of a taken spool file, then delete it.
 
     ``record`` writes one event and returns False for a duplicate uid. If it
-    raises (database busy, disk full) the file stays for the next attempt.
+    raises (database busy, disk full), or ``should_stop`` says so, the file
+    stays for the next attempt (uids make re-reading it harmless).
     """
     recorded = duplicates = rejected = 0
     rejected_path = os.path.join(os.path.dirname(taken), "spool.rejected.jsonl")
     with open(taken, encoding="utf-8", errors="replace") as fh:
         for line in fh:
+            if should_stop is not None and should_stop():
+                return IngestReport(recorded, duplicates, rejected)
             if not line.strip():
                 continue
             try:

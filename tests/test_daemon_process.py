@@ -1,0 +1,265 @@
+"""`wsd run` as a real process: signals, idle footprint, config errors, logs, start-up retries."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from daemon.bridge_standin import BridgeStandin, Fault
+from daemon.cli import SignalPolicy
+from schema.layout import Layout
+from tests.conftest import venv_script
+
+TOKEN = "sprite-token-DO-NOT-LOG-7f3a9c"
+
+
+def _env(layout: Layout, bridge: BridgeStandin, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env |= {"WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": bridge.url,
+            "WSD_BRIDGE_TOKEN": TOKEN, "WSD_POLL_SECONDS": "0.1", "WSD_BATCH_TURNS": "3",
+            "WSD_LOG_FORMAT": "json", **extra}
+    return env
+
+
+def _hook(env: dict[str, str], event: dict[str, Any]) -> None:
+    subprocess.run([venv_script("wsd-hook")], input=json.dumps(event).encode(), env=env,
+                   check=True)
+
+
+def _turns(env: dict[str, str], n: int, session: str = "p1") -> None:
+    for i in range(n):
+        _hook(env, {"hook_event_name": "UserPromptSubmit", "session_id": session,
+                    "prompt": f"I prefer green tea, turn {i}. My token is {TOKEN}"})
+        _hook(env, {"hook_event_name": "Stop", "session_id": session,
+                    "last_assistant_message": f"Noted {i}."})
+
+
+def _wait(predicate: Any, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _count(path: str, sql: str) -> int:
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(2000)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as fh:
+        return subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
+                                stderr=subprocess.STDOUT)
+
+
+def _events(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
+def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path: Path) -> None:
+    """Turns written by wsd-hook become learnings and md files through a running daemon."""
+    from daemon import rule_curator
+
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        env = _env(layout, bridge)
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            _turns(env, 3)
+            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") >= 1)
+            assert _count(layout.memory_db,
+                          "SELECT count(*) FROM learnings WHERE type = 'preference'") >= 1
+            assert "green tea" in Path(layout.md("user.md")).read_text()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+    log = (tmp_path / "d.log").read_text()
+    assert TOKEN not in log
+    assert all(TOKEN.encode() not in r.raw for r in bridge.requests)
+    batch = next(e for e in _events(tmp_path / "d.log") if e["event"] == "batch")
+    for key in ("batch_id", "turns", "learnings", "actions", "files_updated", "input_tokens",
+                "output_tokens", "cached_tokens", "cost_usd", "latency_ms", "attempts"):
+        assert key in batch
+
+
+def test_sigterm_during_a_slow_call_exits_promptly_and_the_batch_is_redone(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """SIGTERM while the curator call hangs exits 0 within seconds; the next run redoes it."""
+    with BridgeStandin(latency=60) as bridge:
+        env = _env(layout, bridge)
+        proc = _start(env, tmp_path / "d.log")
+        _turns(env, 3)
+        assert _wait(lambda: len(bridge.requests) >= 1)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - started < 5
+        assert _count(layout.memory_db, "SELECT count(*) FROM batches") == 0
+        bridge.latency = 0
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            assert _wait(lambda: _count(layout.memory_db,
+                                        "SELECT count(*) FROM batches WHERE status = 'done'") == 1)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+    events = [e["event"] for e in _events(tmp_path / "d.log")]
+    assert "batch_abandoned" in events
+
+
+def test_second_signal_aborts_at_once() -> None:
+    """The first signal asks for a graceful stop; the second raises SystemExit(128+signum)."""
+    asked: list[int] = []
+    policy = SignalPolicy(lambda: asked.append(1))
+    policy(signal.SIGTERM, None)
+    assert asked == [1]
+    with pytest.raises(SystemExit) as info:
+        policy(signal.SIGTERM, None)
+    assert info.value.code == 128 + signal.SIGTERM
+
+
+def _open_files(pid: int) -> list[str]:
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: Path) -> None:
+    """After curating, the idle daemon has no .db/-wal/-shm file and no socket open."""
+    with BridgeStandin() as bridge:
+        env = _env(layout, bridge)
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            _turns(env, 3)
+            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            time.sleep(1.0)  # let it go idle
+            held = _open_files(proc.pid)
+            assert [f for f in held if ".db" in f] == []
+            assert [f for f in held if f.startswith("socket:")] == []
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize(("var", "value", "message"), [
+    ("WSD_BATCH_TURNS", "many", "WSD_BATCH_TURNS='many'"),
+    ("WSD_POLL_SECONDS", "-1", "WSD_POLL_SECONDS='-1'"),
+    ("WSD_LOG_FORMAT", "xml", "WSD_LOG_FORMAT='xml'"),
+    ("ANTHROPIC_BASE_URL", "", "ANTHROPIC_BASE_URL is not set"),
+    ("ANTHROPIC_BASE_URL", "ftp://bridge", "ANTHROPIC_BASE_URL='ftp://bridge'"),
+])
+def test_bad_config_exits_non_zero_naming_the_field(
+    layout: Layout, var: str, value: str, message: str
+) -> None:
+    """A bad setting stops `wsd run` at once with exit 2 and a message naming it and its value."""
+    env = {**os.environ, "WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+           "WSD_BRIDGE_TOKEN": TOKEN, var: value}
+    result = subprocess.run([venv_script("wsd"), "run"], env=env, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert TOKEN not in result.stderr + result.stdout
+
+
+def test_newer_schema_exits_non_zero(layout: Layout) -> None:
+    """A memory.db from newer code makes `wsd run` exit 2 with a clear message, touching nothing."""
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute("PRAGMA user_version = 77")
+    conn.close()
+    env = {**os.environ, "WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+           "WSD_BRIDGE_TOKEN": TOKEN}
+    result = subprocess.run([venv_script("wsd"), "run"], env=env, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 2
+    assert "schema version 77" in result.stderr
+
+
+def test_transient_start_up_problem_is_retried_in_process(tmp_path: Path) -> None:
+    """A workspace that cannot be opened yet is retried inside the process, not by dying."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / ".os").write_text("not a directory yet")  # e.g. a volume still mounting
+    layout = Layout(str(root))
+    with BridgeStandin() as bridge:
+        env = _env(layout, bridge, WSD_WATCH="false")
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            assert _wait(lambda: "start_retry" in (tmp_path / "d.log").read_text(), 10)
+            assert proc.poll() is None
+            (root / ".os").unlink()
+            assert _wait(lambda: '"event": "started"' in (tmp_path / "d.log").read_text(), 15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+
+
+def test_bridge_errors_are_logged_rate_limited_without_the_token(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """A Bridge refusing the token is logged once per interval, never with the token itself."""
+    with BridgeStandin() as bridge:
+        bridge.responder = lambda body: Fault.http_error(401, "authentication_error",
+                                                         f"bad token {TOKEN}")
+        env = _env(layout, bridge, WSD_OUTAGE_BACKOFF="0.2", WSD_OUTAGE_BACKOFF_MAX="0.2")
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            _turns(env, 3)
+            assert _wait(lambda: len(bridge.requests) >= 5)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+    events = _events(tmp_path / "d.log")
+    errors = [e for e in events if e["event"] == "bridge_unavailable"]
+    assert 1 <= len(errors) < len(bridge.requests)
+    assert TOKEN not in (tmp_path / "d.log").read_text()
+    assert all(e.get("level") for e in events)
+    status = subprocess.run([venv_script("wsd"), "status", "--json"], env=env,
+                            capture_output=True, text=True, check=True)
+    report = json.loads(status.stdout)
+    assert report["bridge_errors"] >= 1 and report["backlog"] == 3
+    assert TOKEN not in status.stdout
+
+
+def test_status_reports_backlog_and_heartbeat(layout: Layout, tmp_path: Path) -> None:
+    """`wsd status --json` shows the running daemon's heartbeat, backlog and last batch."""
+    with BridgeStandin() as bridge:
+        env = _env(layout, bridge, WSD_BATCH_TURNS="25")
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            _turns(env, 2)
+            assert _wait(lambda: (Path(layout.memory_dir) / "daemon.status.json").exists())
+            report = json.loads(subprocess.run(
+                [venv_script("wsd"), "status", "--json"], env=env, capture_output=True,
+                text=True, check=True).stdout)
+            assert report["daemon_running"] is True
+            assert report["backlog"] == 2 and report["oldest_pending_age_s"] >= 0
+            assert report["heartbeat_age_s"] is not None and report["heartbeat_age_s"] < 15
+            flushed = subprocess.run([venv_script("wsd"), "flush", "--wait", "20"], env=env,
+                                     capture_output=True, text=True)
+            assert flushed.returncode == 0, flushed.stderr
+            report = json.loads(subprocess.run(
+                [venv_script("wsd"), "status", "--json"], env=env, capture_output=True,
+                text=True, check=True).stdout)
+            assert report["backlog"] == 0
+            assert report["last_batch"]["status"] == "done"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
