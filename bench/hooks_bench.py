@@ -31,14 +31,24 @@ while True:  # a daemon-like reader: short read transactions, back to back
 def _events(i: int) -> dict[str, object]:
     phase = i % 4
     if phase == 0:
-        return {"hook_event_name": "UserPromptSubmit", "session_id": "bench",
-                "prompt": f"Please summarise document {i} and keep dates as DD/MM/YYYY."}
+        return {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "bench",
+            "prompt": f"Please summarise document {i} and keep dates as DD/MM/YYYY.",
+        }
     if phase in (1, 2):
-        return {"hook_event_name": "PostToolUse", "session_id": "bench", "tool_name": "Read",
-                "tool_input": {"file_path": f"/workspace/documents/doc{i}.md"},
-                "tool_response": "Invoice 2026-11-02 total 1,234.50 EUR. " * 12}
-    return {"hook_event_name": "Stop", "session_id": "bench",
-            "last_assistant_message": f"Summary of document {i}: three invoices, all paid."}
+        return {
+            "hook_event_name": "PostToolUse",
+            "session_id": "bench",
+            "tool_name": "Read",
+            "tool_input": {"file_path": f"/workspace/documents/doc{i}.md"},
+            "tool_response": "Invoice 2026-11-02 total 1,234.50 EUR. " * 12,
+        }
+    return {
+        "hook_event_name": "Stop",
+        "session_id": "bench",
+        "last_assistant_message": f"Summary of document {i}: three invoices, all paid.",
+    }
 
 
 def hook_write(n: int = 3000) -> list[Row]:
@@ -49,8 +59,10 @@ def hook_write(n: int = 3000) -> list[Row]:
         init_workspace(layout)
         reader = subprocess.Popen([sys.executable, "-c", READER, layout.transcript_db])
         try:
-            for keep_open, label in ((True, "SDK callbacks (kept open while active)"),
-                                     (False, "connection per event")):
+            for keep_open, label in (
+                (True, "SDK callbacks (kept open while active)"),
+                (False, "connection per event"),
+            ):
                 cap = Capture(CaptureConfig(workspace=tmp), keep_open=keep_open)
                 for i in range(200):  # warm-up
                     cap.handle(_events(i))
@@ -63,10 +75,25 @@ def hook_write(n: int = 3000) -> list[Row]:
                 cap.close()
                 p50, p99 = percentile(samples, 50), percentile(samples, 99)
                 gate = keep_open  # what memory_hooks() uses
-                rows.append(Row(f"hook write p50, {label}", p50, "ms", "<= 0.2",
-                                (p50 <= 0.2) if gate else None, f"n={n}, reader running"))
-                rows.append(Row(f"hook write p99, {label}", p99, "ms", "<= 2",
-                                (p99 <= 2.0) if gate else None))
+                rows.append(
+                    Row(
+                        f"hook write p50, {label}",
+                        p50,
+                        "ms",
+                        "<= 0.2",
+                        (p50 <= 0.2) if gate else None,
+                        f"n={n}, reader running",
+                    )
+                )
+                rows.append(
+                    Row(
+                        f"hook write p99, {label}",
+                        p99,
+                        "ms",
+                        "<= 2",
+                        (p99 <= 2.0) if gate else None,
+                    )
+                )
         finally:
             reader.kill()
             reader.wait()

@@ -31,7 +31,11 @@ def init_workspace(layout: Layout, *, user_folders: bool = True) -> list[str]:
             if not os.path.isdir(path):
                 os.makedirs(path, exist_ok=True)
                 done.append(f"created {path}")
-    for kind, path in (("transcript", layout.transcript_db), ("memory", layout.memory_db)):
+    databases: tuple[tuple[schema.Kind, str], ...] = (
+        ("transcript", layout.transcript_db),
+        ("memory", layout.memory_db),
+    )
+    for kind, path in databases:
         existed = os.path.exists(path)
         conn = schema.connect(path, kind)
         try:

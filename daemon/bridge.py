@@ -22,6 +22,7 @@ idles should not pay (nor a crash-restart loop under supervisord).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -101,6 +102,7 @@ def _status(exc: BaseException) -> int | None:
 def is_transient(exc: BaseException) -> bool:
     """Worth retrying the same request soon."""
     import anthropic  # already loaded: an exception came from a client
+
     # A garbled 200 body surfaces as a plain ValueError (JSONDecodeError) from
     # the SDK's response parsing: a proxy hiccup, worth another try.
     if isinstance(
@@ -129,6 +131,20 @@ def retry_after(exc: BaseException) -> float | None:
     return None
 
 
+class _TimeBudget(tenacity.stop.stop_base):
+    """Stop when the next wait would overrun the time budget, not after it has."""
+
+    def __init__(self, monotonic: Callable[[], float], started: float, seconds: float) -> None:
+        self.monotonic = monotonic
+        self.started = started
+        self.seconds = seconds
+
+    def __call__(self, state: tenacity.RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        upcoming = (retry_after(exc) if exc else None) or 0.0
+        return self.monotonic() - self.started + upcoming > self.seconds
+
+
 class BridgeClient:
     """Makes one curator call with bounded, interruptible retries."""
 
@@ -149,10 +165,9 @@ class BridgeClient:
         """Drop the HTTP client and its pooled connections (idle, wake, after errors)."""
         client, self._client = self._client, None
         if client is not None:
-            try:
+            # Closing a dead pool may fail; it is gone anyway.
+            with contextlib.suppress(Exception):
                 client.close()
-            except Exception:  # noqa: BLE001 - closing a dead pool may fail; it is gone anyway
-                pass
 
     def call(self, system: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Reply:
         """Send one request; raise Shutdown, Outage or BatchRejected if no reply is had."""
@@ -170,14 +185,10 @@ class BridgeClient:
                 return hinted
             return float(tenacity.wait_exponential_jitter(initial=1, max=20)(state))
 
-        def out_of_time(state: tenacity.RetryCallState) -> bool:
-            # Stop when the next wait would overrun the budget, not after it.
-            exc = state.outcome.exception() if state.outcome else None
-            upcoming = (retry_after(exc) if exc else None) or 0.0
-            return self._monotonic() - started + upcoming > self.config.retry_seconds
+        budget = _TimeBudget(self._monotonic, started, self.config.retry_seconds)
 
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.config.retry_attempts) | out_of_time,
+            stop=tenacity.stop_after_attempt(self.config.retry_attempts) | budget,
             wait=wait,
             retry=tenacity.retry_if_exception(is_transient),
             sleep=sleep,
@@ -192,7 +203,7 @@ class BridgeClient:
                     return _reply(reply, attempts, latency)
         except (Shutdown, Outage, BatchRejected):
             raise
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:
             self.reset()
             hint = retry_after(exc)
             message = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -224,7 +235,7 @@ class BridgeClient:
                     system=system,
                     messages=messages,
                 )
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            except BaseException as exc:
                 box["error"] = exc
             finally:
                 done.set()

@@ -103,7 +103,8 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "daemon_running": alive,
         "state": beat.get("state") if beat else None,
         "heartbeat_age_s": round(now - beat["heartbeat_at"], 1)
-        if beat and beat.get("heartbeat_at") else None,
+        if beat and beat.get("heartbeat_at")
+        else None,
         "backlog": backlog.pending,
         "oldest_pending_age_s": round(now - backlog.oldest_ts, 1) if backlog.oldest_ts else None,
         "flush_pending": backlog.flush_upto is not None,
@@ -115,8 +116,11 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),
         "next_attempt_at": (beat or {}).get("next_attempt_at"),
         "last_error": (beat or {}).get("last_error"),
-        "tokens": {"input": stats["input_tokens"], "output": stats["output_tokens"],
-                   "cache_read": stats["cache_read_tokens"]},
+        "tokens": {
+            "input": stats["input_tokens"],
+            "output": stats["output_tokens"],
+            "cache_read": stats["cache_read_tokens"],
+        },
         "cost_usd": round(float(stats["cost_usd"]), 6),
     }
     if args.json:
@@ -181,8 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="backlog, last batch, errors, heartbeat")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")
-    flush.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                       help="wait up to SECONDS for the flush to complete")
+    flush.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the flush to complete",
+    )
     sub.add_parser("retry", help="re-run parked (failed) batches")
     return parser
 

@@ -123,9 +123,7 @@ class Config:
             orphan_seconds=_get(env, "WSD_ORPHAN_SECONDS", DEFAULT_ORPHAN_SECONDS, pos_float),
             idle_seconds=_get(env, "WSD_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, pos_float),
             quiet_seconds=_get(env, "WSD_QUIET_SECONDS", DEFAULT_QUIET_SECONDS, pos_float),
-            request_timeout=_get(
-                env, "WSD_REQUEST_TIMEOUT", DEFAULT_REQUEST_TIMEOUT, pos_float
-            ),
+            request_timeout=_get(env, "WSD_REQUEST_TIMEOUT", DEFAULT_REQUEST_TIMEOUT, pos_float),
             max_tokens=_get(env, "WSD_MAX_TOKENS", DEFAULT_MAX_TOKENS, pos_int),
             retry_attempts=_get(env, "WSD_RETRY_ATTEMPTS", DEFAULT_RETRY_ATTEMPTS, pos_int),
             retry_seconds=_get(env, "WSD_RETRY_SECONDS", DEFAULT_RETRY_SECONDS, pos_float),

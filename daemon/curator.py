@@ -138,9 +138,12 @@ def parse_reply(
 
     for raw in text.splitlines():
         match = _HEADER.match(raw)
-        if match is None or (block is not None and match.group("rest") is None
-                             and match.group("key") != "NONE"
-                             and not match.group("key").endswith("_MD_UPDATE")):
+        if match is None or (
+            block is not None
+            and match.group("rest") is None
+            and match.group("key") != "NONE"
+            and not match.group("key").endswith("_MD_UPDATE")
+        ):
             if block is not None:
                 block_lines.append(raw)
             elif raw.strip() and not _FENCE.match(raw):
@@ -167,7 +170,7 @@ def parse_reply(
             prio = _PRIORITY.match(rest)
             if prio:
                 priority = PRIORITIES[prio.group(1).lower()]
-                rest = rest[prio.end():]
+                rest = rest[prio.end() :]
             content = clean_text(rest, MAX_LEARNING_CHARS).strip()
             if content:
                 out.actions.append((content, priority))
@@ -283,7 +286,7 @@ def build_request(
     action_lines = [f"[{aid}] (priority {prio}) {_esc(text)}" for aid, prio, text in actions]
     batch_block = (
         "<open_actions>\n" + ("\n".join(action_lines) or "(none)") + "\n</open_actions>\n"
-        f"<turns count=\"{len(rendered_turns)}\">\n" + "\n".join(rendered_turns) + "\n</turns>\n"
+        f'<turns count="{len(rendered_turns)}">\n' + "\n".join(rendered_turns) + "\n</turns>\n"
         "Curate these turns now, in the reply format."
     )
     system = [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}]

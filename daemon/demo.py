@@ -33,34 +33,66 @@ def _session(workspace: Path) -> list[dict[str, Any]]:
     summary = workspace / "artifacts" / "invoice-summary.md"
 
     def ev(kind: str, **fields: Any) -> dict[str, Any]:
-        return {"hook_event_name": kind, "session_id": SESSION, "cwd": str(workspace),
-                "transcript_path": "/tmp/demo.jsonl", **fields}
+        return {
+            "hook_event_name": kind,
+            "session_id": SESSION,
+            "cwd": str(workspace),
+            "transcript_path": "/tmp/demo.jsonl",
+            **fields,
+        }
 
     def tool(name: str, inp: dict[str, Any], out: Any) -> dict[str, Any]:
-        return ev("PostToolUse", tool_name=name, tool_input=inp, tool_response=out,
-                  tool_use_id=f"toolu_{name}_{len(str(inp))}")
+        return ev(
+            "PostToolUse",
+            tool_name=name,
+            tool_input=inp,
+            tool_response=out,
+            tool_use_id=f"toolu_{name}_{len(str(inp))}",
+        )
 
     return [
         ev("SessionStart", source="startup"),
-        ev("UserPromptSubmit", prompt="Hi! I prefer dates written as DD/MM/YYYY and short "
-                                      "answers. Can you look at the invoice I uploaded?"),
-        tool("Read", {"file_path": str(workspace / "documents" / "invoice-0042.txt")},
-             "Invoice 0042 - ACME GmbH - 2026-11-02 - total 1,234.50"),
-        ev("Stop", last_assistant_message="Invoice 0042 from ACME GmbH, dated 02/11/2026, "
-                                          "total 1,234.50 USD."),
-        ev("UserPromptSubmit", prompt="No, the currency is EUR, not USD. ACME always bills in "
-                                      "euros."),
+        ev(
+            "UserPromptSubmit",
+            prompt="Hi! I prefer dates written as DD/MM/YYYY and short "
+            "answers. Can you look at the invoice I uploaded?",
+        ),
+        tool(
+            "Read",
+            {"file_path": str(workspace / "documents" / "invoice-0042.txt")},
+            "Invoice 0042 - ACME GmbH - 2026-11-02 - total 1,234.50",
+        ),
+        ev(
+            "Stop",
+            last_assistant_message="Invoice 0042 from ACME GmbH, dated 02/11/2026, "
+            "total 1,234.50 USD.",
+        ),
+        ev(
+            "UserPromptSubmit",
+            prompt="No, the currency is EUR, not USD. ACME always bills in euros.",
+        ),
         ev("Stop", last_assistant_message="Sorry - total 1,234.50 EUR."),
-        ev("UserPromptSubmit", prompt="Please install pandas and write a summary of the "
-                                      "invoice to artifacts/invoice-summary.md"),
-        tool("Bash", {"command": "pip install pandas", "description": "install pandas"},
-             {"stdout": "Successfully installed pandas-2.3.1", "exit_code": 0}),
-        tool("Write", {"file_path": str(summary), "content": "# Invoice 0042\n- 1,234.50 EUR\n"},
-             {"type": "create", "filePath": str(summary)}),
+        ev(
+            "UserPromptSubmit",
+            prompt="Please install pandas and write a summary of the "
+            "invoice to artifacts/invoice-summary.md",
+        ),
+        tool(
+            "Bash",
+            {"command": "pip install pandas", "description": "install pandas"},
+            {"stdout": "Successfully installed pandas-2.3.1", "exit_code": 0},
+        ),
+        tool(
+            "Write",
+            {"file_path": str(summary), "content": "# Invoice 0042\n- 1,234.50 EUR\n"},
+            {"type": "create", "filePath": str(summary)},
+        ),
         ev("Stop", last_assistant_message="Installed pandas and wrote the summary."),
-        ev("UserPromptSubmit", prompt="Thanks. Remind me to send the summary to Anna on "
-                                      "Friday. My API key is sk-ant-api03-"
-                                      + "x" * 40 + " by the way."),
+        ev(
+            "UserPromptSubmit",
+            prompt="Thanks. Remind me to send the summary to Anna on "
+            "Friday. My API key is sk-ant-api03-" + "x" * 40 + " by the way.",
+        ),
         ev("Stop", last_assistant_message="Noted - I will remind you on Friday."),
         ev("SessionEnd", reason="exit"),
     ]
@@ -80,9 +112,14 @@ def run(keep: bool) -> int:
     layout = Layout(str(root))
     bridge = BridgeStandin(responder=rule_curator.responder).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-    env |= {"WSD_WORKSPACE": str(root), "ANTHROPIC_BASE_URL": bridge.url,
-            "WSD_BRIDGE_TOKEN": "demo-sprite-token", "WSD_LOG_FORMAT": "console",
-            "WSD_POLL_SECONDS": "0.5", "PYTHONUNBUFFERED": "1"}
+    env |= {
+        "WSD_WORKSPACE": str(root),
+        "ANTHROPIC_BASE_URL": bridge.url,
+        "WSD_BRIDGE_TOKEN": "demo-sprite-token",
+        "WSD_LOG_FORMAT": "console",
+        "WSD_POLL_SECONDS": "0.5",
+        "PYTHONUNBUFFERED": "1",
+    }
     wsd = str(Path(sys.executable).parent / "wsd")
     log_path = root / "daemon.log"
     daemon: subprocess.Popen[bytes] | None = None

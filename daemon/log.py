@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -20,7 +21,7 @@ from hooks.hygiene import redact
 _SECRET_KEYS = frozenset({"token", "api_key", "auth_token", "authorization", "x-api-key"})
 
 
-def _scrub(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _scrub(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for key in list(event):
         if key.lower() in _SECRET_KEYS:
             event[key] = "[REDACTED]"

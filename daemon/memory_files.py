@@ -32,7 +32,7 @@ def atomic_write(path: str, text: str, mode: int = 0o600, durable: bool = True) 
         data = text.encode("utf-8")
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if durable:
             os.fsync(fd)
     except BaseException:

@@ -45,10 +45,14 @@ class Nudger:
             # step: how often the Rust side checks the stop event; 200 ms keeps
             # the idle cost near zero while shutdown stays prompt.
             for changes in watch(
-                self.folder, stop_event=self.stop, debounce=50, step=200,
-                raise_interrupt=False, recursive=False,
+                self.folder,
+                stop_event=self.stop,
+                debounce=50,
+                step=200,
+                raise_interrupt=False,
+                recursive=False,
             ):
                 if self._relevant(changes):
                     self.nudge.set()
-        except Exception as exc:  # noqa: BLE001 - polling still works without the nudge
+        except Exception as exc:
             self.log.warning("nudge_unavailable", error=f"{type(exc).__name__}: {exc}")

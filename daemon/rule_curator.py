@@ -30,8 +30,11 @@ _CORRECTION = re.compile(
     r"(?:[.!\n]|$)",
     re.I,
 )
-_REMIND = re.compile(r"\b(?:remind me to|don't forget to|todo:|follow up on)\s+(.{3,200}?)"
-                     r"(?:[.!\n]|$)", re.I)
+_REMIND = re.compile(
+    r"\b(?:remind me to|don't forget to|todo:|follow up on)\s+(.{3,200}?)"
+    r"(?:[.!\n]|$)",
+    re.I,
+)
 _INSTALL = re.compile(
     r"\b(pip3? install|python -m pip install|apt(?:-get)? install|npm install|"
     r"brew install|cargo install|uv pip install)\s+(?:-[-\w=]+\s+)*([\w.\-\[\]=<>@/]+)",
@@ -89,7 +92,9 @@ def curate(request_text: str) -> str:
         for match in _PREFERENCE.finditer(user):
             pref = _sentence(match.group(1))
             if pref:
-                lines.append(f"PREFERENCE: The user prefers {pref[0].lower() + pref[1:]} [turn {tid}]")
+                lines.append(
+                    f"PREFERENCE: The user prefers {pref[0].lower() + pref[1:]} [turn {tid}]"
+                )
                 add(user_md, f"- Prefers {pref[0].lower() + pref[1:]}", "user.md")
         for match in _CORRECTION.finditer(user):
             fix = _sentence(match.group(1))
@@ -102,7 +107,9 @@ def curate(request_text: str) -> str:
             data = inp if isinstance(inp, dict) else {}
             command = str(data.get("command", "")) if name == "Bash" else ""
             for tool, package in _INSTALL.findall(command):
-                lines.append(f"TOOL_INSTALL: {package} installed with `{tool} {package}` [turn {tid}]")
+                lines.append(
+                    f"TOOL_INSTALL: {package} installed with `{tool} {package}` [turn {tid}]"
+                )
                 add(tools_md, f"- {package}: installed (`{tool} {package}`)", "tools.md")
             path = data.get("file_path") or data.get("path")
             if name in ("Write", "Edit", "MultiEdit") and isinstance(path, str):
@@ -115,8 +122,12 @@ def curate(request_text: str) -> str:
         if new_context != context_md:
             context_md[:] = new_context
             changed.add("context.md")
-    for name, md in (("user.md", user_md), ("tools.md", tools_md),
-                     ("context.md", context_md), ("files.md", files_md)):
+    for name, md in (
+        ("user.md", user_md),
+        ("tools.md", tools_md),
+        ("context.md", context_md),
+        ("files.md", files_md),
+    ):
         if name in changed:
             lines.append(f"{name[:-3].upper()}_MD_UPDATE:")
             lines.extend(md[-150:])

@@ -150,34 +150,36 @@ class Store:
 
     def backlog(self) -> Backlog:
         with self.transcript() as t:
-            pending, oldest = t.execute(
-                "SELECT count(*), min(timestamp) FROM observations WHERE processed = 0"
-            ).fetchone()
-            (last_activity,) = t.execute("SELECT max(last_event_at) FROM sessions").fetchone()
-            (flush_upto,) = t.execute(
-                "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"
-            ).fetchone()
+            pending, oldest = schema.one(
+                t, "SELECT count(*), min(timestamp) FROM observations WHERE processed = 0"
+            )
+            (last_activity,) = schema.one(t, "SELECT max(last_event_at) FROM sessions")
+            (flush_upto,) = schema.one(
+                t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"
+            )
         return Backlog(int(pending), oldest, last_activity, flush_upto)
 
     def pending_turns(self, limit: int) -> list[Turn]:
         """The oldest unprocessed turns, in id order."""
         with self.transcript() as t:
-            rows = t.execute(
+            rows = schema.rows(
+                t,
                 "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
                 " agent_response, closed_by FROM observations WHERE processed = 0"
                 " ORDER BY id LIMIT ?",
                 (limit,),
-            ).fetchall()
+            )
         return [_turn(r) for r in rows]
 
     def turns_by_id(self, ids: Sequence[int]) -> list[Turn]:
         with self.transcript() as t:
-            rows = t.execute(
+            rows = schema.rows(
+                t,
                 "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
                 " agent_response, closed_by FROM observations"
                 " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
                 (json.dumps(list(ids)),),
-            ).fetchall()
+            )
         return [_turn(r) for r in rows]
 
     def mark_processed(self, ids: Sequence[int]) -> None:
@@ -229,7 +231,7 @@ class Store:
 
     def get_state(self, key: str) -> str | None:
         with self.memory() as m:
-            row = m.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+            row = schema.first(m, "SELECT value FROM state WHERE key = ?", (key,))
         return None if row is None else str(row[0])
 
     def set_state(self, values: dict[str, str | None], now: float) -> None:
@@ -248,30 +250,33 @@ class Store:
 
     def covered(self, identity: str, ids: Sequence[int]) -> set[int]:
         with self.memory() as m:
-            rows = m.execute(
+            rows = schema.rows(
+                m,
                 "SELECT observation_id FROM batch_turns WHERE transcript_identity = ?"
                 " AND observation_id IN (SELECT value FROM json_each(?))",
                 (identity, json.dumps(list(ids))),
-            ).fetchall()
+            )
         return {int(r[0]) for r in rows}
 
     def latest_md(self) -> dict[str, str]:
         """The latest revision of each curated file that has one."""
         with self.memory() as m:
-            rows = m.execute(
+            rows = schema.rows(
+                m,
                 "SELECT file, content FROM md_revisions WHERE id IN"
-                " (SELECT max(id) FROM md_revisions GROUP BY file)"
-            ).fetchall()
+                " (SELECT max(id) FROM md_revisions GROUP BY file)",
+            )
         return {str(f): str(c) for f, c in rows}
 
     def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
         """Open pending actions as (id, priority, content), most urgent first."""
         with self.memory() as m:
-            rows = m.execute(
+            rows = schema.rows(
+                m,
                 "SELECT id, priority, content FROM pending_actions WHERE status = 'pending'"
                 " ORDER BY priority, id LIMIT ?",
                 (limit,),
-            ).fetchall()
+            )
         return [(int(i), int(p), str(c)) for i, p, c in rows]
 
     def commit_batch(
@@ -285,11 +290,12 @@ class Store:
         ids = [t.id for t in batch.turns]
         by_id = {t.id: t for t in batch.turns}
         with self.memory() as m, schema.write_txn(m):
-            rows = m.execute(
+            rows = schema.rows(
+                m,
                 "SELECT observation_id, batch_id FROM batch_turns WHERE transcript_identity = ?"
                 " AND observation_id IN (SELECT value FROM json_each(?))",
                 (identity, json.dumps(ids)),
-            ).fetchall()
+            )
             clash = [oid for oid, bid in rows if bid not in replaces]
             if clash:
                 raise AlreadyCovered(f"turns already curated: {clash[:10]}")
@@ -299,10 +305,25 @@ class Store:
                 " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
                 " latency_ms, started_at, finished_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (identity, min(ids), max(ids), len(ids), batch.status, batch.attempts,
-                 batch.error, batch.model, batch.stop_reason, batch.input_tokens,
-                 batch.output_tokens, batch.cache_read_tokens, batch.cache_write_tokens,
-                 batch.cost_usd, batch.latency_ms, batch.started_at or now, now),
+                (
+                    identity,
+                    min(ids),
+                    max(ids),
+                    len(ids),
+                    batch.status,
+                    batch.attempts,
+                    batch.error,
+                    batch.model,
+                    batch.stop_reason,
+                    batch.input_tokens,
+                    batch.output_tokens,
+                    batch.cache_read_tokens,
+                    batch.cache_write_tokens,
+                    batch.cost_usd,
+                    batch.latency_ms,
+                    batch.started_at or now,
+                    now,
+                ),
             )
             batch_id = int(m.last_insert_rowid())
             if replaces:
@@ -323,8 +344,15 @@ class Store:
                     "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
                     " source_observation_id, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (content_key) DO NOTHING",
-                    (now, turn.session_id if turn else None, kind, content,
-                     content_key(kind, content), turn.id if turn else None, batch_id),
+                    (
+                        now,
+                        turn.session_id if turn else None,
+                        kind,
+                        content,
+                        content_key(kind, content),
+                        turn.id if turn else None,
+                        batch_id,
+                    ),
                 )
                 added += m.changes()
             actions = 0
@@ -371,36 +399,46 @@ class Store:
     def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
         """Parked batches as (batch id, turn ids, error)."""
         with self.memory() as m:
-            rows = m.execute(
+            rows = schema.rows(
+                m,
                 "SELECT b.id, b.error, json_group_array(t.observation_id) FROM batches b"
                 " JOIN batch_turns t ON t.batch_id = b.id WHERE b.status = 'failed'"
-                " GROUP BY b.id ORDER BY b.id"
-            ).fetchall()
+                " GROUP BY b.id ORDER BY b.id",
+            )
         return [(int(b), sorted(json.loads(ids)), err) for b, err, ids in rows]
 
     def stats(self) -> dict[str, Any]:
         """Ledger totals for ``wsd status``."""
         with self.memory() as m:
-            row = m.execute(
+            row = schema.one(
+                m,
                 "SELECT count(*), coalesce(sum(status = 'done'), 0),"
                 " coalesce(sum(status = 'failed'), 0), coalesce(sum(input_tokens), 0),"
                 " coalesce(sum(output_tokens), 0), coalesce(sum(cache_read_tokens), 0),"
-                " coalesce(sum(cost_usd), 0) FROM batches"
-            ).fetchone()
-            last = m.execute(
-                "SELECT id, status, turns, finished_at, error FROM batches ORDER BY id DESC LIMIT 1"
-            ).fetchone()
-            (learnings,) = m.execute("SELECT count(*) FROM learnings").fetchone()
-            (actions,) = m.execute(
-                "SELECT count(*) FROM pending_actions WHERE status = 'pending'"
-            ).fetchone()
-        keys = ("batches", "done", "parked", "input_tokens", "output_tokens",
-                "cache_read_tokens", "cost_usd")
+                " coalesce(sum(cost_usd), 0) FROM batches",
+            )
+            last = schema.first(
+                m, "SELECT id, status, turns, finished_at, error FROM batches ORDER BY id DESC"
+            )
+            (learnings,) = schema.one(m, "SELECT count(*) FROM learnings")
+            (actions,) = schema.one(
+                m, "SELECT count(*) FROM pending_actions WHERE status = 'pending'"
+            )
+        keys = (
+            "batches",
+            "done",
+            "parked",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cost_usd",
+        )
         out: dict[str, Any] = dict(zip(keys, row, strict=True))
         out["learnings"] = learnings
         out["open_actions"] = actions
         out["last_batch"] = (
-            None if last is None
+            None
+            if last is None
             else dict(zip(("id", "status", "turns", "finished_at", "error"), last, strict=True))
         )
         return out
@@ -412,5 +450,13 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         parsed = json.loads(calls) if calls else []
     except ValueError:
         parsed = []
-    return Turn(int(oid), str(session), int(seq), float(ts), user,
-                parsed if isinstance(parsed, list) else [], response, str(closed_by))
+    return Turn(
+        int(oid),
+        str(session),
+        int(seq),
+        float(ts),
+        user,
+        parsed if isinstance(parsed, list) else [],
+        response,
+        str(closed_by),
+    )

@@ -108,7 +108,7 @@ class Worker:
         while not self.stop.is_set():
             try:
                 result = self.run_once()
-            except Exception as exc:  # noqa: BLE001 - a bad pass must never kill the daemon
+            except Exception as exc:
                 self._failed("pass", exc)
                 result = PassResult("error")
             if result.more and not self.stop.is_set():
@@ -153,8 +153,9 @@ class Worker:
             return PassResult("idle")
         if now < self.next_attempt_at:
             return PassResult("backoff")
-        reason = self._trigger(backlog.pending, backlog.oldest_ts, backlog.last_activity_ts,
-                               backlog.flush_upto, now)
+        reason = self._trigger(
+            backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
+        )
         if reason is None:
             return PassResult("waiting")
         turns = self.store.pending_turns(self.config.batch_turns)
@@ -170,8 +171,12 @@ class Worker:
         return PassResult(outcome, more=outcome == "curated", batches=ids)
 
     def _trigger(
-        self, pending: int, oldest: float | None, last_activity: float | None,
-        flush_upto: int | None, now: float,
+        self,
+        pending: int,
+        oldest: float | None,
+        last_activity: float | None,
+        flush_upto: int | None,
+        now: float,
     ) -> str | None:
         if flush_upto is not None:
             return "flush"
@@ -231,8 +236,13 @@ class Worker:
         return "curated", [self._commit(turns, reply, actions, reason, started)]
 
     def _commit(
-        self, turns: list[Turn], reply: Reply, actions: list[tuple[int, int, str]],
-        reason: str, started: float, replaces: Sequence[int] = (),
+        self,
+        turns: list[Turn],
+        reply: Reply,
+        actions: list[tuple[int, int, str]],
+        reason: str,
+        started: float,
+        replaces: Sequence[int] = (),
     ) -> int:
         parsed = parse_reply(
             reply.text,
@@ -241,21 +251,35 @@ class Worker:
             open_action_ids=[a[0] for a in actions],
         )
         if parsed.unknown_lines:
-            self.log.warning("reply_lines_ignored", count=len(parsed.unknown_lines),
-                             sample=parsed.unknown_lines[:3])
+            self.log.warning(
+                "reply_lines_ignored",
+                count=len(parsed.unknown_lines),
+                sample=parsed.unknown_lines[:3],
+            )
         for name, why in parsed.rejected_updates.items():
             self.log.warning("md_update_rejected", file=name, reason=why)
-        cost = (reply.input_tokens * self.config.price_input
-                + reply.cache_write_tokens * self.config.price_input * 1.25
-                + reply.cache_read_tokens * self.config.price_input * 0.1
-                + reply.output_tokens * self.config.price_output) / 1e6
+        cost = (
+            reply.input_tokens * self.config.price_input
+            + reply.cache_write_tokens * self.config.price_input * 1.25
+            + reply.cache_read_tokens * self.config.price_input * 0.1
+            + reply.output_tokens * self.config.price_output
+        ) / 1e6
         record = BatchRecord(
-            turns=turns, learnings=parsed.learnings, actions=parsed.actions,
-            closed_actions=parsed.closed_actions, md_updates=parsed.md_updates,
-            model=reply.model, stop_reason=reply.stop_reason, attempts=reply.attempts,
-            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
-            cache_read_tokens=reply.cache_read_tokens, cache_write_tokens=reply.cache_write_tokens,
-            cost_usd=cost, latency_ms=reply.latency_ms, started_at=started,
+            turns=turns,
+            learnings=parsed.learnings,
+            actions=parsed.actions,
+            closed_actions=parsed.closed_actions,
+            md_updates=parsed.md_updates,
+            model=reply.model,
+            stop_reason=reply.stop_reason,
+            attempts=reply.attempts,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cache_read_tokens=reply.cache_read_tokens,
+            cache_write_tokens=reply.cache_write_tokens,
+            cost_usd=cost,
+            latency_ms=reply.latency_ms,
+            started_at=started,
         )
         now = self.clock()
         try:
@@ -272,30 +296,47 @@ class Worker:
         self.store.mark_processed([t.id for t in turns])
         self._recovered()
         self.log.info(
-            "batch", batch_id=result.batch_id, reason=reason, turns=len(turns),
-            first_turn=turns[0].id, last_turn=turns[-1].id, learnings=result.learnings_added,
-            actions=result.actions_added, actions_closed=result.actions_closed,
-            files_updated=list(result.files_updated), input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens, cached_tokens=reply.cache_read_tokens,
-            cost_usd=round(cost, 6), latency_ms=round(reply.latency_ms, 1),
-            attempts=reply.attempts, stop_reason=reply.stop_reason,
+            "batch",
+            batch_id=result.batch_id,
+            reason=reason,
+            turns=len(turns),
+            first_turn=turns[0].id,
+            last_turn=turns[-1].id,
+            learnings=result.learnings_added,
+            actions=result.actions_added,
+            actions_closed=result.actions_closed,
+            files_updated=list(result.files_updated),
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cached_tokens=reply.cache_read_tokens,
+            cost_usd=round(cost, 6),
+            latency_ms=round(reply.latency_ms, 1),
+            attempts=reply.attempts,
+            stop_reason=reply.stop_reason,
         )
         self.status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
-        self.status.update(last_batch={"id": result.batch_id, "turns": len(turns),
-                                       "at": now, "outcome": "done"})
+        self.status.update(
+            last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "done"}
+        )
         return result.batch_id
 
     def _park(self, turns: list[Turn], exc: BatchRejected, now: float) -> int:
-        record = BatchRecord(turns=turns, status="failed", error=str(exc)[:1000],
-                             attempts=exc.attempts, started_at=now)
+        record = BatchRecord(
+            turns=turns,
+            status="failed",
+            error=str(exc)[:1000],
+            attempts=exc.attempts,
+            started_at=now,
+        )
         try:
             result = self.store.commit_batch(self.identity, record, self.clock())
         except AlreadyCovered:
             return 0
         self.store.mark_processed([t.id for t in turns])
         self.log.error("batch_parked", batch_id=result.batch_id, turn=turns[0].id, error=str(exc))
-        self.status.update(last_batch={"id": result.batch_id, "turns": len(turns),
-                                       "at": now, "outcome": "parked"})
+        self.status.update(
+            last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "parked"}
+        )
         return result.batch_id
 
     def retry_parked(self) -> list[int]:
@@ -320,15 +361,26 @@ class Worker:
         delay = max(self.backoff, exc.retry_after or 0.0)
         self.next_attempt_at = now + delay
         self.backoff = min(self.backoff * 2, self.config.outage_backoff_max)
-        self.store.set_state({"next_attempt_at": repr(self.next_attempt_at),
-                              "backoff_seconds": repr(self.backoff)}, now)
+        self.store.set_state(
+            {"next_attempt_at": repr(self.next_attempt_at), "backoff_seconds": repr(self.backoff)},
+            now,
+        )
         self.status.count(bridge_errors=1)
-        self.status.update(state="backoff", next_attempt_at=self.next_attempt_at,
-                           last_error=str(exc)[:300], force=True)
+        self.status.update(
+            state="backoff",
+            next_attempt_at=self.next_attempt_at,
+            last_error=str(exc)[:300],
+            force=True,
+        )
         suppressed = self.throttle.failed("bridge", now)
         if suppressed is not None:
-            self.log.error("bridge_unavailable", error=str(exc), attempts=exc.attempts,
-                           retry_in=round(delay, 1), suppressed=suppressed)
+            self.log.error(
+                "bridge_unavailable",
+                error=str(exc),
+                attempts=exc.attempts,
+                retry_in=round(delay, 1),
+                suppressed=suppressed,
+            )
 
     def _recovered(self) -> None:
         failures = self.throttle.recovered("bridge")
@@ -347,8 +399,12 @@ class Worker:
         self.status.update(last_error=f"{type(exc).__name__}: {exc}"[:300], force=True)
         suppressed = self.throttle.failed(key, now)
         if suppressed is not None:
-            self.log.error("pass_failed", error=f"{type(exc).__name__}: {exc}",
-                           suppressed=suppressed, exc_info=suppressed == 0)
+            self.log.error(
+                "pass_failed",
+                error=f"{type(exc).__name__}: {exc}",
+                suppressed=suppressed,
+                exc_info=suppressed == 0,
+            )
 
     def _detect_wake(self, now: float) -> None:
         """Notice a sleep/wake: wall clock far ahead of the monotonic clock, or a long gap."""
@@ -358,8 +414,9 @@ class Worker:
             mono_gap = mono - self._last_mono
             jump = self.config.wake_jump_seconds
             if wall_gap - mono_gap > jump or mono_gap - self._expected_wait > jump * 5:
-                self.log.warning("wake", slept_seconds=round(wall_gap, 1),
-                                 monotonic_seconds=round(mono_gap, 1))
+                self.log.warning(
+                    "wake", slept_seconds=round(wall_gap, 1), monotonic_seconds=round(mono_gap, 1)
+                )
                 self.status.count(wakes=1)
                 self.bridge.reset()
                 if self.next_attempt_at:
@@ -384,8 +441,12 @@ class Worker:
 
     def _ingest(self, taken: str) -> None:
         report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
-        self.log.info("spool_ingested", recorded=report.recorded,
-                      duplicates=report.duplicates, rejected=report.rejected)
+        self.log.info(
+            "spool_ingested",
+            recorded=report.recorded,
+            duplicates=report.duplicates,
+            rejected=report.rejected,
+        )
 
     def _read_version(self) -> str:
         try:

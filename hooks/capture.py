@@ -82,6 +82,7 @@ class CaptureConfig:
         A hook must never break the agent, so unlike the daemon it does not
         refuse to start on bad config: it says so on stderr and carries on.
         """
+
         def number(name: str, default: int, low: int) -> int:
             raw = env.get(name)
             if raw is None or raw == "":

@@ -55,7 +55,7 @@ def main() -> int:
         run(_read_stdin(), os.environ)
     except InvalidInput as exc:
         _report(f"ignored invalid hook input: {exc}")
-    except BaseException as exc:  # noqa: BLE001 - a hook must never break the agent
+    except BaseException as exc:
         _report(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
     return 0
 
@@ -64,7 +64,7 @@ def _report(message: str) -> None:
     try:
         sys.stderr.write(f"wsd-hook: {message}\n")
         sys.stderr.flush()
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         pass
 
 

@@ -42,7 +42,7 @@ def make_callback(capture: Capture) -> HookCallback:
             capture.handle(input_data)
         except InvalidInput as exc:
             _warn(f"ignored invalid hook input: {exc}")
-        except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
+        except Exception as exc:
             _warn(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
         return {}
 
@@ -68,5 +68,6 @@ def memory_hooks(
         config = CaptureConfig.from_env(os.environ if env is None else env)
     if workspace is not None:
         config = config.replace(workspace=workspace)
-    callback = make_callback(Capture(config, keep_open=True))
+    # The SDK types callbacks per event (TypedDict inputs); ours takes any of them.
+    callback: Any = make_callback(Capture(config, keep_open=True))
     return {event: [HookMatcher(hooks=[callback], timeout=timeout)] for event in events}

@@ -19,7 +19,7 @@ import apsw
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import Literal
+    from typing import Any, Literal
 
     Kind = Literal["transcript", "memory"]
 
@@ -126,7 +126,7 @@ def connect(
     return conn
 
 
-class write_txn:  # noqa: N801 - used like the function-style context managers it replaces
+class write_txn:
     """A write transaction that takes the write lock up front: ``with write_txn(conn):``.
 
     ``BEGIN IMMEDIATE`` waits (busy timeout) for the lock before reading, where
@@ -160,6 +160,25 @@ class write_txn:  # noqa: N801 - used like the function-style context managers i
                 raise
         if not self.conn.get_autocommit():
             self.conn.execute("ROLLBACK")
+
+
+def one(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """The single row a query must return (aggregates, lookups by key that must exist)."""
+    row = conn.execute(sql, args).fetchone()
+    if row is None:
+        raise LookupError(f"query returned no row: {sql[:80]}")
+    return tuple(row)
+
+
+def first(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """The first row of a query, or None."""
+    row = conn.execute(sql, args).fetchone()
+    return None if row is None else tuple(row)
+
+
+def rows(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """All rows of a query, as plain tuples of Python values."""
+    return [tuple(r) for r in conn.execute(sql, args)]
 
 
 def user_version(conn: apsw.Connection) -> int:

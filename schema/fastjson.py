@@ -13,7 +13,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar
 
 try:
     import _json
@@ -36,17 +36,20 @@ class _ScannerContext:
         "Infinity": float("inf"),
         "NaN": float("nan"),
     }.__getitem__
-    memo: dict[str, str] = {}
+    memo: ClassVar[dict[str, str]] = {}
 
 
 if _json is not None:
-    _scan = _json.make_scanner(_ScannerContext())
+    # typeshed describes these private constructors loosely; they take exactly
+    # what json.decoder / json.encoder pass them, as below.
+    _c: Any = _json
+    _scan = _c.make_scanner(_ScannerContext())
     # (markers, default, encoder, indent, key_separator, item_separator,
     #  sort_keys, skipkeys, allow_nan) as json.JSONEncoder.iterencode passes them;
     # markers=None skips the cycle check: our values come from parsing or from
     # hygiene.clean_value, both acyclic, and a shared markers dict would be
     # left dirty by an encoding error.
-    _encode = _json.make_encoder(
+    _encode = _c.make_encoder(
         None, None, _json.encode_basestring, None, ": ", ", ", False, False, False
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import apsw
 
-from schema import write_txn
+from schema import one, rows, write_txn
 from schema.fastjson import dumps, loads
 
 TYPE_CHECKING = False
@@ -165,19 +165,20 @@ def _close_turn(
     Must run inside a write transaction. Tool calls keep their order; a turn
     with no new activity (a second ``Stop``) produces nothing.
     """
-    rows = conn.execute(
+    found = rows(
+        conn,
         "SELECT id, kind, tool_name, payload, ts FROM events"
         " WHERE session_id = ? AND observation_id IS NULL"
         "  AND kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
         "  AND id < ? ORDER BY ts, id",
         (session_id, before_id if before_id is not None else 2**62),
-    ).fetchall()
-    if not rows:
+    )
+    if not found:
         return None
     prompts: list[str] = []
     calls: list[dict[str, Any]] = []
-    for _id, kind, tool_name, payload_json, event_ts in rows:
-        payload = loads(payload_json)
+    for _id, kind, tool_name, payload_json, event_ts in found:
+        payload = loads(str(payload_json))
         if kind == "UserPromptSubmit":
             prompt = payload.get("prompt")
             if isinstance(prompt, str) and prompt:
@@ -190,9 +191,7 @@ def _close_turn(
                 call["output"] = payload.get("tool_response")
             call["ts"] = event_ts
             calls.append(call)
-    (seq,) = conn.execute(
-        "SELECT observation_count + 1 FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
+    (seq,) = one(conn, "SELECT observation_count + 1 FROM sessions WHERE id = ?", (session_id,))
     conn.execute(
         "INSERT INTO observations (timestamp, session_id, sequence_num, user_message,"
         " tool_calls_json, agent_response, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -208,7 +207,7 @@ def _close_turn(
     )
     obs_id = conn.last_insert_rowid()
     conn.executemany(
-        "UPDATE events SET observation_id = ? WHERE id = ?", [(obs_id, r[0]) for r in rows]
+        "UPDATE events SET observation_id = ? WHERE id = ?", [(obs_id, r[0]) for r in found]
     )
     conn.execute(
         "UPDATE sessions SET observation_count = observation_count + 1 WHERE id = ?",
@@ -225,21 +224,23 @@ def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     """
     closed: list[int] = []
     with write_txn(conn):
-        rows = conn.execute(
+        stale = rows(
+            conn,
             "SELECT e.session_id, max(e.ts), s.ended_at FROM events e"
             " JOIN sessions s ON s.id = e.session_id"
             " WHERE e.observation_id IS NULL"
             "  AND e.kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
-            " GROUP BY e.session_id"
-        ).fetchall()
-        for session_id, last_ts, ended_at in rows:
-            if ended_at is not None and ended_at >= last_ts:
+            " GROUP BY e.session_id",
+        )
+        for session_id, last, ended in stale:
+            last_ts = float(last)
+            if ended is not None and float(ended) >= last_ts:
                 reason = "session_end"
             elif last_ts < quiet_before:
                 reason = "quiet"
             else:
                 continue
-            obs = _close_turn(conn, session_id, reason, None, float(last_ts))
+            obs = _close_turn(conn, str(session_id), reason, None, last_ts)
             if obs is not None:
                 closed.append(obs)
     return closed

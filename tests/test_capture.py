@@ -31,32 +31,59 @@ def _rows(layout: Layout, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[An
 
 
 def prompt(session: str, text: str) -> dict[str, Any]:
-    return {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": text,
-            "cwd": "/workspace", "transcript_path": "/tmp/t.jsonl"}
+    return {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": session,
+        "prompt": text,
+        "cwd": "/workspace",
+        "transcript_path": "/tmp/t.jsonl",
+    }
 
 
 def tool(session: str, name: str, inp: Any, out: Any) -> dict[str, Any]:
-    return {"hook_event_name": "PostToolUse", "session_id": session, "tool_name": name,
-            "tool_input": inp, "tool_response": out, "tool_use_id": f"toolu_{name}"}
+    return {
+        "hook_event_name": "PostToolUse",
+        "session_id": session,
+        "tool_name": name,
+        "tool_input": inp,
+        "tool_response": out,
+        "tool_use_id": f"toolu_{name}",
+    }
 
 
 def stop(session: str, text: str) -> dict[str, Any]:
-    return {"hook_event_name": "Stop", "session_id": session, "stop_hook_active": False,
-            "last_assistant_message": text}
+    return {
+        "hook_event_name": "Stop",
+        "session_id": session,
+        "stop_hook_active": False,
+        "last_assistant_message": text,
+    }
 
 
 def test_turn_becomes_one_observation_with_ordered_tool_calls(layout: Layout) -> None:
     """Prompt, two tool calls and Stop make one observation; calls keep order, input, output."""
     cap = _capture(layout)
-    assert cap.handle({"hook_event_name": "SessionStart", "session_id": "s1",
-                       "source": "startup", "cwd": "/w"}) == "written"
+    assert (
+        cap.handle(
+            {
+                "hook_event_name": "SessionStart",
+                "session_id": "s1",
+                "source": "startup",
+                "cwd": "/w",
+            }
+        )
+        == "written"
+    )
     assert cap.handle(prompt("s1", "List the files please")) == "written"
     cap.handle(tool("s1", "Bash", {"command": "ls"}, {"stdout": "a.txt\nb.txt"}))
     cap.handle(tool("s1", "Read", {"file_path": "a.txt"}, "hello"))
     assert cap.handle(stop("s1", "There are two files.")) == "written"
 
-    (obs,) = _rows(layout, "SELECT session_id, sequence_num, user_message, tool_calls_json,"
-                           " agent_response, closed_by, processed FROM observations")
+    (obs,) = _rows(
+        layout,
+        "SELECT session_id, sequence_num, user_message, tool_calls_json,"
+        " agent_response, closed_by, processed FROM observations",
+    )
     assert obs[:3] == ("s1", 1, "List the files please")
     calls = json.loads(obs[3])
     assert [c["name"] for c in calls] == ["Bash", "Read"]
@@ -68,8 +95,11 @@ def test_turn_becomes_one_observation_with_ordered_tool_calls(layout: Layout) ->
     assert kinds == ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUse", "Stop"]
     unlinked = _rows(layout, "SELECT kind FROM events WHERE observation_id IS NULL")
     assert unlinked == [("SessionStart",)]
-    (session,) = _rows(layout, "SELECT source, cwd, message_count, observation_count,"
-                               " started_at <= last_event_at FROM sessions")
+    (session,) = _rows(
+        layout,
+        "SELECT source, cwd, message_count, observation_count,"
+        " started_at <= last_event_at FROM sessions",
+    )
     assert session == ("startup", "/w", 1, 1, 1)
 
 
@@ -90,8 +120,11 @@ def test_new_prompt_closes_an_interrupted_turn(layout: Layout) -> None:
     cap.handle(tool("s", "Bash", {"command": "sleep 100"}, "interrupted"))
     cap.handle(prompt("s", "second"))
     cap.handle(stop("s", "done"))
-    rows = _rows(layout, "SELECT sequence_num, user_message, agent_response, closed_by"
-                         " FROM observations ORDER BY id")
+    rows = _rows(
+        layout,
+        "SELECT sequence_num, user_message, agent_response, closed_by"
+        " FROM observations ORDER BY id",
+    )
     assert rows == [(1, "first", None, "next_prompt"), (2, "second", "done", "stop")]
 
 
@@ -103,18 +136,29 @@ def test_sessions_are_kept_apart(layout: Layout) -> None:
     cap.handle(tool("a", "Bash", {"command": "a"}, "A"))
     cap.handle(stop("b", "B done"))
     cap.handle(stop("a", "A done"))
-    rows = _rows(layout, "SELECT session_id, user_message, tool_calls_json, agent_response"
-                         " FROM observations ORDER BY session_id")
+    rows = _rows(
+        layout,
+        "SELECT session_id, user_message, tool_calls_json, agent_response"
+        " FROM observations ORDER BY session_id",
+    )
     assert [(r[0], r[1], len(json.loads(r[2])), r[3]) for r in rows] == [
-        ("a", "alpha", 1, "A done"), ("b", "beta", 0, "B done")]
+        ("a", "alpha", 1, "A done"),
+        ("b", "beta", 0, "B done"),
+    ]
 
 
 def test_precompact_and_session_end_request_a_flush(layout: Layout) -> None:
     """PreCompact and SessionEnd each record a flush request; SessionEnd stamps ended_at."""
     cap = _capture(layout)
     cap.handle(prompt("s", "x"))
-    cap.handle({"hook_event_name": "PreCompact", "session_id": "s", "trigger": "auto",
-                "custom_instructions": None})
+    cap.handle(
+        {
+            "hook_event_name": "PreCompact",
+            "session_id": "s",
+            "trigger": "auto",
+            "custom_instructions": None,
+        }
+    )
     cap.handle({"hook_event_name": "SessionEnd", "session_id": "s", "reason": "exit"})
     reasons = _rows(layout, "SELECT reason, session_id FROM flush_requests ORDER BY id")
     assert reasons == [("precompact", "s"), ("session_end", "s")]
@@ -131,6 +175,7 @@ def test_stale_and_ended_turns_are_closed_by_the_daemon_verb(layout: Layout) -> 
     conn = schema.connect(layout.transcript_db, "transcript")
     conn.execute("UPDATE events SET ts = ts - 3600 WHERE session_id = 'quiet'")
     import time
+
     closed = close_stale_turns(conn, quiet_before=time.time() - 600)
     conn.close()
     assert len(closed) == 2
@@ -151,8 +196,14 @@ def test_skipped_tools_are_not_captured(layout: Layout) -> None:
 def test_memory_tool_output_is_never_captured(layout: Layout) -> None:
     """search_memory results are replaced by a marker: old memory never returns as new material."""
     cap = _capture(layout)
-    cap.handle(tool("s", "mcp__memory__search_memory", {"query": "dates"},
-                    {"content": [{"type": "text", "text": "CORRECTION: dates are DD/MM"}]}))
+    cap.handle(
+        tool(
+            "s",
+            "mcp__memory__search_memory",
+            {"query": "dates"},
+            {"content": [{"type": "text", "text": "CORRECTION: dates are DD/MM"}]},
+        )
+    )
     (payload,) = _rows(layout, "SELECT payload FROM events")
     data = json.loads(payload[0])
     assert data["tool_response"] == MEMORY_OUTPUT_MARKER
@@ -163,8 +214,13 @@ def test_memory_tool_output_is_never_captured(layout: Layout) -> None:
 def test_boot_context_and_private_spans_are_not_captured(layout: Layout) -> None:
     """Injected <workspace-memory> context and <private> spans are removed before writing."""
     cap = _capture(layout)
-    cap.handle(prompt("s", "<workspace-memory>USER PREFERS TABS</workspace-memory>"
-                           "Hello <private>my diary</private>there"))
+    cap.handle(
+        prompt(
+            "s",
+            "<workspace-memory>USER PREFERS TABS</workspace-memory>"
+            "Hello <private>my diary</private>there",
+        )
+    )
     (payload,) = _rows(layout, "SELECT payload FROM events")
     assert "USER PREFERS TABS" not in payload[0]
     assert "my diary" not in payload[0]
@@ -181,14 +237,20 @@ def test_fields_are_truncated_keeping_head_and_tail(layout: Layout) -> None:
     assert text.startswith("HEAD") and text.endswith("TAIL")
 
 
-@pytest.mark.parametrize("bad", [
-    None, [], "text", 42,
-    {"session_id": "s"},
-    {"hook_event_name": "Nonsense", "session_id": "s"},
-    {"hook_event_name": "Stop"},
-    {"hook_event_name": "Stop", "session_id": ""},
-    {"hook_event_name": "Stop", "session_id": {"a": 1}},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        [],
+        "text",
+        42,
+        {"session_id": "s"},
+        {"hook_event_name": "Nonsense", "session_id": "s"},
+        {"hook_event_name": "Stop"},
+        {"hook_event_name": "Stop", "session_id": ""},
+        {"hook_event_name": "Stop", "session_id": {"a": 1}},
+    ],
+)
 def test_invalid_input_is_rejected_with_a_reason(layout: Layout, bad: Any) -> None:
     """Input that is not a known event with a session id raises InvalidInput and writes nothing."""
     with pytest.raises(InvalidInput):
@@ -225,7 +287,7 @@ def _ingest(lay: Layout) -> spool.IngestReport:
 
 
 def test_locked_database_spools_and_ingest_loses_nothing(layout: Layout) -> None:
-    """With the database locked past the bound, events go to the spool; ingesting records each once."""
+    """With the database locked past the bound, events are spooled; ingest records each once."""
     blocker = schema.connect(layout.transcript_db, "transcript")
     blocker.execute("BEGIN IMMEDIATE")
     cap = _capture(layout, busy_timeout_ms=20)
@@ -240,7 +302,8 @@ def test_locked_database_spools_and_ingest_loses_nothing(layout: Layout) -> None
     report = _ingest(layout)
     assert report == spool.IngestReport(recorded=2, duplicates=0, rejected=0)
     assert _rows(layout, "SELECT user_message, agent_response FROM observations") == [
-        ("locked out", "answer")]
+        ("locked out", "answer")
+    ]
     assert _rows(layout, "SELECT DISTINCT via FROM events") == [("spool",)]
     assert not os.path.exists(layout.spool)
 
@@ -251,8 +314,10 @@ def test_reingesting_a_spool_file_records_nothing_twice(layout: Layout) -> None:
     event_a = Event("uid-a", 1.0, "s", "UserPromptSubmit", None, {"prompt": "p"})
     cap.write(event_a)
     spool.append(layout.spool, event_a.to_json())
-    spool.append(layout.spool, Event("uid-b", 2.0, "s", "Stop", None,
-                                     {"last_assistant_message": "r"}).to_json())
+    spool.append(
+        layout.spool,
+        Event("uid-b", 2.0, "s", "Stop", None, {"last_assistant_message": "r"}).to_json(),
+    )
     spool.append(layout.spool, "{not json")
     report = _ingest(layout)
     assert report == spool.IngestReport(recorded=1, duplicates=1, rejected=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -23,23 +24,40 @@ TOKEN = "sprite-token-DO-NOT-LOG-7f3a9c"
 
 def _env(layout: Layout, bridge: BridgeStandin, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-    env |= {"WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": bridge.url,
-            "WSD_BRIDGE_TOKEN": TOKEN, "WSD_POLL_SECONDS": "0.1", "WSD_BATCH_TURNS": "3",
-            "WSD_LOG_FORMAT": "json", **extra}
+    env |= {
+        "WSD_WORKSPACE": layout.root,
+        "ANTHROPIC_BASE_URL": bridge.url,
+        "WSD_BRIDGE_TOKEN": TOKEN,
+        "WSD_POLL_SECONDS": "0.1",
+        "WSD_BATCH_TURNS": "3",
+        "WSD_LOG_FORMAT": "json",
+        **extra,
+    }
     return env
 
 
 def _hook(env: dict[str, str], event: dict[str, Any]) -> None:
-    subprocess.run([venv_script("wsd-hook")], input=json.dumps(event).encode(), env=env,
-                   check=True)
+    subprocess.run([venv_script("wsd-hook")], input=json.dumps(event).encode(), env=env, check=True)
 
 
 def _turns(env: dict[str, str], n: int, session: str = "p1") -> None:
     for i in range(n):
-        _hook(env, {"hook_event_name": "UserPromptSubmit", "session_id": session,
-                    "prompt": f"I prefer green tea, turn {i}. My token is {TOKEN}"})
-        _hook(env, {"hook_event_name": "Stop", "session_id": session,
-                    "last_assistant_message": f"Noted {i}."})
+        _hook(
+            env,
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": session,
+                "prompt": f"I prefer green tea, turn {i}. My token is {TOKEN}",
+            },
+        )
+        _hook(
+            env,
+            {
+                "hook_event_name": "Stop",
+                "session_id": session,
+                "last_assistant_message": f"Noted {i}.",
+            },
+        )
 
 
 def _wait(predicate: Any, timeout: float = 20.0) -> bool:
@@ -62,8 +80,9 @@ def _count(path: str, sql: str) -> int:
 
 def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as fh:
-        return subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
-                                stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [venv_script("wsd"), "run"], env=env, stdout=fh, stderr=subprocess.STDOUT
+        )
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
@@ -80,8 +99,10 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
         try:
             _turns(env, 3)
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") >= 1)
-            assert _count(layout.memory_db,
-                          "SELECT count(*) FROM learnings WHERE type = 'preference'") >= 1
+            assert (
+                _count(layout.memory_db, "SELECT count(*) FROM learnings WHERE type = 'preference'")
+                >= 1
+            )
             assert "green tea" in Path(layout.md("user.md")).read_text()
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -90,8 +111,19 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
     assert TOKEN not in log
     assert all(TOKEN.encode() not in r.raw for r in bridge.requests)
     batch = next(e for e in _events(tmp_path / "d.log") if e["event"] == "batch")
-    for key in ("batch_id", "turns", "learnings", "actions", "files_updated", "input_tokens",
-                "output_tokens", "cached_tokens", "cost_usd", "latency_ms", "attempts"):
+    for key in (
+        "batch_id",
+        "turns",
+        "learnings",
+        "actions",
+        "files_updated",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+        "cost_usd",
+        "latency_ms",
+        "attempts",
+    ):
         assert key in batch
 
 
@@ -112,8 +144,12 @@ def test_sigterm_during_a_slow_call_exits_promptly_and_the_batch_is_redone(
         bridge.latency = 0
         proc = _start(env, tmp_path / "d.log")
         try:
-            assert _wait(lambda: _count(layout.memory_db,
-                                        "SELECT count(*) FROM batches WHERE status = 'done'") == 1)
+            assert _wait(
+                lambda: (
+                    _count(layout.memory_db, "SELECT count(*) FROM batches WHERE status = 'done'")
+                    == 1
+                )
+            )
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
@@ -135,10 +171,8 @@ def test_second_signal_aborts_at_once() -> None:
 def _open_files(pid: int) -> list[str]:
     out = []
     for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
+        with contextlib.suppress(FileNotFoundError):  # closed while we looked
             out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
-        except FileNotFoundError:
-            pass
     return out
 
 
@@ -159,21 +193,30 @@ def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: 
             assert proc.wait(timeout=10) == 0
 
 
-@pytest.mark.parametrize(("var", "value", "message"), [
-    ("WSD_BATCH_TURNS", "many", "WSD_BATCH_TURNS='many'"),
-    ("WSD_POLL_SECONDS", "-1", "WSD_POLL_SECONDS='-1'"),
-    ("WSD_LOG_FORMAT", "xml", "WSD_LOG_FORMAT='xml'"),
-    ("ANTHROPIC_BASE_URL", "", "ANTHROPIC_BASE_URL is not set"),
-    ("ANTHROPIC_BASE_URL", "ftp://bridge", "ANTHROPIC_BASE_URL='ftp://bridge'"),
-])
+@pytest.mark.parametrize(
+    ("var", "value", "message"),
+    [
+        ("WSD_BATCH_TURNS", "many", "WSD_BATCH_TURNS='many'"),
+        ("WSD_POLL_SECONDS", "-1", "WSD_POLL_SECONDS='-1'"),
+        ("WSD_LOG_FORMAT", "xml", "WSD_LOG_FORMAT='xml'"),
+        ("ANTHROPIC_BASE_URL", "", "ANTHROPIC_BASE_URL is not set"),
+        ("ANTHROPIC_BASE_URL", "ftp://bridge", "ANTHROPIC_BASE_URL='ftp://bridge'"),
+    ],
+)
 def test_bad_config_exits_non_zero_naming_the_field(
     layout: Layout, var: str, value: str, message: str
 ) -> None:
     """A bad setting stops `wsd run` at once with exit 2 and a message naming it and its value."""
-    env = {**os.environ, "WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-           "WSD_BRIDGE_TOKEN": TOKEN, var: value}
-    result = subprocess.run([venv_script("wsd"), "run"], env=env, capture_output=True,
-                            text=True, timeout=30)
+    env = {
+        **os.environ,
+        "WSD_WORKSPACE": layout.root,
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "WSD_BRIDGE_TOKEN": TOKEN,
+        var: value,
+    }
+    result = subprocess.run(
+        [venv_script("wsd"), "run"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 2
     assert message in result.stderr
     assert TOKEN not in result.stderr + result.stdout
@@ -184,10 +227,15 @@ def test_newer_schema_exits_non_zero(layout: Layout) -> None:
     conn = apsw.Connection(layout.memory_db)
     conn.execute("PRAGMA user_version = 77")
     conn.close()
-    env = {**os.environ, "WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-           "WSD_BRIDGE_TOKEN": TOKEN}
-    result = subprocess.run([venv_script("wsd"), "run"], env=env, capture_output=True,
-                            text=True, timeout=30)
+    env = {
+        **os.environ,
+        "WSD_WORKSPACE": layout.root,
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "WSD_BRIDGE_TOKEN": TOKEN,
+    }
+    result = subprocess.run(
+        [venv_script("wsd"), "run"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert result.returncode == 2
     assert "schema version 77" in result.stderr
 
@@ -216,8 +264,9 @@ def test_bridge_errors_are_logged_rate_limited_without_the_token(
 ) -> None:
     """A Bridge refusing the token is logged once per interval, never with the token itself."""
     with BridgeStandin() as bridge:
-        bridge.responder = lambda body: Fault.http_error(401, "authentication_error",
-                                                         f"bad token {TOKEN}")
+        bridge.responder = lambda body: Fault.http_error(
+            401, "authentication_error", f"bad token {TOKEN}"
+        )
         env = _env(layout, bridge, WSD_OUTAGE_BACKOFF="0.2", WSD_OUTAGE_BACKOFF_MAX="0.2")
         proc = _start(env, tmp_path / "d.log")
         try:
@@ -231,8 +280,13 @@ def test_bridge_errors_are_logged_rate_limited_without_the_token(
     assert 1 <= len(errors) < len(bridge.requests)
     assert TOKEN not in (tmp_path / "d.log").read_text()
     assert all(e.get("level") for e in events)
-    status = subprocess.run([venv_script("wsd"), "status", "--json"], env=env,
-                            capture_output=True, text=True, check=True)
+    status = subprocess.run(
+        [venv_script("wsd"), "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     report = json.loads(status.stdout)
     assert report["bridge_errors"] >= 1 and report["backlog"] == 3
     assert TOKEN not in status.stdout
@@ -246,18 +300,34 @@ def test_status_reports_backlog_and_heartbeat(layout: Layout, tmp_path: Path) ->
         try:
             _turns(env, 2)
             assert _wait(lambda: (Path(layout.memory_dir) / "daemon.status.json").exists())
-            report = json.loads(subprocess.run(
-                [venv_script("wsd"), "status", "--json"], env=env, capture_output=True,
-                text=True, check=True).stdout)
+            report = json.loads(
+                subprocess.run(
+                    [venv_script("wsd"), "status", "--json"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
             assert report["daemon_running"] is True
             assert report["backlog"] == 2 and report["oldest_pending_age_s"] >= 0
             assert report["heartbeat_age_s"] is not None and report["heartbeat_age_s"] < 15
-            flushed = subprocess.run([venv_script("wsd"), "flush", "--wait", "20"], env=env,
-                                     capture_output=True, text=True)
+            flushed = subprocess.run(
+                [venv_script("wsd"), "flush", "--wait", "20"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             assert flushed.returncode == 0, flushed.stderr
-            report = json.loads(subprocess.run(
-                [venv_script("wsd"), "status", "--json"], env=env, capture_output=True,
-                text=True, check=True).stdout)
+            report = json.loads(
+                subprocess.run(
+                    [venv_script("wsd"), "status", "--json"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
             assert report["backlog"] == 0
             assert report["last_batch"]["status"] == "done"
         finally:

@@ -12,12 +12,30 @@ import pytest
 from schema import fastjson
 
 DOCUMENTS = [
-    '{"a": 1}', " [1, 2.5e3, -0, 1e400, \"x\\u00e9\\ud800\", true, false, null] \n", '"s"', "3",
-    "NaN", "-Infinity", '{"nested": {"deep": [[[{}]]]}}', '{"dup": 1, "dup": 2}',
-    '"\\u0000 nul"', "[" * 50 + "]" * 50,
+    '{"a": 1}',
+    ' [1, 2.5e3, -0, 1e400, "x\\u00e9\\ud800", true, false, null] \n',
+    '"s"',
+    "3",
+    "NaN",
+    "-Infinity",
+    '{"nested": {"deep": [[[{}]]]}}',
+    '{"dup": 1, "dup": 2}',
+    '"\\u0000 nul"',
+    "[" * 50 + "]" * 50,
 ]
-INVALID = ["", "   ", '{"a":', "{'a': 1}", '{"a": 1} extra', "[1,]", "tru", "\x00", '"\\x"',
-           '"unterminated', "[1] [2]"]
+INVALID = [
+    "",
+    "   ",
+    '{"a":',
+    "{'a': 1}",
+    '{"a": 1} extra',
+    "[1,]",
+    "tru",
+    "\x00",
+    '"\\x"',
+    '"unterminated',
+    "[1] [2]",
+]
 
 
 @pytest.mark.parametrize("text", DOCUMENTS)
@@ -39,7 +57,7 @@ def test_loads_rejects_what_json_rejects(text: str) -> None:
 def test_dumps_matches_json_on_random_values() -> None:
     """Random nested values serialise exactly like json.dumps(ensure_ascii=False)."""
     rng = random.Random(7)
-    alphabet = "aé✓\n\t\"\\\x00\x1f/<>"
+    alphabet = 'aé✓\n\t"\\\x00\x1f/<>'
 
     def value(depth: int) -> object:
         kind = rng.randrange(7 if depth < 4 else 4)
@@ -70,7 +88,9 @@ def test_dumps_refuses_nan_like_strict_json() -> None:
 
 def test_hook_path_does_not_import_re_json_or_typing() -> None:
     """Importing the command hook loads neither re, json, typing nor dataclasses (start-up cost)."""
-    code = ("import sys, hooks.command; heavy = {'re', 'json', 'typing', 'dataclasses',"
-            " 'inspect', 'contextlib'}; print(sorted(heavy & set(sys.modules)))")
+    code = (
+        "import sys, hooks.command; heavy = {'re', 'json', 'typing', 'dataclasses',"
+        " 'inspect', 'contextlib'}; print(sorted(heavy & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -56,7 +56,7 @@ def test_eight_writers_and_a_daemon_like_connection_lose_nothing(layout: Layout)
                 close_stale_turns(conn, quiet_before=0)  # a write transaction, like the daemon
                 with schema.write_txn(conn):
                     conn.execute("UPDATE observations SET processed = 1 WHERE processed = 0")
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:
             errors.append(exc)
         finally:
             conn.close()
@@ -64,8 +64,12 @@ def test_eight_writers_and_a_daemon_like_connection_lose_nothing(layout: Layout)
     other = threading.Thread(target=daemon_like)
     other.start()
     children = [
-        subprocess.Popen([sys.executable, "-c", WRITER, layout.root, str(p), str(per_proc)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, layout.root, str(p), str(per_proc)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for p in range(procs)
     ]
     results = [c.communicate(timeout=300) for c in children]
@@ -98,8 +102,7 @@ def test_eight_writers_and_a_daemon_like_connection_lose_nothing(layout: Layout)
 def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
     """(stdin bytes, is_valid) — at least 1,000 hostile payloads with valid ones mixed in."""
     rng = random.Random(seed)
-    events = ["UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionStart",
-              "SessionEnd"]
+    events = ["UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionStart", "SessionEnd"]
     out: list[tuple[bytes, bool]] = []
 
     def valid(i: int) -> bytes:
@@ -124,21 +127,44 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
         elif kind == 2:  # empty or whitespace stdin
             out.append((rng.choice([b"", b" ", b"\n\n", b"\t"]), False))
         elif kind == 3:  # missing fields
-            out.append((json.dumps(rng.choice([
-                {}, {"session_id": "x"}, {"hook_event_name": "Stop"},
-                {"hook_event_name": "PostToolUse"}])).encode(), False))
+            out.append(
+                (
+                    json.dumps(
+                        rng.choice(
+                            [
+                                {},
+                                {"session_id": "x"},
+                                {"hook_event_name": "Stop"},
+                                {"hook_event_name": "PostToolUse"},
+                            ]
+                        )
+                    ).encode(),
+                    False,
+                )
+            )
         elif kind == 4:  # wrong types (the event is still valid: coerced, not lost)
-            data = {"hook_event_name": rng.choice(events), "session_id": f"typed-{i}",
-                    "prompt": rng.choice([None, 1, [1, 2], {"a": "b"}, True]),
-                    "tool_name": rng.choice([None, 3, ["x"], "Bash"]),
-                    "tool_input": rng.choice(["str", 5, None, [[[]]]]),
-                    "tool_response": rng.choice([None, {"k": [1.5, float("1e308")]}, "x"]),
-                    "last_assistant_message": rng.choice([None, 7, {"t": 1}])}
+            data = {
+                "hook_event_name": rng.choice(events),
+                "session_id": f"typed-{i}",
+                "prompt": rng.choice([None, 1, [1, 2], {"a": "b"}, True]),
+                "tool_name": rng.choice([None, 3, ["x"], "Bash"]),
+                "tool_input": rng.choice(["str", 5, None, [[[]]]]),
+                "tool_response": rng.choice([None, {"k": [1.5, float("1e308")]}, "x"]),
+                "last_assistant_message": rng.choice([None, 7, {"t": 1}]),
+            }
             out.append((json.dumps(data).encode(), True))
         elif kind == 5:  # wrong type for the essentials
-            out.append((json.dumps({"hook_event_name": rng.choice([1, None, ["Stop"], "stop"]),
-                                    "session_id": rng.choice([None, [], {}, ""])}).encode(),
-                        False))
+            out.append(
+                (
+                    json.dumps(
+                        {
+                            "hook_event_name": rng.choice([1, None, ["Stop"], "stop"]),
+                            "session_id": rng.choice([None, [], {}, ""]),
+                        }
+                    ).encode(),
+                    False,
+                )
+            )
         elif kind == 6:  # binary junk and invalid UTF-8
             out.append((bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))), False))
         elif kind == 7:  # deep nesting
@@ -147,32 +173,51 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
             nested = "[" * depth + "]" * depth
             out.append(((body + f'"tool_input": {nested}}}').encode(), depth <= 100))
         elif kind == 8:  # unknown events
-            out.append((json.dumps({"hook_event_name": f"Unknown{i}", "session_id": "u"}).encode(),
-                        False))
+            out.append(
+                (json.dumps({"hook_event_name": f"Unknown{i}", "session_id": "u"}).encode(), False)
+            )
         elif kind == 9:  # invalid UTF-8 inside otherwise valid JSON
-            out.append((b'{"hook_event_name": "UserPromptSubmit", "session_id": "bin",'
-                        b' "prompt": "caf\xc3\x28 \xff\xfe"}', True))
+            out.append(
+                (
+                    b'{"hook_event_name": "UserPromptSubmit", "session_id": "bin",'
+                    b' "prompt": "caf\xc3\x28 \xff\xfe"}',
+                    True,
+                )
+            )
         else:  # NUL bytes, lone surrogates, control characters
             text = rng.choice(["nul\\u0000inside", "lone \\ud800 surrogate", "\\u001b[31mred"])
-            out.append((('{"hook_event_name": "UserPromptSubmit", "session_id": "ctl",'
-                         f' "prompt": "{text}"}}').encode(), True))
+            out.append(
+                (
+                    (
+                        '{"hook_event_name": "UserPromptSubmit", "session_id": "ctl",'
+                        f' "prompt": "{text}"}}'
+                    ).encode(),
+                    True,
+                )
+            )
     for i in range(3):  # a few 10 MB fields
-        data = {"hook_event_name": "PostToolUse", "session_id": "huge", "tool_name": "Read",
-                "tool_input": {"file_path": "big"}, "tool_response": huge + str(i)}
+        data = {
+            "hook_event_name": "PostToolUse",
+            "session_id": "huge",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "big"},
+            "tool_response": huge + str(i),
+        }
         out.append((json.dumps(data).encode(), True))
     rng.shuffle(out)
     return out
 
 
-def test_a_thousand_hostile_payloads_never_break_the_hook(layout: Layout, hook_env: dict[str, str]) -> None:
-    """Every hostile payload exits 0 with no stdout; the database stays sound; valid ones are kept."""
+def test_a_thousand_hostile_payloads_never_break_the_hook(
+    layout: Layout, hook_env: dict[str, str]
+) -> None:
+    """Every hostile payload exits 0 with no stdout; the db stays sound; valid ones are kept."""
     payloads = _payloads()
     assert len(payloads) >= 1000
     hook = venv_script("wsd-hook")
 
     def run(item: tuple[bytes, bool]) -> tuple[int, str, bool]:
-        proc = subprocess.run([hook], input=item[0], env=hook_env, capture_output=True,
-                              timeout=60)
+        proc = subprocess.run([hook], input=item[0], env=hook_env, capture_output=True, timeout=60)
         return proc.returncode, proc.stdout.decode("utf-8", "replace"), item[1]
 
     started = time.monotonic()

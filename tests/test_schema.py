@@ -92,7 +92,7 @@ def test_migration_numbering_gap_is_rejected(
     (sql_dir / "003_c.sql").write_text("SELECT 1;")
     monkeypatch.setattr(schema, "_SQL_DIR", str(tmp_path / "sql"))
     monkeypatch.setattr(schema, "_migrations_cache", {})
-    with pytest.raises(schema.SchemaError, match="003_c.sql"):
+    with pytest.raises(schema.SchemaError, match=r"003_c\.sql"):
         schema.migrations("memory")
 
 
@@ -131,10 +131,8 @@ def test_write_txn_takes_the_write_lock_up_front(tmp_path: Path) -> None:
     a = schema.connect(path, "transcript")
     schema.migrate(a, "transcript")
     b = schema.connect(path, "transcript", busy_timeout_ms=50)
-    with schema.write_txn(a):
-        with pytest.raises(apsw.BusyError):
-            with schema.write_txn(b):
-                pass
+    with schema.write_txn(a), pytest.raises(apsw.BusyError), schema.write_txn(b):
+        pass
     with schema.write_txn(b):
         b.execute("INSERT INTO flush_requests (ts, reason) VALUES (1, 'cli')")
     assert a.execute("SELECT count(*) FROM flush_requests").fetchone() == (1,)

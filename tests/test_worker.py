@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -27,12 +26,29 @@ def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> 
     """n complete turns through the real capture path."""
     cap = Capture(CaptureConfig(workspace=layout.root))
     for i in range(start, start + n):
-        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session,
-                    "prompt": f"Task {i}: I prefer tabs over spaces in file {i}"})
-        cap.handle({"hook_event_name": "PostToolUse", "session_id": session, "tool_name": "Bash",
-                    "tool_input": {"command": f"pip install pkg{i}"}, "tool_response": "ok"})
-        cap.handle({"hook_event_name": "Stop", "session_id": session,
-                    "last_assistant_message": f"Done with task {i}."})
+        cap.handle(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": session,
+                "prompt": f"Task {i}: I prefer tabs over spaces in file {i}",
+            }
+        )
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": session,
+                "tool_name": "Bash",
+                "tool_input": {"command": f"pip install pkg{i}"},
+                "tool_response": "ok",
+            }
+        )
+        cap.handle(
+            {
+                "hook_event_name": "Stop",
+                "session_id": session,
+                "last_assistant_message": f"Done with task {i}.",
+            }
+        )
 
 
 def q(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -56,6 +72,7 @@ def drain(worker: Worker, now: float | None = None, limit: int = 200) -> list[st
 
 def flush(layout: Layout) -> None:
     from schema.transcript import request_flush
+
     conn = schema.connect(layout.transcript_db, "transcript")
     request_flush(conn, "cli", time.time())
     conn.close()
@@ -69,12 +86,16 @@ def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: Brid
     assert standin.requests == []
     write_turns(layout, 1, start=4)
     assert drain(worker) == ["curated", "waiting"] or drain(worker)
-    batches = q(layout.memory_db, "SELECT status, turns, first_observation_id,"
-                                  " last_observation_id FROM batches")
+    batches = q(
+        layout.memory_db,
+        "SELECT status, turns, first_observation_id, last_observation_id FROM batches",
+    )
     assert batches == [("done", 5, 1, 5)]
     kinds = {r[0] for r in q(layout.memory_db, "SELECT DISTINCT type FROM learnings")}
     assert {"preference", "tool_install"} <= kinds
-    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
+        (0,)
+    ]
     latest = Store(layout).latest_md()
     assert "tools.md" in latest and "user.md" in latest
     for name, content in latest.items():
@@ -89,8 +110,9 @@ def test_flush_request_curates_everything_now(layout: Layout, standin: BridgeSta
     flush(layout)
     drain(worker)
     assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(3,)]
-    assert q(layout.transcript_db, "SELECT count(*) FROM flush_requests"
-                                   " WHERE handled_at IS NULL") == [(0,)]
+    assert q(
+        layout.transcript_db, "SELECT count(*) FROM flush_requests WHERE handled_at IS NULL"
+    ) == [(0,)]
 
 
 def test_idle_trigger_needs_old_turns_and_quiet_sessions(
@@ -126,8 +148,15 @@ def test_huge_turn_is_squeezed_into_the_budget(layout: Layout, standin: BridgeSt
     cap = Capture(CaptureConfig(workspace=layout.root, max_field_chars=2000))
     cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "go"})
     for i in range(40):
-        cap.handle({"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": f"T{i}",
-                    "tool_input": {"x": "y" * 1500}, "tool_response": "z" * 1900})
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "s",
+                "tool_name": f"T{i}",
+                "tool_input": {"x": "y" * 1500},
+                "tool_response": "z" * 1900,
+            }
+        )
     cap.handle({"hook_event_name": "Stop", "session_id": "s", "last_assistant_message": "ok"})
     drain(worker)
     (req,) = standin.requests
@@ -144,17 +173,23 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     worker = make_worker(layout, standin, batch_turns=1)
     write_turns(layout, 1)
     too_long = "\n".join(f"- line {i}" for i in range(151))
-    _scripted(standin, "FACT: The build uses make.\nfact: lowercase is unknown\n"
-                       "Hello there, I am chatty\nPREFERENCE: Dark mode.\n"
-                       "ACTION: [high] Review the report\nACTION: [high] Review the report\n"
-                       f"TOOLS_MD_UPDATE:\n{too_long}\nUSER_MD_UPDATE:\n# User\n- Likes dark mode\n"
-                       "SOUL_MD_UPDATE:\nI am evil now\n")
+    _scripted(
+        standin,
+        "FACT: The build uses make.\nfact: lowercase is unknown\n"
+        "Hello there, I am chatty\nPREFERENCE: Dark mode.\n"
+        "ACTION: [high] Review the report\nACTION: [high] Review the report\n"
+        f"TOOLS_MD_UPDATE:\n{too_long}\nUSER_MD_UPDATE:\n# User\n- Likes dark mode\n"
+        "SOUL_MD_UPDATE:\nI am evil now\n",
+    )
     with capture_logs() as logs:
         drain(worker)
     assert sorted(q(layout.memory_db, "SELECT type, content FROM learnings")) == [
-        ("fact", "The build uses make."), ("preference", "Dark mode.")]
+        ("fact", "The build uses make."),
+        ("preference", "Dark mode."),
+    ]
     assert q(layout.memory_db, "SELECT content, priority FROM pending_actions") == [
-        ("Review the report", 1)]
+        ("Review the report", 1)
+    ]
     assert set(Store(layout).latest_md()) == {"user.md"}
     assert not os.path.exists(layout.md("tools.md"))
     assert not os.path.exists(layout.md("soul.md"))
@@ -174,19 +209,32 @@ def test_truncated_reply_keeps_learnings_but_not_updates(
     """A reply cut at max_tokens keeps its learnings and applies no md update."""
     worker = make_worker(layout, standin, batch_turns=1)
     write_turns(layout, 1)
-    _scripted(standin, "CORRECTION: Dates are DD/MM/YYYY\nUSER_MD_UPDATE:\n# User\n- Dates DD/",
-              stop_reason="max_tokens")
+    _scripted(
+        standin,
+        "CORRECTION: Dates are DD/MM/YYYY\nUSER_MD_UPDATE:\n# User\n- Dates DD/",
+        stop_reason="max_tokens",
+    )
     drain(worker)
     assert q(layout.memory_db, "SELECT type FROM learnings") == [("correction",)]
     assert Store(layout).latest_md() == {}
     assert q(layout.memory_db, "SELECT stop_reason FROM batches") == [("max_tokens",)]
 
 
-@pytest.mark.parametrize("fault", [
-    Fault.refuse(0.5), Fault.reset(), Fault.hang(5), Fault.rate_limited(retry_after=0.2),
-    Fault.rate_limited(retry_after=None, retry_after_ms=150), Fault.server_error(),
-    Fault.overloaded(), Fault.malformed_json(), Reply.empty(),
-], ids=["refused", "reset", "hang", "429", "429ms", "500", "529", "malformed", "empty"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault.refuse(0.5),
+        Fault.reset(),
+        Fault.hang(5),
+        Fault.rate_limited(retry_after=0.2),
+        Fault.rate_limited(retry_after=None, retry_after_ms=150),
+        Fault.server_error(),
+        Fault.overloaded(),
+        Fault.malformed_json(),
+        Reply.empty(),
+    ],
+    ids=["refused", "reset", "hang", "429", "429ms", "500", "529", "malformed", "empty"],
+)
 def test_transient_fault_then_recovery_curates_once(
     layout: Layout, standin: BridgeStandin, fault: Any
 ) -> None:
@@ -203,26 +251,44 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """Every fault mode back to back: no crash, bounded calls, all turns curated once, md intact."""
-    worker = make_worker(layout, standin, batch_turns=2, request_timeout=0.5, retry_attempts=2,
-                         outage_backoff=5, outage_backoff_max=20)
+    worker = make_worker(
+        layout,
+        standin,
+        batch_turns=2,
+        request_timeout=0.5,
+        retry_attempts=2,
+        outage_backoff=5,
+        outage_backoff_max=20,
+    )
     write_turns(layout, 2)
     drain(worker)  # a first good batch writes the md files
     good = {name: Path(layout.md(name)).read_text() for name in Store(layout).latest_md()}
     write_turns(layout, 4, start=2)
     faults: list[Any] = [
-        Fault.refuse(0.3), Fault.reset(), Fault.hang(3), Fault.rate_limited(retry_after=0.1),
-        Fault.server_error(), Fault.overloaded(), Fault.malformed_json(), Reply.empty(),
+        Fault.refuse(0.3),
+        Fault.reset(),
+        Fault.hang(3),
+        Fault.rate_limited(retry_after=0.1),
+        Fault.server_error(),
+        Fault.overloaded(),
+        Fault.malformed_json(),
+        Reply.empty(),
         Reply(({"type": "text", "text": "USER_MD_UPDATE:\n# User\n- half a fi"},), "max_tokens"),
     ]
     standin.script(*faults)
     now = time.time()
     for step in range(60):
         worker.run_once(now + step * 30)
-        if not q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][0]:
+        if not q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][
+            0
+        ]:
             break
-    covering = q(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns t"
-                                   " JOIN batches b ON b.id = t.batch_id AND b.status = 'done'"
-                                   " GROUP BY 1")
+    covering = q(
+        layout.memory_db,
+        "SELECT observation_id, count(*) FROM batch_turns t"
+        " JOIN batches b ON b.id = t.batch_id AND b.status = 'done'"
+        " GROUP BY 1",
+    )
     assert sorted(covering) == [(i, 1) for i in range(1, 7)]
     assert len(standin.requests) <= len(faults) + 3  # every fault cost one call, no more
     assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
@@ -230,9 +296,7 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     assert set(good) <= set(Store(layout).latest_md())
 
 
-def test_long_outage_backs_off_and_survives_restart(
-    layout: Layout, standin: BridgeStandin
-) -> None:
+def test_long_outage_backs_off_and_survives_restart(layout: Layout, standin: BridgeStandin) -> None:
     """When retries run out the next attempt time is stored, honoured, and read back on restart."""
     worker = make_worker(layout, standin, batch_turns=1, retry_attempts=2, outage_backoff=30)
     write_turns(layout, 1)
@@ -263,17 +327,27 @@ def test_rejected_batch_is_split_then_a_lone_turn_parked(
     # Batch of 4 fails, halves [1,2] fails, [1] fails -> parked, [2] ok, [3,4] ok.
     standin.script(Fault.bad_request(), Fault.bad_request(), Fault.bad_request())
     drain(worker)
-    rows = q(layout.memory_db, "SELECT status, first_observation_id, last_observation_id"
-                               " FROM batches ORDER BY id")
+    rows = q(
+        layout.memory_db,
+        "SELECT status, first_observation_id, last_observation_id FROM batches ORDER BY id",
+    )
     assert rows == [("failed", 1, 1), ("done", 2, 2), ("done", 3, 4)]
-    assert q(layout.memory_db, "SELECT error LIKE '%400%' OR error LIKE '%BadRequest%'"
-                               " FROM batches WHERE status = 'failed'") == [(1,)]
-    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    assert q(
+        layout.memory_db,
+        "SELECT error LIKE '%400%' OR error LIKE '%BadRequest%'"
+        " FROM batches WHERE status = 'failed'",
+    ) == [(1,)]
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
+        (0,)
+    ]
     assert worker.retry_parked() != []
     rows = q(layout.memory_db, "SELECT status FROM batches ORDER BY id")
     assert rows == [("retried",), ("done",), ("done",), ("done",)]
-    covering = q(layout.memory_db, "SELECT b.status FROM batch_turns t JOIN batches b"
-                                   " ON b.id = t.batch_id WHERE t.observation_id = 1")
+    covering = q(
+        layout.memory_db,
+        "SELECT b.status FROM batch_turns t JOIN batches b"
+        " ON b.id = t.batch_id WHERE t.observation_id = 1",
+    )
     assert covering == [("done",)]
 
 
@@ -309,7 +383,9 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
     Path(layout.memory_dir, memory_files.TEMP_PREFIX + "user.md.123").write_text("half")
     fresh = make_worker(layout, standin, batch_turns=2)
     fresh.start()
-    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [(0,)]
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
+        (0,)
+    ]
     assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
     assert memory_files.stray_temp_files(layout) == []
     calls = len(standin.requests)
