@@ -72,6 +72,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log.configure(config.log_format)
     stop, nudge = threading.Event(), threading.Event()
     worker = _worker(config, stop, nudge)
+    worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     on_signal = SignalPolicy(worker.request_stop)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -174,6 +175,75 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from pathlib import Path
+
+    from daemon.deploy import DeployError, bootstrap
+
+    layout = Layout(_config(args, env).workspace)
+    try:
+        changes = bootstrap(
+            layout,
+            version=args.version,
+            templates=Path(args.templates),
+            supervisor=Path(args.supervisor),
+            venv=Path(args.venv),
+            standalone=args.standalone,
+        )
+    except DeployError as exc:
+        print(f"wsd bootstrap: {exc}", file=sys.stderr)
+        return 2
+    for line in changes:
+        print(line)
+    print(
+        f"bootstrap of {layout.root} at version {args.version}: "
+        + (f"{len(changes)} change(s)" if changes else "nothing to change")
+    )
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from daemon.doctor import Doctor
+
+    config = _config(args, env)
+    findings = Doctor(Layout(config.workspace), config.bridge_url, fix=args.fix).run()
+    for finding in findings:
+        print(finding.line())
+    failed = [f for f in findings if f.level == "fail"]
+    print(f"{len(failed)} problem(s)" + ("" if args.fix or not failed else "; try --fix"))
+    return 1 if failed else 0
+
+
+def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    import shutil
+
+    from daemon.store import Store
+    from daemon.store_ops import Maintenance
+    from schema.layout import CURATED_FILES, DEPLOY_FILES
+
+    layout = Layout(_config(args, env).workspace)
+    dest = os.path.abspath(args.dest)
+    os.makedirs(dest, mode=0o700, exist_ok=True)
+    pages = Maintenance(Store(layout)).backup(dest)
+    copied = []
+    for name in (*DEPLOY_FILES, *CURATED_FILES):
+        if os.path.exists(layout.md(name)):
+            shutil.copy2(layout.md(name), os.path.join(dest, name))
+            copied.append(name)
+    if os.path.exists(layout.version_file):
+        shutil.copy2(layout.version_file, os.path.join(dest, "VERSION"))
+    manifest = {
+        "created_at": time.time(),
+        "workspace": layout.root,
+        "pages": pages,
+        "md_files": copied,
+    }
+    with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=1)
+    print(f"backed up {layout.root} to {dest}: databases {pages}, files {copied}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wsd", description="Workspace Daemon operator tool")
     parser.add_argument(
@@ -193,6 +263,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to SECONDS for the flush to complete",
     )
     sub.add_parser("retry", help="re-run parked (failed) batches")
+    boot = sub.add_parser("bootstrap", help="deploy: layout, databases, templates, supervisord")
+    boot.add_argument("--version", required=True, help="the deployed version (.os/VERSION)")
+    boot.add_argument("--templates", required=True, help="folder with soul.md and os.md")
+    boot.add_argument("--supervisor", required=True, help="folder with the *.conf.in files")
+    boot.add_argument("--venv", default=sys.prefix, help="the virtual environment to run")
+    boot.add_argument(
+        "--standalone",
+        action="store_true",
+        help="also write a supervisord.conf for a Sprite with nothing else",
+    )
+    doctor = sub.add_parser("doctor", help="check health; non-zero exit on a problem")
+    doctor.add_argument("--fix", action="store_true", help="repair what is safe to repair")
+    backup = sub.add_parser("backup", help="consistent online copy of databases and md files")
+    backup.add_argument("dest", help="destination folder (created 0700)")
     return parser
 
 
@@ -202,6 +286,9 @@ COMMANDS = {
     "status": cmd_status,
     "flush": cmd_flush,
     "retry": cmd_retry,
+    "bootstrap": cmd_bootstrap,
+    "doctor": cmd_doctor,
+    "backup": cmd_backup,
 }
 
 

@@ -36,6 +36,10 @@ DEFAULT_HEARTBEAT_SECONDS = 10.0
 #: Wall clock ahead of the monotonic clock by more than this means we slept.
 DEFAULT_WAKE_JUMP_SECONDS = 60.0
 #: Prices of Claude Haiku 4.5 in USD per million tokens.
+#: Raw events folded into processed turns are kept this long, then pruned.
+DEFAULT_RETENTION_DAYS = 30.0
+#: How often retention, vacuum and WAL truncation run (checkpoints run each idle pass).
+DEFAULT_MAINTENANCE_SECONDS = 3600.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 
@@ -101,6 +105,8 @@ class Config:
     wake_jump_seconds: float = DEFAULT_WAKE_JUMP_SECONDS
     price_input: float = DEFAULT_PRICE_INPUT
     price_output: float = DEFAULT_PRICE_OUTPUT
+    retention_days: float = DEFAULT_RETENTION_DAYS
+    maintenance_seconds: float = DEFAULT_MAINTENANCE_SECONDS
     log_format: str = "auto"
     watch: bool = True
 
@@ -139,6 +145,10 @@ class Config:
             ),
             price_input=_get(env, "WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, pos_float),
             price_output=_get(env, "WSD_PRICE_OUTPUT", DEFAULT_PRICE_OUTPUT, pos_float),
+            retention_days=_get(env, "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, pos_float),
+            maintenance_seconds=_get(
+                env, "WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS, pos_float
+            ),
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
         )

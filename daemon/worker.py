@@ -25,6 +25,7 @@ from daemon.curator import build_request, parse_reply, render_turn
 from daemon.log import ErrorThrottle, get_logger
 from daemon.status import StatusFile
 from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
+from daemon.store_ops import Maintenance
 from hooks import spool
 from schema.layout import Layout
 
@@ -74,6 +75,8 @@ class Worker:
         self._expected_wait = 0.0
         self._started = False
         self.stop_reason = "stop requested"
+        self.ops = Maintenance(store)
+        self._maintained_at = 0.0
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -150,6 +153,7 @@ class Worker:
         if backlog.pending == 0:
             if backlog.flush_upto is not None:
                 self.store.mark_flushes_handled(backlog.flush_upto, now)
+            self._maintain(now)
             return PassResult("idle")
         if now < self.next_attempt_at:
             return PassResult("backoff")
@@ -356,6 +360,26 @@ class Worker:
         return done
 
     # -- health ----------------------------------------------------------------------
+
+    def _maintain(self, now: float) -> None:
+        """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.
+
+        Hooks never checkpoint beyond SQLite's automatic one, so the daemon
+        keeps both WAL files bounded with a PASSIVE checkpoint on every idle
+        pass (it never waits for, or blocks, a writer). Once per maintenance
+        interval it also prunes raw events already folded into processed turns
+        (never observations or learnings), vacuums a mostly-empty file, and
+        truncates the WALs.
+        """
+        self.ops.checkpoint()
+        if now - self._maintained_at < self.config.maintenance_seconds:
+            return
+        self._maintained_at = now
+        pruned = self.ops.prune_events(now - self.config.retention_days * 86400)
+        vacuumed = self.ops.vacuum_if_sparse()
+        self.ops.checkpoint(truncate=True)
+        if pruned or vacuumed:
+            self.log.info("maintenance", events_pruned=pruned, vacuumed=vacuumed)
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = max(self.backoff, exc.retry_after or 0.0)
