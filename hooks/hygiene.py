@@ -7,8 +7,8 @@ and never runs a regex over more than a window of a huge input.
 Contracts:
 
 * :func:`clean_text` output always encodes to UTF-8, holds no C0 control character except
-  ``\\n \\r \\t``, no ``<private>`` / ``<workspace-memory>`` span, no recognised secret (each becomes
-  ``[REDACTED:<kind>]``) and is at most ``max_chars`` long (``max_chars <= 0`` gives ``""``).
+  ``\\n \\r \\t``, no ``<private>`` / ``<workspace-memory>`` span, no recognised secret
+  (each becomes ``[REDACTED:<kind>]``) and is at most ``max_chars`` long (``""`` if <= 0).
 * A secret anywhere in a huge input, even straddling a window or truncation edge, never leaves
   12 or more consecutive characters of itself in the output.
 * :func:`clean_value` never raises and returns JSON-ready data (str keys, finite floats) whose
@@ -18,13 +18,22 @@ Contracts:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
+# typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Iterator
+    from typing import Any
 
-__all__ = ["BOOT_CONTEXT_TAG", "DEFAULT_MAX_CHARS", "clean_bytes", "clean_text", "clean_value",
-           "redact"]
+__all__ = [
+    "BOOT_CONTEXT_TAG",
+    "DEFAULT_MAX_CHARS",
+    "clean_bytes",
+    "clean_text",
+    "clean_value",
+    "redact",
+]
 
 DEFAULT_MAX_CHARS = 2000
 BOOT_CONTEXT_TAG = "workspace-memory"
@@ -37,63 +46,97 @@ _MAX_ITEMS = 100
 _BUDGET_FACTOR = 3  # clean_value keeps about this many max_chars of content in total
 _OMITTED = "…"
 
-# Cheap substring test on the lower-cased text: no trigger, no secret regex at all.
-_TRIGGERS = ("key", "secret", "token", "passw", "passphrase", "bearer", "authorization", "://",
-             "sk-", "sk_", "rk_", "whsec_", "akia", "asia", "abia", "acca", "aiza", "gh", "gl",
-             "gr1348941", "xox", "xapp-", "eyj", "private key", "npm_", "hf_", "sg.", "pypi-")
+# fmt: off
 _PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "str", "string",
                            "bytes", "int", "optional", "any", "required", "redacted", "hidden"})
 _REFERENCES = ("os.", "process.env", "env.", "getenv", "self.", "args.", "config.", "settings.")
 _LENIENT_WORDS = ("secret", "passw", "passphrase", "authorization", "cookie")
 _SENSITIVE_KEY_WORDS = ("key", "token", *_LENIENT_WORDS)
+# fmt: on
 
 # Value of a NAME=value assignment: quoted (spaces allowed) or a bare run up to a delimiter.
-_VALUE = (r"""(?P<q>\\?["'`])?(?P<v>(?(q)[^"'`\\\n]{1,512}|[^\s"'`\\,;&<>(){}\[\]]{1,512}))""")
-_SEP = r"""(?:\\?["'`])?[ \t]{0,4}(?:=>|:=|[:=])[ \t]{0,4}"""
+_VALUE = r"""(?P<q>\\?["'`])?(?P<v>(?(q)[^"'`\\\n]{1,512}|[^\s"'`\\,;&<>(){}\[\]]{1,512}))"""
+_SEP = r"""[A-Za-z0-9_.-]{0,40}(?:\\?["'`])?[ \t]{0,4}(?:=>|:=|[:=])[ \t]{0,4}"""
 _PEM_LABEL = r"(?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"
-_TOKEN = r"[A-Za-z0-9._~+/=-]"
+_B64URL = "[A-Za-z0-9_-]"
 
-# (kind, first characters, rest, boundary, check). Every alternative starts with a plain literal
-# and puts its group after it, so sre's BRANCH skips non-matching alternatives in one compare.
-# ``boundary`` forbids a letter or digit just before the literal (no match inside a word).
-_ALTERNATIVES: tuple[tuple[str, str, str, bool, str], ...] = (
-    ("private_key", "-", rf"----BEGIN {_PEM_LABEL}(?:[\s\S]{{0,{_PEM_BODY}}}?-----END "
-                         rf"{_PEM_LABEL}|[\s\S]*)", False, ""),
-    ("secret_assignment", "-", r"-[A-Za-z0-9-]{0,30}?(?i:password|passwd|passphrase|secret|token"
-                               r"|key)(?:=|[ \t]{1,4})" + _VALUE, False, "assign"),
-    ("anthropic_key", "s", r"k-ant-(?:api|admin|sid|oat)\d\d-[A-Za-z0-9_-]{20,300}", True, ""),
-    ("openai_key", "s", r"k-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,300}", True, "random"),
-    ("stripe_key", "sr", r"k_(?:live|test)_[A-Za-z0-9]{10,250}", True, ""),
-    ("stripe_key", "w", r"hsec_[A-Za-z0-9+/=]{20,100}", True, ""),
-    ("aws_access_key", "A", r"(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", True, ""),
-    ("google_api_key", "A", r"Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])", True, ""),
-    ("github_token", "g", r"(?:h[pousr]_[A-Za-z0-9]{36,255}|ithub_pat_[A-Za-z0-9_]{22,255})",
-     True, ""),
-    ("gitlab_token", "g", r"l(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_.-]"
-                          r"{20,200}", True, ""),
-    ("gitlab_token", "G", r"R1348941[A-Za-z0-9_-]{20,64}", True, ""),
-    ("slack_token", "x", r"(?:ox[abposre]-[A-Za-z0-9-]{10,250}|app-\d-[A-Za-z0-9-]{10,250})",
-     True, ""),
-    ("slack_webhook", "h", r"ttps://hooks\.slack\.com/(?:services|workflows|triggers)/"
-                           r"[A-Za-z0-9/_-]{10,300}", False, ""),
-    ("huggingface_token", "h", r"f_[A-Za-z0-9]{30,40}(?![A-Za-z0-9])", True, "random"),
-    ("npm_token", "n", r"pm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", True, ""),
-    ("sendgrid_key", "S", r"G\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", True, ""),
-    ("pypi_token", "p", r"ypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,300}", True, ""),
-    ("jwt", "e", r"yJ[A-Za-z0-9_-]{5,3000}\.[A-Za-z0-9_-]{5,3000}\.[A-Za-z0-9_-]{0,3000}", True,
+# (kind, anchor, prefix, prefix width, word boundary, rest, check). A match starts at its anchor,
+# a single character chosen to be rare in prose and code (``J`` of ``eyJ``, ``_`` of ``ghp_``),
+# so the scan enters few positions and sre's BRANCH rejects other alternatives in one compare.
+# The ``prefix`` before the anchor is checked by a lookbehind and added back to the span; with
+# ``boundary`` no letter or digit may precede it. Each bounded match is under _UNSAFE chars.
+# fmt: off
+_ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
+    ("private_key", "-", "", 0, False, rf"----BEGIN {_PEM_LABEL}(?:[\s\S]{{0,{_PEM_BODY}}}?"
+                                       rf"-----END {_PEM_LABEL}|[\s\S]*)", ""),
+    ("secret_assignment", "-", "", 0, False, r"-[A-Za-z0-9-]{0,30}?(?i:password|passwd|secret"
+                                             r"|passphrase|token|key)(?:=|[ \t]{1,4})", "assign"),
+    ("anthropic_key", "-", "sk", 2, True, r"ant-(?:api|admin|sid|oat)\d\d-[A-Za-z0-9_-]{20,300}",
      ""),
-    ("bearer_token", "Aa", r"(?i:uthorization)(?:\\?[\"'])?[ \t]{0,4}[:=][ \t]{0,4}(?:\\?[\"'])?"
-                           rf"(?P<s>(?i:basic|bearer|token)[ \t]{{1,4}})?(?P<v>{_TOKEN}{{8,4096}})",
-     False, "auth"),
-    ("bearer_token", "Bb", rf"(?:earer|EARER)[ \t]{{1,4}}(?P<v>{_TOKEN}{{16,4096}})", False,
+    ("openai_key", "-", "sk", 2, True, r"(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,300}",
      "random"),
-    ("url_password", ":", r"//[^\s:/?#@]{0,100}:(?P<v>[^\s/?#]{1,200})@", False, "url"),
-    ("secret_assignment", "kK", r"(?i:ey)[A-Za-z0-9_.-]{0,40}" + _SEP + _VALUE, False, "assign"),
-    ("secret_assignment", "sS", r"(?i:ecret)[A-Za-z0-9_.-]{0,40}" + _SEP + _VALUE, False, "assign"),
-    ("secret_assignment", "tT", r"(?i:oken)[A-Za-z0-9_.-]{0,40}" + _SEP + _VALUE, False, "assign"),
-    ("secret_assignment", "pP", r"(?i:ass(?:wor)?d|assphrase)[A-Za-z0-9_.-]{0,40}" + _SEP + _VALUE,
-     False, "assign"),
+    ("pypi_token", "-", "pypi", 4, True, r"AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,300}", ""),
+    ("stripe_key", "_", "[sr]k", 2, True, r"(?:live|test)_[A-Za-z0-9]{10,250}", ""),
+    ("stripe_key", "_", "whsec", 5, True, r"[A-Za-z0-9+/=]{20,100}", ""),
+    ("github_token", "_", "gh[pousr]", 3, True, r"[A-Za-z0-9]{36,255}", ""),
+    ("github_token", "_", "github", 6, True, r"pat_[A-Za-z0-9_]{22,255}", ""),
+    ("huggingface_token", "_", "hf", 2, True, r"[A-Za-z0-9]{30,40}(?![A-Za-z0-9])", "random"),
+    ("npm_token", "_", "npm", 3, True, r"[A-Za-z0-9]{36}(?![A-Za-z0-9])", ""),
+    ("aws_access_key", "A", "", 0, True, r"(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", ""),
+    ("google_api_key", "A", "", 0, True, r"Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])", ""),
+    ("gitlab_token", "g", "", 0, True, r"l(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-"
+                                       r"[A-Za-z0-9_.-]{20,200}", ""),
+    ("gitlab_token", "G", "", 0, True, r"R1348941[A-Za-z0-9_-]{20,64}", ""),
+    ("sendgrid_key", "G", "S", 1, True, r"\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", ""),
+    ("slack_token", "x", "", 0, True, r"(?:ox[abposre]-[A-Za-z0-9-]{10,250}|app-\d-[A-Za-z0-9-]"
+                                      r"{10,250})", ""),
+    ("slack_webhook", ":", "https", 5, False, r"//hooks\.slack\.com/(?:services|workflows"
+                                              r"|triggers)/[A-Za-z0-9/_-]{10,300}", ""),
+    ("url_password", ":", "", 0, False, r"//[^\s:/?#@]{0,100}:(?P<v>[^\s/?#]{1,200})@", "url"),
+    ("jwt", "J", "ey", 2, True, rf"{_B64URL}{{3,3000}}\.{_B64URL}{{5,3000}}\.{_B64URL}{{0,3000}}",
+     ""),
+    *(("bearer_token", anchor, "[Aa][Uu][Tt][Hh][Oo][Rr][Ii]", 7, False,
+     r"""(?i:ation)(?:\\?["'])?[ \t]{0,4}[:=][ \t]{0,4}(?:\\?["'])?"""
+     r"(?P<s>(?i:basic|bearer|token)[ \t]{1,4})?(?P<v>[A-Za-z0-9._~+/=-]{8,4096})", "auth")
+      for anchor in "zZ"),
+    *(("bearer_token", anchor, "", 0, False,
+       r"(?:earer|EARER)[ \t]{1,4}(?P<v>[A-Za-z0-9._~+/=-]{16,4096})", "random")
+      for anchor in "Bb"),
+    # NAME=value: the anchor is the k of key/token, the c of secret or the p of password; the
+    # start of the name is read back and the value read on by _redaction (one small regex each
+    # instead of six copies of the value pattern to compile).
+    *(("secret_assignment", anchor, "", 0, False, rf"(?i:{word}){_SEP}", "assign")
+      for anchor, word in (("k", "(?<=k)ey|(?<=tok)en"), ("K", "(?<=k)ey|(?<=tok)en"),
+                           ("c", "(?<=sec)ret"), ("C", "(?<=sec)ret"),
+                           ("p", "ass(?:wor)?d|assphrase"), ("P", "ass(?:wor)?d|assphrase"))),
 )
+
+# What any match of _ALTERNATIVES must contain: until the regex is compiled, text without any of
+# these skips it, so a short-lived hook process whose fields hold no candidate never pays for
+# ``import re`` and the compile (~7 ms). Keep this a superset when editing the table.
+_BY_CHAR = {
+    "_": ("k_live_", "k_test_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+          "hf_", "npm_"),
+    "-": ("PRIVATE KEY", "sk-", "pypi-", "xox", "xapp-", "glpat-", "gldt-", "glrt-", "glptt-",
+          "glcbt-", "glft-", "glimt-", "glagent-", "gloas-", "glsoat-", "glffct-"),
+    "A": ("AKIA", "ASIA", "ABIA", "ACCA", "AIza"),
+}
+_ALWAYS = ("://", "eyJ", "SG.", "GR1348941")
+# fmt: on
+
+
+def _may_hold_secret(text: str) -> bool:
+    """False only when no alternative of the secret regex can match ``text`` (see _BY_CHAR)."""
+    low = text.lower()
+    if "authoriz" in low or "bearer" in low:
+        return True
+    if ("=" in text or ":" in text or "--" in text) and (
+        "key" in low or "token" in low or "secret" in low or "passw" in low or "passphrase" in low
+    ):
+        return True
+    if any(f in text for f in _ALWAYS):
+        return True
+    return any(c in text and any(f in text for f in frags) for c, frags in _BY_CHAR.items())
 
 
 class _Compiled:
@@ -105,23 +148,39 @@ class _Compiled:
         parts: list[str] = []
         self.kinds: list[str] = []
         self.checks: list[str] = []
-        for kind, firsts, rest, boundary, check in _ALTERNATIVES:
-            for first in firsts:
-                i = len(self.kinds)
-                guard = f"(?<![A-Za-z0-9]{re.escape(first)})" if boundary else ""
-                body = rest.replace("(?P<", f"(?P<g{i}").replace("(?(", f"(?(g{i}")
-                parts.append(f"{re.escape(first)}{guard}(?P<g{i}>{body})")
-                self.kinds.append(kind)
-                self.checks.append(check)
-        self.secret = re.compile("|".join(parts))
+        self.back: list[int] = []
+        self.has_value: list[bool] = []  # a (?P<v>…) group marks the part to replace
+        for i, (kind, anchor, prefix, width, boundary, rest, check) in enumerate(_ALTERNATIVES):
+            guard = f"(?<={prefix}{anchor})" if prefix else ""
+            guard += f"(?<![A-Za-z0-9]{prefix}{anchor})" if boundary else ""
+            body = rest.replace("(?P<", f"(?P<g{i}")
+            parts.append(f"{anchor}{guard}(?P<g{i}>{body})")
+            self.kinds.append(kind)
+            self.checks.append(check)
+            self.back.append(width)
+            self.has_value.append("(?P<v>" in rest)
+        # ASCII: (?i) must not fold non-ASCII letters (the prefilter relies on str.lower()).
+        self.secret = re.compile("|".join(parts), re.ASCII)
+        self.value = re.compile(_VALUE)
         self.orphan_pem = re.compile(
-            rf"(?:[A-Za-z0-9+/=\s:,\\]|-(?!----)){{0,{_PEM_BODY}}}-----END {_PEM_LABEL}")
-        self.control = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-        self.tags = {tag: re.compile(rf"<\s*(/?)\s*{tag}(?:\s[^<>]{{0,200}})?\s*>", re.I)
-                     for tag in ("private", BOOT_CONTEXT_TAG)}
+            rf"(?:[A-Za-z0-9+/=\s:,\\]|-(?!----)){{0,{_PEM_BODY}}}-----END {_PEM_LABEL}"
+        )
+
+
+class _Small:
+    """Small regexes needed on every call, compiled apart from the big one."""
+
+    def __init__(self) -> None:
+        import re
+
+        self.tags = {
+            tag: re.compile(rf"<\s*(/?)\s*{tag}(?:\s[^<>]{{0,200}})?\s*>", re.I | re.A)
+            for tag in ("private", BOOT_CONTEXT_TAG)
+        }
 
 
 _compiled: _Compiled | None = None
+_small: _Small | None = None
 
 
 def _re() -> _Compiled:
@@ -131,6 +190,13 @@ def _re() -> _Compiled:
     return _compiled
 
 
+def _sm() -> _Small:
+    global _small
+    if _small is None:
+        _small = _Small()
+    return _small
+
+
 def _classes(s: str) -> int:
     """How many of lower case, upper case and digits occur in ``s``."""
     return (s.upper() != s) + (s.lower() != s) + any(c.isdigit() for c in s)
@@ -138,7 +204,7 @@ def _classes(s: str) -> int:
 
 def _random_enough(s: str) -> bool:
     """Generated credentials mix character classes; words like ``sk-learn-…`` do not."""
-    return _classes(s) >= 2 or len(s) >= 32
+    return _classes(s) >= 2
 
 
 def _plausible_secret(value: str, name: str) -> bool:
@@ -150,39 +216,64 @@ def _plausible_secret(value: str, name: str) -> bool:
     low = value.lower()
     if len(value) < 4 or low in _PLACEHOLDERS or value.startswith("[REDACTED"):
         return False
-    if value[0] in "$%<{[(*#" or value.count(value[0]) == len(value) or low.startswith(_REFERENCES):
+    if (
+        value[0] in "$%<{[(*#)]},;"
+        or value.count(value[0]) == len(value)
+        or low.startswith(_REFERENCES)
+    ):
         return False  # a reference, template or mask, not a value
     ident = value.replace(".", "_").isidentifier() and not any(c.isdigit() for c in value)
     if ident and any(w in low for w in _SENSITIVE_KEY_WORDS):
         return False  # password=password, token=self.token: passing a variable along
     if any(w in name.lower() for w in _LENIENT_WORDS):
         return True
-    return len(value) >= 8 and (_classes(value) >= 2 or len(value) >= 24)
+    return len(value) >= 8 and _classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
 
 
 def _specific_kind(value: str, default: str) -> str:
     """The kind of a known token form when ``value`` is exactly one, else ``default``."""
-    m = _re().secret.fullmatch(value)
-    if m is not None and m.lastgroup is not None:
-        return _re().kinds[int(m.lastgroup[1:])]
+    c = _re()
+    m = c.secret.search(value)
+    if m is not None and m.lastgroup is not None and m.end() == len(value):
+        i = int(m.lastgroup[1:])
+        if m.start() == c.back[i]:
+            return c.kinds[i]
     return default
 
 
-def _redaction(m: re.Match[str]) -> str | None:
-    """Replacement text for one match of the combined regex; None when it is not a secret."""
+def _name_before(text: str, start: int) -> str:
+    """The identifier (and its quote) that ends at ``start``: the NAME of ``NAME=value``."""
+    i = start
+    while i > 0 and start - i < 64 and (text[i - 1].isalnum() or text[i - 1] in "_.-\"'`\\"):
+        i -= 1
+    return text[i:start]
+
+
+def _redaction(m: re.Match[str]) -> tuple[int, int, str] | None:
+    """(start, end, replacement) for one match of the combined regex; None if not a secret."""
     c = _re()
     group = m.lastgroup or "g0"
     i = int(group[1:])
     kind, check = c.kinds[i], c.checks[i]
-    text, start, end = m.string, m.start(), m.end()
-    vs, ve = m.span(f"{group}v") if check else (start, end)
-    value, before = text[vs:ve], text[start:vs]
+    text, end = m.string, m.end()
+    start = max(0, m.start() - c.back[i])
+    vs, ve = m.span(f"{group}v") if c.has_value[i] else (start, end)
+    if check == "assign":  # the match ends at the separator: read the value on
+        found = c.value.match(text, end)
+        if found is None:
+            return None
+        vs, ve = found.span("v")
+        end = ve
+        if not found.group("q") and text[ve : ve + 1] in ("(", "["):
+            return None  # password = input(...), key = names[0]: an expression, not a value
+    value = text[vs:ve]
     ok = True
     if check == "random":
         ok = _random_enough(value)
     elif check == "assign":
-        ok = _plausible_secret(value, before)
-        if "secretaccesskey" in before.lower().replace("_", "").replace("-", ""):
+        name = _name_before(text, start) + text[start:vs]
+        ok = _plausible_secret(value, name)
+        if "secretaccesskey" in name.lower().replace("_", "").replace("-", ""):
             kind = "aws_secret_key"
         kind = _specific_kind(value, kind) if ok else kind
     elif check == "auth":
@@ -192,18 +283,30 @@ def _redaction(m: re.Match[str]) -> str | None:
     elif check == "url":
         ok = value[0] not in "$%<{*" and not value.startswith("[REDACTED")
     if ok:
-        return f"{before}[REDACTED:{kind}]{text[ve:end]}"
+        return start, end, f"{text[start:vs]}[REDACTED:{kind}]{text[ve:end]}"
     if ve - vs < end - start:
-        # Not a secret by itself, but a span we consumed may still hold one: redact inside it.
+        # Not a secret by itself, but the span we consumed may still hold one: redact inside it.
         inner = redact(value)
         if inner != value:
-            return f"{before}{inner}{text[ve:end]}"
+            return start, end, f"{text[start:vs]}{inner}{text[ve:end]}"
     return None
 
 
-def _may_hold_secret(text: str) -> bool:
-    low = text.lower()
-    return any(t in low for t in _TRIGGERS)
+def _redactions(text: str) -> Iterator[tuple[int, int, str]]:
+    """Non-overlapping (start, end, replacement) of the secrets in ``text``, left to right."""
+    if _compiled is None and not _may_hold_secret(text):
+        return
+    last = 0
+    for m in _re().secret.finditer(text):
+        if m.start() < last:  # inside a value read on past the previous match
+            continue
+        found = _redaction(m)
+        if found is not None:
+            start, end, rep = found
+            if start < last:  # a prefix already consumed by the previous secret
+                rep, start = rep[last - start :], last
+            last = end
+            yield start, end, rep
 
 
 def redact(text: str) -> str:
@@ -213,45 +316,53 @@ def redact(text: str) -> str:
     user and host of a URL). Linear-time regexes, but callers should bound the input:
     :func:`clean_text` never passes more than a window of a huge field.
     """
-    if not _may_hold_secret(text):
+    parts: list[str] = []
+    pos = 0
+    for start, end, rep in _redactions(text):
+        parts += (text[pos:start], rep)
+        pos = end
+    return _drop_orphan_pem("".join(parts) + text[pos:] if parts else text)
+
+
+def _drop_orphan_pem(text: str) -> str:
+    """Redact the tail of a PEM block that opens the text (its BEGIN was cut off upstream)."""
+    if text.find("PRIVATE KEY-----", 0, _PEM_BODY + 100) < 0:  # bounded: cheap on 10 MB
         return text
-    c = _re()
-    out = c.secret.sub(lambda m: _redaction(m) or m.group(0), text)
-    if "PRIVATE KEY-----" in out:  # an orphan block tail at the start (a cut happened upstream)
-        m = c.orphan_pem.match(out)
-        if m is not None:
-            out = "[REDACTED:private_key]" + out[m.end():]
-    return out
+    m = _re().orphan_pem.match(text)
+    return text if m is None else "[REDACTED:private_key]" + text[m.end() :]
+
+
+_CONTROL = bytes(i for i in range(32) if i not in (9, 10, 13))
 
 
 def _safe(text: str) -> str:
     """Make ``text`` encodable: lone surrogates become U+FFFD, C0 controls but \\t\\n\\r go."""
     try:
-        text.encode("utf-8")
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
         # Valid surrogate pairs re-join into one code point; lone halves become U+FFFD.
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    control = _re().control
-    return control.sub("", text) if control.search(text) else text
+        data = text.encode("utf-8")
+    # bytes.translate is a C table lookup, far faster than a regex; in UTF-8 a byte below 0x20
+    # is always that character, never part of a multi-byte sequence.
+    kept = data.translate(None, _CONTROL)
+    return kept.decode("utf-8") if len(kept) != len(data) else text
 
 
 def _strip_spans(text: str, tag: str) -> str:
     """Remove ``<tag>…</tag>`` spans (nesting counted, unterminated = to the end, stray closers
     dropped). Nesting is counted rather than non-greedy so an inner close never reveals the rest
     of an outer private span."""
-    if "<" not in text:
-        return text
     out: list[str] = []
     depth = pos = 0
-    for m in _re().tags[tag].finditer(text):
+    for m in _sm().tags[tag].finditer(text):
         closing = bool(m.group(1))
         if depth == 0:
-            out.append(text[pos:m.start()])
-            pos = m.end()  # a stray closer is dropped, an opener starts a span
-            depth = 0 if closing else 1
+            out.append(text[pos : m.start()])
+            depth = 0 if closing else 1  # a stray closer is dropped, an opener starts a span
         else:
             depth += -1 if closing else 1
-            pos = m.end()
+        pos = m.end()
     if depth == 0:
         out.append(text[pos:])
     return "".join(out)
@@ -274,18 +385,15 @@ def _head(text: str, need: int) -> tuple[str, int]:
     window, safe = text[:end], end - _UNSAFE
     out: list[str] = []
     have = pos = 0
-    if _may_hold_secret(window):
-        for m in _re().secret.finditer(window):
-            if m.start() >= safe or have + m.start() - pos >= need:
-                break
-            rep = _redaction(m)
-            if rep is not None:
-                out += (window[pos:m.start()], rep)
-                have += m.start() - pos + len(rep)
-                pos = m.end()
+    for start, stop, rep in _redactions(window):
+        if start >= safe or have + start - pos >= need:
+            break
+        out += (window[pos:start], rep)
+        have += start - pos + len(rep)
+        pos = stop
     if have < need and pos < safe:
         take = min(need - have, safe - pos)
-        out.append(window[pos:pos + take])
+        out.append(window[pos : pos + take])
         pos += take
     return "".join(out)[:need], pos
 
@@ -296,27 +404,27 @@ def _tail(text: str, need: int) -> tuple[str, int]:
     Mirror of :func:`_head`: the window's first ``_UNSAFE`` chars are never emitted (a match
     reaching past them shows as its marker only)."""
     start = len(text) - need - _MARGIN
-    breaks = [i for i in (text.find(" ", start, start + 256), text.find("\n", start, start + 256))
-              if i >= 0]
-    window = text[min(breaks) + 1 if breaks else start:]
+    breaks = [
+        i
+        for i in (text.find(" ", start, start + 256), text.find("\n", start, start + 256))
+        if i >= 0
+    ]
+    window = text[min(breaks) + 1 if breaks else start :]
     pieces: list[tuple[str, int, bool]] = []  # (output, input chars covered, is plain text)
     pos = _UNSAFE
-    if _may_hold_secret(window):
-        for m in _re().secret.finditer(window):
-            s, e = m.span()
-            rep = None if e <= pos else _redaction(m)
-            if rep is not None:
-                if s > pos:
-                    pieces.append((window[pos:s], s - pos, True))
-                pieces.append((rep, e - max(s, pos), False))
-                pos = e
+    for s, e, rep in _redactions(window):
+        if e > pos:
+            if s > pos:
+                pieces.append((window[pos:s], s - pos, True))
+            pieces.append((rep, e - max(s, pos), False))
+            pos = e
     pieces.append((window[pos:], len(window) - pos, True))
     out: list[str] = []
     have = used = 0
     for piece, covered, plain in reversed(pieces):
         if have + len(piece) >= need:
             k = need - have
-            out.append(piece[len(piece) - k:])
+            out.append(piece[len(piece) - k :])
             used += k if plain else covered
             break
         out.append(piece)
@@ -333,24 +441,29 @@ def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     marker only the head is kept. Inputs longer than ``max_chars + 2 * _MARGIN`` are redacted in
     a head and a tail window only, never as a whole.
     """
-    if not isinstance(text, str):
-        text = str(text)
-    elif type(text) is not str:
-        text = text[:]  # a str subclass: slicing gives a plain str
+    if type(text) is not str:
+        text = text[:] if isinstance(text, str) else _to_str(text)  # slicing gives a plain str
     if max_chars <= 0:
         return ""
-    text = _strip_spans(_strip_spans(_safe(text), "private"), BOOT_CONTEXT_TAG)
-    n = len(text)
-    room = max_chars - len(_marker(n))  # the marker for n is at least as long as the real one
-    if n <= max_chars + 2 * _MARGIN:
+    text = _safe(text)
+    if "<" in text:  # the regexes (and ``import re``) only when a tag may be there
+        low = text.lower()
+        if "private" in low:
+            text = _strip_spans(text, "private")
+        if BOOT_CONTEXT_TAG in low:
+            text = _strip_spans(text, BOOT_CONTEXT_TAG)
+    if len(text) <= max_chars + 2 * _MARGIN:
         text = redact(text)
         n = len(text)
         if n <= max_chars:
             return text
+        room = max_chars - len(_marker(n))
         if room < 2:
             return text[:max_chars]
-        head_len = room - room // 2
-        return text[:head_len] + _marker(n - room) + text[n - room // 2:]
+        return text[: room - room // 2] + _marker(n - room) + text[n - room // 2 :]
+    text = _drop_orphan_pem(text)
+    n = len(text)
+    room = max_chars - len(_marker(n))  # the real marker counts fewer chars: never longer
     if room < 2:
         return _head(text, max_chars)[0]
     head, head_used = _head(text, room - room // 2)
@@ -363,89 +476,100 @@ def clean_bytes(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     return clean_text(bytes(data).decode("utf-8", "replace"), max_chars)
 
 
+def _to_str(obj: object) -> str:
+    """``str(obj)``, whatever its ``__str__`` does (raises, returns a non-str…)."""
+    try:
+        out = str(obj)
+        return out if type(out) is str else out[:]
+    except Exception:
+        return f"<unrepresentable {type(obj).__name__}>"
+
+
+_Task = tuple[object, int, "Any", "Any", str]  # (value, depth, parent container, slot, sensitive)
+
+
 class _Walker:
-    """Iterative, budgeted conversion behind :func:`clean_value` (no recursion at all)."""
+    """Iterative, budgeted conversion behind :func:`clean_value`: no recursion anywhere."""
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max(max_chars, 1)
         self.budget = max(256, _BUDGET_FACTOR * max_chars)
 
-    def text(self, s: str, limit: int) -> str:
-        out = clean_text(s, max(32, min(limit, self.budget))) if self.budget > 0 else _OMITTED
+    def text(self, s: str, limit: int, sensitive: str = "") -> str:
+        """Clean one string within the remaining budget; redact it whole under a secret name."""
+        out = clean_text(s, min(limit, max(32, self.budget))) if self.budget > 0 else _OMITTED
         self.budget -= len(out) + 4
+        if sensitive and _plausible_secret(out, sensitive):
+            kind = "aws_secret_key" if "secretaccesskey" in sensitive.lower() else ""
+            return f"[REDACTED:{_specific_kind(out, kind or 'secret_assignment')}]"
         return out
 
     def scalar(self, src: object, sensitive: str) -> object:
-        """A non-container converted, or None when ``src`` is a container."""
         if src is None or isinstance(src, bool):
             return src
         if isinstance(src, int):
             self.budget -= 8
-            # str() of a huge int raises (int_max_str_digits) and json.dumps with it.
-            big = src.bit_length() > 1000
-            value: object = f"[int of {src.bit_length()} bits]" if big else int(src)
-        elif isinstance(src, float):
+            if src.bit_length() > 1000:  # str() of it raises (int_max_str_digits), json too
+                return f"[int of {src.bit_length()} bits]"
+            if "passw" in sensitive.lower() and src >= 1000:  # "password": 12345678
+                return "[REDACTED:secret_assignment]"
+            return int(src)
+        if isinstance(src, float):
             self.budget -= 8
-            value = float(src) if math.isfinite(src) else str(float(src))
-        elif isinstance(src, bytes | bytearray | memoryview):
-            return self.secret(self.text(clean_bytes(bytes(src), self.max_chars), self.max_chars),
-                               sensitive)
-        elif isinstance(src, str):
-            return self.secret(self.text(src, self.max_chars), sensitive)
-        else:
-            try:
-                raw = str(src)
-            except Exception:
-                raw = f"<unrepresentable {type(src).__name__}>"
-            return self.text(raw, self.max_chars)
-        if sensitive and isinstance(value, int) and _plausible_secret(str(value), sensitive):
-            return "[REDACTED:secret_assignment]"
-        return value
+            return float(src) if math.isfinite(src) else str(float(src))
+        if isinstance(src, bytes | bytearray | memoryview):
+            return self.text(bytes(src).decode("utf-8", "replace"), self.max_chars, sensitive)
+        if isinstance(src, str):
+            return self.text(src, self.max_chars, sensitive)
+        return self.text(_to_str(src), self.max_chars)
 
-    def secret(self, value: str, sensitive: str) -> str:
-        """A string under a sensitive-looking key (``"password": "…"``) is redacted whole."""
-        if sensitive and _plausible_secret(value, sensitive):
-            kind = "aws_secret_key" if "secretaccesskey" in sensitive.lower() else "secret_assignment"
-            return f"[REDACTED:{_specific_kind(value, kind)}]"
-        return value
-
-    def container(self, src: object, depth: int, sensitive: str,
-                  stack: list[tuple[object, int, Any, Any, str]]) -> object:
+    def container(
+        self,
+        src: dict[Any, Any] | list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any],
+        depth: int,
+        sensitive: str,
+        stack: list[_Task],
+    ) -> object:
         if self.budget <= 0:
             return _OMITTED
         if depth >= _MAX_DEPTH:
             return "[max depth reached]"
-        tasks: list[tuple[object, int, Any, Any, str]] = []
+        tasks: list[_Task] = []
+        out: dict[str, object] | list[object]
         if isinstance(src, dict):
-            out: dict[str, object] = {}
+            out = {}
             for i, (k, v) in enumerate(src.items()):
                 if i >= _MAX_ITEMS or self.budget <= 0:
                     out["…"] = f"[{len(src) - i} more entries]"
                     break
-                key = self.text(k if isinstance(k, str) else str(k), min(self.max_chars, 200))
-                if key in out:
-                    key = f"{key}#{i}"
-                out[key] = None  # placeholder keeps the order; the task fills it
-                words = key.lower()
-                child = key if any(w in words for w in _SENSITIVE_KEY_WORDS) else ""
-                tasks.append((v, depth + 1, out, key, child))
-            stack.extend(reversed(tasks))
-            return out
-        items: list[object] = []
-        assert isinstance(src, list | tuple | set | frozenset)
-        for i, v in enumerate(src):
-            if i >= _MAX_ITEMS or self.budget <= 0:
-                items.append(f"[… {len(src) - i} more items]")
-                break
-            items.append(None)
-            self.budget -= 4
-            tasks.append((v, depth + 1, items, i, sensitive))
-        stack.extend(reversed(tasks))
-        return items
+                key = self.text(k if isinstance(k, str) else _to_str(k), min(self.max_chars, 200))
+                key = f"{key}#{i}" if key in out else key
+                out[key] = None  # placeholder keeps the order; the task fills it in
+                low = key.lower()
+                tasks.append(
+                    (
+                        v,
+                        depth + 1,
+                        out,
+                        key,
+                        key if any(w in low for w in _SENSITIVE_KEY_WORDS) else "",
+                    )
+                )
+        else:
+            out = []
+            for i, v in enumerate(src):
+                if i >= _MAX_ITEMS or self.budget <= 0:
+                    out.append(f"[… {len(src) - i} more items]")
+                    break
+                out.append(None)
+                self.budget -= 4
+                tasks.append((v, depth + 1, out, i, sensitive))
+        stack.extend(reversed(tasks))  # reversed: the first item is converted (budgeted) first
+        return out
 
     def run(self, value: object) -> object:
         root: list[object] = [None]
-        stack: list[tuple[object, int, Any, Any, str]] = [(value, 0, root, 0, "")]
+        stack: list[_Task] = [(value, 0, root, 0, "")]
         while stack:
             src, depth, parent, slot, sensitive = stack.pop()
             try:
@@ -453,7 +577,7 @@ class _Walker:
                     parent[slot] = self.container(src, depth, sensitive, stack)
                 else:
                     parent[slot] = self.scalar(src, sensitive)
-            except Exception:  # a hostile __str__, a dict changing under us: keep going
+            except Exception:  # a dict changing size under us and the like: keep going
                 parent[slot] = f"[unconvertible {type(src).__name__}]"
         return root[0]
 
@@ -464,10 +588,11 @@ def clean_value(value: object, max_chars: int = DEFAULT_MAX_CHARS) -> object:
     Strings (dict keys too) go through :func:`clean_text`; bytes are decoded first; ints, finite
     floats, bools and None stay; NaN/Infinity and huge ints become strings; tuples and sets
     become lists; anything else becomes its cleaned ``str()``. Containers deeper than
-    32 levels become a marker, only the first 100 items of each are kept, and the total content
-    is budgeted at about 3 × ``max_chars`` (what is over becomes ``…``). A string under a key
-    naming a secret (``password``, ``api_key``, ``Authorization``…) is redacted whole when it
-    looks like a value rather than a reference. ``json.dumps(result, allow_nan=False)`` works.
+    32 levels become a marker, only the first 100 items of each are kept (then a marker), and
+    the content is budgeted at about 3 × ``max_chars`` (anything after that becomes ``…``), so
+    the JSON stays within a small multiple of ``max_chars``. A string under a key naming a
+    secret (``password``, ``api_key``, ``Authorization``…) is redacted whole when it looks like
+    a value rather than a reference. ``json.dumps(result, allow_nan=False)`` always works.
     """
     try:
         return _Walker(max_chars).run(value)
