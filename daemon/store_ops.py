@@ -7,6 +7,7 @@ used by the worker's periodic maintenance and by ``wsd doctor`` / ``wsd backup``
 from __future__ import annotations
 
 import os
+import re
 
 import apsw
 
@@ -78,14 +79,7 @@ class Maintenance:
             result = [str(r[0]) for r in schema.rows(conn, "PRAGMA quick_check")]
             if result != ["ok"]:
                 problems += result[:5]
-            fts = [
-                str(r[0])
-                for r in schema.rows(
-                    conn,
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                    " AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'",
-                )
-            ]
+            fts = _fts_tables(conn)
             for table in fts:
                 try:
                     conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
@@ -97,13 +91,9 @@ class Maintenance:
         """Rebuild every FTS index of memory.db from its content table."""
         rebuilt = []
         with self.store.memory() as m, schema.write_txn(m):
-            for (table,) in schema.rows(
-                m,
-                "SELECT name FROM sqlite_master WHERE type = 'table'"
-                " AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'",
-            ):
+            for table in _fts_tables(m):
                 m.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
-                rebuilt.append(str(table))
+                rebuilt.append(table)
         return rebuilt
 
     def backup(self, dest_dir: str) -> dict[str, int]:
@@ -129,3 +119,12 @@ class Maintenance:
     def oldest_pending_age(self, now: float) -> float | None:
         backlog = self.store.backlog()
         return None if backlog.oldest_ts is None else now - float(backlog.oldest_ts)
+
+
+_FTS5 = re.compile(r"USING\s+fts5\s*\(", re.IGNORECASE)
+
+
+def _fts_tables(conn: apsw.Connection) -> list[str]:
+    """Names of the FTS5 tables (not fts5vocab views, which have no integrity command)."""
+    found = schema.rows(conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+    return [str(name) for name, sql in found if sql and _FTS5.search(str(sql))]

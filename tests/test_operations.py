@@ -1,0 +1,253 @@
+"""Operating for months: sleep/wake, secrets end to end, idempotent bootstrap, doctor, backup."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from daemon import rule_curator
+from daemon.bridge_standin import BridgeStandin
+from daemon.deploy import bootstrap
+from hooks.capture import Capture, CaptureConfig
+from schema.layout import CURATED_FILES, Layout
+from tests.conftest import venv_script
+from tests.secrets_corpus import SECRETS, sensitive_part
+
+REPO = Path(__file__).resolve().parent.parent
+TOKEN = "ops-sprite-token-3b9f1e"
+
+
+def _env(layout: Layout, bridge: BridgeStandin, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    return env | {"WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": bridge.url,
+                  "WSD_BRIDGE_TOKEN": TOKEN, "WSD_LOG_FORMAT": "json",
+                  "WSD_POLL_SECONDS": "0.2", **extra}
+
+
+def _turns(layout: Layout, n: int, start: int = 0, session: str = "ops") -> None:
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for i in range(start, start + n):
+        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session,
+                    "prompt": f"I prefer variant {i}"})
+        cap.handle({"hook_event_name": "Stop", "session_id": session,
+                    "last_assistant_message": f"ok {i}"})
+
+
+def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(5000)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def _wait(predicate: Any, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_path: Path) -> None:
+    """SIGSTOP (a frozen VM), turns written meanwhile, SIGCONT: wake logged, all curated once."""
+    log = tmp_path / "d.log"
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        env = _env(layout, bridge, WSD_BATCH_TURNS="5", WSD_WAKE_JUMP_SECONDS="1")
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
+                                    stderr=subprocess.STDOUT)
+        try:
+            _turns(layout, 5)
+            assert _wait(lambda: _q(layout.memory_db, "SELECT count(*) FROM batches") == [(1,)])
+            os.kill(proc.pid, signal.SIGSTOP)
+            _turns(layout, 10, start=5)
+            time.sleep(7)  # frozen far longer than the wake threshold
+            os.kill(proc.pid, signal.SIGCONT)
+            assert _wait(lambda: _q(layout.memory_db, "SELECT sum(turns) FROM batches"
+                                    " WHERE status = 'done'") == [(15,)])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=15) == 0
+        requests = len(bridge.requests)
+    events = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+    assert [e for e in events if e["event"] == "wake"], "the wake was not logged"
+    assert _q(layout.memory_db, "SELECT count(*), count(DISTINCT observation_id)"
+              " FROM batch_turns") == [(15, 15)]
+    assert requests == 3  # 15 turns in batches of 5: no call repeated
+
+
+def test_secrets_never_reach_databases_md_files_logs_or_the_bridge(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Corpus secrets in prompts and tool outputs appear nowhere downstream; nor does the token."""
+    log = tmp_path / "d.log"
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        env = _env(layout, bridge, WSD_BATCH_TURNS="10")
+        hook = venv_script("wsd-hook")
+        for i, (_kind, text) in enumerate(SECRETS):
+            for event in (
+                {"hook_event_name": "UserPromptSubmit", "session_id": "sec",
+                 "prompt": f"I prefer keeping this: {text}"},
+                {"hook_event_name": "PostToolUse", "session_id": "sec", "tool_name": "Bash",
+                 "tool_input": {"command": f"pip install tool{i} && echo {text}"},
+                 "tool_response": {"stdout": text}},
+                {"hook_event_name": "Stop", "session_id": "sec",
+                 "last_assistant_message": f"Saved {text}"},
+            ):
+                subprocess.run([hook], input=json.dumps(event).encode(), env=env, check=True)
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
+                                    stderr=subprocess.STDOUT)
+        try:
+            subprocess.run([venv_script("wsd"), "flush", "--wait", "60"], env=env, check=True,
+                           capture_output=True)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=15) == 0
+        sent = b"".join(r.raw for r in bridge.requests)
+    assert _q(layout.memory_db, "SELECT count(*) FROM learnings")[0][0] >= len(SECRETS)
+    places = {"bridge requests": sent, "daemon log": log.read_bytes()}
+    for name in sorted(os.listdir(layout.memory_dir)):
+        places[name] = Path(layout.memory_dir, name).read_bytes()
+    for place, blob in places.items():
+        leaked = [k for k, text in SECRETS if sensitive_part(text).encode() in blob]
+        assert leaked == [], f"{place} holds {leaked}"
+    assert TOKEN.encode() not in log.read_bytes()
+    assert any(name in places for name in CURATED_FILES)
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, str]]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_dir():
+            out[rel] = (stat.S_IMODE(path.stat().st_mode), "dir")
+        elif not rel.endswith(("-wal", "-shm")):
+            out[rel] = (stat.S_IMODE(path.stat().st_mode),
+                        hashlib.sha256(path.read_bytes()).hexdigest())
+    return out
+
+
+def _bootstrap_sh(root: Path, venv: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WSD_WORKSPACE": str(root), "WSD_VENV": str(venv),
+           "WSD_VERSION": "7.0"}
+    return subprocess.run(["bash", str(REPO / "deploy" / "bootstrap.sh")], env=env,
+                           capture_output=True, text=True, timeout=120)
+
+
+def _fake_venv(tmp_path: Path) -> Path:
+    """A venv whose wsd is the project's, marked as already holding version 7.0.
+
+    bootstrap.sh then skips `pip install` (no network in tests) but runs every other step.
+    """
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "wsd", "supervisorctl"):
+        (venv / "bin" / name).symlink_to(Path(sys.executable).parent / name)
+    (venv / ".wsd-installed-version").write_text("7.0\n")
+    return venv
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["empty-folder", "existing-workspace"])
+def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
+    tmp_path: Path, existing: bool
+) -> None:
+    """deploy/bootstrap.sh run twice: same tree, permissions as specified, user data untouched."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    venv = _fake_venv(tmp_path)
+    if existing:
+        (root / "documents").mkdir()
+        (root / "documents" / "mine.txt").write_text("user data")
+        _turns(Layout(str(root)), 3)
+    first = _bootstrap_sh(root, venv)
+    assert first.returncode == 0, first.stderr
+    assert "installed" in first.stdout
+    before = _snapshot(root)
+    second = _bootstrap_sh(root, venv)
+    assert second.returncode == 0, second.stderr
+    assert "nothing to change" in second.stdout
+    assert _snapshot(root) == before
+    layout = Layout(str(root))
+    assert stat.S_IMODE(os.stat(layout.os_dir).st_mode) == 0o700
+    for db in (layout.transcript_db, layout.memory_db):
+        assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+    assert Path(layout.version_file).read_text() == "7.0\n"
+    for name in ("soul.md", "os.md"):
+        text = Path(layout.md(name)).read_text()
+        assert len(text.splitlines()) <= 200
+    soul = Path(layout.md("soul.md")).read_text()
+    for section in ("## Your Daemon", "## Autonomy Rules", "## Tool Guidance", "Canvas"):
+        assert section in soul
+    conf = (root / ".os" / "supervisor" / "conf.d" / "wsd.conf").read_text()
+    assert f"command={venv}/bin/wsd run" in conf and "%(ENV_WSD_BRIDGE_TOKEN)s" in conf
+    if existing:
+        assert (root / "documents" / "mine.txt").read_text() == "user data"
+        assert _q(layout.transcript_db, "SELECT count(*) FROM observations") == [(3,)]
+
+
+def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
+    """doctor fails on loose permissions, a damaged FTS index and a drifted md file; --fix heals."""
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        from tests.conftest import make_worker
+
+        worker = make_worker(layout, bridge, batch_turns=3)
+        _turns(layout, 3)
+        worker.run_once()
+        env = _env(layout, bridge)
+        os.chmod(layout.memory_db, 0o644)
+        Path(layout.md("user.md")).write_text("tampered")
+        conn = apsw.Connection(layout.memory_db)
+        conn.execute("DELETE FROM learnings_fts_data WHERE id > 1")  # corrupt the index
+        conn.close()
+        worker.status.update(force=True)
+        doctor = [venv_script("wsd"), "doctor"]
+        broken = subprocess.run(doctor, env=env, capture_output=True, text=True)
+        assert broken.returncode == 1
+        for needle in ("FAIL permissions", "FAIL memory.db integrity", "FAIL md files"):
+            assert needle in broken.stdout, broken.stdout
+        fixed = subprocess.run([*doctor, "--fix"], env=env, capture_output=True, text=True)
+        assert "[fixed]" in fixed.stdout
+        again = subprocess.run(doctor, env=env, capture_output=True, text=True)
+        for needle in ("ok   permissions", "ok   memory.db integrity", "ok   md files",
+                       "ok   bridge"):
+            assert needle in again.stdout, again.stdout
+
+
+def test_backup_is_a_consistent_online_copy(layout: Layout, tmp_path: Path) -> None:
+    """wsd backup copies both databases (integrity ok, same rows) and the md files while live."""
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        from tests.conftest import make_worker
+
+        make_worker(layout, bridge, batch_turns=3)
+        _turns(layout, 3)
+        make_worker(layout, bridge, batch_turns=3).run_once()
+        reader = apsw.Connection(layout.transcript_db)  # a live reader during the backup
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchall()
+        result = subprocess.run([venv_script("wsd"), "backup", str(tmp_path / "bk")],
+                                env=_env(layout, bridge), capture_output=True, text=True)
+        reader.execute("COMMIT")
+        reader.close()
+    assert result.returncode == 0, result.stderr
+    for name, sql in (("transcript.db", "SELECT count(*) FROM observations"),
+                      ("memory.db", "SELECT count(*) FROM learnings")):
+        copy = str(tmp_path / "bk" / name)
+        assert _q(copy, "PRAGMA integrity_check") == [("ok",)]
+        assert _q(copy, sql) == _q(str(Path(layout.memory_dir) / name), sql)
+    assert (tmp_path / "bk" / "user.md").read_text() == Path(layout.md("user.md")).read_text()
+    assert stat.S_IMODE(os.stat(tmp_path / "bk").st_mode) == 0o700

@@ -1,0 +1,154 @@
+"""The deployed program under a real supervisord: start, crash, stop, logs, redeploy."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from daemon import rule_curator
+from daemon.bridge_standin import BridgeStandin
+from daemon.deploy import bootstrap
+from hooks.capture import Capture, CaptureConfig
+from schema.layout import Layout
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+VENV = Path(sys.executable).parent.parent
+
+
+class Supervisor:
+    """A real supervisord on the stand-alone config `wsd bootstrap --standalone` renders."""
+
+    def __init__(self, layout: Layout, env: dict[str, str]) -> None:
+        self.layout = layout
+        self.env = env
+        self.conf = Path(layout.os_dir) / "supervisor" / "supervisord.conf"
+        self.proc = subprocess.Popen(
+            [str(VENV / "bin" / "supervisord"), "-n", "-c", str(self.conf)], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def ctl(self, *args: str) -> str:
+        result = subprocess.run([str(VENV / "bin" / "supervisorctl"), "-c", str(self.conf),
+                                 *args], env=self.env, capture_output=True, text=True,
+                                timeout=60, check=False)
+        return result.stdout + result.stderr
+
+    def state(self) -> tuple[str, int | None]:
+        out = self.ctl("status", "wsd").split()
+        pid = int(out[3].rstrip(",")) if len(out) > 3 and out[2:3] == ["pid"] else None
+        return (out[1] if len(out) > 1 else "?"), pid
+
+    def wait_state(self, want: str, timeout: float = 40, not_pid: int | None = None) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state, pid = self.state()
+            if state == want and (not_pid is None or pid != not_pid):
+                return pid or 0
+            time.sleep(0.3)
+        raise AssertionError(f"wsd never reached {want}: {self.ctl('status')}")
+
+    def shutdown(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def deployed() -> Iterator[tuple[Layout, BridgeStandin, Supervisor]]:
+    """A bootstrapped workspace (short path: unix sockets), a Bridge, supervisord running."""
+    root = tempfile.mkdtemp(prefix="wsd", dir="/tmp")
+    layout = Layout(root)
+    bootstrap(layout, version="1.0", templates=REPO / "deploy" / "templates",
+              supervisor=REPO / "deploy" / "supervisor", venv=VENV, standalone=True)
+    bridge = BridgeStandin(responder=rule_curator.responder).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env |= {"ANTHROPIC_BASE_URL": bridge.url, "WSD_BRIDGE_TOKEN": "sv-token-never-logged"}
+    sup = Supervisor(layout, env)
+    try:
+        yield layout, bridge, sup
+    finally:
+        sup.shutdown()
+        bridge.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _turns(layout: Layout, n: int, start: int = 0) -> None:
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for i in range(start, start + n):
+        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "sv",
+                    "prompt": f"I prefer option {i}"})
+        cap.handle({"hook_event_name": "Stop", "session_id": "sv",
+                    "last_assistant_message": f"ok {i}"})
+
+
+def _curated(layout: Layout) -> int:
+    conn = apsw.Connection(layout.memory_db)
+    conn.set_busy_timeout(5000)
+    try:
+        row = conn.execute("SELECT coalesce(sum(turns), 0) FROM batches"
+                           " WHERE status = 'done'").fetchone()
+        return int(row[0]) if row else 0
+    finally:
+        conn.close()
+
+
+def _wait(predicate: Any, timeout: float = 40) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("condition not reached in time")
+
+
+def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supervisor]) -> None:
+    """RUNNING; kill -9 → restarted, backlog resumes; stop → exit 0; JSON logs; redeploy restarts."""
+    layout, bridge, sup = deployed
+    first = sup.wait_state("RUNNING")
+
+    # kill -9: supervisord restarts it and the backlog written meanwhile is curated.
+    os.kill(first, signal.SIGKILL)
+    _turns(layout, 25)
+    second = sup.wait_state("RUNNING", not_pid=first)
+    _wait(lambda: _curated(layout) == 25)
+
+    # A new deploy (VERSION change): the daemon exits 0 and supervisord starts it again.
+    bootstrap(layout, version="1.1", templates=REPO / "deploy" / "templates",
+              supervisor=REPO / "deploy" / "supervisor", venv=VENV, standalone=True)
+    third = sup.wait_state("RUNNING", not_pid=second)
+    _turns(layout, 25, start=25)
+    _wait(lambda: _curated(layout) == 50)
+
+    # supervisorctl stop: SIGTERM, a clean exit 0 well within stopwaitsecs.
+    started = time.monotonic()
+    assert "stopped" in sup.ctl("stop", "wsd")
+    assert time.monotonic() - started < 30
+    assert sup.state()[0] == "STOPPED"
+
+    log_dir = Path(layout.os_dir) / "logs"
+    events = [json.loads(line) for line in (log_dir / "wsd.log").read_text().splitlines()
+              if line.startswith("{")]
+    names = [e["event"] for e in events]
+    assert names.count("started") >= 3 and "batch" in names and "version_changed" in names
+    assert all("timestamp" in e and "level" in e for e in events)
+    assert "sv-token-never-logged" not in (log_dir / "wsd.log").read_text()
+    main_log = (log_dir / "supervisord.log").read_text()
+    assert "exited: wsd (exit status 0; expected)" in main_log  # the redeploy exit
+    assert "stopped: wsd (exit status 0)" in main_log
+    assert third not in (first, second)
+    status = json.loads((Path(layout.memory_dir) / "daemon.status.json").read_text())
+    assert status["supervised"] == "wsd"
