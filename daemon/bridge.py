@@ -169,6 +169,13 @@ class BridgeClient:
             with contextlib.suppress(Exception):
                 client.close()
 
+    def _scrub(self, text: str) -> str:
+        """Error text may echo our credentials back (a proxy quoting the request)."""
+        for secret in (self.config.api_key, self.config.auth_token):
+            if secret:
+                text = text.replace(secret, "[REDACTED:token]")
+        return text
+
     def call(self, system: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Reply:
         """Send one request; raise Shutdown, Outage or BatchRejected if no reply is had."""
         started = self._monotonic()
@@ -206,7 +213,7 @@ class BridgeClient:
         except Exception as exc:
             self.reset()
             hint = retry_after(exc)
-            message = f"{type(exc).__name__}: {str(exc)[:300]}"
+            message = self._scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
             if is_transient(exc):
                 raise Outage(message, attempts, hint) from exc
             status = _status(exc)

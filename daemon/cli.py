@@ -69,7 +69,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     config = _config(args, env)
     config.validate_for_run()
-    log.configure(config.log_format)
+    log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
     stop, nudge = threading.Event(), threading.Event()
     worker = _worker(config, stop, nudge)
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
@@ -167,7 +167,7 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     config = _config(args, env)
     config.validate_for_run()
-    log.configure(config.log_format, stream=sys.stderr)
+    log.configure(config.log_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
     worker = _worker(config, threading.Event())
     worker.start()
     done = worker.retry_parked()

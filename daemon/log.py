@@ -21,19 +21,57 @@ from hooks.hygiene import redact
 _SECRET_KEYS = frozenset({"token", "api_key", "auth_token", "authorization", "x-api-key"})
 
 
-def _scrub(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    for key in list(event):
-        if key.lower() in _SECRET_KEYS:
-            event[key] = "[REDACTED]"
-            continue
-        value = event[key]
+class _Scrubber:
+    """Processor: drop credential-named keys, redact secret-shaped text and known secrets.
+
+    ``known`` holds literal values (the Bridge token) that must never be
+    logged even when they do not look like any secret format, e.g. when the
+    Bridge echoes the token back in an error message.
+    """
+
+    def __init__(self, known: tuple[str, ...] = ()) -> None:
+        self.known = tuple(k for k in known if k and len(k) >= 6)
+
+    def __call__(
+        self, _logger: Any, _name: str, event: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        for key in list(event):
+            if key.lower() in _SECRET_KEYS:
+                event[key] = "[REDACTED]"
+                continue
+            event[key] = self._clean(event[key], 0)
+        return event
+
+    def _clean(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
-            event[key] = redact(value)
-    return event
+            return scrub_text(redact(value), self.known)
+        if depth > 4:
+            return value
+        if isinstance(value, list | tuple):
+            return [self._clean(v, depth + 1) for v in value]
+        if isinstance(value, dict):
+            return {k: self._clean(v, depth + 1) for k, v in value.items()}
+        return value
 
 
-def configure(fmt: str = "auto", stream: TextIO | None = None, level: int = logging.INFO) -> None:
-    """Configure structlog once for the process (``fmt``: auto, json or console)."""
+def scrub_text(text: str, known: tuple[str, ...]) -> str:
+    """Replace every literal occurrence of a known secret."""
+    for secret in known:
+        if secret and secret in text:
+            text = text.replace(secret, "[REDACTED:token]")
+    return text
+
+
+def configure(
+    fmt: str = "auto",
+    stream: TextIO | None = None,
+    level: int = logging.INFO,
+    secrets: tuple[str | None, ...] = (),
+) -> None:
+    """Configure structlog once for the process (``fmt``: auto, json or console).
+
+    ``secrets`` are literal values (the Bridge token) scrubbed from every line.
+    """
     out = stream if stream is not None else sys.stdout
     as_json = fmt == "json" or (fmt == "auto" and not out.isatty())
     renderer: Any
@@ -49,7 +87,7 @@ def configure(fmt: str = "auto", stream: TextIO | None = None, level: int = logg
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             exc,
-            _scrub,
+            _Scrubber(tuple(s for s in secrets if s)),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),

@@ -47,7 +47,7 @@ def _turns(env: dict[str, str], n: int, session: str = "p1") -> None:
             {
                 "hook_event_name": "UserPromptSubmit",
                 "session_id": session,
-                "prompt": f"I prefer green tea, turn {i}. My token is {TOKEN}",
+                "prompt": f"I prefer green tea, turn {i}.",
             },
         )
         _hook(
@@ -109,7 +109,12 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
             assert proc.wait(timeout=10) == 0
     log = (tmp_path / "d.log").read_text()
     assert TOKEN not in log
-    assert all(TOKEN.encode() not in r.raw for r in bridge.requests)
+    # The token authenticates us to the Bridge: in the auth header, nowhere else.
+    for request in bridge.requests:
+        assert TOKEN in (request.header("authorization") or "") + (
+            request.header("x-api-key") or ""
+        )
+        assert TOKEN.encode() not in request.body
     batch = next(e for e in _events(tmp_path / "d.log") if e["event"] == "batch")
     for key in (
         "batch_id",
