@@ -106,22 +106,51 @@ def hook_process(runs: int = 40) -> list[Row]:
     hook = str(Path(python).parent / "wsd-hook")
     with tempfile.TemporaryDirectory() as tmp:
         init_workspace(Layout(tmp))
-        env = {**os.environ, "WSD_WORKSPACE": tmp}
+        # As deployed: pip compiles bytecode at install time. A checkout under
+        # PYTHONDONTWRITEBYTECODE=1 would recompile every module on every run.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["WSD_WORKSPACE"] = tmp
         payload = json.dumps(_events(1)).encode()
         bare, hooked = [], []
-        for _ in range(5):  # warm the page cache
-            subprocess.run([python, "-c", "pass"], check=True)
+        for _ in range(5):  # warm the page cache (and write the bytecode once)
+            subprocess.run([python, "-c", "pass"], env=env, check=True)
             subprocess.run([hook], input=payload, env=env, check=True)
         for _ in range(runs):
             started = time.perf_counter()
-            subprocess.run([python, "-c", "pass"], check=True)
+            subprocess.run([python, "-c", "pass"], env=env, check=True)
             bare.append(time.perf_counter() - started)
             started = time.perf_counter()
             subprocess.run([hook], input=payload, env=env, check=True)
             hooked.append(time.perf_counter() - started)
     ratio = median(hooked) / median(bare)
+    secret_ratio = _secret_field_ratio(python, hook, runs // 2)
     return [
         Row("wsd-hook process, median", median(hooked) * 1000, "ms", "-", None, f"n={runs}"),
         Row("python3 -c pass, median", median(bare) * 1000, "ms", "-", None, "same run"),
-        Row("wsd-hook / python -c pass", ratio, "x", "<= 2.0", ratio <= 2.0),
+        Row("wsd-hook / python -c pass", ratio, "x", "<= 2.0", ratio <= 2.0,
+            "typical event: no secret-shaped text"),
+        Row("same, event with secret-shaped text", secret_ratio, "x", "-", None,
+            "loads re to redact (worst case)"),
     ]
+
+
+def _secret_field_ratio(python: str, hook: str, runs: int) -> float:
+    """The ratio when a field holds secret-shaped text, so the redaction regex must load."""
+    with tempfile.TemporaryDirectory() as tmp:
+        init_workspace(Layout(tmp))
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["WSD_WORKSPACE"] = tmp
+        event = _events(1)
+        event["tool_response"] = "export API_KEY=Zx81kQp0Lm2Nb7Vc # from https://example.org"
+        payload = json.dumps(event).encode()
+        bare, hooked = [], []
+        for i in range(runs + 3):
+            started = time.perf_counter()
+            subprocess.run([python, "-c", "pass"], env=env, check=True)
+            b = time.perf_counter() - started
+            started = time.perf_counter()
+            subprocess.run([hook], input=payload, env=env, check=True)
+            if i >= 3:
+                bare.append(b)
+                hooked.append(time.perf_counter() - started)
+    return median(hooked) / median(bare)

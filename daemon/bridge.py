@@ -23,6 +23,7 @@ idles should not pay (nor a crash-restart loop under supervisord).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -94,6 +95,15 @@ def default_client(config: Config) -> anthropic.Anthropic:
     )
 
 
+def sdk_loaded() -> bool:
+    """Whether the anthropic SDK (~60 MB resident) has been imported in this process."""
+    return "anthropic" in sys.modules
+
+
+def _import_sdk() -> None:
+    import anthropic  # noqa: F401 - imported for its side effect: the module cache
+
+
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
@@ -160,6 +170,14 @@ class BridgeClient:
         self._factory = factory
         self._monotonic = monotonic
         self._client: Any = None
+        self._warming = False
+
+    def prepare(self) -> None:
+        """Import the SDK in the background once work appears, so no call waits ~1 s for it."""
+        if self._warming or sdk_loaded():
+            return
+        self._warming = True
+        threading.Thread(target=_import_sdk, name="wsd-sdk-import", daemon=True).start()
 
     def reset(self) -> None:
         """Drop the HTTP client and its pooled connections (idle, wake, after errors)."""

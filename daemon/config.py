@@ -40,6 +40,9 @@ DEFAULT_WAKE_JUMP_SECONDS = 60.0
 DEFAULT_RETENTION_DAYS = 30.0
 #: How often retention, vacuum and WAL truncation run (checkpoints run each idle pass).
 DEFAULT_MAINTENANCE_SECONDS = 3600.0
+#: Idle seconds after which a daemon that has loaded the anthropic SDK re-executes
+#: itself (same PID) to give its ~60 MB back; 0 disables.
+DEFAULT_SHED_MEMORY_SECONDS = 600.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 
@@ -107,6 +110,7 @@ class Config:
     price_output: float = DEFAULT_PRICE_OUTPUT
     retention_days: float = DEFAULT_RETENTION_DAYS
     maintenance_seconds: float = DEFAULT_MAINTENANCE_SECONDS
+    shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
     log_format: str = "auto"
     watch: bool = True
 
@@ -149,6 +153,9 @@ class Config:
             maintenance_seconds=_get(
                 env, "WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS, pos_float
             ),
+            shed_memory_seconds=_get(
+                env, "WSD_SHED_MEMORY_SECONDS", DEFAULT_SHED_MEMORY_SECONDS, _non_negative
+            ),
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
         )
@@ -163,6 +170,16 @@ class Config:
             raise ConfigError(
                 "no Bridge token: set WSD_BRIDGE_TOKEN (or ANTHROPIC_API_KEY/ANTHROPIC_AUTH_TOKEN)"
             )
+
+
+def _non_negative(raw: str) -> float:
+    value = float(raw)
+    if value < 0:
+        raise ValueError(raw)
+    return value
+
+
+_non_negative.__name__ = "a number >= 0"
 
 
 def _bool(raw: str) -> bool:

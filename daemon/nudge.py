@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable
 
 import structlog
+from watchfiles import Change
 
 WATCHED = ("transcript.db", "transcript.db-wal", "spool.jsonl")
 
@@ -32,7 +33,11 @@ class Nudger:
         self._thread.start()
 
     def _relevant(self, changes: Iterable[tuple[object, str]]) -> bool:
-        return any(os.path.basename(path) in WATCHED for _kind, path in changes)
+        # A deleted file is nobody's new write (and the daemon's own WAL
+        # handling must not wake it up again).
+        return any(
+            os.path.basename(path) in WATCHED and kind != Change.deleted for kind, path in changes
+        )
 
     def _run(self) -> None:
         # The folder may not exist yet (first boot, or a start-up being retried).

@@ -150,9 +150,13 @@ class Store:
 
     def backlog(self) -> Backlog:
         with self.transcript() as t:
-            pending, oldest = schema.one(
-                t, "SELECT count(*), min(timestamp) FROM observations WHERE processed = 0"
+            # The oldest pending turn by id uses the partial index on pending
+            # turns; min(timestamp) would read every pending row.
+            (pending,) = schema.one(t, "SELECT count(*) FROM observations WHERE processed = 0")
+            first = schema.first(
+                t, "SELECT timestamp FROM observations WHERE processed = 0 ORDER BY id LIMIT 1"
             )
+            oldest = first[0] if first else None
             (last_activity,) = schema.one(t, "SELECT max(last_event_at) FROM sessions")
             (flush_upto,) = schema.one(
                 t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"

@@ -10,6 +10,7 @@ no database connection, no HTTP connection once the backlog is drained.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 import apsw
 
 from daemon import memory_files
-from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown
+from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown, sdk_loaded
 from daemon.config import Config
 from daemon.curator import build_request, parse_reply, render_turn
 from daemon.log import ErrorThrottle, get_logger
@@ -77,6 +78,7 @@ class Worker:
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
         self._maintained_at = 0.0
+        self._busy_at = monotonic()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -115,7 +117,12 @@ class Worker:
                 self._failed("pass", exc)
                 result = PassResult("error")
             if result.more and not self.stop.is_set():
+                self._busy_at = self.monotonic()
                 continue
+            if result.action not in ("idle", "waiting", "backoff"):
+                self._busy_at = self.monotonic()
+            if self._should_shed_memory():
+                self._reexec()
             self.bridge.reset()
             self._expected_wait = self.config.poll_seconds
             self.nudge.wait(self.config.poll_seconds)
@@ -155,6 +162,7 @@ class Worker:
                 self.store.mark_flushes_handled(backlog.flush_upto, now)
             self._maintain(now)
             return PassResult("idle")
+        self.bridge.prepare()  # work is waiting: load the SDK while we decide
         if now < self.next_attempt_at:
             return PassResult("backoff")
         reason = self._trigger(
@@ -360,6 +368,27 @@ class Worker:
         return done
 
     # -- health ----------------------------------------------------------------------
+
+    def _should_shed_memory(self) -> bool:
+        seconds = self.config.shed_memory_seconds
+        return bool(seconds) and sdk_loaded() and self.monotonic() - self._busy_at >= seconds
+
+    def _reexec(self) -> None:
+        """Re-execute this program in place to give back the SDK's memory (same PID).
+
+        The anthropic SDK costs ~60 MB resident once imported and Python cannot
+        unload it; a daemon that curates a batch an hour should not carry it
+        in between. Nothing is held at this point (no database or HTTP
+        connection), and supervisord sees the same process throughout.
+        """
+        self.log.info("reexec", reason="shed SDK memory after idle", pid=os.getpid())
+        self.status.update(state="reexec", force=True)
+        self.bridge.reset()
+        try:
+            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
+            self.log.warning("reexec_failed", error=str(exc))
+            self._busy_at = self.monotonic()
 
     def _maintain(self, now: float) -> None:
         """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.

@@ -56,7 +56,7 @@ _SENSITIVE_KEY_WORDS = ("key", "token", *_LENIENT_WORDS)
 
 # Value of a NAME=value assignment: quoted (spaces allowed) or a bare run up to a delimiter.
 _VALUE = r"""(?P<q>\\?["'`])?(?P<v>(?(q)[^"'`\\\n]{1,512}|[^\s"'`\\,;&<>(){}\[\]]{1,512}))"""
-_SEP = r"""[A-Za-z0-9_.-]{0,40}(?:\\?["'`])?[ \t]{0,4}(?:=>|:=|[:=])[ \t]{0,4}"""
+_SEP = r"""[A-Za-z0-9_.-]{0,40}+(?:\\?["'`])?[ \t]{0,4}(?:=>|:=|[:=])[ \t]{0,4}"""
 _PEM_LABEL = r"(?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"
 _B64URL = "[A-Za-z0-9_-]"
 
@@ -69,8 +69,9 @@ _B64URL = "[A-Za-z0-9_-]"
 _ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
     ("private_key", "-", "", 0, False, rf"----BEGIN {_PEM_LABEL}(?:[\s\S]{{0,{_PEM_BODY}}}?"
                                        rf"-----END {_PEM_LABEL}|[\s\S]*)", ""),
-    ("secret_assignment", "-", "", 0, False, r"-[A-Za-z0-9-]{0,30}?(?i:password|passwd|secret"
-                                             r"|passphrase|token|key)(?:=|[ \t]{1,4})", "assign"),
+    ("secret_assignment", "-", "", 0, False, r"-[A-Za-z][A-Za-z0-9-]{0,30}?(?i:password|passwd"
+                                             r"|secret|passphrase|token|key)(?:=|[ \t]{1,4})",
+     "assign"),
     ("anthropic_key", "-", "sk", 2, True, r"ant-(?:api|admin|sid|oat)\d\d-[A-Za-z0-9_-]{20,300}",
      ""),
     ("openai_key", "-", "sk", 2, True, r"(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,300}",
@@ -92,7 +93,7 @@ _ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
                                       r"{10,250})", ""),
     ("slack_webhook", ":", "https", 5, False, r"//hooks\.slack\.com/(?:services|workflows"
                                               r"|triggers)/[A-Za-z0-9/_-]{10,300}", ""),
-    ("url_password", ":", "", 0, False, r"//[^\s:/?#@]{0,100}:(?P<v>[^\s/?#]{1,200})@", "url"),
+    ("url_password", ":", "", 0, False, r"//[^\s:/?#@\[\]]{0,100}:(?P<v>[^\s/?#]{1,200})@", "url"),
     ("jwt", "J", "ey", 2, True, rf"{_B64URL}{{3,3000}}\.{_B64URL}{{5,3000}}\.{_B64URL}{{0,3000}}",
      ""),
     *(("bearer_token", anchor, "[Aa][Uu][Tt][Hh][Oo][Rr][Ii]", 7, False,
@@ -162,13 +163,19 @@ class _Compiled:
         # ASCII: (?i) must not fold non-ASCII letters (the prefilter relies on str.lower()).
         self.secret = re.compile("|".join(parts), re.ASCII)
         self.value = re.compile(_VALUE)
-        self.orphan_pem = re.compile(
-            rf"(?:[A-Za-z0-9+/=\s:,\\]|-(?!----)){{0,{_PEM_BODY}}}-----END {_PEM_LABEL}"
+        # Base64 lines, read backwards from an END line: the last one short, the first one
+        # possibly cut (or one word of prose); "\\n" too, for a block inside JSON text.
+        # (A base64 char before a backslash, read backwards, is the n of an escaped "\\n".)
+        line, nl = r"(?:[A-Za-z0-9+/=](?!\\))", r"(?:\s|[rn]\\){1,4}"
+        self.pem_end = re.compile(rf"-----END {_PEM_LABEL}")
+        self.pem_body_reversed = re.compile(
+            rf"(?:{nl})?{line}{{0,100}}(?:{nl}{line}{{16,100}}){{0,200}}(?:{nl}{line}{{1,100}})?",
+            re.ASCII,
         )
 
 
 class _Small:
-    """Small regexes needed on every call, compiled apart from the big one."""
+    """The span-tag regexes, compiled apart from the big one: only text with a tag needs them."""
 
     def __init__(self) -> None:
         import re
@@ -199,7 +206,7 @@ def _sm() -> _Small:
 
 def _classes(s: str) -> int:
     """How many of lower case, upper case and digits occur in ``s``."""
-    return (s.upper() != s) + (s.lower() != s) + any(c.isdigit() for c in s)
+    return (s.upper() != s) + (s.lower() != s) + any(d in s for d in "0123456789")
 
 
 def _random_enough(s: str) -> bool:
@@ -208,10 +215,13 @@ def _random_enough(s: str) -> bool:
 
 
 def _plausible_secret(value: str, name: str) -> bool:
-    """Whether the value of a sensitive-looking name is worth redacting (see module docs).
+    """Whether the value of a sensitive-looking name is worth redacting.
 
-    ``KEY``/``TOKEN`` names are common in code (``key=lambda``, ``max_tokens=4096``), so their
-    values must look generated; ``PASSWORD``/``SECRET`` values only must not be placeholders.
+    Never: under 4 chars, placeholders (``None``, ``str``, ``****``), references (``$VAR``,
+    ``${{…}}``, ``os.environ``, ``self.token``), already redacted. ``KEY``/``TOKEN`` names are
+    common in code (``key=lambda``, ``max_tokens=4096``), so their values must also look
+    generated (8+ chars mixing two of lower/upper/digits, not a path); ``PASSWORD``/``SECRET``/
+    ``Authorization``/``Cookie`` values need nothing more.
     """
     low = value.lower()
     if len(value) < 4 or low in _PLACEHOLDERS or value.startswith("[REDACTED"):
@@ -222,7 +232,7 @@ def _plausible_secret(value: str, name: str) -> bool:
         or low.startswith(_REFERENCES)
     ):
         return False  # a reference, template or mask, not a value
-    ident = value.replace(".", "_").isidentifier() and not any(c.isdigit() for c in value)
+    ident = value.replace(".", "_").isidentifier() and not any(d in value for d in "0123456789")
     if ident and any(w in low for w in _SENSITIVE_KEY_WORDS):
         return False  # password=password, token=self.token: passing a variable along
     if any(w in name.lower() for w in _LENIENT_WORDS):
@@ -284,8 +294,9 @@ def _redaction(m: re.Match[str]) -> tuple[int, int, str] | None:
         ok = value[0] not in "$%<{*" and not value.startswith("[REDACTED")
     if ok:
         return start, end, f"{text[start:vs]}[REDACTED:{kind}]{text[ve:end]}"
-    if ve - vs < end - start:
-        # Not a secret by itself, but the span we consumed may still hold one: redact inside it.
+    if check != "assign" and ve - vs < end - start:
+        # Not a secret by itself, but the span the regex consumed may still hold one (an
+        # assignment's value is not consumed: the scan goes on into it by itself).
         inner = redact(value)
         if inner != value:
             return start, end, f"{text[start:vs]}{inner}{text[ve:end]}"
@@ -303,8 +314,7 @@ def _redactions(text: str) -> Iterator[tuple[int, int, str]]:
         found = _redaction(m)
         if found is not None:
             start, end, rep = found
-            if start < last:  # a prefix already consumed by the previous secret
-                rep, start = rep[last - start :], last
+            start = max(start, last)  # its prefix may overlap the previous secret: already gone
             last = end
             yield start, end, rep
 
@@ -325,11 +335,22 @@ def redact(text: str) -> str:
 
 
 def _drop_orphan_pem(text: str) -> str:
-    """Redact the tail of a PEM block that opens the text (its BEGIN was cut off upstream)."""
-    if text.find("PRIVATE KEY-----", 0, _PEM_BODY + 100) < 0:  # bounded: cheap on 10 MB
+    """Redact PEM body lines left before an ``-----END … PRIVATE KEY-----`` without their BEGIN
+    (cut upstream, e.g. by an earlier truncation); complete blocks are left to the main regex."""
+    if "PRIVATE KEY-----" not in text:
         return text
-    m = _re().orphan_pem.match(text)
-    return text if m is None else "[REDACTED:private_key]" + text[m.end() :]
+    c = _re()
+    out: list[str] = []
+    pos = 0
+    for m in c.pem_end.finditer(text):
+        # Match the lines backwards (on the reversed text): anchored, so linear, and bounded.
+        lo = max(pos, m.start() - _PEM_BODY - 256)
+        body = c.pem_body_reversed.match(text[lo : m.start()][::-1])
+        start = m.start() - (body.end() if body else 0)
+        if text.rfind("-----BEGIN", max(lo, start - 200), start) < 0:
+            out += (text[pos:start], "[REDACTED:private_key]")
+            pos = m.end()
+    return "".join(out) + text[pos:] if out else text
 
 
 _CONTROL = bytes(i for i in range(32) if i not in (9, 10, 13))
@@ -347,6 +368,19 @@ def _safe(text: str) -> str:
     # is always that character, never part of a multi-byte sequence.
     kept = data.translate(None, _CONTROL)
     return kept.decode("utf-8") if len(kept) != len(data) else text
+
+
+def _remove_spans(text: str) -> str:
+    """Remove ``<private>`` spans, then boot-context spans (see :func:`_strip_spans`)."""
+    if "<" not in text:
+        return text
+    # On small text a lower-cased copy tells cheaply whether the regex (and ``import re``) is
+    # needed at all; on huge text that copy would cost more than the regex scan itself.
+    low = text.lower() if len(text) < 65536 else ""
+    for tag in ("private", BOOT_CONTEXT_TAG):
+        if not low or tag in low:
+            text = _strip_spans(text, tag)
+    return text
 
 
 def _strip_spans(text: str, tag: str) -> str:
@@ -375,14 +409,15 @@ def _marker(cut: int) -> str:
 def _head(text: str, need: int) -> tuple[str, int]:
     """Redacted head (≤ ``need`` chars) of a huge text, and how many input chars it covers.
 
-    Scans only ``need + _MARGIN`` chars (cut at whitespace when possible) and never emits an
-    input character from the window's last ``_UNSAFE`` chars, where a secret cut by the window
-    edge could sit unrecognised; every match starting before that zone ends inside the window.
+    Makes safe and scans only ``need + _MARGIN`` chars (cut at whitespace when possible) and
+    never emits a character from the window's last ``_UNSAFE`` chars, where a secret cut by the
+    window edge could sit unrecognised; every match starting before that zone ends inside the
+    window. (The count is of safe characters: exact unless control characters were dropped.)
     """
     end = need + _MARGIN
     ws = max(text.rfind(" ", end - 256, end), text.rfind("\n", end - 256, end))
-    end = ws + 1 if ws >= 0 else end
-    window, safe = text[:end], end - _UNSAFE
+    window = _drop_orphan_pem(_safe(text[: ws + 1 if ws >= 0 else end]))
+    safe = len(window) - _UNSAFE
     out: list[str] = []
     have = pos = 0
     for start, stop, rep in _redactions(window):
@@ -409,7 +444,7 @@ def _tail(text: str, need: int) -> tuple[str, int]:
         for i in (text.find(" ", start, start + 256), text.find("\n", start, start + 256))
         if i >= 0
     ]
-    window = text[min(breaks) + 1 if breaks else start :]
+    window = _safe(text[min(breaks) + 1 if breaks else start :])
     pieces: list[tuple[str, int, bool]] = []  # (output, input chars covered, is plain text)
     pos = _UNSAFE
     for s, e, rep in _redactions(window):
@@ -436,39 +471,36 @@ def _tail(text: str, need: int) -> tuple[str, int]:
 def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Full hygiene of one string field: safe text, spans removed, secrets redacted, truncated.
 
-    Truncation keeps the head and the tail around ``…[truncated N chars]…`` (N counts input
+    Truncation keeps the head and the tail around ``…[truncated N chars]…`` (N counts the
     characters left out) and the result is never longer than ``max_chars``; below room for the
-    marker only the head is kept. Inputs longer than ``max_chars + 2 * _MARGIN`` are redacted in
-    a head and a tail window only, never as a whole.
+    marker only the head is kept. Inputs longer than ``max_chars + 2 * _MARGIN`` are made safe
+    and redacted in a head and a tail window only, never as a whole.
     """
     if type(text) is not str:
         text = text[:] if isinstance(text, str) else _to_str(text)  # slicing gives a plain str
     if max_chars <= 0:
         return ""
-    text = _safe(text)
-    if "<" in text:  # the regexes (and ``import re``) only when a tag may be there
-        low = text.lower()
-        if "private" in low:
-            text = _strip_spans(text, "private")
-        if BOOT_CONTEXT_TAG in low:
-            text = _strip_spans(text, BOOT_CONTEXT_TAG)
-    if len(text) <= max_chars + 2 * _MARGIN:
-        text = redact(text)
-        n = len(text)
-        if n <= max_chars:
-            return text
-        room = max_chars - len(_marker(n))
-        if room < 2:
-            return text[:max_chars]
-        return text[: room - room // 2] + _marker(n - room) + text[n - room // 2 :]
-    text = _drop_orphan_pem(text)
+    if len(text) > max_chars + 2 * _MARGIN:
+        # Huge: spans go first (they need the whole text; tags are ASCII, so raw text finds the
+        # same ones unless a control character sits inside a tag), then only a head and a tail
+        # window are made safe and redacted.
+        text = _remove_spans(text)
+        if len(text) > max_chars + 2 * _MARGIN:
+            n = len(text)
+            room = max_chars - len(_marker(n))  # the real marker counts fewer: never longer
+            if room < 2:
+                return _head(text, max_chars)[0]
+            head, head_used = _head(text, room - room // 2)
+            tail, tail_used = _tail(text, room // 2)
+            return head + _marker(n - head_used - tail_used) + tail
+    text = redact(_remove_spans(_safe(text)))
     n = len(text)
-    room = max_chars - len(_marker(n))  # the real marker counts fewer chars: never longer
+    if n <= max_chars:
+        return text
+    room = max_chars - len(_marker(n))
     if room < 2:
-        return _head(text, max_chars)[0]
-    head, head_used = _head(text, room - room // 2)
-    tail, tail_used = _tail(text, room // 2)
-    return head + _marker(n - head_used - tail_used) + tail
+        return text[:max_chars]
+    return text[: room - room // 2] + _marker(n - room) + text[n - room // 2 :]
 
 
 def clean_bytes(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
@@ -489,80 +521,69 @@ _Task = tuple[object, int, "Any", "Any", str]  # (value, depth, parent container
 
 
 class _Walker:
-    """Iterative, budgeted conversion behind :func:`clean_value`: no recursion anywhere."""
+    """Iterative, budgeted conversion behind :func:`clean_value`: no recursion anywhere.
+
+    The budget counts serialised characters (quotes and separators roughly included); once it
+    is spent every value still to convert becomes ``…``, and no container is opened any more.
+    """
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max(max_chars, 1)
         self.budget = max(256, _BUDGET_FACTOR * max_chars)
 
     def text(self, s: str, limit: int, sensitive: str = "") -> str:
-        """Clean one string within the remaining budget; redact it whole under a secret name."""
+        """Clean one string within the budget; redact it whole under a secret-naming key."""
         out = clean_text(s, min(limit, max(32, self.budget))) if self.budget > 0 else _OMITTED
-        self.budget -= len(out) + 4
-        if sensitive and _plausible_secret(out, sensitive):
-            kind = "aws_secret_key" if "secretaccesskey" in sensitive.lower() else ""
-            return f"[REDACTED:{_specific_kind(out, kind or 'secret_assignment')}]"
+        if sensitive and "[REDACTED:" not in out and _plausible_secret(out, sensitive):
+            aws = "secretaccesskey" in sensitive.lower()
+            kind = _specific_kind(out, "aws_secret_key" if aws else "secret_assignment")
+            out = f"[REDACTED:{kind}]"
+        self.budget -= len(out) + 6
         return out
 
-    def scalar(self, src: object, sensitive: str) -> object:
-        if src is None or isinstance(src, bool):
-            return src
-        if isinstance(src, int):
+    def convert(self, src: object, depth: int, sensitive: str, stack: list[_Task]) -> object:
+        """``src`` made JSON-safe; a container comes back empty and its items go on ``stack``."""
+        if self.budget <= 0:
+            self.budget -= 6
+            return _OMITTED
+        if src is None or isinstance(src, bool | float):
             self.budget -= 8
+            return src if not isinstance(src, float) or math.isfinite(src) else str(float(src))
+        if isinstance(src, int):
+            self.budget -= src.bit_length() // 3 + 6
             if src.bit_length() > 1000:  # str() of it raises (int_max_str_digits), json too
                 return f"[int of {src.bit_length()} bits]"
             if "passw" in sensitive.lower() and src >= 1000:  # "password": 12345678
                 return "[REDACTED:secret_assignment]"
             return int(src)
-        if isinstance(src, float):
-            self.budget -= 8
-            return float(src) if math.isfinite(src) else str(float(src))
-        if isinstance(src, bytes | bytearray | memoryview):
-            return self.text(bytes(src).decode("utf-8", "replace"), self.max_chars, sensitive)
-        if isinstance(src, str):
-            return self.text(src, self.max_chars, sensitive)
-        return self.text(_to_str(src), self.max_chars)
-
-    def container(
-        self,
-        src: dict[Any, Any] | list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any],
-        depth: int,
-        sensitive: str,
-        stack: list[_Task],
-    ) -> object:
-        if self.budget <= 0:
-            return _OMITTED
+        if isinstance(src, str | bytes | bytearray | memoryview):
+            raw = src if isinstance(src, str) else bytes(src).decode("utf-8", "replace")
+            return self.text(raw, self.max_chars, sensitive)
+        if not isinstance(src, dict | list | tuple | set | frozenset):
+            return self.text(_to_str(src), self.max_chars)
         if depth >= _MAX_DEPTH:
-            return "[max depth reached]"
+            return self.text("[max depth reached]", 32)
         tasks: list[_Task] = []
-        out: dict[str, object] | list[object]
-        if isinstance(src, dict):
-            out = {}
-            for i, (k, v) in enumerate(src.items()):
-                if i >= _MAX_ITEMS or self.budget <= 0:
-                    out["…"] = f"[{len(src) - i} more entries]"
-                    break
+        out: dict[str, object] | list[object] = {} if isinstance(src, dict) else []
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        for i, (k, v) in enumerate(items):
+            if i >= _MAX_ITEMS or self.budget <= 0:
+                more = f"[… {len(src) - i} more {'entries' if isinstance(src, dict) else 'items'}]"
+                if isinstance(out, dict):
+                    out["…"] = more
+                else:
+                    out.append(more)
+                break
+            if isinstance(out, dict):
                 key = self.text(k if isinstance(k, str) else _to_str(k), min(self.max_chars, 200))
                 key = f"{key}#{i}" if key in out else key
                 out[key] = None  # placeholder keeps the order; the task fills it in
                 low = key.lower()
-                tasks.append(
-                    (
-                        v,
-                        depth + 1,
-                        out,
-                        key,
-                        key if any(w in low for w in _SENSITIVE_KEY_WORDS) else "",
-                    )
-                )
-        else:
-            out = []
-            for i, v in enumerate(src):
-                if i >= _MAX_ITEMS or self.budget <= 0:
-                    out.append(f"[… {len(src) - i} more items]")
-                    break
+                hint = key if any(w in low for w in _SENSITIVE_KEY_WORDS) else ""
+                tasks.append((v, depth + 1, out, key, hint))
+            else:
                 out.append(None)
-                self.budget -= 4
+                self.budget -= 2
                 tasks.append((v, depth + 1, out, i, sensitive))
         stack.extend(reversed(tasks))  # reversed: the first item is converted (budgeted) first
         return out
@@ -573,10 +594,7 @@ class _Walker:
         while stack:
             src, depth, parent, slot, sensitive = stack.pop()
             try:
-                if isinstance(src, dict | list | tuple | set | frozenset):
-                    parent[slot] = self.container(src, depth, sensitive, stack)
-                else:
-                    parent[slot] = self.scalar(src, sensitive)
+                parent[slot] = self.convert(src, depth, sensitive, stack)
             except Exception:  # a dict changing size under us and the like: keep going
                 parent[slot] = f"[unconvertible {type(src).__name__}]"
         return root[0]
