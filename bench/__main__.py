@@ -9,12 +9,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 
-from bench import Row, render
-from bench import hooks_bench
+from bench import Row, daemon_bench, hooks_bench, render
 
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "hook_write": hooks_bench.hook_write,
     "hook_process": hooks_bench.hook_process,
+    "drain": daemon_bench.drain,
+    "idle": daemon_bench.idle,
+    "flush_latency": daemon_bench.flush_latency,
+    "curator_cost": daemon_bench.curator_cost,
 }
 
 
