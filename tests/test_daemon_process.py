@@ -338,3 +338,34 @@ def test_status_reports_backlog_and_heartbeat(layout: Layout, tmp_path: Path) ->
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
+
+
+def _rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return int(fh.read().split("VmRSS:")[1].split()[0])
+
+
+def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """After curating then idling, the daemon re-executes itself (same PID) without the SDK."""
+    with BridgeStandin() as bridge:
+        env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="1.5")
+        proc = _start(env, tmp_path / "d.log")
+        try:
+            _turns(env, 3)
+            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            loaded = _rss_kb(proc.pid)
+            assert _wait(lambda: '"reexec"' in (tmp_path / "d.log").read_text(), 20)
+            assert _wait(lambda: (tmp_path / "d.log").read_text().count('"started"') == 2, 20)
+            time.sleep(0.5)
+            assert proc.poll() is None
+            shed = _rss_kb(proc.pid)
+            assert shed < loaded - 20_000, (loaded, shed)
+            _turns(env, 3, session="after")  # and it still works afterwards
+            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+    started = [e for e in _events(tmp_path / "d.log") if e["event"] == "started"]
+    assert len({e["pid"] for e in started}) == 1
