@@ -49,12 +49,24 @@ def _turns(text: str) -> list[tuple[int, str, list[tuple[str, Any]]]]:
         user = html.unescape(user_match.group(1)) if user_match else ""
         tools: list[tuple[str, Any]] = []
         for name, raw in _TOOL.findall(body):
-            raw = html.unescape(raw)
-            try:
-                tools.append((html.unescape(name), json.loads(raw)))
-            except ValueError:
-                tools.append((html.unescape(name), raw))
+            tools.append((html.unescape(name), _fields(html.unescape(raw))))
         out.append((int(tid), user, tools))
+    return out
+
+
+def _fields(raw: str) -> dict[str, Any] | str:
+    """A rendered tool input (``key=value; key=value``, or JSON) back into a dict."""
+    try:
+        value = json.loads(raw)
+        return value if isinstance(value, dict) else raw
+    except ValueError:
+        pass
+    out: dict[str, Any] = {}
+    for part in raw.split("; "):
+        key, sep, value = part.partition("=")
+        if not sep:
+            return raw
+        out[key.strip()] = value
     return out
 
 
