@@ -68,7 +68,7 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
     """50 SIGKILLs while 2,000 concurrent turns are curated: one done batch per turn, no dupes."""
     rng = random.Random(4242)
     # Latency keeps a call in flight long enough for kills to land during it.
-    with BridgeStandin(responder=_curator, latency=0.03) as bridge:
+    with BridgeStandin(responder=_curator, latency=0.15) as bridge:
         env = {
             **hook_env,
             "ANTHROPIC_BASE_URL": bridge.url,
@@ -85,7 +85,7 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
         try:
             while kills < KILLS:
                 daemon = subprocess.Popen([wsd, "run"], env=env, stdout=log, stderr=log)
-                time.sleep(rng.uniform(0.05, 1.5))
+                time.sleep(rng.uniform(0.3, 2.0))
                 daemon.send_signal(signal.SIGKILL)
                 daemon.wait()
                 kills += 1
