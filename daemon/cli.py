@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 import schema
+from daemon import cli_memory
 from daemon.bootstrap import init_workspace
 from daemon.config import Config, ConfigError
 from schema.layout import DEFAULT_WORKSPACE, Layout
@@ -263,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="wait up to SECONDS for the flush to complete",
     )
     sub.add_parser("retry", help="re-run parked (failed) batches")
+    cli_memory.register(sub)
     boot = sub.add_parser("bootstrap", help="deploy: layout, databases, templates, supervisord")
     boot.add_argument("--version", required=True, help="the deployed version (.os/VERSION)")
     boot.add_argument("--templates", required=True, help="folder with soul.md and os.md")
@@ -289,6 +291,7 @@ COMMANDS = {
     "bootstrap": cmd_bootstrap,
     "doctor": cmd_doctor,
     "backup": cmd_backup,
+    **cli_memory.HANDLERS,
 }
 
 

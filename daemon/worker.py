@@ -19,7 +19,7 @@ from typing import Any
 
 import apsw
 
-from daemon import memory_files
+from daemon import archive, memory_files, rebuild
 from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown, sdk_loaded
 from daemon.config import Config
 from daemon.curator import build_request, parse_reply, render_turn
@@ -143,6 +143,8 @@ class Worker:
         """One pass of the loop; ``now`` (wall clock) may be injected by tests."""
         if not self._started:
             self.start()
+        if rebuild.hold(self):  # `wsd rebuild` asked us to stay out of memory.db
+            return PassResult("paused")
         now = self.clock() if now is None else now
         self._detect_wake(now)
         if self._version_changed():
@@ -155,6 +157,7 @@ class Worker:
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
         self._check_identity()
+        archive.index_new_turns(self.store, identity=self.identity)
         backlog = self.store.backlog()
         self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.pending == 0:

@@ -36,6 +36,31 @@ MEMORY_OUTPUT_MARKER = "[memory tool output not captured]"
 _SESSION_ID_MAX = 256
 
 
+#: ``wsd`` subcommands whose output is memory itself (a Claude Code agent may run
+#: them in a shell, as the boot context tells it).
+MEMORY_COMMANDS = ("search", "boot-context", "pending")
+
+
+def is_memory_call(name: str, tool_input: object, prefix: str = DEFAULT_MEMORY_TOOL_PREFIX) -> bool:
+    """A memory tool call: ``mcp__memory__*``, or a shell command running ``wsd search`` etc."""
+    if prefix and name.startswith(prefix):
+        return True
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if name != "Bash" or not isinstance(command, str):
+        return False
+    words = command.split()
+    for i, word in enumerate(words[:-1]):
+        if word.rsplit("/", 1)[-1] != "wsd":
+            continue
+        rest = iter(words[i + 1 :])
+        for arg in rest:
+            if arg == "--workspace":
+                next(rest, None)  # the option's value
+            elif not arg.startswith("-"):
+                return arg in MEMORY_COMMANDS
+    return False
+
+
 class InvalidInput(ValueError):
     """The hook input cannot become an event (the message says why)."""
 
@@ -161,7 +186,7 @@ def build_event(data: object, config: CaptureConfig, now: float | None = None) -
         payload["tool_use_id"] = _text(data.get("tool_use_id"), 200)
         if kind == "PostToolUseFailure":
             payload["error"] = _text(data.get("error"), limit)
-        elif config.memory_tool_prefix and tool_name.startswith(config.memory_tool_prefix):
+        elif is_memory_call(tool_name, data.get("tool_input"), config.memory_tool_prefix):
             payload["tool_response"] = MEMORY_OUTPUT_MARKER
         else:
             payload["tool_response"] = clean_value(data.get("tool_response"), limit)

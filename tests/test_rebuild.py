@@ -1,0 +1,292 @@
+"""wsd rebuild: deterministic re-curation, what is carried over, atomic swap, a live daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import schema
+from daemon import rebuild
+from daemon.archive import import_lines, set_action_status
+from daemon.bridge_standin import BridgeStandin, Fault
+from daemon.rebuild import RebuildError, pause_path
+from daemon.search import search_memory
+from daemon.status import status_path
+from daemon.store import Store
+from hooks.capture import Capture, CaptureConfig
+from schema.layout import Layout
+from schema.transcript import request_flush
+from tests.conftest import make_config, make_worker, venv_script
+
+
+def q(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(5000)  # a live worker keeps opening and closing both databases
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> None:
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for i in range(start, start + n):
+        cap.handle(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": session,
+                "prompt": f"Task {i}: I prefer tabs in file{i}. Remind me to review file{i}.",
+            }
+        )
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": session,
+                "tool_name": "Bash",
+                "tool_input": {"command": f"pip install pkg{i}"},
+                "tool_response": "ok",
+            }
+        )
+        cap.handle(
+            {
+                "hook_event_name": "Stop",
+                "session_id": session,
+                "last_assistant_message": f"Done with task {i}.",
+            }
+        )
+    cap.close()
+
+
+def flush(layout: Layout) -> None:
+    conn = schema.connect(layout.transcript_db, "transcript")
+    request_flush(conn, "test", time.time())
+    conn.close()
+
+
+def curated(layout: Layout, standin: BridgeStandin, n: int = 7) -> Layout:
+    """n turns curated by a real worker, which then stops (its heartbeat says so)."""
+    write_turns(layout, n)
+    flush(layout)
+    worker = make_worker(layout, standin, batch_turns=3)
+    for _ in range(50):
+        if not worker.run_once().more:
+            break
+    worker.status.update(state="stopped", force=True)
+    return layout
+
+
+LEARNING_COLUMNS = "type, content, created_at, session_id, source_observation_id, ref"
+
+
+def learnings(layout: Layout) -> list[tuple[Any, ...]]:
+    return q(layout.memory_db, f"SELECT {LEARNING_COLUMNS} FROM learnings ORDER BY id")
+
+
+def test_rebuilding_twice_gives_the_same_learnings(layout: Layout, standin: BridgeStandin) -> None:
+    """With the deterministic curator, two rebuilds give identical learnings and md files."""
+    curated(layout, standin)
+    original = {(r[0], r[1]) for r in learnings(layout)}
+    config = make_config(layout, standin, batch_turns=4)
+    lines: list[str] = []
+    report = rebuild.rebuild(config, progress=lines.append)
+    assert report.turns == 7 and report.batches == 2 and report.parked == 0
+    assert lines[0] == "batch 1: turns 1-4 (4/7), +8 learnings" and "swapping" in lines[-1]
+    first = learnings(layout)
+    files = {n: Path(layout.md(n)).read_text() for n in ("user.md", "tools.md", "context.md")}
+    rebuild.rebuild(config, progress=lambda _line: None)
+    assert learnings(layout) == first
+    assert {(r[0], r[1]) for r in first} == original
+    for name, text in files.items():
+        assert Path(layout.md(name)).read_text() == text == Store(layout).latest_md()[name]
+    # Rebuilt learnings keep the timeline: dated by their batch's last turn, not by today.
+    last_turn_ts = q(layout.transcript_db, "SELECT timestamp FROM observations WHERE id = 4")
+    assert first[0][2] == last_turn_ts[0][0]
+    assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
+    assert not Path(pause_path(layout)).exists()
+    assert not Path(layout.memory_dir, rebuild.ASIDE_NAME).exists()
+    assert search_memory(layout, "which packages were installed")  # turn index rebuilt too
+
+
+def test_rebuild_keeps_what_curation_cannot_recreate(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Imported learnings, other sources' actions and state stay; closed actions stay closed."""
+    curated(layout, standin)
+    store = Store(layout)
+    import_lines(store, [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})])
+    first, *_ = store.open_actions()
+    set_action_status(store, first[0], "dismissed")
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute(
+        "INSERT INTO pending_actions (created_at, updated_at, content, source,"
+        " dedup_key) VALUES (1, 1, 'Check the new scan', 'watcher', 'w1')"
+    )
+    conn.execute(
+        "INSERT INTO workspace_files (path, size, mtime_ns, first_seen, last_seen)"
+        " VALUES ('documents/a.pdf', 1, 1, 1, 1)"
+    )
+    conn.close()
+    open_before = len(store.open_actions())
+    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    assert q(layout.memory_db, "SELECT content, ref FROM learnings WHERE ref IS NOT NULL") == [
+        ("Imported note", "r9")
+    ]
+    assert q(
+        layout.memory_db, "SELECT status FROM pending_actions WHERE content = ?", (first[2],)
+    ) == [("dismissed",)]
+    assert len(store.open_actions()) == open_before
+    assert ("Check the new scan",) in q(layout.memory_db, "SELECT content FROM pending_actions")
+    assert q(layout.memory_db, "SELECT path FROM workspace_files") == [("documents/a.pdf",)]
+
+
+def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeStandin) -> None:
+    """A Bridge outage mid-rebuild raises; the live memory, files and markers are unchanged."""
+    curated(layout, standin)
+    before = (
+        learnings(layout),
+        q(layout.memory_db, "SELECT * FROM batches"),
+        Path(layout.md("user.md")).read_text(),
+    )
+    standin.script(*[Fault.server_error()] * 10)
+    config = make_config(layout, standin, retry_attempts=1, batch_turns=2)
+    with pytest.raises(RebuildError, match="curator call failed"):
+        rebuild.rebuild(config, progress=lambda _line: None)
+    assert (
+        learnings(layout),
+        q(layout.memory_db, "SELECT * FROM batches"),
+        Path(layout.md("user.md")).read_text(),
+    ) == before
+    assert not Path(pause_path(layout)).exists()
+    assert not Path(layout.memory_dir, rebuild.ASIDE_NAME).exists()
+
+
+def test_one_rebuild_at_a_time_and_stale_pause_files(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A live pause file refuses a second rebuild; one left by a dead process is taken over."""
+    curated(layout, standin, n=2)
+    config = make_config(layout, standin)
+    Path(pause_path(layout)).write_text(f"{os.getpid()} 0\n")
+    with pytest.raises(RebuildError, match="another wsd rebuild"):
+        rebuild.rebuild(config, progress=lambda _line: None)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(pause_path(layout)).write_text(f"{dead} 0\n")
+    assert rebuild.rebuild(config, progress=lambda _line: None).turns == 2
+
+
+def test_rebuild_pauses_a_running_daemon_which_resumes_unharmed(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """The daemon pauses; readers see the old or the new memory, never a mix; turns written
+    during the rebuild are curated afterwards, each exactly once."""
+    curated(layout, standin, n=6)
+    stop = threading.Event()
+    worker = make_worker(layout, standin, stop=stop, batch_turns=3)
+    daemon = threading.Thread(target=worker.run, daemon=True)
+    daemon.start()
+    deadline = time.monotonic() + 10
+    while (
+        json.loads(Path(status_path(layout)).read_text()).get("state") != "running"
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.02)
+    states: list[str] = []
+    problems: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:  # a reader (search tool, wsd status) running throughout
+        while not done.is_set():
+            try:
+                # Like every reader of the project: read-only, with the busy timeout.
+                conn = schema.connect(layout.memory_db, "memory", readonly=True)
+                try:
+                    orphans = conn.execute(
+                        "SELECT count(*) FROM learnings WHERE"
+                        " batch_id IS NOT NULL AND batch_id NOT IN (SELECT id FROM batches)"
+                    ).fetchall()
+                finally:
+                    conn.close()
+                if orphans != [(0,)]:
+                    problems.append(f"orphans {orphans}")
+                search_memory(layout, "tabs in file")
+                beat = json.loads(Path(status_path(layout)).read_text())
+                states.append(str(beat.get("state")))
+            except (apsw.Error, ValueError) as exc:
+                problems.append(repr(exc))
+            time.sleep(0.005)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    standin.latency = 0.05
+    writer = threading.Thread(target=write_turns, args=(layout, 3, "s2", 100), daemon=True)
+    lines: list[str] = []
+    writer.start()
+    report = rebuild.rebuild(make_config(layout, standin), progress=lines.append, wait_seconds=20)
+    writer.join()
+    standin.latency = 0.0
+    assert "daemon paused" in lines and report.turns >= 6
+    write_turns(layout, 2, "s3", 200)  # after the rebuild: only the resumed daemon curates these
+    flush(layout)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
+            (0,)
+        ] and q(
+            layout.transcript_db, "SELECT count(*) FROM flush_requests WHERE handled_at IS NULL"
+        ) == [(0,)]:
+            break
+        time.sleep(0.05)
+    done.set()
+    reader.join()
+    stop.set()
+    worker.nudge.set()
+    daemon.join(10)
+    assert problems == [] and "paused" in states
+    observations = [r[0] for r in q(layout.transcript_db, "SELECT id FROM observations")]
+    covered = [
+        r[0]
+        for r in q(
+            layout.memory_db, "SELECT observation_id FROM batch_turns ORDER BY observation_id"
+        )
+    ]
+    assert covered == observations and len(observations) == 11
+    assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
+    assert search_memory(layout, "file101") and search_memory(layout, "file201")
+
+
+def test_wsd_rebuild_command(layout: Layout, standin: BridgeStandin) -> None:
+    """`wsd rebuild` shows progress on stderr and a summary on stdout."""
+    curated(layout, standin, n=2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env.update(
+        WSD_WORKSPACE=layout.root,
+        ANTHROPIC_BASE_URL=standin.url,
+        WSD_BRIDGE_TOKEN="test-sprite-token",
+    )
+    wsd = [venv_script("wsd")]
+    proc = subprocess.run(
+        [*wsd, "rebuild"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "batch 1: turns 1-2 (2/2)" in proc.stderr
+    assert proc.stdout.startswith("rebuilt memory from 2 turn(s) in 1 batch(es)")

@@ -1,0 +1,478 @@
+"""search_memory, the turn index, wsd search / import / pending, and the memory MCP tools."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import schema
+from daemon.agent import run_resolve, run_search
+from daemon.archive import import_lines, index_new_turns, set_action_status, turn_text
+from daemon.bridge_standin import BridgeStandin, Reply
+from daemon.search import Hit, format_hits, search_memory
+from daemon.store import Store
+from hooks.capture import Capture, CaptureConfig
+from schema.layout import Layout
+from schema.transcript import request_flush
+from tests.conftest import make_worker, venv_script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wsd_command() -> list[str]:
+    """The installed ``wsd`` command."""
+    return [venv_script("wsd")]
+
+
+def run_wsd(layout: Layout, *args: str | bytes, stdin: bytes | None = None) -> Any:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WSD_")}
+    env["WSD_WORKSPACE"] = layout.root
+    return subprocess.run(
+        [*wsd_command(), *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def turn(cap: Capture, session: str, prompt: str, answer: str, command: str = "") -> None:
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt})
+    if command:
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": session,
+                "tool_name": "Bash",
+                "tool_input": {"command": command},
+                "tool_response": "ok",
+            }
+        )
+    cap.handle({"hook_event_name": "Stop", "session_id": session, "last_assistant_message": answer})
+
+
+def curate(layout: Layout, standin: BridgeStandin) -> None:
+    conn = schema.connect(layout.transcript_db, "transcript")
+    request_flush(conn, "test", time.time())
+    conn.close()
+    worker = make_worker(layout, standin, batch_turns=25)
+    for _ in range(20):
+        if not worker.run_once().more:
+            break
+    while index_new_turns(Store(layout)):
+        pass
+
+
+@pytest.fixture
+def memory(layout: Layout, standin: BridgeStandin) -> Layout:
+    """A workspace with curated learnings, indexed turns, an open action and imports."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    turn(cap, "s1", "Please write the weekly report", "Saved report.md in the root folder.")
+    turn(
+        cap,
+        "s1",
+        "No, the weekly report goes in the reports folder, not the root folder.",
+        "Understood, moved it.",
+    )
+    turn(cap, "s1", "I prefer tabs over spaces for indentation.", "Noted.")
+    turn(cap, "s2", "Set up the data tools", "Installed pandas.", "pip install pandas")
+    turn(cap, "s2", "Remind me to renew the domain name.", "I will remind you.")
+    turn(cap, "s2", "What is the capital of Australia?", "Canberra, not Sydney.")
+    cap.close()
+    curate(layout, standin)
+    report = import_lines(
+        Store(layout),
+        [
+            json.dumps(
+                {
+                    "type": "fact",
+                    "content": "The VPN gateway lives at vpn.example.org",
+                    "ref": "notes/network.md#vpn",
+                    "created_at": "2024-01-05T10:00:00Z",
+                }
+            ),
+            json.dumps(
+                {
+                    "type": "pattern",
+                    "content": "Invoices are filed every Friday afternoon",
+                    "ref": "crm:42",
+                    "session_id": "old-crm",
+                }
+            ),
+        ],
+    )
+    assert report.added == 2 and not report.errors
+    return layout
+
+
+def test_natural_question_ranks_the_curated_answer_first(memory: Layout) -> None:
+    """A natural question (not all words present anywhere) finds the correction first."""
+    hits = search_memory(memory, "where should the weekly report be saved?")
+    assert hits[0].type == "correction"
+    assert "reports folder" in hits[0].snippet
+    assert any(h.type == "turn" for h in hits)  # the turn that said it is found too
+
+
+def test_hits_carry_id_type_date_snippet_and_source(memory: Layout) -> None:
+    """Learnings name their session and turn (or their import ref), turns their session/turn."""
+    (vpn,) = [h for h in search_memory(memory, "VPN gateway") if h.id.startswith("L")]
+    assert vpn.ref == "notes/network.md#vpn" and vpn.source == "notes/network.md#vpn"
+    assert vpn.date == "2024-01-05 10:00" and vpn.type == "fact"
+    pandas = search_memory(memory, "pandas", type="tool_install")[0]
+    assert pandas.source == "session s2, turn 1" and pandas.session_id == "s2"
+    assert pandas.turn == 1 and pandas.ref is None
+    capital = search_memory(memory, "capital of Australia", type="turn")[0]
+    assert capital.id.startswith("T") and capital.source == "session s2, turn 3"
+    assert "Canberra" in capital.snippet
+    text = format_hits([capital])
+    assert text.startswith(f"[{capital.id}] turn · ") and "Canberra" in text
+
+
+def test_type_and_since_filter(memory: Layout) -> None:
+    """type keeps one kind; since drops older memories (epoch, ISO date or relative age)."""
+    assert {h.type for h in search_memory(memory, "report folder", type="turn")} == {"turn"}
+    assert search_memory(memory, "VPN gateway", since="2025-01-01") == []
+    assert search_memory(memory, "VPN gateway", since=0)
+    assert search_memory(memory, "invoices friday", since="1d")
+    with pytest.raises(ValueError, match="unknown type"):
+        search_memory(memory, "x", type="nonsense")
+    with pytest.raises(ValueError, match="since"):
+        search_memory(memory, "x", since="last tuesday")
+
+
+def test_search_is_read_only(memory: Layout) -> None:
+    """Searching never writes: the database bytes are unchanged, even with the file 0400."""
+    conn = schema.connect(memory.memory_db, "memory")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = hashlib.sha256(Path(memory.memory_db).read_bytes()).hexdigest()
+    os.chmod(memory.memory_db, 0o400)
+    try:
+        assert search_memory(memory, "weekly report")
+    finally:
+        os.chmod(memory.memory_db, 0o600)
+    assert hashlib.sha256(Path(memory.memory_db).read_bytes()).hexdigest() == before
+
+
+def test_missing_database_and_old_schema_give_fewer_results(tmp_path: Path) -> None:
+    """No memory.db gives []; a memory.db from before the turn index still finds learnings."""
+    assert search_memory(Layout(str(tmp_path)), "anything") == []
+    path = str(tmp_path / "old.db")
+    conn = schema.connect(path, "memory")
+    with open(schema.migrations("memory")[0].path, encoding="utf-8") as fh:
+        conn.execute(fh.read())
+    conn.execute(
+        "INSERT INTO learnings (created_at, type, content, content_key)"
+        " VALUES (1, 'fact', 'the printer is on floor two', 'k')"
+    )
+    conn.close()
+    (hit,) = search_memory(path, "which floor is the printer on")
+    assert hit.id == "L1"
+
+
+def test_turn_index_skips_memory_tools_and_is_incremental(layout: Layout) -> None:
+    """Turns are copied once, in order; memory tool calls (MCP or `wsd search` in a shell)
+    are left out of the copy."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "a", "prompt": "find it"})
+    cap.handle(
+        {
+            "hook_event_name": "PostToolUse",
+            "session_id": "a",
+            "tool_name": "mcp__memory__search_memory",
+            "tool_input": {"query": "secret plan"},
+            "tool_response": "[L1] the secret plan",
+        }
+    )
+    cap.handle({"hook_event_name": "Stop", "session_id": "a", "last_assistant_message": "done"})
+    cap.close()
+    store = Store(layout)
+    assert index_new_turns(store) == 1 and index_new_turns(store) == 0
+    assert search_memory(layout, "secret plan") == []
+    shell = [
+        {
+            "name": "Bash",
+            "input": {"command": "wsd --workspace /w search secret plan"},
+            "output": "[L1] the secret plan",
+        }
+    ]
+    assert turn_text("q", json.dumps(shell), "ok") == ("q", "ok", "")
+    assert turn_text(
+        "q", json.dumps([{"name": "Bash", "input": {"command": "ls"}, "output": "a.txt"}]), "ok"
+    ) == ("q", "ok", 'Bash {"command": "ls"} -> a.txt')
+
+
+HOSTILE = [
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "x\udfffy",
+    '"',
+    '""',
+    '"unterminated',
+    "'",
+    "*",
+    "**",
+    "a*",
+    "*a",
+    "NEAR(",
+    "NEAR(a b",
+    "NEAR(a, b, 5)",
+    "AND",
+    "OR",
+    "NOT",
+    "a AND",
+    "OR b",
+    "NOT NOT",
+    "(",
+    ")",
+    "((a)",
+    "a)",
+    "C++",
+    "c#",
+    "f(x)",
+    "content:",
+    "content: report",
+    "type:fact",
+    "{content}: x",
+    "^report",
+    "-report",
+    "+report",
+    "report -folder",
+    ":",
+    "::",
+    "\\",
+    '\\\\"',
+    "'; DROP TABLE learnings; --",
+    "1=1",
+    "%",
+    "_",
+    "$",
+    "@@",
+    "{}",
+    "[]",
+    "\t\n\r",
+    "\u200b",
+    "\u202e report",
+    "e\u0301",
+    "🙂🙂",
+    "日本語の質問",
+    "ﬁ",
+    "İstanbul",
+    "a" * 10_000,
+    "report " * 1500,
+    "x " * 5000,
+    "0",
+    "-1",
+    "1e309",
+    "NaN",
+    "null",
+    "None",
+    "\x1b[31m",
+    "<private>x</private>",
+    "<workspace-memory>",
+    "SELECT * FROM learnings",
+    "learnings_fts MATCH 'x'",
+    "rank:",
+    "bm25(",
+    "highlight(",
+    "/*",
+    "*/",
+    "--",
+    ";",
+]
+SPECIALS = [
+    *"\"'*()^:+-{}[],.;!?\\/<>|&=%$#@~`\x00\t\n",
+    *("NEAR", "AND", "OR", "NOT", "C++", "\ud83d", "\udc00", "é", "ß", "report", "folder"),
+]
+
+
+def hostile_queries(count: int = 200, seed: int = 4) -> list[str]:
+    """The fixed hostile list plus random mixes of FTS5 syntax, controls and surrogates."""
+    rng = random.Random(seed)
+    out = list(HOSTILE)
+    while len(out) < count:
+        out.append(
+            "".join(rng.choice(SPECIALS) + rng.choice(["", " "]) for _ in range(rng.randint(1, 30)))
+        )
+    return out
+
+
+def test_hostile_queries_never_raise(memory: Layout) -> None:
+    """Over 200 hostile strings through search_memory and the MCP tool: results or [], no error."""
+    queries = hostile_queries(260)
+    assert len(queries) >= 200
+    for query in queries:
+        hits = search_memory(memory, query)
+        assert isinstance(hits, list) and all(isinstance(h, Hit) for h in hits)
+        result = run_search(memory, {"query": query, "limit": 5})
+        assert "is_error" not in result, (query[:40], result)
+        assert isinstance(result["content"][0]["text"], str)
+    for odd in (None, 12, 3.5, ["a"], {"q": 1}, b"bytes"):
+        assert isinstance(search_memory(memory, odd), list)
+    for limit in (0, -5, 10**9, "7", None):
+        assert isinstance(run_search(memory, {"query": "report", "limit": limit}), dict)
+
+
+def _argv(query: str) -> bytes:
+    """What a command line can carry: no NUL; a lone surrogate travels as invalid UTF-8."""
+    return query.replace("\x00", " ").encode("utf-8", "surrogatepass")
+
+
+def test_hostile_queries_through_wsd_search(memory: Layout) -> None:
+    """Over 200 hostile strings through `wsd search` (subprocess): exit 0 and valid JSON."""
+    queries = hostile_queries(210, seed=9)
+    queries += [b"\xff\xfe invalid utf-8".decode("utf-8", "surrogateescape")]
+
+    def one(query: str) -> tuple[str, Any]:
+        return query, run_wsd(memory, "search", "--json", "--limit", "3", "--", _argv(query))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for query, proc in pool.map(one, queries):
+            assert proc.returncode == 0, (query[:40], proc.stderr[-500:])
+            assert isinstance(json.loads(proc.stdout), list)
+
+
+def test_wsd_search_json_carries_ref(memory: Layout) -> None:
+    """`wsd search --json` gives each hit's id, type, date, snippet, source and import ref."""
+    proc = run_wsd(memory, "search", "VPN", "gateway", "--json")
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads(proc.stdout)[0]
+    assert first["ref"] == "notes/network.md#vpn" and first["id"].startswith("L")
+    assert {"id", "type", "date", "snippet", "source", "ref"} <= set(first)
+    text = run_wsd(memory, "search", "weekly", "report", "--limit", "1")
+    assert text.returncode == 0 and text.stdout.decode().count("\n") == 2
+
+
+def test_import_reports_bad_lines_and_keeps_good_ones(layout: Layout, tmp_path: Path) -> None:
+    """Bad lines are reported with their line numbers and skipped; good lines are imported."""
+    lines = [
+        json.dumps({"type": "fact", "content": "Alpha is the first project", "ref": "r1"}),
+        "{not json",
+        json.dumps({"type": "opinion", "content": "x"}),
+        "",
+        json.dumps({"type": "fact"}),
+        json.dumps(["a", "list"]),
+        json.dumps({"type": "fact", "content": "Beta ships in May", "created_at": "May"}),
+        json.dumps({"type": "fact", "content": "Gamma", "confidence": 7}),
+        json.dumps(
+            {
+                "type": "preference",
+                "content": "Use metric units",
+                "confidence": 0.8,
+                "created_at": 1700000000,
+                "session_id": "legacy",
+            }
+        ),
+        json.dumps({"type": "fact", "content": "Alpha is the first project."}),  # duplicate
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes("\n".join(lines).encode() + b"\n\xff\xfe\n")
+    proc = run_wsd(layout, "import", str(path))
+    assert proc.returncode == 1
+    assert b"imported 2 learning(s), 1 duplicate(s) skipped, 7 bad line(s)" in proc.stdout
+    errors = proc.stderr.decode()
+    for number in (2, 3, 5, 6, 7, 8, 11):
+        assert f"in.jsonl:{number}: " in errors
+    assert "in.jsonl:4:" not in errors and "in.jsonl:1:" not in errors
+    assert "not valid JSON" in errors and "type must be one of" in errors
+    rows = (
+        apsw.Connection(layout.memory_db)
+        .execute(
+            "SELECT type, content, ref, session_id, confidence, created_at FROM learnings"
+            " ORDER BY id"
+        )
+        .fetchall()
+    )
+    assert rows[0][:3] == ("fact", "Alpha is the first project", "r1")
+    assert rows[1] == ("preference", "Use metric units", None, "legacy", 0.8, 1700000000.0)
+
+
+def test_pending_list_complete_dismiss(memory: Layout) -> None:
+    """`wsd pending` lists open actions and closes them; a closed or unknown id is refused."""
+    listed = json.loads(run_wsd(memory, "pending", "--json").stdout)
+    assert [a["content"] for a in listed] == ["Renew the domain name"]
+    action = listed[0]["id"]
+    proc = run_wsd(memory, "pending", "complete", str(action))
+    assert proc.returncode == 0 and f"#{action} marked completed" in proc.stdout.decode()
+    assert run_wsd(memory, "pending", "dismiss", str(action)).returncode == 1
+    assert run_wsd(memory, "pending").stdout.decode().strip() == "No pending actions."
+    closed = json.loads(run_wsd(memory, "pending", "list", "--all", "--json").stdout)
+    assert closed[0]["status"] == "completed"
+    assert run_wsd(memory, "pending", "complete").returncode == 2
+
+
+def test_resolve_action_tool_and_curator_action_done(
+    memory: Layout, standin: BridgeStandin
+) -> None:
+    """The agent's tool closes an action; the curator's ACTION_DONE line closes one too."""
+    store = Store(memory)
+    ((first, _, _),) = store.open_actions()
+    bad = run_resolve(memory, {"id": first, "status": "finished"})
+    assert bad.get("is_error") and "status must be one of" in bad["content"][0]["text"]
+    done = run_resolve(memory, {"id": f"#{first}", "status": "dismissed"})
+    assert done["content"][0]["text"] == f"Action #{first} marked dismissed."
+    assert run_resolve(memory, {"id": first, "status": "completed"}).get("is_error")
+    # A new action, then a turn the curator judges to have handled it.
+    cap = Capture(CaptureConfig(workspace=memory.root))
+    turn(cap, "s3", "Remind me to water the plants.", "Sure.")
+    cap.close()
+    curate(memory, standin)
+    ((second, _, _),) = store.open_actions()
+    cap = Capture(CaptureConfig(workspace=memory.root))
+    turn(cap, "s3", "I watered the plants.", "Great.")
+    cap.close()
+    standin.script(Reply.text(f"ACTION_DONE: {second}"))
+    curate(memory, standin)
+    assert store.open_actions() == []
+    assert not set_action_status(store, second, "completed")
+
+
+def test_search_tool_reports_bad_arguments(memory: Layout) -> None:
+    """Bad type/since become a readable is_error result, never an exception."""
+    result = run_search(memory, {"query": "report", "type": "bogus"})
+    assert result["is_error"] and "unknown type" in result["content"][0]["text"]
+    result = run_search(memory, {"query": "report", "since": "whenever"})
+    assert result["is_error"]
+    assert "reports folder" in asyncio.run(_via_thread(memory))
+
+
+async def _via_thread(layout: Layout) -> str:
+    result = await asyncio.to_thread(run_search, layout, {"query": "weekly report folder"})
+    return str(result["content"][0]["text"])
+
+
+def test_a_named_date_favours_memories_from_then(layout: Layout) -> None:
+    """ "In June", "on 3 March 2024", "in 2023": memories dated then rank first, as if they
+    said the date themselves."""
+    notes = [
+        ("Went camping at the lake", "2023-06-10T09:00:00Z"),
+        ("Went camping in the hills", "2023-07-10T09:00:00Z"),
+        ("Went camping by the sea", "2024-03-03T09:00:00Z"),
+    ]
+    import_lines(
+        Store(layout),
+        [json.dumps({"type": "fact", "content": c, "created_at": t}) for c, t in notes],
+    )
+    assert "lake" in search_memory(layout, "When did we go camping in June?")[0].snippet
+    assert "hills" in search_memory(layout, "camping in July 2023")[0].snippet
+    assert "sea" in search_memory(layout, "camping on 3 March 2024")[0].snippet
+    assert "sea" in search_memory(layout, "camping 2024-03-03")[0].snippet
+    assert "sea" in search_memory(layout, "camping in 2024")[0].snippet
+    # "may" is a month only next to a number; otherwise it is just a word.
+    assert len(search_memory(layout, "may we go camping")) == 3
