@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 
-from bench import Row, daemon_bench, hooks_bench, render
+from bench import Row, daemon_bench, hooks_bench, memory_bench, render, workspace_bench
 
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "hook_write": hooks_bench.hook_write,
@@ -18,6 +18,10 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "idle": daemon_bench.idle,
     "flush_latency": daemon_bench.flush_latency,
     "curator_cost": daemon_bench.curator_cost,
+    "memory_retrieval": memory_bench.retrieval,
+    "memory_latency": memory_bench.search_latency,
+    "memory_boot": memory_bench.boot_context,
+    "workspace": workspace_bench.workspace,
 }
 
 

@@ -36,13 +36,18 @@ def cmd_init(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
-def _worker(config: Config, stop: threading.Event, nudge: threading.Event | None = None) -> Any:
+def _worker(
+    config: Config,
+    stop: threading.Event,
+    nudge: threading.Event | None = None,
+    on_wake: Any = (),
+) -> Any:
     from daemon.bridge import BridgeClient
     from daemon.store import Store
     from daemon.worker import Worker
 
     store = Store(Layout(config.workspace))
-    return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge)
+    return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge, on_wake=on_wake)
 
 
 class SignalPolicy:
@@ -71,15 +76,41 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     config = _config(args, env)
     config.validate_for_run()
     log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
+    from daemon.canvas import CanvasTools
+    from daemon.checks import CheckSettings
+    from daemon.watcher import WatchSettings, workspace_watcher
+
     stop, nudge = threading.Event(), threading.Event()
-    worker = _worker(config, stop, nudge)
+    watcher = workspace_watcher(
+        Layout(config.workspace),
+        stop,
+        WatchSettings(
+            use_events=config.watch,
+            force_polling=config.watch_polling,
+            poll_delay_ms=config.watch_poll_ms,
+            rescan_seconds=config.rescan_seconds,
+            check_seconds=config.check_seconds,
+            wake_jump_seconds=config.wake_jump_seconds,
+        ),
+        CheckSettings(unprocessed_seconds=config.unprocessed_seconds),
+        CanvasTools(
+            config.canvas_create_tool,
+            config.canvas_update_tool,
+            config.canvas_close_tool,
+            config.canvas_folder,
+        ),
+    )
+    worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     on_signal = SignalPolicy(worker.request_stop)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if config.watch:
         Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
-    return int(worker.run())
+    watcher.start()
+    code = int(worker.run())
+    watcher.join(5)
+    return code
 
 
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -113,6 +113,17 @@ class Config:
     shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
     log_format: str = "auto"
     watch: bool = True
+    # Workspace watcher (daemon/watcher.py): full rescans, polling fallback,
+    # proactive checks, and the canvas tools whose cards are mirrored to files.
+    rescan_seconds: float = 300.0
+    watch_polling: bool = False
+    watch_poll_ms: int = 1000
+    check_seconds: float = 60.0
+    unprocessed_seconds: float = 3600.0
+    canvas_create_tool: str = "mcp__canvas__create_card"
+    canvas_update_tool: str = "mcp__canvas__update_card"
+    canvas_close_tool: str = "mcp__canvas__close_card"
+    canvas_folder: str = "artifacts/canvas"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Config:
@@ -158,6 +169,15 @@ class Config:
             ),
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
+            rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", 300.0, pos_float),
+            watch_polling=_get(env, "WSD_WATCH_POLLING", False, _bool, "true or false"),
+            watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", 1000, pos_int),
+            check_seconds=_get(env, "WSD_CHECK_SECONDS", 60.0, pos_float),
+            unprocessed_seconds=_get(env, "WSD_UNPROCESSED_SECONDS", 3600.0, pos_float),
+            canvas_create_tool=env.get("WSD_CANVAS_CREATE_TOOL") or "mcp__canvas__create_card",
+            canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or "mcp__canvas__update_card",
+            canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or "mcp__canvas__close_card",
+            canvas_folder=env.get("WSD_CANVAS_FOLDER") or "artifacts/canvas",
         )
 
     def validate_for_run(self) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from daemon import files_md
 from daemon.store import Turn
 from hooks.hygiene import clean_text
 
@@ -90,7 +91,8 @@ Rules:
 - One learning per line, self-contained (understandable without the turn), specific.
 - You may end a learning with [turn N] to cite the turn it came from.
 - Only update a file when something in it should change; output the whole file, never a diff.
-- Stay under the line limits: tools.md 150 lines; files.md, user.md, context.md 200 lines.
+- Stay under the line limits: tools.md 150 lines, the notes part of files.md 150 lines,
+  user.md and context.md 200 lines.
 - Prioritise: recent corrections > active tasks > preferences > key facts > history.
 - Remove contradicted, outdated or completed items from the files (they stay in the archive).
 - user.md: who the person is and how they like to work. context.md: active tasks, decisions,
@@ -211,6 +213,9 @@ def _accept_update(out: ParsedReply, name: str, lines: list[str], truncated: boo
     if lines and _FENCE.match(lines[0]) and _FENCE.match(lines[-1]) and len(lines) >= 2:
         lines = lines[1:-1]
     limit = LINE_LIMITS[name]
+    if name == "files.md":  # an echoed inventory is the watcher's part, never the curator's
+        lines = files_md.split("\n".join(lines))[0].splitlines()
+        limit = files_md.NOTES_LINE_LIMIT
     if truncated:
         out.rejected_updates[name] = "reply was cut short (max_tokens)"
     elif not lines:

@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Mapping
 
+from daemon import files_md
 from schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 TEMP_PREFIX = ".wsd-tmp-"
@@ -75,6 +76,10 @@ def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
     written = []
     for name, content in sorted(latest.items()):
         path = curated_path(layout, name)
+        if name == "files.md":  # the notes part only: the inventory belongs to the watcher
+            if files_md.write_notes(path, content):
+                written.append(name)
+            continue
         try:
             with open(path, encoding="utf-8") as fh:
                 if fh.read() == content:

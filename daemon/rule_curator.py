@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from daemon.files_md import split as split_files_md
+
 _TURN = re.compile(r'<turn id="(\d+)"[^>]*>(.*?)</turn>', re.S)
 _USER = re.compile(r"<user>(.*?)</user>", re.S)
 _TOOL = re.compile(r'<tool name="([^"]*)"><input>(.*?)</input>', re.S)
@@ -89,7 +91,8 @@ def curate(request_text: str) -> str:
     user_md = files.get("user.md") or ["# User"]
     tools_md = files.get("tools.md") or ["# Tools"]
     context_md = files.get("context.md") or ["# Context"]
-    files_md = files.get("files.md") or ["# Files"]
+    notes = split_files_md("\n".join(files.get("files.md", [])))[0]
+    files_md = notes.splitlines() or ["# Files"]  # the notes part: the inventory is not ours
     changed: set[str] = set()
     last_request = ""
 
