@@ -127,10 +127,22 @@ def hook_process(runs: int = 40) -> list[Row]:
     return [
         Row("wsd-hook process, median", median(hooked) * 1000, "ms", "-", None, f"n={runs}"),
         Row("python3 -c pass, median", median(bare) * 1000, "ms", "-", None, "same run"),
-        Row("wsd-hook / python -c pass", ratio, "x", "<= 2.0", ratio <= 2.0,
-            "typical event: no secret-shaped text"),
-        Row("same, event with secret-shaped text", secret_ratio, "x", "-", None,
-            "loads re to redact (worst case)"),
+        Row(
+            "wsd-hook / python -c pass",
+            ratio,
+            "x",
+            "<= 2.0",
+            ratio <= 2.0,
+            "typical event: no secret-shaped text",
+        ),
+        Row(
+            "same, event with secret-shaped text",
+            secret_ratio,
+            "x",
+            "-",
+            None,
+            "loads re to redact (worst case)",
+        ),
     ]
 
 

@@ -214,12 +214,20 @@ def test_memory_tool_output_is_never_captured(layout: Layout) -> None:
 def test_memory_commands_run_in_a_shell_are_not_captured(layout: Layout) -> None:
     """`wsd search` / `wsd pending` run through Bash: their output is replaced by the marker."""
     cap = _capture(layout)
-    cap.handle(tool("s", "Bash", {"command": "/ws/.os/.venv/bin/wsd --workspace /ws search tabs"},
-                    "PREFERENCE: tabs"))
+    cap.handle(
+        tool(
+            "s",
+            "Bash",
+            {"command": "/ws/.os/.venv/bin/wsd --workspace /ws search tabs"},
+            "PREFERENCE: tabs",
+        )
+    )
     cap.handle(tool("s", "Bash", {"command": "wsd pending list --json"}, "[1] call Anna"))
     cap.handle(tool("s", "Bash", {"command": "wsd status"}, "backlog: 0"))
-    outputs = [json.loads(p)["tool_response"] for (p,) in _rows(
-        layout, "SELECT payload FROM events ORDER BY id")]
+    outputs = [
+        json.loads(p)["tool_response"]
+        for (p,) in _rows(layout, "SELECT payload FROM events ORDER BY id")
+    ]
     assert outputs == [MEMORY_OUTPUT_MARKER, MEMORY_OUTPUT_MARKER, "backlog: 0"]
 
 

@@ -345,9 +345,7 @@ def _rss_kb(pid: int) -> int:
         return int(fh.read().split("VmRSS:")[1].split()[0])
 
 
-def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(
-    layout: Layout, tmp_path: Path
-) -> None:
+def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(layout: Layout, tmp_path: Path) -> None:
     """After curating then idling, the daemon re-executes itself (same PID) without the SDK."""
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="1.5")

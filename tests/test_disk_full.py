@@ -33,18 +33,29 @@ def _limited() -> Callable[[], None]:
 
 
 def _hook(env: dict[str, str], event: dict[str, Any], limited: bool) -> str:
-    result = subprocess.run([venv_script("wsd-hook")], input=json.dumps(event).encode(),
-                            env=env, capture_output=True, preexec_fn=_limited() if limited
-                            else None, check=True)
+    result = subprocess.run(
+        [venv_script("wsd-hook")],
+        input=json.dumps(event).encode(),
+        env=env,
+        capture_output=True,
+        preexec_fn=_limited() if limited else None,
+        check=True,
+    )
     assert result.stdout == b""
     return result.stderr.decode()
 
 
 def _turn(env: dict[str, str], i: int, limited: bool = False) -> str:
-    err = _hook(env, {"hook_event_name": "UserPromptSubmit", "session_id": "df",
-                      "prompt": f"I prefer plan {i}"}, limited)
-    return err + _hook(env, {"hook_event_name": "Stop", "session_id": "df",
-                             "last_assistant_message": f"ok {i}"}, limited)
+    err = _hook(
+        env,
+        {"hook_event_name": "UserPromptSubmit", "session_id": "df", "prompt": f"I prefer plan {i}"},
+        limited,
+    )
+    return err + _hook(
+        env,
+        {"hook_event_name": "Stop", "session_id": "df", "last_assistant_message": f"ok {i}"},
+        limited,
+    )
 
 
 def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
@@ -58,9 +69,13 @@ def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
 
 def _daemon(env: dict[str, str], log: Path, limited: bool) -> subprocess.Popen[bytes]:
     with open(log, "ab") as fh:
-        return subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
-                                stderr=subprocess.STDOUT,
-                                preexec_fn=_limited() if limited else None)
+        return subprocess.Popen(
+            [venv_script("wsd"), "run"],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_limited() if limited else None,
+        )
 
 
 def _wait(predicate: Callable[[], bool], timeout: float = 30) -> bool:
@@ -77,9 +92,15 @@ def test_disk_full_loses_nothing(layout: Layout, tmp_path: Path) -> None:
     log = tmp_path / "d.log"
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-        env |= {"WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": bridge.url,
-                "WSD_BRIDGE_TOKEN": "t", "WSD_BATCH_TURNS": "4", "WSD_POLL_SECONDS": "0.2",
-                "WSD_LOG_FORMAT": "json", "WSD_WATCH": "false"}
+        env |= {
+            "WSD_WORKSPACE": layout.root,
+            "ANTHROPIC_BASE_URL": bridge.url,
+            "WSD_BRIDGE_TOKEN": "t",
+            "WSD_BATCH_TURNS": "4",
+            "WSD_POLL_SECONDS": "0.2",
+            "WSD_LOG_FORMAT": "json",
+            "WSD_WATCH": "false",
+        }
         for i in range(4):
             _turn(env, i)
         proc = _daemon(env, log, limited=False)
@@ -111,14 +132,19 @@ def test_disk_full_loses_nothing(layout: Layout, tmp_path: Path) -> None:
         # Space returns: everything is ingested and curated, nothing twice.
         proc = _daemon(env, log, limited=False)
         try:
-            subprocess.run([venv_script("wsd"), "flush", "--wait", "30"], env=env, check=True,
-                           capture_output=True)
+            subprocess.run(
+                [venv_script("wsd"), "flush", "--wait", "30"],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=15) == 0
     assert _q(layout.transcript_db, "SELECT count(*) FROM observations") == [(8,)]
-    assert _q(layout.memory_db, "SELECT count(*), count(DISTINCT observation_id)"
-              " FROM batch_turns") == [(8, 8)]
+    assert _q(
+        layout.memory_db, "SELECT count(*), count(DISTINCT observation_id) FROM batch_turns"
+    ) == [(8, 8)]
     assert not os.path.exists(layout.spool)
     conn = apsw.Connection(layout.memory_db)
     conn.execute("INSERT INTO learnings_fts (learnings_fts) VALUES ('integrity-check')")

@@ -18,7 +18,6 @@ import pytest
 
 from daemon import rule_curator
 from daemon.bridge_standin import BridgeStandin
-from daemon.deploy import bootstrap
 from hooks.capture import Capture, CaptureConfig
 from schema.layout import CURATED_FILES, Layout
 from tests.conftest import venv_script
@@ -30,18 +29,29 @@ TOKEN = "ops-sprite-token-3b9f1e"
 
 def _env(layout: Layout, bridge: BridgeStandin, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-    return env | {"WSD_WORKSPACE": layout.root, "ANTHROPIC_BASE_URL": bridge.url,
-                  "WSD_BRIDGE_TOKEN": TOKEN, "WSD_LOG_FORMAT": "json",
-                  "WSD_POLL_SECONDS": "0.2", **extra}
+    return env | {
+        "WSD_WORKSPACE": layout.root,
+        "ANTHROPIC_BASE_URL": bridge.url,
+        "WSD_BRIDGE_TOKEN": TOKEN,
+        "WSD_LOG_FORMAT": "json",
+        "WSD_POLL_SECONDS": "0.2",
+        **extra,
+    }
 
 
 def _turns(layout: Layout, n: int, start: int = 0, session: str = "ops") -> None:
     cap = Capture(CaptureConfig(workspace=layout.root))
     for i in range(start, start + n):
-        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session,
-                    "prompt": f"I prefer variant {i}"})
-        cap.handle({"hook_event_name": "Stop", "session_id": session,
-                    "last_assistant_message": f"ok {i}"})
+        cap.handle(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": session,
+                "prompt": f"I prefer variant {i}",
+            }
+        )
+        cap.handle(
+            {"hook_event_name": "Stop", "session_id": session, "last_assistant_message": f"ok {i}"}
+        )
 
 
 def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
@@ -68,8 +78,9 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="5", WSD_WAKE_JUMP_SECONDS="1")
         with open(log, "ab") as fh:
-            proc = subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
-                                    stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [venv_script("wsd"), "run"], env=env, stdout=fh, stderr=subprocess.STDOUT
+            )
         try:
             _turns(layout, 5)
             assert _wait(lambda: _q(layout.memory_db, "SELECT count(*) FROM batches") == [(1,)])
@@ -77,16 +88,21 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
             _turns(layout, 10, start=5)
             time.sleep(7)  # frozen far longer than the wake threshold
             os.kill(proc.pid, signal.SIGCONT)
-            assert _wait(lambda: _q(layout.memory_db, "SELECT sum(turns) FROM batches"
-                                    " WHERE status = 'done'") == [(15,)])
+            assert _wait(
+                lambda: (
+                    _q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'")
+                    == [(15,)]
+                )
+            )
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=15) == 0
         requests = len(bridge.requests)
     events = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
     assert [e for e in events if e["event"] == "wake"], "the wake was not logged"
-    assert _q(layout.memory_db, "SELECT count(*), count(DISTINCT observation_id)"
-              " FROM batch_turns") == [(15, 15)]
+    assert _q(
+        layout.memory_db, "SELECT count(*), count(DISTINCT observation_id) FROM batch_turns"
+    ) == [(15, 15)]
     assert requests == 3  # 15 turns in batches of 5: no call repeated
 
 
@@ -100,21 +116,36 @@ def test_secrets_never_reach_databases_md_files_logs_or_the_bridge(
         hook = venv_script("wsd-hook")
         for i, (_kind, text) in enumerate(SECRETS):
             for event in (
-                {"hook_event_name": "UserPromptSubmit", "session_id": "sec",
-                 "prompt": f"I prefer keeping this: {text}"},
-                {"hook_event_name": "PostToolUse", "session_id": "sec", "tool_name": "Bash",
-                 "tool_input": {"command": f"pip install tool{i} && echo {text}"},
-                 "tool_response": {"stdout": text}},
-                {"hook_event_name": "Stop", "session_id": "sec",
-                 "last_assistant_message": f"Saved {text}"},
+                {
+                    "hook_event_name": "UserPromptSubmit",
+                    "session_id": "sec",
+                    "prompt": f"I prefer keeping this: {text}",
+                },
+                {
+                    "hook_event_name": "PostToolUse",
+                    "session_id": "sec",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": f"pip install tool{i} && echo {text}"},
+                    "tool_response": {"stdout": text},
+                },
+                {
+                    "hook_event_name": "Stop",
+                    "session_id": "sec",
+                    "last_assistant_message": f"Saved {text}",
+                },
             ):
                 subprocess.run([hook], input=json.dumps(event).encode(), env=env, check=True)
         with open(log, "ab") as fh:
-            proc = subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=fh,
-                                    stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [venv_script("wsd"), "run"], env=env, stdout=fh, stderr=subprocess.STDOUT
+            )
         try:
-            subprocess.run([venv_script("wsd"), "flush", "--wait", "60"], env=env, check=True,
-                           capture_output=True)
+            subprocess.run(
+                [venv_script("wsd"), "flush", "--wait", "60"],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=15) == 0
@@ -137,16 +168,22 @@ def _snapshot(root: Path) -> dict[str, tuple[int, str]]:
         if path.is_dir():
             out[rel] = (stat.S_IMODE(path.stat().st_mode), "dir")
         elif not rel.endswith(("-wal", "-shm")):
-            out[rel] = (stat.S_IMODE(path.stat().st_mode),
-                        hashlib.sha256(path.read_bytes()).hexdigest())
+            out[rel] = (
+                stat.S_IMODE(path.stat().st_mode),
+                hashlib.sha256(path.read_bytes()).hexdigest(),
+            )
     return out
 
 
 def _bootstrap_sh(root: Path, venv: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "WSD_WORKSPACE": str(root), "WSD_VENV": str(venv),
-           "WSD_VERSION": "7.0"}
-    return subprocess.run(["bash", str(REPO / "deploy" / "bootstrap.sh")], env=env,
-                           capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "WSD_WORKSPACE": str(root), "WSD_VENV": str(venv), "WSD_VERSION": "7.0"}
+    return subprocess.run(
+        ["bash", str(REPO / "deploy" / "bootstrap.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _fake_venv(tmp_path: Path) -> Path:
@@ -223,8 +260,12 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
         fixed = subprocess.run([*doctor, "--fix"], env=env, capture_output=True, text=True)
         assert "[fixed]" in fixed.stdout
         again = subprocess.run(doctor, env=env, capture_output=True, text=True)
-        for needle in ("ok   permissions", "ok   memory.db integrity", "ok   md files",
-                       "ok   bridge"):
+        for needle in (
+            "ok   permissions",
+            "ok   memory.db integrity",
+            "ok   md files",
+            "ok   bridge",
+        ):
             assert needle in again.stdout, again.stdout
 
 
@@ -239,13 +280,19 @@ def test_backup_is_a_consistent_online_copy(layout: Layout, tmp_path: Path) -> N
         reader = apsw.Connection(layout.transcript_db)  # a live reader during the backup
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM events").fetchall()
-        result = subprocess.run([venv_script("wsd"), "backup", str(tmp_path / "bk")],
-                                env=_env(layout, bridge), capture_output=True, text=True)
+        result = subprocess.run(
+            [venv_script("wsd"), "backup", str(tmp_path / "bk")],
+            env=_env(layout, bridge),
+            capture_output=True,
+            text=True,
+        )
         reader.execute("COMMIT")
         reader.close()
     assert result.returncode == 0, result.stderr
-    for name, sql in (("transcript.db", "SELECT count(*) FROM observations"),
-                      ("memory.db", "SELECT count(*) FROM learnings")):
+    for name, sql in (
+        ("transcript.db", "SELECT count(*) FROM observations"),
+        ("memory.db", "SELECT count(*) FROM learnings"),
+    ):
         copy = str(tmp_path / "bk" / name)
         assert _q(copy, "PRAGMA integrity_check") == [("ok",)]
         assert _q(copy, sql) == _q(str(Path(layout.memory_dir) / name), sql)

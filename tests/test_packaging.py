@@ -1,4 +1,4 @@
-"""`pip install .` (not editable) carries everything: migrations, templates-free runtime, scripts."""
+"""`pip install .` (not editable) carries everything the runtime needs: migrations, scripts."""
 
 from __future__ import annotations
 
@@ -17,9 +17,23 @@ REPO = Path(__file__).resolve().parent.parent
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from the checkout, offline (no build isolation)."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (built,) = out.glob("workspace_daemon-*.whl")
     return built
 
@@ -37,8 +51,21 @@ def test_wheel_contains_migrations_and_both_commands(wheel: Path) -> None:
 def test_installed_package_migrates_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
     """Installed (not editable) elsewhere, the package finds its migrations and runs wsd init."""
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--target", str(target), str(wheel)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
     deps = sysconfig.get_paths()["purelib"]
     code = (
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
@@ -47,7 +74,11 @@ def test_installed_package_migrates_without_the_checkout(wheel: Path, tmp_path: 
         "sys.exit(daemon.cli.main(['--workspace', sys.argv[3], 'init']))"
     )
     # -S: no site, so the editable checkout on sys.path cannot stand in for the install.
-    result = subprocess.run([sys.executable, "-S", "-c", code, str(target), deps,
-                             str(tmp_path / "ws")], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(target), deps, str(tmp_path / "ws")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "schema v1" in result.stdout or "schema v" in result.stdout

@@ -9,7 +9,6 @@ of that result is captured back into memory.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ import apsw
 import pytest
 
 import schema
-from daemon import cli
 from daemon.agent import ALLOWED_TOOLS, agent_memory
 from daemon.archive import index_new_turns
 from daemon.bridge_standin import BridgeStandin, ConversationScript, Reply
@@ -182,12 +180,7 @@ def test_claude_code_session_start_hook_injects_the_boot_context(
     Path(layout.md("user.md")).write_text("# User\n- Prefers answers in Esperanto\n")
     work = tmp_path / "work"
     work.mkdir()
-    root = Path(__file__).resolve().parent.parent
-    command = (
-        f"cd {root} && {sys.executable} -m daemon.cli_memory boot-context --hook"
-        if "boot-context" not in cli.COMMANDS
-        else f"{venv_script('wsd')} boot-context --hook"
-    )
+    command = f"{venv_script('wsd')} boot-context --hook"
     settings = {
         "hooks": {
             "SessionStart": [{"hooks": [{"type": "command", "command": command, "timeout": 10}]}]

@@ -21,15 +21,30 @@ def _events(session: str) -> list[dict[str, Any]]:
     for i, (_kind, text) in enumerate(SECRETS):
         plain = ORDINARY_TEXT[i % len(ORDINARY_TEXT)]
         out += [
-            {"hook_event_name": "UserPromptSubmit", "session_id": session,
-             "prompt": f"{plain}\n{text}\nthanks"},
-            {"hook_event_name": "PostToolUse", "session_id": session, "tool_name": "Bash",
-             "tool_input": {"command": f"echo '{text}'", "env": {"nested": [text]}},
-             "tool_response": {"stdout": f"{plain} {text}", "stderr": ""}},
-            {"hook_event_name": "PostToolUseFailure", "session_id": session,
-             "tool_name": "Read", "tool_input": {"file_path": "/x"}, "error": text},
-            {"hook_event_name": "Stop", "session_id": session,
-             "last_assistant_message": f"I saw {text} in the output."},
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": session,
+                "prompt": f"{plain}\n{text}\nthanks",
+            },
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": session,
+                "tool_name": "Bash",
+                "tool_input": {"command": f"echo '{text}'", "env": {"nested": [text]}},
+                "tool_response": {"stdout": f"{plain} {text}", "stderr": ""},
+            },
+            {
+                "hook_event_name": "PostToolUseFailure",
+                "session_id": session,
+                "tool_name": "Read",
+                "tool_input": {"file_path": "/x"},
+                "error": text,
+            },
+            {
+                "hook_event_name": "Stop",
+                "session_id": session,
+                "last_assistant_message": f"I saw {text} in the output.",
+            },
         ]
     return out
 

@@ -36,13 +36,21 @@ class Supervisor:
         self.env = env
         self.conf = Path(layout.os_dir) / "supervisor" / "supervisord.conf"
         self.proc = subprocess.Popen(
-            [str(VENV / "bin" / "supervisord"), "-n", "-c", str(self.conf)], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [str(VENV / "bin" / "supervisord"), "-n", "-c", str(self.conf)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def ctl(self, *args: str) -> str:
-        result = subprocess.run([str(VENV / "bin" / "supervisorctl"), "-c", str(self.conf),
-                                 *args], env=self.env, capture_output=True, text=True,
-                                timeout=60, check=False)
+        result = subprocess.run(
+            [str(VENV / "bin" / "supervisorctl"), "-c", str(self.conf), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         return result.stdout + result.stderr
 
     def state(self) -> tuple[str, int | None]:
@@ -72,8 +80,14 @@ def deployed() -> Iterator[tuple[Layout, BridgeStandin, Supervisor]]:
     """A bootstrapped workspace (short path: unix sockets), a Bridge, supervisord running."""
     root = tempfile.mkdtemp(prefix="wsd", dir="/tmp")
     layout = Layout(root)
-    bootstrap(layout, version="1.0", templates=REPO / "deploy" / "templates",
-              supervisor=REPO / "deploy" / "supervisor", venv=VENV, standalone=True)
+    bootstrap(
+        layout,
+        version="1.0",
+        templates=REPO / "deploy" / "templates",
+        supervisor=REPO / "deploy" / "supervisor",
+        venv=VENV,
+        standalone=True,
+    )
     bridge = BridgeStandin(responder=rule_curator.responder).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
     env |= {"ANTHROPIC_BASE_URL": bridge.url, "WSD_BRIDGE_TOKEN": "sv-token-never-logged"}
@@ -89,18 +103,25 @@ def deployed() -> Iterator[tuple[Layout, BridgeStandin, Supervisor]]:
 def _turns(layout: Layout, n: int, start: int = 0) -> None:
     cap = Capture(CaptureConfig(workspace=layout.root))
     for i in range(start, start + n):
-        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "sv",
-                    "prompt": f"I prefer option {i}"})
-        cap.handle({"hook_event_name": "Stop", "session_id": "sv",
-                    "last_assistant_message": f"ok {i}"})
+        cap.handle(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": "sv",
+                "prompt": f"I prefer option {i}",
+            }
+        )
+        cap.handle(
+            {"hook_event_name": "Stop", "session_id": "sv", "last_assistant_message": f"ok {i}"}
+        )
 
 
 def _curated(layout: Layout) -> int:
     conn = apsw.Connection(layout.memory_db)
     conn.set_busy_timeout(5000)
     try:
-        row = conn.execute("SELECT coalesce(sum(turns), 0) FROM batches"
-                           " WHERE status = 'done'").fetchone()
+        row = conn.execute(
+            "SELECT coalesce(sum(turns), 0) FROM batches WHERE status = 'done'"
+        ).fetchone()
         return int(row[0]) if row else 0
     finally:
         conn.close()
@@ -116,8 +137,8 @@ def _wait(predicate: Any, timeout: float = 40) -> None:
 
 
 def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supervisor]) -> None:
-    """RUNNING; kill -9 → restarted, backlog resumes; stop → exit 0; JSON logs; redeploy restarts."""
-    layout, bridge, sup = deployed
+    """RUNNING; kill -9: restarted, backlog resumes; stop: exit 0; JSON logs; redeploy restarts."""
+    layout, _bridge, sup = deployed
     first = sup.wait_state("RUNNING")
 
     # kill -9: supervisord restarts it and the backlog written meanwhile is curated.
@@ -127,8 +148,14 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
     _wait(lambda: _curated(layout) == 25)
 
     # A new deploy (VERSION change): the daemon exits 0 and supervisord starts it again.
-    bootstrap(layout, version="1.1", templates=REPO / "deploy" / "templates",
-              supervisor=REPO / "deploy" / "supervisor", venv=VENV, standalone=True)
+    bootstrap(
+        layout,
+        version="1.1",
+        templates=REPO / "deploy" / "templates",
+        supervisor=REPO / "deploy" / "supervisor",
+        venv=VENV,
+        standalone=True,
+    )
     third = sup.wait_state("RUNNING", not_pid=second)
     _turns(layout, 25, start=25)
     _wait(lambda: _curated(layout) == 50)
@@ -140,8 +167,11 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
     assert sup.state()[0] == "STOPPED"
 
     log_dir = Path(layout.os_dir) / "logs"
-    events = [json.loads(line) for line in (log_dir / "wsd.log").read_text().splitlines()
-              if line.startswith("{")]
+    events = [
+        json.loads(line)
+        for line in (log_dir / "wsd.log").read_text().splitlines()
+        if line.startswith("{")
+    ]
     names = [e["event"] for e in events]
     assert names.count("started") >= 3 and "batch" in names and "version_changed" in names
     assert all("timestamp" in e and "level" in e for e in events)
