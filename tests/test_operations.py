@@ -63,6 +63,13 @@ def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        return ""
+
+
 def _wait(predicate: Any, timeout: float = 30) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -73,7 +80,8 @@ def _wait(predicate: Any, timeout: float = 30) -> bool:
 
 
 def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_path: Path) -> None:
-    """SIGSTOP (a frozen VM), turns written meanwhile, SIGCONT: wake logged, all curated once."""
+    """SIGSTOP (a frozen VM), turns and files changed meanwhile, SIGCONT: wake logged,
+    every turn curated once, the files.md inventory matches the disk again."""
     log = tmp_path / "d.log"
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="5", WSD_WAKE_JUMP_SECONDS="1")
@@ -84,8 +92,12 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
         try:
             _turns(layout, 5)
             assert _wait(lambda: _q(layout.memory_db, "SELECT count(*) FROM batches") == [(1,)])
+            (Path(layout.root) / "documents" / "kept.txt").write_text("kept")
+            assert _wait(lambda: "kept.txt" in _read(layout.md("files.md")))
             os.kill(proc.pid, signal.SIGSTOP)
             _turns(layout, 10, start=5)
+            (Path(layout.root) / "documents" / "while-frozen.txt").write_text("new")
+            (Path(layout.root) / "documents" / "kept.txt").unlink()
             time.sleep(7)  # frozen far longer than the wake threshold
             os.kill(proc.pid, signal.SIGCONT)
             assert _wait(
@@ -94,6 +106,8 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
                     == [(15,)]
                 )
             )
+            assert _wait(lambda: "while-frozen.txt" in _read(layout.md("files.md")))
+            assert "kept.txt" not in _read(layout.md("files.md"))
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=15) == 0
