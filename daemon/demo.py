@@ -121,11 +121,12 @@ def run(keep: bool) -> int:
         "PYTHONUNBUFFERED": "1",
     }
     wsd = str(Path(sys.executable).parent / "wsd")
-    log_path = root / "daemon.log"
+    log_path = root / ".os" / "logs" / "wsd.log"  # where supervisord would put it
     daemon: subprocess.Popen[bytes] | None = None
     try:
         _banner(f"workspace {root}")
         subprocess.run([wsd, "init"], env=env, check=True)
+        log_path.parent.mkdir(mode=0o700, exist_ok=True)
         (root / "documents" / "invoice-0042.txt").write_text("Invoice 0042 ACME 1,234.50\n")
         (root / "artifacts" / "invoice-summary.md").write_text("# Invoice 0042\n- 1,234.50 EUR\n")
         with open(log_path, "wb") as log:
@@ -170,6 +171,16 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
     _banner("pending actions")
     for aid, priority, content in store.open_actions():
         print(f"  #{aid} (priority {priority}) {content}")
+    _banner('the archive: wsd search "which currency does ACME bill in?"')
+    subprocess.run(
+        [wsd, "search", "which currency does ACME bill in?", "--limit", "3"], env=env, check=True
+    )
+    _banner("the boot context a new session starts with (wsd boot-context), abridged")
+    boot = subprocess.run(
+        [wsd, "boot-context"], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    lines = boot.splitlines()
+    print("\n".join(lines[:12] + ["  [...]"] + lines[-30:]) if len(lines) > 45 else boot)
     _banner("wsd status")
     subprocess.run([wsd, "status"], env=env, check=True)
 
