@@ -114,7 +114,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from daemon.status import read_status
+    from daemon.status import pid_alive, read_status
     from daemon.store import Store
 
     config = _config(args, env)
@@ -125,12 +125,8 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     stats = store.stats()
     beat = read_status(layout)
     alive = False
-    if beat and isinstance(beat.get("pid"), int):
-        try:
-            os.kill(beat["pid"], 0)
-            alive = beat.get("state") != "stopped"
-        except (ProcessLookupError, PermissionError):
-            alive = False
+    if beat and pid_alive(beat.get("pid")):
+        alive = beat.get("state") != "stopped"
     report = {
         "workspace": layout.root,
         "daemon_running": alive,

@@ -13,10 +13,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon import files_md
-from daemon.store import Turn
+from daemon.store import BatchRecord, Turn
+
+if TYPE_CHECKING:
+    from daemon.bridge import Reply
+    from daemon.config import Config
 from hooks.hygiene import clean_text
 
 #: Line limits of every memory file (SPEC.md section 2).
@@ -335,3 +339,47 @@ def build_request(
         }
     ]
     return system, messages
+
+
+def curated_batch(
+    turns: Sequence[Turn],
+    reply: Reply,
+    open_action_ids: Sequence[int],
+    started: float,
+    config: Config,
+) -> tuple[BatchRecord, ParsedReply]:
+    """Validate a reply and turn it into the batch record to commit (with its cost).
+
+    The one place a reply becomes ledger content, shared by the loop and ``wsd rebuild``.
+    """
+    parsed = parse_reply(
+        reply.text,
+        truncated=reply.stop_reason == "max_tokens",
+        turn_ids=[t.id for t in turns],
+        open_action_ids=open_action_ids,
+    )
+    # Anthropic prices cache writes at 1.25x and cache reads at 0.1x the input price.
+    cost = (
+        reply.input_tokens * config.price_input
+        + reply.cache_write_tokens * config.price_input * 1.25
+        + reply.cache_read_tokens * config.price_input * 0.1
+        + reply.output_tokens * config.price_output
+    ) / 1e6
+    record = BatchRecord(
+        turns=turns,
+        learnings=parsed.learnings,
+        actions=parsed.actions,
+        closed_actions=parsed.closed_actions,
+        md_updates=parsed.md_updates,
+        model=reply.model,
+        stop_reason=reply.stop_reason,
+        attempts=reply.attempts,
+        input_tokens=reply.input_tokens,
+        output_tokens=reply.output_tokens,
+        cache_read_tokens=reply.cache_read_tokens,
+        cache_write_tokens=reply.cache_write_tokens,
+        cost_usd=cost,
+        latency_ms=reply.latency_ms,
+        started_at=started,
+    )
+    return record, parsed

@@ -180,7 +180,7 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
         [wsd, "boot-context"], env=env, check=True, capture_output=True, text=True
     ).stdout
     lines = boot.splitlines()
-    print("\n".join(lines[:12] + ["  [...]"] + lines[-30:]) if len(lines) > 45 else boot)
+    print("\n".join([*lines[:12], "  [...]", *lines[-30:]]) if len(lines) > 45 else boot)
     _banner("wsd status")
     subprocess.run([wsd, "status"], env=env, check=True)
 

@@ -20,7 +20,7 @@ import apsw
 
 import schema
 from daemon import memory_files
-from daemon.status import read_status
+from daemon.status import pid_alive, read_status
 from daemon.store import Store
 from daemon.store_ops import Maintenance
 from schema.layout import Layout
@@ -190,7 +190,7 @@ class Doctor:
             self.add("fail", "daemon", "never ran in this workspace (no heartbeat)")
             return
         age = time.time() - float(beat.get("heartbeat_at") or 0)
-        alive = _pid_alive(beat.get("pid"))
+        alive = pid_alive(beat.get("pid"))
         supervised = bool(beat.get("supervised"))
         if not alive or beat.get("state") == "stopped":
             self.add("fail", "daemon", f"not running (last heartbeat {age:.0f}s ago)")
@@ -233,15 +233,3 @@ def _read(path: str) -> str | None:
             return fh.read()
     except FileNotFoundError:
         return None
-
-
-def _pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

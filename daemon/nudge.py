@@ -18,6 +18,19 @@ from watchfiles import Change
 WATCHED = ("transcript.db", "transcript.db-wal", "spool.jsonl")
 
 
+def is_write(kind: object, path: str) -> bool:
+    """A change that means someone wrote: a database file modified, the spool appended.
+
+    Opening and closing a connection creates and deletes the WAL file (and the
+    checkpoint-on-close of an empty WAL writes nothing), so only modifications
+    of the database files count: a read-only pass never wakes anyone again.
+    """
+    name = os.path.basename(path)
+    if name == "spool.jsonl":
+        return kind != Change.deleted
+    return name in WATCHED and kind == Change.modified
+
+
 class Nudger:
     """Sets ``nudge`` on writes to the transcript files until ``stop`` is set."""
 
@@ -33,11 +46,7 @@ class Nudger:
         self._thread.start()
 
     def _relevant(self, changes: Iterable[tuple[object, str]]) -> bool:
-        # A deleted file is nobody's new write (and the daemon's own WAL
-        # handling must not wake it up again).
-        return any(
-            os.path.basename(path) in WATCHED and kind != Change.deleted for kind, path in changes
-        )
+        return any(is_write(kind, path) for kind, path in changes)
 
     def _run(self) -> None:
         # The folder may not exist yet (first boot, or a start-up being retried).

@@ -40,8 +40,8 @@ from daemon import memory_files
 from daemon.archive import index_new_turns
 from daemon.bridge import BatchRejected, BridgeClient
 from daemon.config import Config
-from daemon.curator import build_request, parse_reply, render_turn
-from daemon.status import read_status
+from daemon.curator import build_request, curated_batch, render_turn
+from daemon.status import pid_alive, read_status
 from daemon.store import BatchRecord, Store, Turn
 from schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -86,7 +86,7 @@ def pause_requested(layout: Layout) -> bool:
             pid = int(fh.read().split()[0])
     except (OSError, ValueError, IndexError):
         return False
-    return _alive(pid)
+    return pid_alive(pid)
 
 
 def hold(worker: _Paused) -> bool:
@@ -230,28 +230,7 @@ def _curate(
         return 0, 1
     except Exception as exc:  # Outage, Shutdown: nothing of the rebuild is kept
         raise RebuildError(f"curator call failed, rebuild abandoned: {exc}") from exc
-    parsed = parse_reply(
-        reply.text,
-        truncated=reply.stop_reason == "max_tokens",
-        turn_ids=[t.id for t in turns],
-        open_action_ids=[a[0] for a in actions],
-    )
-    record = BatchRecord(
-        turns=turns,
-        learnings=parsed.learnings,
-        actions=parsed.actions,
-        closed_actions=parsed.closed_actions,
-        md_updates=parsed.md_updates,
-        model=reply.model,
-        stop_reason=reply.stop_reason,
-        attempts=reply.attempts,
-        input_tokens=reply.input_tokens,
-        output_tokens=reply.output_tokens,
-        cache_read_tokens=reply.cache_read_tokens,
-        cache_write_tokens=reply.cache_write_tokens,
-        latency_ms=reply.latency_ms,
-        started_at=when,
-    )
+    record, _parsed = curated_batch(turns, reply, [a[0] for a in actions], when, bridge.config)
     return aside.commit_batch(identity, record, when).learnings_added, 0
 
 
@@ -287,7 +266,7 @@ def _wait_for_daemon(layout: Layout, seconds: float, say: Callable[[str], None])
         running = (
             fresh
             and isinstance(pid, int)
-            and _alive(pid)
+            and pid_alive(pid)
             and beat is not None
             and beat.get("state") != "stopped"
         )
@@ -305,16 +284,6 @@ def _wait_for_daemon(layout: Layout, seconds: float, say: Callable[[str], None])
             say(f"waiting for the daemon (pid {pid}) to pause ...")
             said = True
         time.sleep(0.1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -- databases and files ----------------------------------------------------------------------

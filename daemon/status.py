@@ -67,3 +67,16 @@ def read_status(layout: Layout) -> dict[str, Any] | None:
     except (FileNotFoundError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts as alive)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -37,10 +37,9 @@ from daemon.canvas import CanvasSync, CanvasTools
 from daemon.checks import Checks, CheckSettings
 from daemon.files_md import Tree, diff, is_noise, scan
 from daemon.log import ErrorThrottle, get_logger
+from daemon.nudge import is_write
 from daemon.wsstore import WorkspaceStore
 from schema.layout import Layout
-
-TRIGGERS = ("transcript.db", "transcript.db-wal", "spool.jsonl")
 
 
 def watch_limit() -> int | None:
@@ -74,8 +73,9 @@ class WatchSettings:
     canvas_poll_seconds: float = 2.0
     wake_jump_seconds: float = 60.0
     debounce_ms: int = 200
-    step_ms: int = 30
-    tick_seconds: float = 0.25
+    #: How often the Rust side checks for stop: each check takes the GIL, so keep it rare.
+    step_ms: int = 200
+    tick_seconds: float = 1.0
     #: Switch to polling when our folders use this share of the inotify watch limit.
     watch_limit_share: float = 0.9
 
@@ -207,10 +207,10 @@ class Watcher:
     def _where(self, changes: Iterable[tuple[Any, str]], rels: set[str]) -> bool:
         """Collect the workspace paths of one batch of events; True if transcript.db changed."""
         canvas = False
-        for _change, path in changes:
+        for change, path in changes:
             rel = os.path.relpath(path, self.root).replace(os.sep, "/")
             if rel.startswith(".os/memory/"):
-                canvas = canvas or rel.rsplit("/", 1)[-1] in TRIGGERS
+                canvas = canvas or is_write(change, path)
             elif not rel.startswith("..") and rel != "." and not is_noise(rel):
                 rels.add(rel)
         return canvas

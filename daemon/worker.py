@@ -22,7 +22,7 @@ import apsw
 from daemon import archive, memory_files, rebuild
 from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown, sdk_loaded
 from daemon.config import Config
-from daemon.curator import build_request, parse_reply, render_turn
+from daemon.curator import build_request, curated_batch, render_turn
 from daemon.log import ErrorThrottle, get_logger
 from daemon.status import StatusFile
 from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
@@ -259,12 +259,7 @@ class Worker:
         started: float,
         replaces: Sequence[int] = (),
     ) -> int:
-        parsed = parse_reply(
-            reply.text,
-            truncated=reply.stop_reason == "max_tokens",
-            turn_ids=[t.id for t in turns],
-            open_action_ids=[a[0] for a in actions],
-        )
+        record, parsed = curated_batch(turns, reply, [a[0] for a in actions], started, self.config)
         if parsed.unknown_lines:
             self.log.warning(
                 "reply_lines_ignored",
@@ -273,29 +268,6 @@ class Worker:
             )
         for name, why in parsed.rejected_updates.items():
             self.log.warning("md_update_rejected", file=name, reason=why)
-        cost = (
-            reply.input_tokens * self.config.price_input
-            + reply.cache_write_tokens * self.config.price_input * 1.25
-            + reply.cache_read_tokens * self.config.price_input * 0.1
-            + reply.output_tokens * self.config.price_output
-        ) / 1e6
-        record = BatchRecord(
-            turns=turns,
-            learnings=parsed.learnings,
-            actions=parsed.actions,
-            closed_actions=parsed.closed_actions,
-            md_updates=parsed.md_updates,
-            model=reply.model,
-            stop_reason=reply.stop_reason,
-            attempts=reply.attempts,
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            cache_read_tokens=reply.cache_read_tokens,
-            cache_write_tokens=reply.cache_write_tokens,
-            cost_usd=cost,
-            latency_ms=reply.latency_ms,
-            started_at=started,
-        )
         now = self.clock()
         try:
             result = self.store.commit_batch(self.identity, record, now, replaces=replaces)
@@ -324,7 +296,7 @@ class Worker:
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
             cached_tokens=reply.cache_read_tokens,
-            cost_usd=round(cost, 6),
+            cost_usd=round(record.cost_usd, 6),
             latency_ms=round(reply.latency_ms, 1),
             attempts=reply.attempts,
             stop_reason=reply.stop_reason,

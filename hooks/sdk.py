@@ -13,17 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from hooks.capture import Capture, CaptureConfig, InvalidInput, _warn
+from schema.transcript import HOOK_EVENTS
 
-#: Every event the capture layer records.
-HOOK_EVENTS = (
-    "UserPromptSubmit",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "PreCompact",
-    "SessionStart",
-    "SessionEnd",
-)
 #: Seconds the CLI waits for a callback; ours take well under a millisecond,
 #: and are bounded by the busy timeout, so this only guards against the
 #: unforeseen without ever letting memory stall the agent for long.

@@ -120,14 +120,10 @@ def connect(
                 raise SchemaError(f"{path}: could not enable WAL (journal_mode={mode})")
         conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[kind]}")
         conn.execute("PRAGMA foreign_keys=ON")
-        if not readonly:
-            # Every hook and every daemon step opens and closes its own
-            # connection; by default the last one to close checkpoints, fsyncs
-            # and deletes the WAL, i.e. on almost every close. Checkpoints are
-            # the daemon's job instead (a PASSIVE one each idle pass, SQLite's
-            # automatic one past 1000 pages), and the WAL file stays put, so
-            # its creation and deletion no longer look like new activity.
-            conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        # Checkpoint-on-close stays on (SQLite's default) although every hook
+        # and daemon step opens its own connection: with it off, the WAL
+        # outlives the last connection and the next open must rebuild the WAL
+        # index by reading the whole WAL (measured: backlog drain 10x slower).
     except BaseException:
         conn.close()
         raise

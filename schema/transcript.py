@@ -17,18 +17,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: Hook events the capture layer records. Anything else is not captured.
-KNOWN_EVENTS = frozenset(
-    {
-        "UserPromptSubmit",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "Stop",
-        "PreCompact",
-        "SessionStart",
-        "SessionEnd",
-    }
+#: Hook events the capture layer records (the SDK helper registers exactly these).
+HOOK_EVENTS = (
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "PreCompact",
+    "SessionStart",
+    "SessionEnd",
 )
+#: Anything else is not captured.
+KNOWN_EVENTS = frozenset(HOOK_EVENTS)
 #: Events that are part of a turn's content (the rest are bookkeeping).
 TURN_EVENTS = ("UserPromptSubmit", "PostToolUse", "PostToolUseFailure")
 FLUSH_EVENTS = {"PreCompact": "precompact", "SessionEnd": "session_end"}

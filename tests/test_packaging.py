@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -17,6 +18,12 @@ REPO = Path(__file__).resolve().parent.parent
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from the checkout, offline (no build isolation)."""
     out = tmp_path_factory.mktemp("wheel")
+    # Build from a copy: setuptools writes build/ and *.egg-info beside the sources.
+    src = tmp_path_factory.mktemp("src")
+    for name in ("schema", "hooks", "daemon", "bin"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
     subprocess.run(
         [
             sys.executable,
@@ -28,7 +35,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-build-isolation",
             "--wheel-dir",
             str(out),
-            str(REPO),
+            str(src),
         ],
         check=True,
         capture_output=True,
