@@ -23,6 +23,7 @@ from daemon import archive, memory_files, rebuild
 from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown, sdk_loaded
 from daemon.config import Config
 from daemon.curator import build_request, curated_batch, render_turn
+from daemon.health import Backoff, WakeDetector
 from daemon.log import ErrorThrottle, get_logger
 from daemon.status import StatusFile
 from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
@@ -69,11 +70,8 @@ class Worker:
         self.status = StatusFile(self.layout, clock)
         self.identity = ""
         self.version = ""
-        self.next_attempt_at = 0.0
-        self.backoff = config.outage_backoff
-        self._last_wall: float | None = None
-        self._last_mono = 0.0
-        self._expected_wait = 0.0
+        self.backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max)
+        self.wake = WakeDetector(config.wake_jump_seconds)
         self._started = False
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
@@ -90,10 +88,7 @@ class Worker:
         repaired = memory_files.repair(self.layout, self.store.latest_md())
         if repaired:
             self.log.info("md_repaired", files=repaired)
-        state = self.store.get_state("next_attempt_at")
-        self.next_attempt_at = float(state) if state else 0.0
-        backoff = self.store.get_state("backoff_seconds")
-        self.backoff = float(backoff) if backoff else self.config.outage_backoff
+        self.backoff.load()
         self._started = True
         self.status.update(state="running", version=self.version, force=True)
 
@@ -124,7 +119,7 @@ class Worker:
             if self._should_shed_memory():
                 self._reexec()
             self.bridge.reset()
-            self._expected_wait = self.config.poll_seconds
+            self.wake.expect_wait(self.config.poll_seconds)
             self.nudge.wait(self.config.poll_seconds)
             self.nudge.clear()
         self.status.update(state="stopped", force=True)
@@ -166,7 +161,7 @@ class Worker:
             self._maintain(now)
             return PassResult("idle")
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
-        if now < self.next_attempt_at:
+        if self.backoff.waiting(now):
             return PassResult("backoff")
         reason = self._trigger(
             backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
@@ -386,17 +381,11 @@ class Worker:
             self.log.info("maintenance", events_pruned=pruned, vacuumed=vacuumed)
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
-        delay = max(self.backoff, exc.retry_after or 0.0)
-        self.next_attempt_at = now + delay
-        self.backoff = min(self.backoff * 2, self.config.outage_backoff_max)
-        self.store.set_state(
-            {"next_attempt_at": repr(self.next_attempt_at), "backoff_seconds": repr(self.backoff)},
-            now,
-        )
+        delay = self.backoff.enter(now, exc.retry_after)
         self.status.count(bridge_errors=1)
         self.status.update(
             state="backoff",
-            next_attempt_at=self.next_attempt_at,
+            next_attempt_at=self.backoff.next_attempt_at,
             last_error=str(exc)[:300],
             force=True,
         )
@@ -412,14 +401,9 @@ class Worker:
 
     def _recovered(self) -> None:
         failures = self.throttle.recovered("bridge")
-        if failures is not None or self.next_attempt_at:
+        if failures is not None or self.backoff.active:
             self.log.info("bridge_recovered", failures=failures or 0)
-            self._clear_backoff()
-
-    def _clear_backoff(self) -> None:
-        self.next_attempt_at = 0.0
-        self.backoff = self.config.outage_backoff
-        self.store.set_state({"next_attempt_at": None, "backoff_seconds": None}, self.clock())
+            self.backoff.clear(self.clock())
 
     def _failed(self, key: str, exc: BaseException) -> None:
         now = self.clock()
@@ -435,23 +419,20 @@ class Worker:
             )
 
     def _detect_wake(self, now: float) -> None:
-        """Notice a sleep/wake: wall clock far ahead of the monotonic clock, or a long gap."""
-        mono = self.monotonic()
-        if self._last_wall is not None:
-            wall_gap = now - self._last_wall
-            mono_gap = mono - self._last_mono
-            jump = self.config.wake_jump_seconds
-            if wall_gap - mono_gap > jump or mono_gap - self._expected_wait > jump * 5:
-                self.log.warning(
-                    "wake", slept_seconds=round(wall_gap, 1), monotonic_seconds=round(mono_gap, 1)
-                )
-                self.status.count(wakes=1)
-                self.bridge.reset()
-                if self.next_attempt_at:
-                    self._clear_backoff()
-                for callback in self.on_wake:
-                    callback()
-        self._last_wall, self._last_mono, self._expected_wait = now, mono, 0.0
+        """On a wake: log it once, drop the HTTP client, end any backoff, rescan (callbacks)."""
+        woke = self.wake.check(now, self.monotonic())
+        if woke is None:
+            return
+        wall_gap, mono_gap = woke
+        self.log.warning(
+            "wake", slept_seconds=round(wall_gap, 1), monotonic_seconds=round(mono_gap, 1)
+        )
+        self.status.count(wakes=1)
+        self.bridge.reset()
+        if self.backoff.active:
+            self.backoff.clear(now)
+        for callback in self.on_wake:
+            callback()
 
     def _check_identity(self) -> None:
         identity = self.store.transcript_identity()
