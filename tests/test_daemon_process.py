@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -182,7 +183,12 @@ def _open_files(pid: int) -> list[str]:
 
 
 def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: Path) -> None:
-    """After curating, the idle daemon has no .db/-wal/-shm file and no socket open."""
+    """After curating, the idle daemon holds no .db/-wal/-shm file and no socket open.
+
+    "Holds" means across time: the file index's periodic checks open a database
+    for a few milliseconds, so an fd seen in one sample but gone 200 ms later is
+    a pass, not a hold. Sampled 15 times over 3 s.
+    """
     with BridgeStandin() as bridge:
         env = _env(layout, bridge)
         proc = _start(env, tmp_path / "d.log")
@@ -190,9 +196,14 @@ def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: 
             _turns(env, 3)
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             time.sleep(1.0)  # let it go idle
-            held = _open_files(proc.pid)
-            assert [f for f in held if ".db" in f] == []
-            assert [f for f in held if f.startswith("socket:")] == []
+            samples = []
+            for _ in range(15):
+                files = _open_files(proc.pid)
+                samples.append({f for f in files if ".db" in f or f.startswith("socket:")})
+                time.sleep(0.2)
+            held = [a & b for a, b in itertools.pairwise(samples)]
+            assert all(not h for h in held), held
+            assert sum(1 for s in samples if s) <= 3, samples
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
