@@ -57,6 +57,9 @@ class Backlog:
     oldest_ts: float | None
     last_activity_ts: float | None
     flush_upto: int | None
+    #: The transcript's identity and its newest turn id (read in the same pass).
+    identity: str = ""
+    last_turn_id: int = 0
 
 
 @dataclass
@@ -161,7 +164,9 @@ class Store:
             (flush_upto,) = schema.one(
                 t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"
             )
-        return Backlog(int(pending), oldest, last_activity, flush_upto)
+            (last_turn,) = schema.one(t, "SELECT coalesce(max(id), 0) FROM observations")
+            identity = schema.identity(t)
+        return Backlog(int(pending), oldest, last_activity, flush_upto, identity, int(last_turn))
 
     def pending_turns(self, limit: int) -> list[Turn]:
         """The oldest unprocessed turns, in id order."""

@@ -72,6 +72,7 @@ class Worker:
         self.version = ""
         self.backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max)
         self.wake = WakeDetector(config.wake_jump_seconds)
+        self._indexed_upto = -1  # newest turn id known to be in the search index
         self._started = False
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
@@ -151,9 +152,12 @@ class Worker:
         closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
-        self._check_identity()
-        archive.index_new_turns(self.store, identity=self.identity)
         backlog = self.store.backlog()
+        self._check_identity(backlog.identity)
+        if backlog.last_turn_id != self._indexed_upto:  # new turns for search_memory
+            indexed = archive.index_new_turns(self.store, identity=self.identity)
+            if indexed < archive.INDEX_BATCH:
+                self._indexed_upto = backlog.last_turn_id
         self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.pending == 0:
             if backlog.flush_upto is not None:
@@ -434,8 +438,9 @@ class Worker:
         for callback in self.on_wake:
             callback()
 
-    def _check_identity(self) -> None:
-        identity = self.store.transcript_identity()
+    def _check_identity(self, identity: str | None = None) -> None:
+        """Notice a recreated transcript.db; re-derive the markers from the ledger when it is."""
+        identity = self.store.transcript_identity() if identity is None else identity
         if identity == self.identity:
             return
         known = self.store.get_state("transcript_identity")
@@ -444,6 +449,7 @@ class Worker:
         if known != identity:
             self.store.set_state({"transcript_identity": identity}, self.clock())
         self.identity = identity
+        self._indexed_upto = -1
         marked, cleared = self.store.rederive_processed(identity)
         if marked or cleared:
             self.log.info("markers_rederived", marked=marked, cleared=cleared)

@@ -222,28 +222,41 @@ def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     A turn is closed when its session has ended, or when its newest event is
     older than ``quiet_before`` (the agent crashed or was killed mid-turn).
     """
+    # Read first, outside any transaction: the daemon calls this every pass and
+    # must not take the write lock (which hooks then wait for) for nothing.
+    if not _due(conn, quiet_before):
+        return []
     closed: list[int] = []
     with write_txn(conn):
-        stale = rows(
-            conn,
-            "SELECT e.session_id, max(e.ts), s.ended_at FROM events e"
-            " JOIN sessions s ON s.id = e.session_id"
-            " WHERE e.observation_id IS NULL"
-            "  AND e.kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
-            " GROUP BY e.session_id",
-        )
-        for session_id, last, ended in stale:
-            last_ts = float(last)
-            if ended is not None and float(ended) >= last_ts:
-                reason = "session_end"
-            elif last_ts < quiet_before:
-                reason = "quiet"
-            else:
-                continue
-            obs = _close_turn(conn, str(session_id), reason, None, last_ts)
+        for session_id, reason, last_ts in _due(conn, quiet_before):
+            obs = _close_turn(conn, session_id, reason, None, last_ts)
             if obs is not None:
                 closed.append(obs)
     return closed
+
+
+def _due(conn: apsw.Connection, quiet_before: float) -> list[tuple[str, str, float]]:
+    """(session, reason, newest event time) of each open turn that should be closed now."""
+    due = []
+    for session_id, last, ended in _stale_candidates(conn):
+        last_ts = float(last)
+        if ended is not None and float(ended) >= last_ts:
+            due.append((str(session_id), "session_end", last_ts))
+        elif last_ts < quiet_before:
+            due.append((str(session_id), "quiet", last_ts))
+    return due
+
+
+def _stale_candidates(conn: apsw.Connection) -> list[tuple[Any, ...]]:
+    """(session id, newest open-turn event time, session end) of sessions with an open turn."""
+    return rows(
+        conn,
+        "SELECT e.session_id, max(e.ts), s.ended_at FROM events e"
+        " JOIN sessions s ON s.id = e.session_id"
+        " WHERE e.observation_id IS NULL"
+        "  AND e.kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
+        " GROUP BY e.session_id",
+    )
 
 
 def request_flush(conn: apsw.Connection, reason: str, ts: float) -> int:
