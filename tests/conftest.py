@@ -6,10 +6,12 @@ import asyncio
 import os
 import sys
 import threading
-from collections.abc import Coroutine, Iterator
+import time
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import apsw
 import pytest
 
 from daemon import rule_curator
@@ -106,3 +108,26 @@ def sdk_env(
     if not nonessential:
         env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
     return env
+
+
+# -- small helpers shared by the test modules -------------------------------------------
+
+
+def query(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one query on a database file (a short-lived connection, 5 s busy timeout)."""
+    conn = apsw.Connection(path)
+    conn.set_busy_timeout(5000)
+    try:
+        return [tuple(row) for row in conn.execute(sql, args)]
+    finally:
+        conn.close()
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> bool:
+    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False

@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 from daemon.bridge_standin import BridgeStandin, ConversationScript, Reply
 from hooks.sdk import memory_hooks
 from schema.layout import Layout
+from tests.conftest import query as _rows
 from tests.conftest import run_async, sdk_env, venv_script
 
 sdk = pytest.importorskip("claude_agent_sdk")
@@ -28,14 +28,6 @@ def _script() -> ConversationScript:
             Reply.text("I wrote hello into out.txt."),
         ]
     )
-
-
-def _rows(path: str, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def _run_session(options: Any) -> Any:

@@ -19,6 +19,7 @@ from daemon import memory_files
 from daemon.bridge_standin import BridgeStandin, Reply
 from daemon.store import Store
 from schema.layout import Layout
+from tests.conftest import query as _rows
 from tests.conftest import venv_script
 
 pytestmark = pytest.mark.slow
@@ -52,14 +53,6 @@ def _curator(body: dict[str, Any]) -> Reply:
     lines = [f"FACT: Turn {i} was seen [turn {i}]" for i in ids]
     lines += ["USER_MD_UPDATE:", "# User", f"- Last batch covered turns {min(ids)}-{max(ids)}"]
     return Reply.text("\n".join(lines))
-
-
-def _rows(path: str, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(

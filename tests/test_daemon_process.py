@@ -19,6 +19,7 @@ from daemon.bridge_standin import BridgeStandin, Fault
 from daemon.cli import SignalPolicy
 from schema.layout import Layout
 from tests.conftest import venv_script
+from tests.conftest import wait_for as _wait
 
 TOKEN = "sprite-token-DO-NOT-LOG-7f3a9c"
 
@@ -59,15 +60,6 @@ def _turns(env: dict[str, str], n: int, session: str = "p1") -> None:
                 "last_assistant_message": f"Noted {i}.",
             },
         )
-
-
-def _wait(predicate: Any, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _count(path: str, sql: str) -> int:

@@ -18,7 +18,9 @@ import apsw
 from daemon import rule_curator
 from daemon.bridge_standin import BridgeStandin
 from schema.layout import Layout
+from tests.conftest import query as _q
 from tests.conftest import venv_script
+from tests.conftest import wait_for as _wait
 
 #: Any write past this offset fails with EFBIG: every WAL append does, small spool lines don't.
 LIMIT = 8192
@@ -58,15 +60,6 @@ def _turn(env: dict[str, str], i: int, limited: bool = False) -> str:
     )
 
 
-def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    conn.set_busy_timeout(5000)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
 def _daemon(env: dict[str, str], log: Path, limited: bool) -> subprocess.Popen[bytes]:
     with open(log, "ab") as fh:
         return subprocess.Popen(
@@ -76,15 +69,6 @@ def _daemon(env: dict[str, str], log: Path, limited: bool) -> subprocess.Popen[b
             stderr=subprocess.STDOUT,
             preexec_fn=_limited() if limited else None,
         )
-
-
-def _wait(predicate: Callable[[], bool], timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_disk_full_loses_nothing(layout: Layout, tmp_path: Path) -> None:

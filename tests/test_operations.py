@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import apsw
 import pytest
@@ -20,7 +19,9 @@ from daemon import rule_curator
 from daemon.bridge_standin import BridgeStandin
 from hooks.capture import Capture, CaptureConfig
 from schema.layout import CURATED_FILES, Layout
+from tests.conftest import query as _q
 from tests.conftest import venv_script
+from tests.conftest import wait_for as _wait
 from tests.secrets_corpus import SECRETS, sensitive_part
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,29 +55,11 @@ def _turns(layout: Layout, n: int, start: int = 0, session: str = "ops") -> None
         )
 
 
-def _q(path: str, sql: str) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    conn.set_busy_timeout(5000)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
 def _read(path: str) -> str:
     try:
         return Path(path).read_text()
     except FileNotFoundError:
         return ""
-
-
-def _wait(predicate: Any, timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 import schema
@@ -26,6 +25,7 @@ from hooks.capture import MEMORY_OUTPUT_MARKER
 from schema.layout import Layout
 from schema.transcript import request_flush
 from tests.conftest import make_worker, run_async, sdk_env, venv_script
+from tests.conftest import query as _rows
 
 sdk = pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.agent_sdk
@@ -36,14 +36,6 @@ PREFER = "I prefer British spelling in every document."
 CORRECTION_TEXT = "The weekly report goes in the reports folder, not the root folder"
 PREFERENCE_TEXT = "british spelling in every document"
 QUESTION = "Where did we agree the weekly report goes?"
-
-
-def _rows(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
 
 
 def _options(layout: Layout, server: BridgeStandin, tmp_path: Path, work: Path) -> Any:

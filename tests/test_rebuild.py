@@ -26,15 +26,7 @@ from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
 from schema.transcript import request_flush
 from tests.conftest import make_config, make_worker, venv_script
-
-
-def q(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    conn.set_busy_timeout(5000)  # a live worker keeps opening and closing both databases
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+from tests.conftest import query as q
 
 
 def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> None:

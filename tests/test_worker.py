@@ -20,6 +20,7 @@ from daemon.worker import Worker
 from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
 from tests.conftest import make_worker
+from tests.conftest import query as q
 
 
 def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> None:
@@ -49,14 +50,6 @@ def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> 
                 "last_assistant_message": f"Done with task {i}.",
             }
         )
-
-
-def q(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(path)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
 
 
 def drain(worker: Worker, now: float | None = None, limit: int = 200) -> list[str]:
