@@ -72,6 +72,7 @@ class SignalPolicy:
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from daemon import log
     from daemon.nudge import Nudger
+    from daemon.worker import STOP_SIGNALS
 
     config = _config(args, env)
     config.validate_for_run()
@@ -103,8 +104,11 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     on_signal = SignalPolicy(worker.request_stop)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, on_signal)
+    # After a memory-shedding re-exec they arrive blocked (see Worker._reexec); a signal
+    # sent meanwhile is delivered now, to the handler.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     if config.watch:
         Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
     watcher.start()

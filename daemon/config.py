@@ -40,9 +40,11 @@ DEFAULT_WAKE_JUMP_SECONDS = 60.0
 DEFAULT_RETENTION_DAYS = 30.0
 #: How often retention, vacuum and WAL truncation run (checkpoints run each idle pass).
 DEFAULT_MAINTENANCE_SECONDS = 3600.0
-#: Idle seconds after which a daemon that has loaded the anthropic SDK re-executes
-#: itself (same PID) to give its ~60 MB back; 0 disables.
-DEFAULT_SHED_MEMORY_SECONDS = 600.0
+#: Seconds with nothing to curate after which a daemon that has loaded the anthropic SDK
+#: re-executes itself (same PID) to give its ~55 MB back; 0 disables. Short, because an
+#: idle daemon must stay under 80 MB on a small VM; the price is one SDK import (~0.8 s of
+#: CPU, done in the background as soon as turns are pending again) per pause in the work.
+DEFAULT_SHED_MEMORY_SECONDS = 60.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 

@@ -10,6 +10,7 @@ no database connection, no HTTP connection once the backlog is drained.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -30,6 +31,9 @@ from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
 from daemon.store_ops import Maintenance
 from hooks import spool
 from schema.layout import Layout
+
+#: The signals that stop the daemon (first graceful, second abort).
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 @dataclass
@@ -115,7 +119,9 @@ class Worker:
             if result.more and not self.stop.is_set():
                 self._busy_at = self.monotonic()
                 continue
-            if result.action not in ("idle", "waiting", "backoff"):
+            if result.action != "idle":
+                # Waiting or backing off still has turns to curate: shedding the SDK now
+                # would only have prepare() import it again on the next pass.
                 self._busy_at = self.monotonic()
             if self._should_shed_memory():
                 self._reexec()
@@ -355,12 +361,20 @@ class Worker:
         in between. Nothing is held at this point (no database or HTTP
         connection), and supervisord sees the same process throughout.
         """
+        # A SIGTERM between execv and the new image's handlers would kill it by the default
+        # action (exit -15, not 0). Blocked signals stay pending across execv; the new
+        # image unblocks them once its handlers are in (daemon/cli.py) and stops cleanly.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if self.stop.is_set():  # a signal came just before the block: stop instead
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            return
         self.log.info("reexec", reason="shed SDK memory after idle", pid=os.getpid())
         self.status.update(state="reexec", force=True)
         self.bridge.reset()
         try:
             os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
         except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             self.log.warning("reexec_failed", error=str(exc))
             self._busy_at = self.monotonic()
 

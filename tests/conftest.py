@@ -123,11 +123,11 @@ def query(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ..
         conn.close()
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> bool:
-    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds pass."""
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, every: float = 0.05) -> bool:
+    """Poll ``predicate`` every ``every`` seconds until it is true or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.05)
+        time.sleep(every)
     return False

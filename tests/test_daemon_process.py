@@ -348,6 +348,56 @@ def _rss_kb(pid: int) -> int:
         return int(fh.read().split("VmRSS:")[1].split()[0])
 
 
+def test_daemon_keeps_the_sdk_while_turns_wait_and_sheds_once_all_are_curated(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Pending turns below the batch threshold keep the SDK loaded; once curated it is shed."""
+    with BridgeStandin() as bridge:
+        env = _env(
+            layout,
+            bridge,
+            WSD_BATCH_TURNS="25",
+            WSD_IDLE_SECONDS="3600",
+            WSD_SHED_MEMORY_SECONDS="1",
+        )
+        log = tmp_path / "d.log"
+        proc = _start(env, log)
+        try:
+            assert _wait(lambda: any(e["event"] == "started" for e in _events(log)))
+            before = _rss_kb(proc.pid)
+            _turns(env, 3)  # pending, waiting for more: prepare() imports the SDK
+            assert _wait(lambda: _rss_kb(proc.pid) > before + 20_000, 20)
+            time.sleep(3.0)  # three shed delays with work waiting
+            assert "reexec" not in [e["event"] for e in _events(log)]
+            assert _count(layout.memory_db, "SELECT count(*) FROM batches") == 0
+            flushed = subprocess.run([venv_script("wsd"), "flush"], env=env, capture_output=True)
+            assert flushed.returncode == 0, flushed.stderr
+            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            assert _wait(lambda: "reexec" in [e["event"] for e in _events(log)], 20)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+
+
+def test_sigterm_during_the_memory_shedding_re_exec_still_exits_0(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """A SIGTERM landing while the daemon re-executes itself is handled: exit 0, not -15."""
+    with BridgeStandin() as bridge:
+        env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="0.5")
+        log = tmp_path / "d.log"
+        proc = _start(env, log)
+        try:
+            _turns(env, 3)
+            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            # The reexec line is written just before execv: signal at once, mid-exec.
+            assert _wait(lambda: '"reexec"' in log.read_text(), 20, every=0.001)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+    assert [e["event"] for e in _events(log)][-1] == "stopped"
+
+
 def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(layout: Layout, tmp_path: Path) -> None:
     """After curating then idling, the daemon re-executes itself (same PID) without the SDK."""
     with BridgeStandin() as bridge:
