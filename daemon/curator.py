@@ -271,6 +271,25 @@ def _compact_input(value: Any) -> str:
     return _clip("; ".join(parts), TOOL_INPUT_CHARS)
 
 
+def _compact_output(value: Any) -> str:
+    """A tool result's gist. Structured results (Claude Code's ``{"stdout": ..., "stderr": "",
+    "interrupted": false, ...}``) lose their empty and false fields and their JSON quoting,
+    which otherwise took half of the characters shown."""
+    if not isinstance(value, dict):
+        return _compact(value, TOOL_OUTPUT_CHARS)
+    parts = []
+    for key, field_value in value.items():
+        if field_value in (None, "", False, [], {}):
+            continue
+        text = (
+            field_value
+            if isinstance(field_value, str)
+            else json.dumps(field_value, ensure_ascii=False)
+        )
+        parts.append(f"{key}={_clip(text, TOOL_OUTPUT_CHARS)}")
+    return _clip("; ".join(parts), TOOL_OUTPUT_CHARS)
+
+
 def render_turn(turn: Turn, max_chars: int | None = None) -> str:
     """One turn as the curator sees it; ``max_chars`` squeezes a huge turn to fit a batch."""
     when = datetime.fromtimestamp(turn.timestamp, UTC).strftime("%Y-%m-%d %H:%M")
@@ -290,7 +309,7 @@ def render_turn(turn: Turn, max_chars: int | None = None) -> str:
         elif raw_name in LOOK_ONLY_TOOLS:
             result = ""
         else:
-            result = f"<output>{_esc(_compact(call.get('output'), TOOL_OUTPUT_CHARS))}</output>"
+            result = f"<output>{_esc(_compact_output(call.get('output')))}</output>"
         inp = _esc(_compact_input(call.get("input")))
         parts.append(f'<tool name="{name}"><input>{inp}</input>{result}</tool>')
     if turn.agent_response:

@@ -95,6 +95,45 @@ def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: Brid
         assert Path(layout.md(name)).read_text() == content
 
 
+def test_curator_sees_the_gist_of_structured_tool_results(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Structured results are sent as their non-empty fields, unquoted; look-only results not."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    base = {"session_id": "g1"}
+    cap.handle({**base, "hook_event_name": "UserPromptSubmit", "prompt": "Install csvkit"})
+    bash_out = {"stdout": "Successfully installed csvkit-2.0", "stderr": "", "interrupted": False}
+    cap.handle(
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "pip install csvkit"},
+            "tool_response": bash_out | {"isImage": False, "extra": None},
+        }
+    )
+    read_out = {"type": "text", "file": {"content": "SECRET-LOOKING FILE BODY"}}
+    cap.handle(
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "/w/a.txt"},
+            "tool_response": read_out,
+        }
+    )
+    cap.handle({**base, "hook_event_name": "Stop", "last_assistant_message": "Installed."})
+    cap.close()
+    flush(layout)
+    drain(make_worker(layout, standin))
+    body = standin.requests[0].json
+    assert body is not None
+    turns = body["messages"][0]["content"][1]["text"]
+    assert "<output>stdout=Successfully installed csvkit-2.0</output>" in turns
+    assert "interrupted" not in turns and "isImage" not in turns and "stderr" not in turns
+    assert "file_path=/w/a.txt" in turns and "FILE BODY" not in turns
+
+
 def test_flush_request_curates_everything_now(layout: Layout, standin: BridgeStandin) -> None:
     """A flush request curates a backlog below the threshold at once, then is marked handled."""
     worker = make_worker(layout, standin, batch_turns=25)
