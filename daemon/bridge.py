@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import tenacity
 
+from daemon import signals
 from daemon.config import Config
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class BridgeClient:
         if self._warming or sdk_loaded():
             return
         self._warming = True
-        threading.Thread(target=_import_sdk, name="wsd-sdk-import", daemon=True).start()
+        signals.background(_import_sdk, "wsd-sdk-import")
 
     def reset(self) -> None:
         """Drop the HTTP client and its pooled connections (idle, wake, after errors)."""
@@ -265,7 +266,7 @@ class BridgeClient:
             finally:
                 done.set()
 
-        threading.Thread(target=run, name="wsd-curator-call", daemon=True).start()
+        signals.background(run, "wsd-curator-call")
         while not done.wait(0.05):
             if self.stop.is_set():
                 self.reset()  # closing the pool makes the in-flight request fail fast

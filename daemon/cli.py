@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from types import FrameType
 from typing import Any
 
 import schema
@@ -50,29 +48,9 @@ def _worker(
     return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge, on_wake=on_wake)
 
 
-class SignalPolicy:
-    """First SIGTERM/SIGINT: ask the loop to stop after its step. Second: abort now.
-
-    The handler only sets a flag (the loop does the work); the abort raises
-    SystemExit in the main thread, whose finally blocks and ``with`` blocks
-    roll back any open transaction, so even an abort leaves nothing half-done.
-    """
-
-    def __init__(self, request_stop: Callable[[], None]) -> None:
-        self.request_stop = request_stop
-        self.count = 0
-
-    def __call__(self, signum: int, _frame: FrameType | None) -> None:
-        self.count += 1
-        if self.count > 1:
-            raise SystemExit(128 + signum)
-        self.request_stop()
-
-
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from daemon import log
+    from daemon import log, signals
     from daemon.nudge import Nudger
-    from daemon.worker import STOP_SIGNALS
 
     config = _config(args, env)
     config.validate_for_run()
@@ -103,12 +81,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     )
     worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
-    on_signal = SignalPolicy(worker.request_stop)
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, on_signal)
-    # After a memory-shedding re-exec they arrive blocked (see Worker._reexec); a signal
-    # sent meanwhile is delivered now, to the handler.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    signals.install(worker.request_stop)
     if config.watch:
         Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
     watcher.start()

@@ -1,10 +1,18 @@
-"""Two small state machines of the loop's health: the outage backoff and wake detection.
+"""Small state machines of the loop's health: the outage backoff, wake detection, and
+giving the SDK's memory back once the work is done.
 
 Kept out of the worker so each can be read (and reasoned about) on its own.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+from daemon.bridge import sdk_loaded
+from daemon.signals import STOP_SIGNALS
 from daemon.store import Store
 
 
@@ -81,3 +89,49 @@ class WakeDetector:
                 woke = (wall_gap, mono_gap)
         self._wall, self._mono, self._expected = wall, mono, 0.0
         return woke
+
+
+class MemoryShedder:
+    """Re-executes the program in place (same PID) to give back the SDK's memory.
+
+    The anthropic SDK costs ~55 MB resident once imported and Python cannot unload
+    it; a daemon with nothing to curate should not carry it. The loop calls
+    :meth:`busy` whenever work is pending or done, and :meth:`due` between passes.
+    """
+
+    def __init__(self, seconds: float, monotonic: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.monotonic = monotonic
+        self._busy_at = monotonic()
+
+    def busy(self) -> None:
+        self._busy_at = self.monotonic()
+
+    def due(self) -> bool:
+        """The SDK is loaded and nothing was pending for ``seconds`` (0 disables)."""
+        return (
+            bool(self.seconds) and sdk_loaded() and self.monotonic() - self._busy_at >= self.seconds
+        )
+
+    def reexec(self, stopping: Callable[[], bool], before: Callable[[], None]) -> OSError | None:
+        """Replace this process image; returns only if it did not (the error, or None when
+        ``stopping()`` turned true). ``before`` runs just before, with no way back.
+
+        Nothing may be held at this point (no database or HTTP connection);
+        supervisord sees the same process throughout.
+        """
+        # A SIGTERM between execv and the new image's handlers would kill it by the default
+        # action (exit -15, not 0). Blocked signals stay pending across execv; the new
+        # image unblocks them once its handlers are in (daemon/signals.py) and stops cleanly.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if stopping():  # a signal came just before the block: stop instead
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            return None
+        before()
+        try:
+            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            self.busy()
+            return exc
+        return None  # pragma: no cover - execv does not return

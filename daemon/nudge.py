@@ -15,6 +15,8 @@ from collections.abc import Iterable
 import structlog
 from watchfiles import Change
 
+from daemon import signals
+
 WATCHED = ("transcript.db", "transcript.db-wal", "spool.jsonl")
 
 
@@ -42,8 +44,7 @@ class Nudger:
         self.log = structlog.get_logger("wsd").bind(component="nudge")
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="wsd-nudge", daemon=True)
-        self._thread.start()
+        self._thread = signals.background(self._run, "wsd-nudge")
 
     def _relevant(self, changes: Iterable[tuple[object, str]]) -> bool:
         return any(is_write(kind, path) for kind, path in changes)

@@ -20,6 +20,26 @@ class Maintenance:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._maintained_at = 0.0
+
+    def idle_pass(self, now: float, every: float, retention: float) -> tuple[int, list[str]] | None:
+        """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.
+
+        Hooks never checkpoint beyond SQLite's automatic one, so the daemon keeps both
+        WAL files bounded with a PASSIVE checkpoint on every idle pass (it never waits
+        for, or blocks, a writer). Once per ``every`` seconds it also prunes raw events
+        older than ``retention`` seconds already folded into processed turns (never
+        observations or learnings), vacuums a mostly-empty file, and truncates the WALs:
+        then it returns (events pruned, databases vacuumed), else None.
+        """
+        self.checkpoint()
+        if now - self._maintained_at < every:
+            return None
+        self._maintained_at = now
+        pruned = self.prune_events(now - retention)
+        vacuumed = self.vacuum_if_sparse()
+        self.checkpoint(truncate=True)
+        return pruned, vacuumed
 
     def checkpoint(self, truncate: bool = False) -> dict[str, tuple[int, int, int]]:
         """Checkpoint both WALs; PASSIVE never waits for (or blocks) a hook's write.

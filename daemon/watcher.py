@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from daemon import files_md
+from daemon import files_md, signals
 from daemon.canvas import CanvasSync, CanvasTools
 from daemon.checks import Checks, CheckSettings
 from daemon.files_md import Tree, diff, is_noise, scan
@@ -121,8 +121,7 @@ class Watcher:
 
     def start(self) -> None:
         """Start the consumer thread; it starts the producers, then runs the first rescan."""
-        self._thread = threading.Thread(target=self._run, name="wsd-watcher", daemon=True)
-        self._thread.start()
+        self._thread = signals.background(self._run, "wsd-watcher")
 
     def rescan(self, reason: str = "manual") -> None:
         """Reconcile the index with the disk now, in the calling thread (tests, tools).
@@ -375,14 +374,16 @@ class Watcher:
             if name not in self._producers:
                 paths = [p for p in paths if os.path.isdir(p)]
                 halt, ready = threading.Event(), threading.Event()
-                thread = threading.Thread(
-                    target=self._produce,
-                    args=(name or "/", paths, bool(name), halt, ready),
-                    name=f"wsd-watch-{name or 'root'}"[:40],
-                    daemon=True,
+                thread = signals.background(
+                    self._produce,
+                    f"wsd-watch-{name or 'root'}"[:40],
+                    name or "/",
+                    paths,
+                    bool(name),
+                    halt,
+                    ready,
                 )
                 self._producers[name] = (thread, halt)
-                thread.start()
                 started.append(ready)
         deadline = self.monotonic() + 10.0  # a huge tree takes a while to watch
         for ready in started:

@@ -10,8 +10,6 @@ no database connection, no HTTP connection once the backlog is drained.
 from __future__ import annotations
 
 import os
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,19 +19,16 @@ from typing import Any
 import apsw
 
 from daemon import archive, memory_files, rebuild
-from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown, sdk_loaded
+from daemon.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown
 from daemon.config import Config
 from daemon.curator import build_request, curated_batch, render_turn
-from daemon.health import Backoff, WakeDetector
+from daemon.health import Backoff, MemoryShedder, WakeDetector
 from daemon.log import ErrorThrottle, get_logger
 from daemon.status import StatusFile
 from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
 from daemon.store_ops import Maintenance
 from hooks import spool
 from schema.layout import Layout
-
-#: The signals that stop the daemon (first graceful, second abort).
-STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 @dataclass
@@ -80,8 +75,7 @@ class Worker:
         self._started = False
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
-        self._maintained_at = 0.0
-        self._busy_at = monotonic()
+        self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -117,14 +111,14 @@ class Worker:
                 self._failed("pass", exc)
                 result = PassResult("error")
             if result.more and not self.stop.is_set():
-                self._busy_at = self.monotonic()
+                self.shedder.busy()
                 continue
             if result.action != "idle":
                 # Waiting or backing off still has turns to curate: shedding the SDK now
                 # would only have prepare() import it again on the next pass.
-                self._busy_at = self.monotonic()
-            if self._should_shed_memory():
-                self._reexec()
+                self.shedder.busy()
+            if self.shedder.due():
+                self._shed_memory()
             self.bridge.reset()
             self.wake.expect_wait(self.config.poll_seconds)
             self.nudge.wait(self.config.poll_seconds)
@@ -349,54 +343,24 @@ class Worker:
 
     # -- health ----------------------------------------------------------------------
 
-    def _should_shed_memory(self) -> bool:
-        seconds = self.config.shed_memory_seconds
-        return bool(seconds) and sdk_loaded() and self.monotonic() - self._busy_at >= seconds
+    def _shed_memory(self) -> None:
+        """Give the SDK's memory back: re-execute in place (see MemoryShedder)."""
 
-    def _reexec(self) -> None:
-        """Re-execute this program in place to give back the SDK's memory (same PID).
+        def before() -> None:
+            self.log.info("reexec", reason="shed SDK memory after idle", pid=os.getpid())
+            self.status.update(state="reexec", force=True)
+            self.bridge.reset()
 
-        The anthropic SDK costs ~60 MB resident once imported and Python cannot
-        unload it; a daemon that curates a batch an hour should not carry it
-        in between. Nothing is held at this point (no database or HTTP
-        connection), and supervisord sees the same process throughout.
-        """
-        # A SIGTERM between execv and the new image's handlers would kill it by the default
-        # action (exit -15, not 0). Blocked signals stay pending across execv; the new
-        # image unblocks them once its handlers are in (daemon/cli.py) and stops cleanly.
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        if self.stop.is_set():  # a signal came just before the block: stop instead
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-            return
-        self.log.info("reexec", reason="shed SDK memory after idle", pid=os.getpid())
-        self.status.update(state="reexec", force=True)
-        self.bridge.reset()
-        try:
-            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
-        except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-            self.log.warning("reexec_failed", error=str(exc))
-            self._busy_at = self.monotonic()
+        error = self.shedder.reexec(self.stop.is_set, before)
+        if error is not None:
+            self.log.warning("reexec_failed", error=str(error))
 
     def _maintain(self, now: float) -> None:
-        """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.
-
-        Hooks never checkpoint beyond SQLite's automatic one, so the daemon
-        keeps both WAL files bounded with a PASSIVE checkpoint on every idle
-        pass (it never waits for, or blocks, a writer). Once per maintenance
-        interval it also prunes raw events already folded into processed turns
-        (never observations or learnings), vacuums a mostly-empty file, and
-        truncates the WALs.
-        """
-        self.ops.checkpoint()
-        if now - self._maintained_at < self.config.maintenance_seconds:
-            return
-        self._maintained_at = now
-        pruned = self.ops.prune_events(now - self.config.retention_days * 86400)
-        vacuumed = self.ops.vacuum_if_sparse()
-        self.ops.checkpoint(truncate=True)
-        if pruned or vacuumed:
-            self.log.info("maintenance", events_pruned=pruned, vacuumed=vacuumed)
+        done = self.ops.idle_pass(
+            now, self.config.maintenance_seconds, self.config.retention_days * 86400
+        )
+        if done is not None and any(done):
+            self.log.info("maintenance", events_pruned=done[0], vacuumed=done[1])
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = self.backoff.enter(now, exc.retry_after)

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ from typing import Any
 import apsw
 import pytest
 
+from daemon import signals
 from daemon.bridge_standin import BridgeStandin, Fault
-from daemon.cli import SignalPolicy
+from daemon.signals import SignalPolicy
 from schema.layout import Layout
 from tests.conftest import venv_script
 from tests.conftest import wait_for as _wait
@@ -164,6 +166,25 @@ def test_second_signal_aborts_at_once() -> None:
     with pytest.raises(SystemExit) as info:
         policy(signal.SIGTERM, None)
     assert info.value.code == 128 + signal.SIGTERM
+
+
+def test_background_threads_and_their_children_never_take_the_stop_signals() -> None:
+    """Threads from signals.background (and threads they start) block SIGTERM and SIGINT."""
+    masks: dict[str, set[int]] = {}
+
+    def record(name: str) -> None:
+        masks[name] = set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    def parent() -> None:
+        record("parent")
+        child = threading.Thread(target=record, args=("child",))
+        child.start()
+        child.join()
+
+    signals.background(parent, "test-parent").join(5)
+    assert set(signals.STOP_SIGNALS) <= masks["parent"]
+    assert set(signals.STOP_SIGNALS) <= masks["child"]
+    assert not set(signals.STOP_SIGNALS) & set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
 
 
 def _open_files(pid: int) -> list[str]:

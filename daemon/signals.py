@@ -1,0 +1,61 @@
+"""Stop signals: which thread takes them, what they do, and how they survive a re-exec.
+
+* Only the main thread runs Python signal handlers, so every background thread blocks
+  the stop signals (:func:`background`): the kernel then always delivers them to the main
+  thread, never to a thread about to vanish in an ``execv``.
+* The handler only sets a flag; the loop does the work (:class:`SignalPolicy`).
+* Before the memory-shedding re-exec the main thread blocks them too; a signal sent
+  meanwhile stays pending across ``execv`` and :func:`install` delivers it to the new
+  image's handler (see daemon/health.py, MemoryShedder).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+#: The signals that stop the daemon (first graceful, second abort).
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+
+class SignalPolicy:
+    """First SIGTERM/SIGINT: ask the loop to stop after its step. Second: abort now.
+
+    The handler only sets a flag (the loop does the work); the abort raises
+    SystemExit in the main thread, whose finally blocks and ``with`` blocks
+    roll back any open transaction, so even an abort leaves nothing half-done.
+    """
+
+    def __init__(self, request_stop: Callable[[], None]) -> None:
+        self.request_stop = request_stop
+        self.count = 0
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count > 1:
+            raise SystemExit(128 + signum)
+        self.request_stop()
+
+
+def install(request_stop: Callable[[], None]) -> SignalPolicy:
+    """Handle the stop signals in this (main) thread; deliver any held across a re-exec."""
+    policy = SignalPolicy(request_stop)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, policy)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    return policy
+
+
+def background(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread:
+    """Start a daemon thread that never takes the stop signals (nor do threads it starts)."""
+
+    def run() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        target(*args)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
