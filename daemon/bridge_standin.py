@@ -27,259 +27,39 @@ import socket
 import struct
 import sys
 import threading
-import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
-JSON = dict[str, Any]
+from daemon.standin_steps import (
+    JSON,
+    ConversationScript,
+    Fault,
+    RecordedRequest,
+    Reply,
+    Responder,
+    Step,
+    default_responder,
+    estimate_tokens,
+)
+
+__all__ = [
+    "JSON",
+    "BridgeStandin",
+    "ConversationScript",
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "Step",
+    "estimate_tokens",
+]
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count (4 characters per token, at least 1), like the curator's budget."""
-    return max(1, len(text) // 4)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One assistant message: content blocks in API shape, a stop reason, optional usage.
-
-    ``stop_reason=None`` means "derive it": ``tool_use`` when a tool_use block is present,
-    else ``end_turn``. ``usage`` entries override the estimated token counts.
-    """
-
-    content: tuple[JSON, ...] = ()
-    stop_reason: str | None = None
-    usage: Mapping[str, int] | None = None
-
-    @classmethod
-    def text(cls, text: str, *, usage: Mapping[str, int] | None = None) -> Reply:
-        """A plain text answer ending the turn."""
-        return cls(({"type": "text", "text": text},), None, usage)
-
-    @classmethod
-    def tool_use(
-        cls, name: str, input: JSON, *, text: str | None = None, id: str | None = None
-    ) -> Reply:
-        """A tool call (optionally preceded by text); the id is unique unless given."""
-        block: JSON = {"type": "tool_use", "id": id or f"toolu_{uuid.uuid4().hex[:24]}"}
-        block |= {"name": name, "input": input}
-        lead: tuple[JSON, ...] = ({"type": "text", "text": text},) if text else ()
-        return cls((*lead, block))
-
-    @classmethod
-    def truncated(cls, partial_text: str) -> Reply:
-        """A reply cut short by the token limit (``stop_reason`` ``max_tokens``)."""
-        return cls(({"type": "text", "text": partial_text},), "max_tokens")
-
-    @classmethod
-    def empty(cls) -> Reply:
-        """A 200 reply with ``content: []`` (the real API does send these)."""
-        return cls((), "end_turn")
-
-    @property
-    def effective_stop_reason(self) -> str:
-        """The stop reason sent on the wire."""
-        if self.stop_reason is not None:
-            return self.stop_reason
-        return "tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn"
-
-
-FaultKind = Literal["status", "malformed", "reset", "hang", "refuse"]
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A failure to inject instead of a reply. Build with the class methods."""
-
-    kind: FaultKind
-    status: int = 0
-    error_type: str = ""
-    message: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
-    seconds: float = 0.0
-
-    @classmethod
-    def http_error(
-        cls, status: int, error_type: str, message: str, headers: Mapping[str, str] | None = None
-    ) -> Fault:
-        """Any HTTP error status with an Anthropic error body."""
-        return cls("status", status, error_type, message, tuple((headers or {}).items()))
-
-    @classmethod
-    def rate_limited(
-        cls, retry_after: float | None = 1, retry_after_ms: int | None = None
-    ) -> Fault:
-        """429 rate_limit_error with ``retry-after`` (seconds) and/or ``retry-after-ms``."""
-        headers = {}
-        if retry_after is not None:
-            headers["retry-after"] = f"{retry_after:g}"
-        if retry_after_ms is not None:
-            headers["retry-after-ms"] = str(retry_after_ms)
-        return cls.http_error(429, "rate_limit_error", "Number of requests exceeded.", headers)
-
-    @classmethod
-    def server_error(cls) -> Fault:
-        """500 api_error."""
-        return cls.http_error(500, "api_error", "Internal server error")
-
-    @classmethod
-    def overloaded(cls) -> Fault:
-        """529 overloaded_error."""
-        return cls.http_error(529, "overloaded_error", "Overloaded")
-
-    @classmethod
-    def bad_request(cls, message: str = "messages: field required") -> Fault:
-        """400 invalid_request_error (not transient: a retry gets the same answer)."""
-        return cls.http_error(400, "invalid_request_error", message)
-
-    @classmethod
-    def malformed_json(cls) -> Fault:
-        """200 with ``content-type: application/json`` and a body cut off mid-object."""
-        return cls("malformed")
-
-    @classmethod
-    def reset(cls) -> Fault:
-        """Read the request, then close with SO_LINGER 0: the client sees a TCP RST."""
-        return cls("reset")
-
-    @classmethod
-    def hang(cls, seconds: float) -> Fault:
-        """Read the request, say nothing for ``seconds`` (or until stop()), then close."""
-        return cls("hang", seconds=seconds)
-
-    @classmethod
-    def refuse(cls, seconds: float) -> Fault:
-        """Close the listener for ``seconds`` (connects are refused), then reopen it."""
-        return cls("refuse", seconds=seconds)
-
-
-Step = Reply | Fault
-Responder = Callable[[JSON], Step]
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as received; ``raw`` rebuilds every byte of it for secret scans."""
-
-    method: str
-    path: str
-    request_line: str
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-    json: JSON | None
-    timestamp: float = field(default_factory=time.time)
-
-    def header(self, name: str) -> str | None:
-        """First value of a header, case-insensitively."""
-        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
-
-    @property
-    def raw(self) -> bytes:
-        """Request line, header lines and body, as bytes."""
-        head = "".join(f"{k}: {v}\r\n" for k, v in self.headers)
-        return f"{self.request_line}\r\n{head}\r\n".encode("latin-1") + self.body
-
-
-def _default_responder(_body: JSON) -> Step:
-    return Reply.text("NONE")
-
-
-RequestKind = Literal["main", "compact", "side"]
-
-# Claude Code (CLI 2.1.329) ends its compaction prompt with this sentence. The compaction
-# request reuses the main loop's system prompt and tools (for the prompt cache), so this text
-# is the only thing that tells it apart from a main turn.
-COMPACT_MARKER = "Do NOT call any tools"
-
-
-def _last_user_text(body: JSON) -> str:
-    messages = body.get("messages") or [{}]
-    content = messages[-1].get("content", "")
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-
-
-def _schema_example(schema: Any) -> Any:
-    """A minimal instance of a JSON schema: only required properties, placeholder values."""
-    if not isinstance(schema, dict):
-        return None
-    if schema.get("type") == "object":
-        props = schema.get("properties") or {}
-        return {name: _schema_example(props.get(name)) for name in schema.get("required", [])}
-    placeholders = {"string": "stand-in", "array": [], "boolean": False, "integer": 0, "number": 0}
-    return placeholders.get(str(schema.get("type")))
-
-
-class ConversationScript:
-    """Responder serving scripted assistant turns to an agent loop (the Claude Code CLI).
-
-    Only *main* requests consume turns, so the CLI's side requests cannot eat one. What the
-    bundled CLI sends (all ``POST /v1/messages?beta=true`` with ``stream: true``):
-
-    * main turns: non-empty ``tools`` plus ``thinking`` and ``context_management``;
-    * title generation (once per session, unless CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1):
-      ``tools: []`` and ``output_config.format`` a JSON schema ``{"title": string}``;
-    * compaction (``/compact`` or auto): same system and tools as a main turn, the last user
-      message holds the summary instructions (:data:`COMPACT_MARKER`); a reply without
-      ``<summary>`` tags makes the CLI ask again.
-
-    Side requests get a harmless answer: a minimal instance of the requested JSON schema, an
-    ``<analysis>``/``<summary>`` text for compaction, else ``side_reply``. Once the turns are
-    used up, main requests get ``exhausted`` (plain text), which ends the agent loop.
-    """
-
-    def __init__(
-        self,
-        turns: Iterable[Reply],
-        *,
-        side_reply: Reply | None = None,
-        exhausted: Reply | None = None,
-    ) -> None:
-        self._turns = deque(turns)
-        self._side_reply = side_reply or Reply.text("OK")
-        self._exhausted = exhausted or Reply.text("(stand-in script exhausted)")
-        self._lock = threading.Lock()
-        self.served: list[tuple[RequestKind, JSON]] = []
-
-    @staticmethod
-    def classify(body: JSON) -> RequestKind:
-        """Whether a request body is a main agent turn, a compaction, or another side task."""
-        if not body.get("tools"):
-            return "side"
-        return "compact" if COMPACT_MARKER in _last_user_text(body) else "main"
-
-    @property
-    def remaining(self) -> int:
-        """Turns not served yet."""
-        with self._lock:
-            return len(self._turns)
-
-    def bodies(self, kind: RequestKind) -> list[JSON]:
-        """The request bodies received so far that were classified as ``kind``."""
-        with self._lock:
-            return [body for k, body in self.served if k == kind]
-
-    def __call__(self, body: JSON) -> Step:
-        kind = self.classify(body)
-        with self._lock:
-            self.served.append((kind, body))
-            if kind == "main":
-                return self._turns.popleft() if self._turns else self._exhausted
-        if kind == "compact":
-            return Reply.text("<analysis>stand-in</analysis>\n<summary>Stand-in summary.</summary>")
-        fmt = (body.get("output_config") or {}).get("format") or {}
-        if fmt.get("type") == "json_schema":
-            return Reply.text(json.dumps(_schema_example(fmt.get("schema"))))
-        return self._side_reply
 
 
 class _Server(ThreadingHTTPServer):
@@ -307,7 +87,7 @@ class BridgeStandin:
         responder: Responder | None = None,
         latency: float = 0.0,
     ) -> None:
-        self.responder: Responder = responder or _default_responder
+        self.responder: Responder = responder or default_responder
         self.latency = latency
         self._port = port
         self._lock = threading.Lock()
