@@ -1253,6 +1253,9 @@ _PARTS = {
 }
 
 
+CURATED_FILES = ("tools.md", "files.md", "user.md", "context.md")
+
+
 def curator_cost(batch: int = 25) -> list[Row]:
     """Characters, tokens and dollars of one curator request for 25 typical turns."""
     rng = random.Random(11)
@@ -1283,7 +1286,8 @@ def curator_cost(batch: int = 25) -> list[Row]:
 
         pending = store.pending_turns(batch)
         rendered = [render_turn(t) for t in pending]
-        system, messages = build_request(files_mod.read_all(layout), store.open_actions(), rendered)
+        files = files_mod.read_all(layout)
+        system, messages = build_request(files, store.open_actions(), rendered)
         # The same request through the real daemon: a flush makes it curate the 25 turns now.
         config = Config(
             workspace=layout.root,
@@ -1360,6 +1364,19 @@ def curator_cost(batch: int = 25) -> list[Row]:
             f"Haiku 4.5 $1/$5 per MTok, {OUTPUT_TOKENS} output tokens, no prompt cache",
         ),
         Row(
+            "curator: fixed part, before any turn",
+            (
+                (instructions + memory_block) / 4 * DEFAULT_PRICE_INPUT
+                + OUTPUT_TOKENS * DEFAULT_PRICE_OUTPUT
+            )
+            / 1e6,
+            "$",
+            "-",
+            None,
+            f"instructions + the four files + {OUTPUT_TOKENS} output tokens: what every batch"
+            " pays whatever its turns",
+        ),
+        Row(
             "curator: same, cache hit on instructions+memory",
             cached_cost,
             "$",
@@ -1390,7 +1407,10 @@ def curator_cost(batch: int = 25) -> list[Row]:
             "chars",
             "-",
             None,
-            share(memory_block) + "; soul 77, os 74, tools 43, files 33, user 29, context 48 lines",
+            share(memory_block)
+            + "; the four curated files (soul.md, os.md never sent): "
+            + ", ".join(f"{n} {files[n].count(chr(10)) + 1}" for n in CURATED_FILES)
+            + " lines",
         ),
         Row(
             "curator: part: turns (+ open actions)",
