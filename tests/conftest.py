@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -32,6 +34,34 @@ def venv_script(name: str) -> str:
     if not path.exists():
         pytest.fail(f"{name} is not installed next to {sys.executable}; run `make install`")
     return str(path)
+
+
+def _child_daemons() -> set[int]:
+    """PIDs of this process's children running ``wsd run``."""
+    me, found = str(os.getpid()), set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                ppid = fh.read().rsplit(b")", 1)[1].split()[1].decode()
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if ppid == me and any(a.endswith(b"wsd") for a in argv) and b"run" in argv:
+            found.add(int(pid))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_daemons() -> Iterator[None]:
+    """A test that fails before stopping its ``wsd run`` must not leave it running for hours."""
+    before = _child_daemons()
+    yield
+    for pid in _child_daemons() - before:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # its Popen, if any, still reaps it
 
 
 @pytest.fixture
