@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -247,47 +247,38 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:half]} …[{len(text) - 2 * half} chars cut]… {text[-half:]}"
 
 
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _compact(value: Any, limit: int) -> str:
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return _clip(text, limit)
+    return "" if value is None else _clip(_as_text(value), limit)
 
 
-def _compact_input(value: Any) -> str:
-    """A tool input's gist: short fields as they are, long ones (file contents) by length."""
+def _gist(value: Any, limit: int, field: Callable[[str, Any], str | None]) -> str:
+    """A dict as ``key=text; ...`` (``field`` shortens a value, or drops it with None),
+    anything else as text; clipped to ``limit``."""
     if not isinstance(value, dict):
-        return _compact(value, TOOL_INPUT_CHARS)
-    parts = []
-    for key, field_value in value.items():
-        text = (
-            field_value
-            if isinstance(field_value, str)
-            else json.dumps(field_value, ensure_ascii=False)
-        )
-        if len(text) > INPUT_FIELD_CHARS and key not in ("command", "file_path", "path", "url"):
-            text = f"<{len(text)} chars: {text[:40]}…>"
-        parts.append(f"{key}={text}")
-    return _clip("; ".join(parts), TOOL_INPUT_CHARS)
+        return _compact(value, limit)
+    parts = [f"{key}={text}" for key, v in value.items() if (text := field(key, v)) is not None]
+    return _clip("; ".join(parts), limit)
 
 
-def _compact_output(value: Any) -> str:
-    """A tool result's gist. Structured results (Claude Code's ``{"stdout": ..., "stderr": "",
-    "interrupted": false, ...}``) lose their empty and false fields and their JSON quoting,
-    which otherwise took half of the characters shown."""
-    if not isinstance(value, dict):
-        return _compact(value, TOOL_OUTPUT_CHARS)
-    parts = []
-    for key, field_value in value.items():
-        if field_value in (None, "", False, [], {}):
-            continue
-        text = (
-            field_value
-            if isinstance(field_value, str)
-            else json.dumps(field_value, ensure_ascii=False)
-        )
-        parts.append(f"{key}={_clip(text, TOOL_OUTPUT_CHARS)}")
-    return _clip("; ".join(parts), TOOL_OUTPUT_CHARS)
+def _input_field(key: str, value: Any) -> str:
+    """Short input fields as they are, long ones (file contents) by their length."""
+    text = _as_text(value)
+    if len(text) > INPUT_FIELD_CHARS and key not in ("command", "file_path", "path", "url"):
+        return f"<{len(text)} chars: {text[:40]}…>"
+    return text
+
+
+def _output_field(_key: str, value: Any) -> str | None:
+    """Structured results (Claude Code's ``{"stdout": ..., "stderr": "", "interrupted":
+    false, ...}``) lose their empty and false fields and their JSON quoting, which
+    otherwise took half of the characters shown."""
+    if value is None or value is False or value in ("", [], {}):
+        return None
+    return _clip(_as_text(value), TOOL_OUTPUT_CHARS)
 
 
 def render_turn(turn: Turn, max_chars: int | None = None) -> str:
@@ -309,8 +300,9 @@ def render_turn(turn: Turn, max_chars: int | None = None) -> str:
         elif raw_name in LOOK_ONLY_TOOLS:
             result = ""
         else:
-            result = f"<output>{_esc(_compact_output(call.get('output')))}</output>"
-        inp = _esc(_compact_input(call.get("input")))
+            output = _gist(call.get("output"), TOOL_OUTPUT_CHARS, _output_field)
+            result = f"<output>{_esc(output)}</output>"
+        inp = _esc(_gist(call.get("input"), TOOL_INPUT_CHARS, _input_field))
         parts.append(f'<tool name="{name}"><input>{inp}</input>{result}</tool>')
     if turn.agent_response:
         parts.append(f"<assistant>{_esc(_clip(turn.agent_response, ASSISTANT_CHARS))}</assistant>")

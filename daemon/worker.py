@@ -110,13 +110,12 @@ class Worker:
             except Exception as exc:
                 self._failed("pass", exc)
                 result = PassResult("error")
-            if result.more and not self.stop.is_set():
-                self.shedder.busy()
-                continue
             if result.action != "idle":
-                # Waiting or backing off still has turns to curate: shedding the SDK now
-                # would only have prepare() import it again on the next pass.
+                # Curating, waiting or backing off: there are turns to curate, and shedding
+                # the SDK now would only have prepare() import it again on the next pass.
                 self.shedder.busy()
+            if result.more and not self.stop.is_set():
+                continue
             if self.shedder.due():
                 self._shed_memory()
             self.bridge.reset()
