@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import apsw
 import pytest
 
+import schema
 from daemon import rule_curator
 from daemon.bootstrap import init_workspace
 from daemon.bridge import BridgeClient
@@ -23,7 +24,9 @@ from daemon.bridge_standin import BridgeStandin
 from daemon.config import Config
 from daemon.store import Store
 from daemon.worker import Worker
+from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
+from schema.transcript import request_flush
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -44,12 +47,13 @@ def _child_daemons() -> set[int]:
             continue
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                ppid = fh.read().rsplit(b")", 1)[1].split()[1].decode()
+                if fh.read().rsplit(b")", 1)[1].split()[1].decode() != me:
+                    continue
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 argv = fh.read().split(b"\0")
         except OSError:  # gone meanwhile
             continue
-        if ppid == me and any(a.endswith(b"wsd") for a in argv) and b"run" in argv:
+        if any(a.endswith(b"wsd") for a in argv) and b"run" in argv:
             found.add(int(pid))
     return found
 
@@ -141,6 +145,63 @@ def sdk_env(
 
 
 # -- small helpers shared by the test modules -------------------------------------------
+
+
+def write_turns(
+    layout: Layout,
+    n: int,
+    session: str = "s1",
+    start: int = 0,
+    prompt: str = "Task {i}: I prefer tabs over spaces in file {i}",
+) -> None:
+    """n complete turns (prompt, one ``pip install`` call, answer) through the real capture
+    path; ``prompt`` is formatted with the turn number ``i``."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for i in range(start, start + n):
+        cap.handle(
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": session,
+                "prompt": prompt.format(i=i),
+            }
+        )
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": session,
+                "tool_name": "Bash",
+                "tool_input": {"command": f"pip install pkg{i}"},
+                "tool_response": "ok",
+            }
+        )
+        cap.handle(
+            {
+                "hook_event_name": "Stop",
+                "session_id": session,
+                "last_assistant_message": f"Done with task {i}.",
+            }
+        )
+    cap.close()
+
+
+def flush(layout: Layout) -> None:
+    """Ask for everything pending to be curated now, as ``wsd flush`` does."""
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        request_flush(conn, "test", time.time())
+    finally:
+        conn.close()
+
+
+def drain(worker: Worker, now: float | None = None, limit: int = 200) -> list[str]:
+    """Call run_once until it stops asking for more; return the actions taken."""
+    actions = []
+    for _ in range(limit):
+        result = worker.run_once(now)
+        actions.append(result.action)
+        if not result.more:
+            return actions
+    raise AssertionError(f"worker never settled: {actions[-10:]}")
 
 
 def query(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,17 @@ def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+@contextlib.contextmanager
+def _running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``wsd run`` for the length of the block; SIGTERM then, and it must exit 0."""
+    proc = _start(env, log)
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
 def _events(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
 
@@ -90,8 +102,7 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
 
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge)
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log"):
             _turns(env, 3)
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") >= 1)
             assert (
@@ -99,9 +110,6 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
                 >= 1
             )
             assert "green tea" in Path(layout.md("user.md")).read_text()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
     log = (tmp_path / "d.log").read_text()
     assert TOKEN not in log
     # The token authenticates us to the Bridge: in the auth header, nowhere else.
@@ -142,17 +150,13 @@ def test_sigterm_during_a_slow_call_exits_promptly_and_the_batch_is_redone(
         assert time.monotonic() - started < 5
         assert _count(layout.memory_db, "SELECT count(*) FROM batches") == 0
         bridge.latency = 0
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log") as proc:
             assert _wait(
                 lambda: (
                     _count(layout.memory_db, "SELECT count(*) FROM batches WHERE status = 'done'")
                     == 1
                 )
             )
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
     events = [e["event"] for e in _events(tmp_path / "d.log")]
     assert "batch_abandoned" in events
 
@@ -204,8 +208,7 @@ def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: 
     """
     with BridgeStandin() as bridge:
         env = _env(layout, bridge)
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log") as proc:
             _turns(env, 3)
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             time.sleep(1.0)  # let it go idle
@@ -217,9 +220,6 @@ def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: 
             held = [a & b for a, b in itertools.pairwise(samples)]
             assert all(not h for h in held), held
             assert sum(1 for s in samples if s) <= 3, samples
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
 
 
 @pytest.mark.parametrize(
@@ -277,15 +277,11 @@ def test_transient_start_up_problem_is_retried_in_process(tmp_path: Path) -> Non
     layout = Layout(str(root))
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_WATCH="false")
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log") as proc:
             assert _wait(lambda: "start_retry" in (tmp_path / "d.log").read_text(), 10)
             assert proc.poll() is None
             (root / ".os").unlink()
             assert _wait(lambda: '"event": "started"' in (tmp_path / "d.log").read_text(), 15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
 
 
 def test_bridge_errors_are_logged_rate_limited_without_the_token(
@@ -297,13 +293,9 @@ def test_bridge_errors_are_logged_rate_limited_without_the_token(
             401, "authentication_error", f"bad token {TOKEN}"
         )
         env = _env(layout, bridge, WSD_OUTAGE_BACKOFF="0.2", WSD_OUTAGE_BACKOFF_MAX="0.2")
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log"):
             _turns(env, 3)
             assert _wait(lambda: len(bridge.requests) >= 5)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
     events = _events(tmp_path / "d.log")
     errors = [e for e in events if e["event"] == "bridge_unavailable"]
     assert 1 <= len(errors) < len(bridge.requests)
@@ -325,8 +317,7 @@ def test_status_reports_backlog_and_heartbeat(layout: Layout, tmp_path: Path) ->
     """`wsd status --json` shows the running daemon's heartbeat, backlog and last batch."""
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="25")
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log"):
             _turns(env, 2)
             assert _wait(lambda: (Path(layout.memory_dir) / "daemon.status.json").exists())
             report = json.loads(
@@ -359,9 +350,6 @@ def test_status_reports_backlog_and_heartbeat(layout: Layout, tmp_path: Path) ->
             )
             assert report["backlog"] == 0
             assert report["last_batch"]["status"] == "done"
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
 
 
 def _rss_kb(pid: int) -> int:
@@ -382,8 +370,7 @@ def test_daemon_keeps_the_sdk_while_turns_wait_and_sheds_once_all_are_curated(
             WSD_SHED_MEMORY_SECONDS="1",
         )
         log = tmp_path / "d.log"
-        proc = _start(env, log)
-        try:
+        with _running(env, log) as proc:
             assert _wait(lambda: any(e["event"] == "started" for e in _events(log)))
             before = _rss_kb(proc.pid)
             _turns(env, 3)  # pending, waiting for more: prepare() imports the SDK
@@ -395,9 +382,6 @@ def test_daemon_keeps_the_sdk_while_turns_wait_and_sheds_once_all_are_curated(
             assert flushed.returncode == 0, flushed.stderr
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             assert _wait(lambda: "reexec" in [e["event"] for e in _events(log)], 20)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
 
 
 def test_sigterm_during_the_memory_shedding_re_exec_still_exits_0(
@@ -407,15 +391,11 @@ def test_sigterm_during_the_memory_shedding_re_exec_still_exits_0(
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="0.5")
         log = tmp_path / "d.log"
-        proc = _start(env, log)
-        try:
+        with _running(env, log):
             _turns(env, 3)
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             # The reexec line is written just before execv: signal at once, mid-exec.
             assert _wait(lambda: '"reexec"' in log.read_text(), 20, every=0.001)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
     assert [e["event"] for e in _events(log)][-1] == "stopped"
 
 
@@ -423,8 +403,7 @@ def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(layout: Layout, tmp_
     """After curating then idling, the daemon re-executes itself (same PID) without the SDK."""
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="1.5")
-        proc = _start(env, tmp_path / "d.log")
-        try:
+        with _running(env, tmp_path / "d.log") as proc:
             _turns(env, 3)
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             loaded = _rss_kb(proc.pid)
@@ -436,8 +415,5 @@ def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(layout: Layout, tmp_
             assert shed < loaded - 20_000, (loaded, shed)
             _turns(env, 3, session="after")  # and it still works afterwards
             assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 2)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=10) == 0
     started = [e for e in _events(tmp_path / "d.log") if e["event"] == "started"]
     assert len({e["pid"] for e in started}) == 1

@@ -9,13 +9,11 @@ of that result is captured back into memory.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import schema
 from daemon.agent import ALLOWED_TOOLS, agent_memory
 from daemon.archive import index_new_turns
 from daemon.bridge_standin import BridgeStandin, ConversationScript, Reply
@@ -23,8 +21,7 @@ from daemon.store import Store
 from daemon.worker import Worker
 from hooks.capture import MEMORY_OUTPUT_MARKER
 from schema.layout import Layout
-from schema.transcript import request_flush
-from tests.conftest import make_worker, run_async, sdk_env, venv_script
+from tests.conftest import drain, flush, make_worker, run_async, sdk_env, venv_script
 from tests.conftest import query as _rows
 
 sdk = pytest.importorskip("claude_agent_sdk")
@@ -67,14 +64,8 @@ def _converse(options: Any, prompts: list[str]) -> None:
 
 def _curate(layout: Layout, worker: Worker) -> None:
     """Ask the daemon to curate now and drive it until it settles."""
-    conn = schema.connect(layout.transcript_db, "transcript")
-    try:
-        request_flush(conn, "test", time.time())
-    finally:
-        conn.close()
-    for _ in range(20):
-        if not worker.run_once().more:
-            break
+    flush(layout)
+    drain(worker)
     index_new_turns(worker.store)
 
 

@@ -22,51 +22,17 @@ from daemon.rebuild import RebuildError, pause_path
 from daemon.search import search_memory
 from daemon.status import status_path
 from daemon.store import Store
-from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
-from schema.transcript import request_flush
-from tests.conftest import make_config, make_worker, venv_script
+from tests.conftest import flush, make_config, make_worker, venv_script, write_turns
 from tests.conftest import query as q
 
-
-def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> None:
-    cap = Capture(CaptureConfig(workspace=layout.root))
-    for i in range(start, start + n):
-        cap.handle(
-            {
-                "hook_event_name": "UserPromptSubmit",
-                "session_id": session,
-                "prompt": f"Task {i}: I prefer tabs in file{i}. Remind me to review file{i}.",
-            }
-        )
-        cap.handle(
-            {
-                "hook_event_name": "PostToolUse",
-                "session_id": session,
-                "tool_name": "Bash",
-                "tool_input": {"command": f"pip install pkg{i}"},
-                "tool_response": "ok",
-            }
-        )
-        cap.handle(
-            {
-                "hook_event_name": "Stop",
-                "session_id": session,
-                "last_assistant_message": f"Done with task {i}.",
-            }
-        )
-    cap.close()
-
-
-def flush(layout: Layout) -> None:
-    conn = schema.connect(layout.transcript_db, "transcript")
-    request_flush(conn, "test", time.time())
-    conn.close()
+#: Each turn states a preference and asks for a reminder (a learning and an action).
+REBUILD_PROMPT = "Task {i}: I prefer tabs in file{i}. Remind me to review file{i}."
 
 
 def curated(layout: Layout, standin: BridgeStandin, n: int = 7) -> Layout:
     """n turns curated by a real worker, which then stops (its heartbeat says so)."""
-    write_turns(layout, n)
+    write_turns(layout, n, prompt=REBUILD_PROMPT)
     flush(layout)
     worker = make_worker(layout, standin, batch_turns=3)
     for _ in range(50):
@@ -224,14 +190,18 @@ def test_rebuild_pauses_a_running_daemon_which_resumes_unharmed(
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     standin.latency = 0.05
-    writer = threading.Thread(target=write_turns, args=(layout, 3, "s2", 100), daemon=True)
+    writer = threading.Thread(
+        target=write_turns, args=(layout, 3, "s2", 100, REBUILD_PROMPT), daemon=True
+    )
     lines: list[str] = []
     writer.start()
     report = rebuild.rebuild(make_config(layout, standin), progress=lines.append, wait_seconds=20)
     writer.join()
     standin.latency = 0.0
     assert "daemon paused" in lines and report.turns >= 6
-    write_turns(layout, 2, "s3", 200)  # after the rebuild: only the resumed daemon curates these
+    write_turns(
+        layout, 2, "s3", 200, REBUILD_PROMPT
+    )  # after the rebuild: only the resumed daemon curates these
     flush(layout)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

@@ -8,7 +8,6 @@ import json
 import os
 import random
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,7 @@ from daemon.search import Hit, format_hits, search_memory
 from daemon.store import Store
 from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
-from schema.transcript import request_flush
-from tests.conftest import make_worker, venv_script
+from tests.conftest import drain, flush, make_worker, venv_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,13 +63,8 @@ def turn(cap: Capture, session: str, prompt: str, answer: str, command: str = ""
 
 
 def curate(layout: Layout, standin: BridgeStandin) -> None:
-    conn = schema.connect(layout.transcript_db, "transcript")
-    request_flush(conn, "test", time.time())
-    conn.close()
-    worker = make_worker(layout, standin, batch_turns=25)
-    for _ in range(20):
-        if not worker.run_once().more:
-            break
+    flush(layout)
+    drain(make_worker(layout, standin, batch_turns=25))
     while index_new_turns(Store(layout)):
         pass
 

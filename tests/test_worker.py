@@ -12,63 +12,13 @@ import apsw
 import pytest
 from structlog.testing import capture_logs
 
-import schema
 from daemon import memory_files
 from daemon.bridge_standin import BridgeStandin, Fault, Reply
 from daemon.store import Store
-from daemon.worker import Worker
 from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
-from tests.conftest import make_worker
+from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
-
-
-def write_turns(layout: Layout, n: int, session: str = "s1", start: int = 0) -> None:
-    """n complete turns through the real capture path."""
-    cap = Capture(CaptureConfig(workspace=layout.root))
-    for i in range(start, start + n):
-        cap.handle(
-            {
-                "hook_event_name": "UserPromptSubmit",
-                "session_id": session,
-                "prompt": f"Task {i}: I prefer tabs over spaces in file {i}",
-            }
-        )
-        cap.handle(
-            {
-                "hook_event_name": "PostToolUse",
-                "session_id": session,
-                "tool_name": "Bash",
-                "tool_input": {"command": f"pip install pkg{i}"},
-                "tool_response": "ok",
-            }
-        )
-        cap.handle(
-            {
-                "hook_event_name": "Stop",
-                "session_id": session,
-                "last_assistant_message": f"Done with task {i}.",
-            }
-        )
-
-
-def drain(worker: Worker, now: float | None = None, limit: int = 200) -> list[str]:
-    """Call run_once until it stops asking for more; return the actions taken."""
-    actions = []
-    for _ in range(limit):
-        result = worker.run_once(now)
-        actions.append(result.action)
-        if not result.more:
-            return actions
-    raise AssertionError(f"worker never settled: {actions[-10:]}")
-
-
-def flush(layout: Layout) -> None:
-    from schema.transcript import request_flush
-
-    conn = schema.connect(layout.transcript_db, "transcript")
-    request_flush(conn, "cli", time.time())
-    conn.close()
 
 
 def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: BridgeStandin) -> None:
