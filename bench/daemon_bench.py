@@ -28,6 +28,7 @@ import apsw
 
 import schema
 from bench import Row, median, percentile
+from daemon import files_md
 from daemon import log as wsd_log
 from daemon.bootstrap import init_workspace
 from daemon.bridge import BridgeClient
@@ -98,11 +99,12 @@ def _bullets(rng: random.Random, items: list[str], n: int) -> list[str]:
 
 
 def memory_files() -> dict[str, str]:
-    """Memory files of a workspace a few weeks into use (~21,000 characters in all).
+    """Memory files of a workspace a few weeks into use (~21,000 characters, plus an inventory).
 
     soul.md 77 lines and os.md 74 (deploy-managed), tools.md 43, files.md 33, user.md 29 and
     context.md 48 (curated), 60-70 characters per line: hand-written rules and notes first,
-    then dated, specific notes of the kind the curator adds.
+    then dated, specific notes of the kind the curator adds. Below files.md's notes, the
+    watcher's inventory of 240 files (167 lines), as a running daemon keeps it.
     """
     rng = random.Random(7)
     soul = [
@@ -287,6 +289,16 @@ def memory_files() -> dict[str, str]:
         ],
         45,
     )
+    # Below the notes, the inventory the watcher keeps (never sent to the curator).
+    folders = ("documents/invoices", "documents/bank", "extractions", "artifacts/reports")
+    tree = {
+        folder: {f"{folder.rsplit('/', 1)[-1]}-{i:03d}.pdf": (20_000 + i, i) for i in range(60)}
+        for folder in folders
+    }
+    notes = "\n".join(files)
+    files = files_md.compose(
+        notes, files_md.render_inventory(tree, files_md.inventory_budget(notes))
+    ).splitlines()
     out = {
         "soul.md": soul,
         "os.md": os_md,
@@ -1335,6 +1347,12 @@ def curator_cost(batch: int = 25) -> list[Row]:
     markup = len(turns_text) - sum(parts.values())
     n_turns, in_tok, out_tok, ledger_cost = row if row else (0, 0, 0, 0.0)
 
+    def sent_lines(name: str, text: str) -> str:
+        if name != "files.md":
+            return str(len(text.splitlines()))
+        notes = len(files_md.notes_of(text).splitlines())
+        return f"{notes} (+{len(text.splitlines()) - notes} of inventory kept back)"
+
     def share(chars: int) -> str:
         return f"{100 * chars / total:.0f}% of the request, ~{chars / 4:.0f} tokens"
 
@@ -1409,8 +1427,8 @@ def curator_cost(batch: int = 25) -> list[Row]:
             None,
             share(memory_block)
             + "; the four curated files (soul.md, os.md never sent): "
-            + ", ".join(f"{n} {files[n].count(chr(10)) + 1}" for n in CURATED_FILES)
-            + " lines",
+            + ", ".join(f"{n} {sent_lines(n, files[n])}" for n in CURATED_FILES)
+            + " lines sent",
         ),
         Row(
             "curator: part: turns (+ open actions)",

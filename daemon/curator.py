@@ -328,9 +328,14 @@ def build_request(
     # curated, and would add ~40% to every call's input for nothing.
     file_parts = []
     for name in ("tools.md", "files.md", "user.md", "context.md"):
-        body = files.get(name, "")
+        body, limit, part = files.get(name, ""), LINE_LIMITS[name], ""
+        if name == "files.md":
+            # Only the notes: the inventory below them is the watcher's (up to ~150 lines the
+            # curator may not change, and an echo of it is dropped), so sending it would make
+            # every call pay for the disk listing without any use.
+            body, limit, part = files_md.notes_of(body), files_md.NOTES_LINE_LIMIT, ' part="notes"'
         file_parts.append(
-            f'<file name="{name}" max_lines="{LINE_LIMITS[name]}">\n{_esc(body.strip())}\n</file>'
+            f'<file name="{name}"{part} max_lines="{limit}">\n{_esc(body.strip())}\n</file>'
         )
     memory_block = "<memory_files>\n" + "\n".join(file_parts) + "\n</memory_files>"
     action_lines = [f"[{aid}] (priority {prio}) {_esc(text)}" for aid, prio, text in actions]

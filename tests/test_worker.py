@@ -12,7 +12,7 @@ import apsw
 import pytest
 from structlog.testing import capture_logs
 
-from daemon import memory_files
+from daemon import files_md, memory_files
 from daemon.bridge_standin import BridgeStandin, Fault, Reply
 from daemon.store import Store
 from hooks.capture import Capture, CaptureConfig
@@ -82,6 +82,25 @@ def test_curator_sees_the_gist_of_structured_tool_results(
     assert "<output>stdout=Successfully installed csvkit-2.0</output>" in turns
     assert "interrupted" not in turns and "isImage" not in turns and "stderr" not in turns
     assert "file_path=/w/a.txt" in turns and "FILE BODY" not in turns
+
+
+def test_curator_sees_the_notes_of_files_md_but_not_the_watchers_inventory(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """files.md is sent as its notes part only: the daemon's disk inventory never costs input."""
+    inventory = [f"- documents/invoice-{i}.pdf (12 kB, 2026-11-0{i % 9 + 1})" for i in range(120)]
+    notes = "# Files\n- documents/ holds the person's originals"
+    Path(layout.md("files.md")).write_text(files_md.compose(notes, [files_md.MARKER, *inventory]))
+    write_turns(layout, 1)
+    flush(layout)
+    drain(make_worker(layout, standin))
+    body = standin.requests[0].json
+    assert body is not None
+    memory = body["messages"][0]["content"][0]["text"]
+    assert '<file name="files.md" part="notes" max_lines="150">' in memory
+    assert "documents/ holds the person's originals" in memory
+    assert "invoice-7.pdf" not in memory and files_md.MARKER not in memory
+    assert "invoice-7.pdf" in Path(layout.md("files.md")).read_text()  # still on disk
 
 
 def test_flush_request_curates_everything_now(layout: Layout, standin: BridgeStandin) -> None:
