@@ -22,19 +22,22 @@ _USER = re.compile(r"<user>(.*?)</user>", re.S)
 _TOOL = re.compile(r'<tool name="([^"]*)"><input>(.*?)</input>', re.S)
 _FILE = re.compile(r'<file name="([a-z]+\.md)"[^>]*>\n(.*?)\n</file>', re.S)
 
+# A sentence ends at "." or "!" followed by a space or the end, or at a line break: a dot
+# inside "report.pdf" or "v2.1" is not an end (it cut "reports in report.pdf" short).
+_END = r"(?:[.!](?=\s|$)|\n|$)"
+
 _PREFERENCE = re.compile(
     r"\b(?:i (?:always |really )?(?:prefer|like|want|need)|please always|always use|"
-    r"from now on|i'd rather)\b(.{3,200}?)(?:[.!\n]|$)",
+    r"from now on|i'd rather)\b(.{3,200}?)" + _END,
     re.I,
 )
 _CORRECTION = re.compile(
     r"\b(?:no[,.]|not quite|that'?s (?:wrong|not right)|actually[,]?|wrong[,.])\s*(.{3,200}?)"
-    r"(?:[.!\n]|$)",
+    + _END,
     re.I,
 )
 _REMIND = re.compile(
-    r"\b(?:remind me to|don't forget to|todo:|follow up on)\s+(.{3,200}?)"
-    r"(?:[.!\n]|$)",
+    r"\b(?:remind me to|don't forget to|todo:|follow up on)\s+(.{3,200}?)" + _END,
     re.I,
 )
 _INSTALL = re.compile(

@@ -635,3 +635,21 @@ def test_agent_sdk_side_requests_and_compaction_do_not_eat_turns(
     stop = next(r for r in received if r["hook_event_name"] == "Stop")
     assert stop["last_assistant_message"] == "first done"
     assert all(r["cwd"] == str(work) and r["session_id"] for r in received)
+
+
+def test_rule_curator_keeps_file_names_and_versions_inside_a_sentence() -> None:
+    """The demo curator ends a sentence at '.' + space or end, not at the dot of report.pdf."""
+    from daemon import rule_curator
+
+    turn = (
+        '<turn id="7" at="2026-11-21 10:00">\n<user>From now on save the summary as report.pdf '
+        "in artifacts/ with pandoc 3.1. Remind me to send v2.1 to Paul. No, use the SAS name."
+        "</user>\n</turn>"
+    )
+    reply = rule_curator.curate(turn).splitlines()
+    assert (
+        "PREFERENCE: The user prefers save the summary as report.pdf in artifacts/ with pandoc 3.1"
+        " [turn 7]"
+    ) in reply
+    assert "ACTION: [normal] Send v2.1 to Paul" in reply
+    assert "CORRECTION: Use the SAS name [turn 7]" in reply
