@@ -9,15 +9,24 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 
-from bench import Row, daemon_bench, hooks_bench, memory_bench, render, workspace_bench
+from bench import (
+    Row,
+    curator_bench,
+    daemon_bench,
+    hooks_bench,
+    idle_bench,
+    memory_bench,
+    render,
+    workspace_bench,
+)
 
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "hook_write": hooks_bench.hook_write,
     "hook_process": hooks_bench.hook_process,
     "drain": daemon_bench.drain,
-    "idle": daemon_bench.idle,
+    "idle": idle_bench.idle,
     "flush_latency": daemon_bench.flush_latency,
-    "curator_cost": daemon_bench.curator_cost,
+    "curator_cost": curator_bench.curator_cost,
     "memory_retrieval": memory_bench.retrieval,
     "memory_latency": memory_bench.search_latency,
     "memory_boot": memory_bench.boot_context,
