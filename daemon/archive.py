@@ -20,8 +20,9 @@ from typing import Any
 import apsw
 
 import schema
+from daemon.records import LEARNING_TYPES, content_key
 from daemon.search_text import parse_since
-from daemon.store import LEARNING_TYPES, Store, content_key
+from daemon.store import Store
 from hooks.capture import is_memory_call
 from hooks.hygiene import clean_text
 

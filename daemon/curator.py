@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from daemon import files_md
-from daemon.store import BatchRecord, Turn
+from daemon.records import BatchRecord, Turn
 
 if TYPE_CHECKING:
     from daemon.bridge import Reply

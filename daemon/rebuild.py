@@ -41,8 +41,9 @@ from daemon.archive import index_new_turns
 from daemon.bridge import BatchRejected, BridgeClient
 from daemon.config import Config
 from daemon.curator import build_request, curated_batch, render_turn
+from daemon.records import BatchRecord, Turn
 from daemon.status import pid_alive, read_status
-from daemon.store import BatchRecord, Store, Turn
+from daemon.store import Store
 from schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 PAUSE_NAME = "rebuild.pause"

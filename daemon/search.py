@@ -41,12 +41,12 @@ from typing import Any
 import apsw
 
 import schema
+from daemon.records import LEARNING_TYPES
 from daemon.search_concepts import IndexSpec
 from daemon.search_rank import LEARNINGS, TURNS, Ranker
 from daemon.search_text import analyze, display_date, make_snippet, parse_since, tokenizer
 from schema.layout import Layout
 
-LEARNING_TYPES = ("fact", "pattern", "correction", "preference", "tool_install")
 TURN_TYPE = "turn"
 TYPES = (*LEARNING_TYPES, TURN_TYPE)
 MAX_LIMIT = 100

@@ -12,96 +12,27 @@ if none of its turns is already covered by the ledger, and the transcript's
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
 import schema
+from daemon.records import (
+    AlreadyCovered,
+    Backlog,
+    BatchRecord,
+    CommitResult,
+    Turn,
+    content_key,
+    sha256,
+)
 from schema.layout import Layout
 from schema.transcript import Event, close_stale_turns, record
 
 Opener = Callable[..., apsw.Connection]
-
-LEARNING_TYPES = ("fact", "pattern", "correction", "preference", "tool_install")
-
-
-class AlreadyCovered(Exception):
-    """Some turns of the batch were curated meanwhile (another process, a retry)."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One closed observation as the curator sees it."""
-
-    id: int
-    session_id: str
-    sequence_num: int
-    timestamp: float
-    user_message: str | None
-    tool_calls: list[dict[str, Any]]
-    agent_response: str | None
-    closed_by: str
-
-
-@dataclass(frozen=True)
-class Backlog:
-    """What is waiting to be curated."""
-
-    pending: int
-    oldest_ts: float | None
-    last_activity_ts: float | None
-    flush_upto: int | None
-    #: The transcript's identity and its newest turn id (read in the same pass).
-    identity: str = ""
-    last_turn_id: int = 0
-
-
-@dataclass
-class BatchRecord:
-    """Everything one curator call produced, committed in one transaction."""
-
-    turns: Sequence[Turn]
-    learnings: list[tuple[str, str, int | None]] = field(default_factory=list)
-    actions: list[tuple[str, int]] = field(default_factory=list)
-    closed_actions: list[int] = field(default_factory=list)
-    md_updates: dict[str, str] = field(default_factory=dict)
-    model: str = ""
-    stop_reason: str | None = None
-    attempts: int = 1
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    started_at: float = 0.0
-    status: str = "done"
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    batch_id: int
-    learnings_added: int
-    actions_added: int
-    actions_closed: int
-    files_updated: tuple[str, ...]
-
-
-def content_key(kind: str, content: str) -> str:
-    """Key for exact-duplicate detection: case, spacing and end punctuation ignored."""
-    norm = re.sub(r"\s+", " ", content).strip().rstrip(".!").lower()
-    return f"{kind}:{norm}"
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class Store:

@@ -24,8 +24,9 @@ from daemon.config import Config
 from daemon.curator import build_request, curated_batch, render_turn
 from daemon.health import Backoff, MemoryShedder, WakeDetector
 from daemon.log import ErrorThrottle, get_logger
+from daemon.records import AlreadyCovered, BatchRecord, Turn
 from daemon.status import StatusFile
-from daemon.store import AlreadyCovered, BatchRecord, Store, Turn
+from daemon.store import Store
 from daemon.store_ops import Maintenance
 from hooks import spool
 from schema.layout import Layout
