@@ -45,6 +45,16 @@ def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: Brid
         assert Path(layout.md(name)).read_text() == content
 
 
+def _curate_now(layout: Layout, standin: BridgeStandin) -> tuple[str, str]:
+    """Flush and curate what is pending; the (memory files, turns) text of the first request."""
+    flush(layout)
+    drain(make_worker(layout, standin))
+    body = standin.requests[0].json
+    assert body is not None
+    memory, turns = body["messages"][0]["content"]
+    return str(memory["text"]), str(turns["text"])
+
+
 def test_curator_sees_the_gist_of_structured_tool_results(
     layout: Layout, standin: BridgeStandin
 ) -> None:
@@ -74,11 +84,7 @@ def test_curator_sees_the_gist_of_structured_tool_results(
     )
     cap.handle({**base, "hook_event_name": "Stop", "last_assistant_message": "Installed."})
     cap.close()
-    flush(layout)
-    drain(make_worker(layout, standin))
-    body = standin.requests[0].json
-    assert body is not None
-    turns = body["messages"][0]["content"][1]["text"]
+    _memory, turns = _curate_now(layout, standin)
     assert "<output>stdout=Successfully installed csvkit-2.0</output>" in turns
     assert "interrupted" not in turns and "isImage" not in turns and "stderr" not in turns
     assert "file_path=/w/a.txt" in turns and "FILE BODY" not in turns
@@ -92,11 +98,7 @@ def test_curator_sees_the_notes_of_files_md_but_not_the_watchers_inventory(
     notes = "# Files\n- documents/ holds the person's originals"
     Path(layout.md("files.md")).write_text(files_md.compose(notes, [files_md.MARKER, *inventory]))
     write_turns(layout, 1)
-    flush(layout)
-    drain(make_worker(layout, standin))
-    body = standin.requests[0].json
-    assert body is not None
-    memory = body["messages"][0]["content"][0]["text"]
+    memory, _turns = _curate_now(layout, standin)
     assert '<file name="files.md" part="notes" max_lines="150">' in memory
     assert "documents/ holds the person's originals" in memory
     assert "invoice-7.pdf" not in memory and files_md.MARKER not in memory
