@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -214,6 +215,11 @@ def query(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ..
         conn.close()
 
 
+def scalar(path: str, sql: str, args: tuple[Any, ...] = ()) -> Any:
+    """The first column of the first row of one query (see :func:`query`)."""
+    return query(path, sql, args)[0][0]
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, every: float = 0.05) -> bool:
     """Poll ``predicate`` every ``every`` seconds until it is true or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
@@ -222,3 +228,64 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, every: float =
             return True
         time.sleep(every)
     return False
+
+
+# -- ``wsd`` as a real process ---------------------------------------------------------
+
+
+def daemon_env(
+    layout: Layout, bridge: BridgeStandin, token: str = "test-sprite-token", **extra: str
+) -> dict[str, str]:
+    """Environment of a ``wsd`` process on ``layout`` talking to ``bridge``: JSON logs, a short
+    poll, ``extra`` on top, and no ``WSD_``/``ANTHROPIC_`` variable leaking in from the shell."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    return env | {
+        "WSD_WORKSPACE": layout.root,
+        "ANTHROPIC_BASE_URL": bridge.url,
+        "WSD_BRIDGE_TOKEN": token,
+        "WSD_LOG_FORMAT": "json",
+        "WSD_POLL_SECONDS": "0.2",
+        **extra,
+    }
+
+
+def start_daemon(
+    env: dict[str, str], log: Path, preexec_fn: Callable[[], None] | None = None
+) -> subprocess.Popen[bytes]:
+    """``wsd run`` in the background, its stdout and stderr appended to ``log``."""
+    with open(log, "ab") as fh:
+        return subprocess.Popen(
+            [venv_script("wsd"), "run"],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            preexec_fn=preexec_fn,
+        )
+
+
+@contextlib.contextmanager
+def running_daemon(
+    env: dict[str, str], log: Path, preexec_fn: Callable[[], None] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``wsd run`` for the length of the block; SIGTERM then, and it must exit 0."""
+    proc = start_daemon(env, log, preexec_fn)
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+
+
+def wsd(
+    env: dict[str, str], *args: str, check: bool = True, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """One ``wsd`` command run to completion (at most ``timeout`` s), its output captured as
+    text; with ``check`` it must exit 0 (the failure shows its stderr)."""
+    result = subprocess.run(
+        [venv_script("wsd"), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if check:
+        assert result.returncode == 0, (
+            f"wsd {' '.join(args)}: exit {result.returncode}: " + (result.stderr[-2000:])
+        )
+    return result

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +20,16 @@ from daemon import signals
 from daemon.bridge_standin import BridgeStandin, Fault
 from daemon.signals import SignalPolicy
 from schema.layout import Layout
-from tests.conftest import venv_script
+from tests.conftest import daemon_env, running_daemon, scalar, start_daemon, venv_script, wsd
 from tests.conftest import wait_for as _wait
 
 TOKEN = "sprite-token-DO-NOT-LOG-7f3a9c"
 
 
 def _env(layout: Layout, bridge: BridgeStandin, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-    env |= {
-        "WSD_WORKSPACE": layout.root,
-        "ANTHROPIC_BASE_URL": bridge.url,
-        "WSD_BRIDGE_TOKEN": TOKEN,
-        "WSD_POLL_SECONDS": "0.1",
-        "WSD_BATCH_TURNS": "3",
-        "WSD_LOG_FORMAT": "json",
-        **extra,
-    }
-    return env
+    return daemon_env(
+        layout, bridge, TOKEN, **({"WSD_POLL_SECONDS": "0.1", "WSD_BATCH_TURNS": "3"} | extra)
+    )
 
 
 def _hook(env: dict[str, str], event: dict[str, Any]) -> None:
@@ -65,31 +56,9 @@ def _turns(env: dict[str, str], n: int, session: str = "p1") -> None:
         )
 
 
-def _count(path: str, sql: str) -> int:
-    conn = apsw.Connection(path)
-    conn.set_busy_timeout(2000)
-    try:
-        return int(conn.execute(sql).fetchone()[0])
-    finally:
-        conn.close()
-
-
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as fh:
-        return subprocess.Popen(
-            [venv_script("wsd"), "run"], env=env, stdout=fh, stderr=subprocess.STDOUT
-        )
-
-
-@contextlib.contextmanager
-def _running(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``wsd run`` for the length of the block; SIGTERM then, and it must exit 0."""
-    proc = _start(env, log)
-    try:
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
+def _status(env: dict[str, str]) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(wsd(env, "status", "--json").stdout)
+    return report
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
@@ -102,11 +71,11 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
 
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge)
-        with _running(env, tmp_path / "d.log"):
+        with running_daemon(env, tmp_path / "d.log"):
             _turns(env, 3)
-            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") >= 1)
+            assert _wait(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") >= 1)
             assert (
-                _count(layout.memory_db, "SELECT count(*) FROM learnings WHERE type = 'preference'")
+                scalar(layout.memory_db, "SELECT count(*) FROM learnings WHERE type = 'preference'")
                 >= 1
             )
             assert "green tea" in Path(layout.md("user.md")).read_text()
@@ -141,19 +110,19 @@ def test_sigterm_during_a_slow_call_exits_promptly_and_the_batch_is_redone(
     """SIGTERM while the curator call hangs exits 0 within seconds; the next run redoes it."""
     with BridgeStandin(latency=60) as bridge:
         env = _env(layout, bridge)
-        proc = _start(env, tmp_path / "d.log")
+        proc = start_daemon(env, tmp_path / "d.log")
         _turns(env, 3)
         assert _wait(lambda: len(bridge.requests) >= 1)
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
         assert time.monotonic() - started < 5
-        assert _count(layout.memory_db, "SELECT count(*) FROM batches") == 0
+        assert scalar(layout.memory_db, "SELECT count(*) FROM batches") == 0
         bridge.latency = 0
-        with _running(env, tmp_path / "d.log") as proc:
+        with running_daemon(env, tmp_path / "d.log") as proc:
             assert _wait(
                 lambda: (
-                    _count(layout.memory_db, "SELECT count(*) FROM batches WHERE status = 'done'")
+                    scalar(layout.memory_db, "SELECT count(*) FROM batches WHERE status = 'done'")
                     == 1
                 )
             )
@@ -208,9 +177,9 @@ def test_idle_daemon_holds_no_database_file_or_socket(layout: Layout, tmp_path: 
     """
     with BridgeStandin() as bridge:
         env = _env(layout, bridge)
-        with _running(env, tmp_path / "d.log") as proc:
+        with running_daemon(env, tmp_path / "d.log") as proc:
             _turns(env, 3)
-            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            assert _wait(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             time.sleep(1.0)  # let it go idle
             samples = []
             for _ in range(15):
@@ -243,9 +212,7 @@ def test_bad_config_exits_non_zero_naming_the_field(
         "WSD_BRIDGE_TOKEN": TOKEN,
         var: value,
     }
-    result = subprocess.run(
-        [venv_script("wsd"), "run"], env=env, capture_output=True, text=True, timeout=30
-    )
+    result = wsd(env, "run", check=False, timeout=30)
     assert result.returncode == 2
     assert message in result.stderr
     assert TOKEN not in result.stderr + result.stdout
@@ -262,9 +229,7 @@ def test_newer_schema_exits_non_zero(layout: Layout) -> None:
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
         "WSD_BRIDGE_TOKEN": TOKEN,
     }
-    result = subprocess.run(
-        [venv_script("wsd"), "run"], env=env, capture_output=True, text=True, timeout=30
-    )
+    result = wsd(env, "run", check=False, timeout=30)
     assert result.returncode == 2
     assert "schema version 77" in result.stderr
 
@@ -277,7 +242,7 @@ def test_transient_start_up_problem_is_retried_in_process(tmp_path: Path) -> Non
     layout = Layout(str(root))
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_WATCH="false")
-        with _running(env, tmp_path / "d.log") as proc:
+        with running_daemon(env, tmp_path / "d.log") as proc:
             assert _wait(lambda: "start_retry" in (tmp_path / "d.log").read_text(), 10)
             assert proc.poll() is None
             (root / ".os").unlink()
@@ -293,7 +258,7 @@ def test_bridge_errors_are_logged_rate_limited_without_the_token(
             401, "authentication_error", f"bad token {TOKEN}"
         )
         env = _env(layout, bridge, WSD_OUTAGE_BACKOFF="0.2", WSD_OUTAGE_BACKOFF_MAX="0.2")
-        with _running(env, tmp_path / "d.log"):
+        with running_daemon(env, tmp_path / "d.log"):
             _turns(env, 3)
             assert _wait(lambda: len(bridge.requests) >= 5)
     events = _events(tmp_path / "d.log")
@@ -301,53 +266,24 @@ def test_bridge_errors_are_logged_rate_limited_without_the_token(
     assert 1 <= len(errors) < len(bridge.requests)
     assert TOKEN not in (tmp_path / "d.log").read_text()
     assert all(e.get("level") for e in events)
-    status = subprocess.run(
-        [venv_script("wsd"), "status", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    report = json.loads(status.stdout)
+    report = _status(env)
     assert report["bridge_errors"] >= 1 and report["backlog"] == 3
-    assert TOKEN not in status.stdout
+    assert TOKEN not in json.dumps(report)
 
 
 def test_status_reports_backlog_and_heartbeat(layout: Layout, tmp_path: Path) -> None:
     """`wsd status --json` shows the running daemon's heartbeat, backlog and last batch."""
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="25")
-        with _running(env, tmp_path / "d.log"):
+        with running_daemon(env, tmp_path / "d.log"):
             _turns(env, 2)
             assert _wait(lambda: (Path(layout.memory_dir) / "daemon.status.json").exists())
-            report = json.loads(
-                subprocess.run(
-                    [venv_script("wsd"), "status", "--json"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout
-            )
+            report = _status(env)
             assert report["daemon_running"] is True
             assert report["backlog"] == 2 and report["oldest_pending_age_s"] >= 0
             assert report["heartbeat_age_s"] is not None and report["heartbeat_age_s"] < 15
-            flushed = subprocess.run(
-                [venv_script("wsd"), "flush", "--wait", "20"],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            assert flushed.returncode == 0, flushed.stderr
-            report = json.loads(
-                subprocess.run(
-                    [venv_script("wsd"), "status", "--json"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout
-            )
+            wsd(env, "flush", "--wait", "20")
+            report = _status(env)
             assert report["backlog"] == 0
             assert report["last_batch"]["status"] == "done"
 
@@ -370,17 +306,16 @@ def test_daemon_keeps_the_sdk_while_turns_wait_and_sheds_once_all_are_curated(
             WSD_SHED_MEMORY_SECONDS="1",
         )
         log = tmp_path / "d.log"
-        with _running(env, log) as proc:
+        with running_daemon(env, log) as proc:
             assert _wait(lambda: any(e["event"] == "started" for e in _events(log)))
             before = _rss_kb(proc.pid)
             _turns(env, 3)  # pending, waiting for more: prepare() imports the SDK
             assert _wait(lambda: _rss_kb(proc.pid) > before + 20_000, 20)
             time.sleep(3.0)  # three shed delays with work waiting
             assert "reexec" not in [e["event"] for e in _events(log)]
-            assert _count(layout.memory_db, "SELECT count(*) FROM batches") == 0
-            flushed = subprocess.run([venv_script("wsd"), "flush"], env=env, capture_output=True)
-            assert flushed.returncode == 0, flushed.stderr
-            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            assert scalar(layout.memory_db, "SELECT count(*) FROM batches") == 0
+            wsd(env, "flush")
+            assert _wait(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             assert _wait(lambda: "reexec" in [e["event"] for e in _events(log)], 20)
 
 
@@ -391,9 +326,9 @@ def test_sigterm_during_the_memory_shedding_re_exec_still_exits_0(
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="0.5")
         log = tmp_path / "d.log"
-        with _running(env, log):
+        with running_daemon(env, log):
             _turns(env, 3)
-            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            assert _wait(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             # The reexec line is written just before execv: signal at once, mid-exec.
             assert _wait(lambda: '"reexec"' in log.read_text(), 20, every=0.001)
     assert [e["event"] for e in _events(log)][-1] == "stopped"
@@ -403,9 +338,9 @@ def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(layout: Layout, tmp_
     """After curating then idling, the daemon re-executes itself (same PID) without the SDK."""
     with BridgeStandin() as bridge:
         env = _env(layout, bridge, WSD_SHED_MEMORY_SECONDS="1.5")
-        with _running(env, tmp_path / "d.log") as proc:
+        with running_daemon(env, tmp_path / "d.log") as proc:
             _turns(env, 3)
-            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+            assert _wait(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 1)
             loaded = _rss_kb(proc.pid)
             assert _wait(lambda: '"reexec"' in (tmp_path / "d.log").read_text(), 20)
             assert _wait(lambda: (tmp_path / "d.log").read_text().count('"started"') == 2, 20)
@@ -414,6 +349,6 @@ def test_idle_daemon_sheds_the_sdk_by_re_executing_in_place(layout: Layout, tmp_
             shed = _rss_kb(proc.pid)
             assert shed < loaded - 20_000, (loaded, shed)
             _turns(env, 3, session="after")  # and it still works afterwards
-            assert _wait(lambda: _count(layout.memory_db, "SELECT count(*) FROM batches") == 2)
+            assert _wait(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 2)
     started = [e for e in _events(tmp_path / "d.log") if e["event"] == "started"]
     assert len({e["pid"] for e in started}) == 1

@@ -18,8 +18,8 @@ import apsw
 from daemon import rule_curator
 from daemon.bridge_standin import BridgeStandin
 from schema.layout import Layout
+from tests.conftest import daemon_env, running_daemon, venv_script, wsd
 from tests.conftest import query as _q
-from tests.conftest import venv_script
 from tests.conftest import wait_for as _wait
 
 #: Any write past this offset fails with EFBIG: every WAL append does, small spool lines don't.
@@ -60,37 +60,15 @@ def _turn(env: dict[str, str], i: int, limited: bool = False) -> str:
     )
 
 
-def _daemon(env: dict[str, str], log: Path, limited: bool) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as fh:
-        return subprocess.Popen(
-            [venv_script("wsd"), "run"],
-            env=env,
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_limited() if limited else None,
-        )
-
-
 def test_disk_full_loses_nothing(layout: Layout, tmp_path: Path) -> None:
     """With writes failing, events spool, the daemon survives, and all is curated after."""
     log = tmp_path / "d.log"
     with BridgeStandin(responder=rule_curator.responder) as bridge:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-        env |= {
-            "WSD_WORKSPACE": layout.root,
-            "ANTHROPIC_BASE_URL": bridge.url,
-            "WSD_BRIDGE_TOKEN": "t",
-            "WSD_BATCH_TURNS": "4",
-            "WSD_POLL_SECONDS": "0.2",
-            "WSD_LOG_FORMAT": "json",
-            "WSD_WATCH": "false",
-        }
+        env = daemon_env(layout, bridge, WSD_BATCH_TURNS="4", WSD_WATCH="false")
         for i in range(4):
             _turn(env, i)
-        proc = _daemon(env, log, limited=False)
-        assert _wait(lambda: _q(layout.memory_db, "SELECT count(*) FROM batches") == [(1,)])
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
+        with running_daemon(env, log):
+            assert _wait(lambda: _q(layout.memory_db, "SELECT count(*) FROM batches") == [(1,)])
         committed = _q(layout.memory_db, "SELECT id, content FROM learnings ORDER BY id")
         assert committed
 
@@ -101,30 +79,19 @@ def test_disk_full_loses_nothing(layout: Layout, tmp_path: Path) -> None:
         assert os.path.getsize(layout.spool) > 0
 
         # The daemon, also out of space, reports the failure and keeps running.
-        proc = _daemon(env, log, limited=True)
-        # (At start-up it cannot even migrate/checkpoint: it retries in-process, with back-off.)
-        reported = ('"pass_failed"', '"start_retry"')
-        assert _wait(lambda: any(r in log.read_text() for r in reported), 20)
-        time.sleep(1.0)
-        assert proc.poll() is None, "the daemon died on a full disk"
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
+        with running_daemon(env, log, _limited()) as proc:
+            # (At start-up it cannot even migrate/checkpoint: it retries in-process, with back-off.)
+            reported = ('"pass_failed"', '"start_retry"')
+            assert _wait(lambda: any(r in log.read_text() for r in reported), 20)
+            time.sleep(1.0)
+            assert proc.poll() is None, "the daemon died on a full disk"
         for db in (layout.transcript_db, layout.memory_db):
             assert _q(db, "PRAGMA integrity_check") == [("ok",)]
         assert _q(layout.memory_db, "SELECT id, content FROM learnings ORDER BY id") == committed
 
         # Space returns: everything is ingested and curated, nothing twice.
-        proc = _daemon(env, log, limited=False)
-        try:
-            subprocess.run(
-                [venv_script("wsd"), "flush", "--wait", "30"],
-                env=env,
-                check=True,
-                capture_output=True,
-            )
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=15) == 0
+        with running_daemon(env, log):
+            wsd(env, "flush", "--wait", "30")
     assert _q(layout.transcript_db, "SELECT count(*) FROM observations") == [(8,)]
     assert _q(
         layout.memory_db, "SELECT count(*), count(DISTINCT observation_id) FROM batch_turns"

@@ -17,10 +17,9 @@ import pytest
 
 from daemon import rule_curator
 from daemon.bridge_standin import BridgeStandin
-from hooks.capture import Capture, CaptureConfig
 from schema.layout import CURATED_FILES, Layout
+from tests.conftest import daemon_env, make_worker, running_daemon, venv_script, write_turns, wsd
 from tests.conftest import query as _q
-from tests.conftest import venv_script
 from tests.conftest import wait_for as _wait
 from tests.secrets_corpus import SECRETS, sensitive_part
 
@@ -29,30 +28,7 @@ TOKEN = "ops-sprite-token-3b9f1e"
 
 
 def _env(layout: Layout, bridge: BridgeStandin, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-    return env | {
-        "WSD_WORKSPACE": layout.root,
-        "ANTHROPIC_BASE_URL": bridge.url,
-        "WSD_BRIDGE_TOKEN": TOKEN,
-        "WSD_LOG_FORMAT": "json",
-        "WSD_POLL_SECONDS": "0.2",
-        **extra,
-    }
-
-
-def _turns(layout: Layout, n: int, start: int = 0, session: str = "ops") -> None:
-    cap = Capture(CaptureConfig(workspace=layout.root))
-    for i in range(start, start + n):
-        cap.handle(
-            {
-                "hook_event_name": "UserPromptSubmit",
-                "session_id": session,
-                "prompt": f"I prefer variant {i}",
-            }
-        )
-        cap.handle(
-            {"hook_event_name": "Stop", "session_id": session, "last_assistant_message": f"ok {i}"}
-        )
+    return daemon_env(layout, bridge, TOKEN, **extra)
 
 
 def _read(path: str) -> str:
@@ -68,17 +44,13 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
     log = tmp_path / "d.log"
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="5", WSD_WAKE_JUMP_SECONDS="1")
-        with open(log, "ab") as fh:
-            proc = subprocess.Popen(
-                [venv_script("wsd"), "run"], env=env, stdout=fh, stderr=subprocess.STDOUT
-            )
-        try:
-            _turns(layout, 5)
+        with running_daemon(env, log) as proc:
+            write_turns(layout, 5, "ops")
             assert _wait(lambda: _q(layout.memory_db, "SELECT count(*) FROM batches") == [(1,)])
             (Path(layout.root) / "documents" / "kept.txt").write_text("kept")
             assert _wait(lambda: "kept.txt" in _read(layout.md("files.md")))
             os.kill(proc.pid, signal.SIGSTOP)
-            _turns(layout, 10, start=5)
+            write_turns(layout, 10, "ops", 5)
             (Path(layout.root) / "documents" / "while-frozen.txt").write_text("new")
             (Path(layout.root) / "documents" / "kept.txt").unlink()
             time.sleep(7)  # frozen far longer than the wake threshold
@@ -91,9 +63,6 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
             )
             assert _wait(lambda: "while-frozen.txt" in _read(layout.md("files.md")))
             assert "kept.txt" not in _read(layout.md("files.md"))
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=15) == 0
         requests = len(bridge.requests)
     events = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
     assert [e for e in events if e["event"] == "wake"], "the wake was not logged"
@@ -132,20 +101,8 @@ def test_secrets_never_reach_databases_md_files_logs_or_the_bridge(
                 },
             ):
                 subprocess.run([hook], input=json.dumps(event).encode(), env=env, check=True)
-        with open(log, "ab") as fh:
-            proc = subprocess.Popen(
-                [venv_script("wsd"), "run"], env=env, stdout=fh, stderr=subprocess.STDOUT
-            )
-        try:
-            subprocess.run(
-                [venv_script("wsd"), "flush", "--wait", "60"],
-                env=env,
-                check=True,
-                capture_output=True,
-            )
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=15) == 0
+        with running_daemon(env, log):
+            wsd(env, "flush", "--wait", "60")
         sent = b"".join(r.raw for r in bridge.requests)
     assert _q(layout.memory_db, "SELECT count(*) FROM learnings")[0][0] >= len(SECRETS)
     places = {"bridge requests": sent, "daemon log": log.read_bytes()}
@@ -207,7 +164,7 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
     if existing:
         (root / "documents").mkdir()
         (root / "documents" / "mine.txt").write_text("user data")
-        _turns(Layout(str(root)), 3)
+        write_turns(Layout(str(root)), 3, "ops")
     first = _bootstrap_sh(root, venv)
     assert first.returncode == 0, first.stderr
     assert "installed" in first.stdout
@@ -237,10 +194,8 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
 def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
     """doctor fails on loose permissions, a damaged FTS index and a drifted md file; --fix heals."""
     with BridgeStandin(responder=rule_curator.responder) as bridge:
-        from tests.conftest import make_worker
-
         worker = make_worker(layout, bridge, batch_turns=3)
-        _turns(layout, 3)
+        write_turns(layout, 3, "ops")
         worker.run_once()
         env = _env(layout, bridge)
         os.chmod(layout.memory_db, 0o644)
@@ -249,14 +204,13 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
         conn.execute("DELETE FROM learnings_fts_data WHERE id > 1")  # corrupt the index
         conn.close()
         worker.status.update(force=True)
-        doctor = [venv_script("wsd"), "doctor"]
-        broken = subprocess.run(doctor, env=env, capture_output=True, text=True)
+        broken = wsd(env, "doctor", check=False)
         assert broken.returncode == 1
         for needle in ("FAIL permissions", "FAIL memory.db integrity", "FAIL md files"):
             assert needle in broken.stdout, broken.stdout
-        fixed = subprocess.run([*doctor, "--fix"], env=env, capture_output=True, text=True)
+        fixed = wsd(env, "doctor", "--fix", check=False)
         assert "[fixed]" in fixed.stdout
-        again = subprocess.run(doctor, env=env, capture_output=True, text=True)
+        again = wsd(env, "doctor", check=False)
         for needle in (
             "ok   permissions",
             "ok   memory.db integrity",
@@ -269,20 +223,13 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
 def test_backup_is_a_consistent_online_copy(layout: Layout, tmp_path: Path) -> None:
     """wsd backup copies both databases (integrity ok, same rows) and the md files while live."""
     with BridgeStandin(responder=rule_curator.responder) as bridge:
-        from tests.conftest import make_worker
-
-        make_worker(layout, bridge, batch_turns=3)
-        _turns(layout, 3)
-        make_worker(layout, bridge, batch_turns=3).run_once()
+        worker = make_worker(layout, bridge, batch_turns=3)
+        write_turns(layout, 3, "ops")
+        worker.run_once()
         reader = apsw.Connection(layout.transcript_db)  # a live reader during the backup
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM events").fetchall()
-        result = subprocess.run(
-            [venv_script("wsd"), "backup", str(tmp_path / "bk")],
-            env=_env(layout, bridge),
-            capture_output=True,
-            text=True,
-        )
+        result = wsd(_env(layout, bridge), "backup", str(tmp_path / "bk"), check=False)
         reader.execute("COMMIT")
         reader.close()
     assert result.returncode == 0, result.stderr

@@ -12,16 +12,14 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import apsw
 import pytest
 
 from daemon import rule_curator
 from daemon.bridge_standin import BridgeStandin
 from daemon.deploy import bootstrap
-from hooks.capture import Capture, CaptureConfig
 from schema.layout import Layout
+from tests.conftest import scalar, wait_for, write_turns
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -100,40 +98,12 @@ def deployed() -> Iterator[tuple[Layout, BridgeStandin, Supervisor]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _turns(layout: Layout, n: int, start: int = 0) -> None:
-    cap = Capture(CaptureConfig(workspace=layout.root))
-    for i in range(start, start + n):
-        cap.handle(
-            {
-                "hook_event_name": "UserPromptSubmit",
-                "session_id": "sv",
-                "prompt": f"I prefer option {i}",
-            }
-        )
-        cap.handle(
-            {"hook_event_name": "Stop", "session_id": "sv", "last_assistant_message": f"ok {i}"}
-        )
-
-
 def _curated(layout: Layout) -> int:
-    conn = apsw.Connection(layout.memory_db)
-    conn.set_busy_timeout(5000)
-    try:
-        row = conn.execute(
-            "SELECT coalesce(sum(turns), 0) FROM batches WHERE status = 'done'"
-        ).fetchone()
-        return int(row[0]) if row else 0
-    finally:
-        conn.close()
-
-
-def _wait(predicate: Any, timeout: float = 40) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
+    return int(
+        scalar(
+            layout.memory_db, "SELECT coalesce(sum(turns), 0) FROM batches WHERE status = 'done'"
+        )
+    )
 
 
 def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supervisor]) -> None:
@@ -143,9 +113,9 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
 
     # kill -9: supervisord restarts it and the backlog written meanwhile is curated.
     os.kill(first, signal.SIGKILL)
-    _turns(layout, 25)
+    write_turns(layout, 25, "sv")
     second = sup.wait_state("RUNNING", not_pid=first)
-    _wait(lambda: _curated(layout) == 25)
+    assert wait_for(lambda: _curated(layout) == 25, 40, 0.2)
 
     # A new deploy (VERSION change): the daemon exits 0 and supervisord starts it again.
     bootstrap(
@@ -157,8 +127,8 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
         standalone=True,
     )
     third = sup.wait_state("RUNNING", not_pid=second)
-    _turns(layout, 25, start=25)
-    _wait(lambda: _curated(layout) == 50)
+    write_turns(layout, 25, "sv", 25)
+    assert wait_for(lambda: _curated(layout) == 50, 40, 0.2)
 
     # supervisorctl stop: SIGTERM, a clean exit 0 well within stopwaitsecs.
     started = time.monotonic()
