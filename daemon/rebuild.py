@@ -220,13 +220,7 @@ def _curate(
             first = _curate(aside, bridge, identity, deploy, turns[:half])
             second = _curate(aside, bridge, identity, deploy, turns[half:])
             return first[0] + second[0], first[1] + second[1]
-        record = BatchRecord(
-            turns=turns,
-            status="failed",
-            error=str(exc)[:1000],
-            attempts=exc.attempts,
-            started_at=when,
-        )
+        record = BatchRecord.parked(turns, exc, exc.attempts, when)
         aside.commit_batch(identity, record, when)
         return 0, 1
     except Exception as exc:  # Outage, Shutdown: nothing of the rebuild is kept

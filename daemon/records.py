@@ -68,6 +68,20 @@ class BatchRecord:
     status: str = "done"
     error: str | None = None
 
+    @classmethod
+    def parked(
+        cls, turns: Sequence[Turn], error: BaseException, attempts: int, started_at: float
+    ) -> BatchRecord:
+        """The record of a batch that failed for good: parked in the ledger, never deleted,
+        for ``wsd retry`` to run again."""
+        return cls(
+            turns=turns,
+            status="failed",
+            error=str(error)[:1000],
+            attempts=attempts,
+            started_at=started_at,
+        )
+
 
 @dataclass(frozen=True)
 class CommitResult:

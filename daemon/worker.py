@@ -307,13 +307,7 @@ class Worker:
         return result.batch_id
 
     def _park(self, turns: list[Turn], exc: BatchRejected, now: float) -> int:
-        record = BatchRecord(
-            turns=turns,
-            status="failed",
-            error=str(exc)[:1000],
-            attempts=exc.attempts,
-            started_at=now,
-        )
+        record = BatchRecord.parked(turns, exc, exc.attempts, now)
         try:
             result = self.store.commit_batch(self.identity, record, self.clock())
         except AlreadyCovered:
