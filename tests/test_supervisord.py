@@ -73,19 +73,24 @@ class Supervisor:
             self.proc.kill()
 
 
-@pytest.fixture
-def deployed() -> Iterator[tuple[Layout, BridgeStandin, Supervisor]]:
-    """A bootstrapped workspace (short path: unix sockets), a Bridge, supervisord running."""
-    root = tempfile.mkdtemp(prefix="wsd", dir="/tmp")
-    layout = Layout(root)
+def _deploy(layout: Layout, version: str) -> None:
+    """What a deploy of ``version`` does on the VM: bootstrap.sh's Python half."""
     bootstrap(
         layout,
-        version="1.0",
+        version=version,
         templates=REPO / "deploy" / "templates",
         supervisor=REPO / "deploy" / "supervisor",
         venv=VENV,
         standalone=True,
     )
+
+
+@pytest.fixture
+def deployed() -> Iterator[tuple[Layout, BridgeStandin, Supervisor]]:
+    """A bootstrapped workspace (short path: unix sockets), a Bridge, supervisord running."""
+    root = tempfile.mkdtemp(prefix="wsd", dir="/tmp")
+    layout = Layout(root)
+    _deploy(layout, "1.0")
     bridge = BridgeStandin(responder=rule_curator.responder).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
     env |= {"ANTHROPIC_BASE_URL": bridge.url, "WSD_BRIDGE_TOKEN": "sv-token-never-logged"}
@@ -118,14 +123,7 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
     assert wait_for(lambda: _curated(layout) == 25, 40, 0.2)
 
     # A new deploy (VERSION change): the daemon exits 0 and supervisord starts it again.
-    bootstrap(
-        layout,
-        version="1.1",
-        templates=REPO / "deploy" / "templates",
-        supervisor=REPO / "deploy" / "supervisor",
-        venv=VENV,
-        standalone=True,
-    )
+    _deploy(layout, "1.1")
     third = sup.wait_state("RUNNING", not_pid=second)
     write_turns(layout, 25, "sv", 25)
     assert wait_for(lambda: _curated(layout) == 50, 40, 0.2)

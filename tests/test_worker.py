@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -396,6 +397,12 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
     assert len(standin.requests) == calls  # nothing curated twice
 
 
+def _delete_db(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+
+
 def test_deleted_memory_db_is_rebuilt_from_the_transcript(
     layout: Layout, standin: BridgeStandin
 ) -> None:
@@ -403,9 +410,7 @@ def test_deleted_memory_db_is_rebuilt_from_the_transcript(
     worker = make_worker(layout, standin, batch_turns=2)
     write_turns(layout, 2)
     drain(worker)
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(layout.memory_db + suffix):
-            os.unlink(layout.memory_db + suffix)
+    _delete_db(layout.memory_db)
     fresh = make_worker(layout, standin, batch_turns=2)
     drain(fresh)
     assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(2,)]
@@ -416,9 +421,7 @@ def test_recreated_transcript_is_detected(layout: Layout, standin: BridgeStandin
     worker = make_worker(layout, standin, batch_turns=1)
     write_turns(layout, 1)
     drain(worker)
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(layout.transcript_db + suffix):
-            os.unlink(layout.transcript_db + suffix)
+    _delete_db(layout.transcript_db)
     write_turns(layout, 1)  # same observation id 1, different database
     with capture_logs() as logs:
         drain(worker)
