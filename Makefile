@@ -8,13 +8,17 @@ STAMP  := $(VENV)/.installed-stamp
 
 all: test
 
-# The venv is rebuilt when pyproject.toml changes. `editable_mode=compat`
-# installs a plain path entry instead of an import hook, so starting the
-# interpreter (and so every `wsd-hook` run) costs nothing extra.
-$(STAMP): pyproject.toml
+# The checkout's daemon/, hooks/ and schema/ are installed as wsd.daemon, wsd.hooks and
+# wsd.schema. `editable_mode=strict` links each source file into a tree under build/ and
+# adds that tree as a plain path entry: no import hook, so starting the interpreter (and so
+# every `wsd-hook` run) costs nothing extra, and an edit is live at once. A new or removed
+# module changes its folder's mtime, which re-links (the folders are prerequisites).
+CODE_DIRS := $(shell find schema hooks daemon -type d -not -name __pycache__)
+
+$(STAMP): pyproject.toml $(CODE_DIRS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --config-settings editable_mode=compat -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --config-settings editable_mode=strict -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,7 +36,7 @@ typecheck: $(STAMP)
 check: lint typecheck test
 
 demo: $(STAMP)
-	$(BIN)/python -m daemon.demo
+	$(BIN)/python -m wsd.daemon.standin.demo
 
 run: $(STAMP)
 	$(BIN)/wsd run

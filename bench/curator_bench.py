@@ -10,24 +10,24 @@ import threading
 import time
 
 import apsw
-
-import schema
-from bench import Row
-from bench.procs import OUTPUT_TOKENS, quiet_logs, realistic_reply
-from bench.workload_files import make_workspace
-from bench.workload_turns import capture_turns, typical_turn
-from daemon import files_md
-from daemon.bridge import BridgeClient
-from daemon.bridge_standin import BridgeStandin
-from daemon.config import (
+from wsd import schema
+from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.curator import build_request, render_turn
+from wsd.daemon.curation.worker import Worker
+from wsd.daemon.memory import files_md
+from wsd.daemon.runtime.config import (
     DEFAULT_PRICE_INPUT,
     DEFAULT_PRICE_OUTPUT,
     Config,
 )
-from daemon.curator import build_request, render_turn
-from daemon.store import Store
-from daemon.worker import Worker
-from schema.transcript import request_flush
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.ledger import Store
+from wsd.schema.transcript import request_flush
+
+from bench import Row
+from bench.procs import OUTPUT_TOKENS, quiet_logs, realistic_reply
+from bench.workload_files import make_workspace
+from bench.workload_turns import capture_turns, typical_turn
 
 # -- 4. curator cost per batch -------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ def curator_cost(batch: int = 25) -> list[Row]:
         layout = make_workspace(tmp)
         capture_turns(layout, turns)
         store = Store(layout)
-        from daemon import memory_files as files_mod
+        from wsd.daemon.memory import files as files_mod
 
         pending = store.pending_turns(batch)
         rendered = [render_turn(t) for t in pending]

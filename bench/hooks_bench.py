@@ -10,10 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
+
 from bench import Row, median, percentile
-from daemon.bootstrap import init_workspace
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
 
 READER = r"""
 import sys, time, apsw

@@ -10,7 +10,13 @@ import tempfile
 import threading
 import time
 
-import schema
+from wsd import schema
+from wsd.daemon.runtime.config import (
+    DEFAULT_SHED_MEMORY_SECONDS,
+)
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.transcript import request_flush
+
 from bench import Row
 from bench.procs import (
     count_rows,
@@ -24,11 +30,6 @@ from bench.procs import (
 )
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
-from daemon.bridge_standin import BridgeStandin
-from daemon.config import (
-    DEFAULT_SHED_MEMORY_SECONDS,
-)
-from schema.transcript import request_flush
 
 # -- 2. idle cost --------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 
 Retrieval follows ../shared/data/README.md: every turn (text, plus ``[image: caption]``) or
 every observation fact (credited to its dia_ids) is stored through the project's own paths,
-each question of categories 1-4 is asked through :func:`daemon.search.search_memory`, and
+each question of categories 1-4 is asked through ``search_memory``, and
 recall@k = |gold ∩ dia_ids of the top-k hits| / |gold|. Turns go through the real capture
 path (one agent turn per utterance, ``Speaker: text`` as the prompt) and the turn index;
 facts go through ``wsd import``'s loader with ``ref`` = their dia_ids. Nothing in
@@ -27,15 +27,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import schema
+from wsd import schema
+from wsd.daemon.memory.boot import load_memory
+from wsd.daemon.memory.search.core import search_memory
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.store.archive import import_lines, index_new_turns
+from wsd.daemon.store.ledger import Store
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
+
 from bench import Row, percentile
-from daemon.archive import import_lines, index_new_turns
-from daemon.bootstrap import init_workspace
-from daemon.loader import load_memory
-from daemon.search import search_memory
-from daemon.store import Store
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
 
 DATA = os.environ.get(
     "WSD_LOCOMO",
@@ -353,7 +354,7 @@ def search_latency() -> list[Row]:
 
 def boot_context() -> list[Row]:
     """load_memory() with every file at its line limit and 50 recent learnings."""
-    from daemon.curator import LINE_LIMITS
+    from wsd.daemon.curation.curator import LINE_LIMITS
 
     with tempfile.TemporaryDirectory() as tmp:
         layout = Layout(tmp)

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-
-from daemon import log as wsd_log
-from daemon.bridge_standin import BridgeStandin, Reply
-from schema.layout import Layout
+from wsd.daemon.runtime import log as wsd_log
+from wsd.daemon.standin.bridge import BridgeStandin, Reply
+from wsd.schema.layout import Layout
 
 WSD = str(Path(sys.executable).parent / "wsd")
 TURN_ID = re.compile(r'<turn id="(\d+)"')

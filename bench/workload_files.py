@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from daemon import files_md
-from daemon.bootstrap import init_workspace
-from schema.layout import Layout
+from wsd.daemon.memory import files_md
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.schema.layout import Layout
 
 # -- a plausible workspace -------------------------------------------------------------------
 

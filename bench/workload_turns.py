@@ -7,10 +7,10 @@ import random
 import time
 from typing import Any
 
-import schema
-from hooks.capture import Capture, CaptureConfig, build_event
-from schema.layout import Layout
-from schema.transcript import Event, record
+from wsd import schema
+from wsd.hooks.capture import Capture, CaptureConfig, build_event
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import Event, record
 
 # -- typical turns ------------------------------------------------------------------------------
 

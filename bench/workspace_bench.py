@@ -20,11 +20,12 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from wsd.daemon.memory import files_md
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import USER_FOLDERS, Layout
+
 from bench import Row, median, percentile
-from daemon import files_md
-from daemon.bootstrap import init_workspace
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import USER_FOLDERS, Layout
 
 FILES = 100_000
 FOLDERS_PER_TOP = 250
@@ -32,12 +33,12 @@ SAMPLES = 30
 
 CHILD = r"""
 import json, signal, sys, threading, time
-from daemon import log
-from daemon.canvas import CanvasSync
-from daemon.checks import Checks
-from daemon.watcher import Watcher
-from daemon.wsstore import WorkspaceStore
-from schema.layout import Layout
+from wsd.daemon.runtime import log
+from wsd.daemon.workspace.canvas import CanvasSync
+from wsd.daemon.workspace.checks import Checks
+from wsd.daemon.workspace.watcher import Watcher
+from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.schema.layout import Layout
 
 log.configure("json", stream=sys.stderr)
 root = sys.argv[1]

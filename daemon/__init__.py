@@ -1,0 +1,1 @@
+"""The Workspace Daemon: the supervised process that curates captured turns into memory."""

@@ -2,6 +2,6 @@
 
 import sys
 
-from daemon.cli import main
+from wsd.daemon.ops.cli import main
 
 sys.exit(main())

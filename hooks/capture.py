@@ -13,13 +13,12 @@ import sys
 import time
 
 import apsw
-
-import schema
-from hooks import spool
-from hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value
-from schema.fastjson import dumps
-from schema.layout import DEFAULT_WORKSPACE, Layout
-from schema.transcript import KNOWN_EVENTS, Event, record
+from wsd import schema
+from wsd.hooks import spool
+from wsd.hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value
+from wsd.schema.fastjson import dumps
+from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
+from wsd.schema.transcript import KNOWN_EVENTS, Event, record
 
 # typing, dataclasses and collections.abc are left out at run time on purpose:
 # each costs the command hook a measurable slice of its start-up budget.

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from hooks.capture import Capture, CaptureConfig, InvalidInput
-from schema.fastjson import loads
+from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput
+from wsd.schema.fastjson import loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from hooks.redact import (  # package-internal helpers shared with the redactor
+from wsd.hooks.redact import (  # package-internal helpers shared with the redactor
     _MARGIN,
     _SENSITIVE_KEY_WORDS,
     _UNSAFE,

@@ -12,8 +12,8 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from hooks.capture import Capture, CaptureConfig, InvalidInput, _warn
-from schema.transcript import HOOK_EVENTS
+from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput, _warn
+from wsd.schema.transcript import HOOK_EVENTS
 
 #: Seconds the CLI waits for a callback; ours take well under a millisecond,
 #: and are bounded by the busy timeout, so this only guards against the

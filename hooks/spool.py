@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 
-from schema.transcript import Event
+from wsd.schema.transcript import Event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

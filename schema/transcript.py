@@ -9,9 +9,8 @@ commit together or not at all.
 from __future__ import annotations
 
 import apsw
-
-from schema import one, rows, write_txn
-from schema.fastjson import dumps, loads
+from wsd.schema import one, rows, write_txn
+from wsd.schema.fastjson import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

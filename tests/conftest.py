@@ -16,18 +16,17 @@ from typing import Any, TypeVar
 
 import apsw
 import pytest
-
-import schema
-from daemon import rule_curator
-from daemon.bootstrap import init_workspace
-from daemon.bridge import BridgeClient
-from daemon.bridge_standin import BridgeStandin
-from daemon.config import Config
-from daemon.store import Store
-from daemon.worker import Worker
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
-from schema.transcript import request_flush
+from wsd import schema
+from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.worker import Worker
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.ledger import Store
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import request_flush
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -18,8 +18,7 @@ from typing import Any, TypeVar
 
 import anthropic
 import pytest
-
-from daemon.bridge_standin import (
+from wsd.daemon.standin.bridge import (
     JSON,
     BridgeStandin,
     ConversationScript,
@@ -27,6 +26,7 @@ from daemon.bridge_standin import (
     Reply,
     estimate_tokens,
 )
+
 from tests.conftest import run_async, sdk_env
 
 TOKEN = "test-sprite-token"
@@ -464,9 +464,9 @@ def test_every_request_is_recorded_byte_for_byte(
 
 
 def test_command_line_runs_until_sigterm(tmp_path: Path) -> None:
-    """`python -m daemon.bridge_standin` prints its URL, serves, and exits 0 on SIGTERM."""
+    """`python -m wsd.daemon.standin.bridge` prints its URL, serves, and exits 0 on SIGTERM."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daemon.bridge_standin", "--port", "0", "--latency", "0"],
+        [sys.executable, "-m", "wsd.daemon.standin.bridge", "--port", "0", "--latency", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -639,7 +639,7 @@ def test_agent_sdk_side_requests_and_compaction_do_not_eat_turns(
 
 def test_rule_curator_keeps_file_names_and_versions_inside_a_sentence() -> None:
     """The demo curator ends a sentence at '.' + space or end, not at the dot of report.pdf."""
-    from daemon import rule_curator
+    from wsd.daemon.standin import rule_curator
 
     turn = (
         '<turn id="7" at="2026-11-21 10:00">\n<user>From now on save the summary as report.pdf '

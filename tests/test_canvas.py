@@ -12,13 +12,12 @@ from typing import Any
 import apsw
 import pytest
 from structlog.testing import capture_logs
-
-from daemon.canvas import TRUNCATION_NOTE, CanvasSync, confine, conflict_path, slug
-from daemon.checks import Checks
-from daemon.watcher import Watcher, WatchSettings
-from daemon.wsstore import WorkspaceStore
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
+from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.workspace.canvas import TRUNCATION_NOTE, CanvasSync, confine, conflict_path, slug
+from wsd.daemon.workspace.checks import Checks
+from wsd.daemon.workspace.watcher import Watcher, WatchSettings
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
 
 CREATE, UPDATE, CLOSE = (
     "mcp__canvas__create_card",

@@ -10,12 +10,11 @@ from typing import Any
 
 import apsw
 import pytest
-
-import schema
-from hooks import spool
-from hooks.capture import MEMORY_OUTPUT_MARKER, Capture, CaptureConfig, InvalidInput
-from schema.layout import Layout
-from schema.transcript import Event, close_stale_turns, record
+from wsd import schema
+from wsd.hooks import spool
+from wsd.hooks.capture import MEMORY_OUTPUT_MARKER, Capture, CaptureConfig, InvalidInput
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import Event, close_stale_turns, record
 
 
 def _capture(layout: Layout, **kw: Any) -> Capture:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
+from wsd.hooks.sdk import memory_hooks
+from wsd.schema.layout import Layout
 
-from daemon.bridge_standin import BridgeStandin, ConversationScript, Reply
-from hooks.sdk import memory_hooks
-from schema.layout import Layout
 from tests.conftest import query as _rows
 from tests.conftest import run_async, sdk_env, venv_script
 

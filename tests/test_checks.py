@@ -9,11 +9,10 @@ from pathlib import Path
 
 import apsw
 import pytest
-
-from daemon.checks import Checks, CheckSettings
-from daemon.watcher import Watcher, WatchSettings
-from daemon.wsstore import WorkspaceStore
-from schema.layout import Layout
+from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.workspace.checks import Checks, CheckSettings
+from wsd.daemon.workspace.watcher import Watcher, WatchSettings
+from wsd.schema.layout import Layout
 
 
 def q(layout: Layout, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:

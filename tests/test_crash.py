@@ -14,11 +14,11 @@ from typing import Any
 
 import apsw
 import pytest
+from wsd.daemon.memory import files as memory_files
+from wsd.daemon.standin.bridge import BridgeStandin, Reply
+from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import Layout
 
-from daemon import memory_files
-from daemon.bridge_standin import BridgeStandin, Reply
-from daemon.store import Store
-from schema.layout import Layout
 from tests.conftest import query as _rows
 from tests.conftest import venv_script
 
@@ -29,7 +29,7 @@ KILLS = 50
 
 WRITER = r"""
 import sys, time
-from hooks.capture import Capture, CaptureConfig
+from wsd.hooks.capture import Capture, CaptureConfig
 workspace, turns = sys.argv[1], int(sys.argv[2])
 cap = Capture(CaptureConfig(workspace=workspace))
 for i in range(turns):

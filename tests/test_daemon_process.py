@@ -15,11 +15,11 @@ from typing import Any
 
 import apsw
 import pytest
+from wsd.daemon.runtime import signals
+from wsd.daemon.runtime.signals import SignalPolicy
+from wsd.daemon.standin.bridge import BridgeStandin, Fault
+from wsd.schema.layout import Layout
 
-from daemon import signals
-from daemon.bridge_standin import BridgeStandin, Fault
-from daemon.signals import SignalPolicy
-from schema.layout import Layout
 from tests.conftest import daemon_env, running_daemon, scalar, start_daemon, venv_script, wsd
 from tests.conftest import wait_for as _wait
 
@@ -67,7 +67,7 @@ def _events(log: Path) -> list[dict[str, Any]]:
 
 def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path: Path) -> None:
     """Turns written by wsd-hook become learnings and md files through a running daemon."""
-    from daemon import rule_curator
+    from wsd.daemon.standin import rule_curator
 
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge)

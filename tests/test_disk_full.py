@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.layout import Layout
 
-from daemon import rule_curator
-from daemon.bridge_standin import BridgeStandin
-from schema.layout import Layout
 from tests.conftest import daemon_env, running_daemon, venv_script, wsd
 from tests.conftest import query as _q
 from tests.conftest import wait_for as _wait

@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 import pytest
-
-from schema import fastjson
+from wsd.schema import fastjson
 
 DOCUMENTS = [
     '{"a": 1}',

@@ -12,17 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import apsw
+from wsd import schema
+from wsd.hooks import spool
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import close_stale_turns, record
 
-import schema
-from hooks import spool
-from schema.layout import Layout
-from schema.transcript import close_stale_turns, record
 from tests.conftest import venv_script
 
 WRITER = r"""
 import json, sys
 from collections import Counter
-from hooks.capture import Capture, CaptureConfig
+from wsd.hooks.capture import Capture, CaptureConfig
 workspace, proc, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 cap = Capture(CaptureConfig(workspace=workspace))
 outcomes = Counter()

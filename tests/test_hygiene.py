@@ -10,10 +10,9 @@ import sys
 import time
 
 import pytest
-
-from hooks import hygiene
-from hooks import redact as redact_module
-from hooks.hygiene import (
+from wsd.hooks import hygiene
+from wsd.hooks import redact as redact_module
+from wsd.hooks.hygiene import (
     BOOT_CONTEXT_TAG,
     DEFAULT_MAX_CHARS,
     clean_bytes,
@@ -21,6 +20,7 @@ from hooks.hygiene import (
     clean_value,
     redact,
 )
+
 from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
 
 FRAGMENT = 12  # no run of this many characters of a secret may survive

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import apsw
 import pytest
+from wsd.daemon.memory import boot as loader
+from wsd.daemon.memory.boot import hook_output, load_memory
+from wsd.daemon.ops import cli
+from wsd.hooks.hygiene import clean_text
+from wsd.schema.layout import Layout
 
-from daemon import cli, loader
-from daemon.loader import hook_output, load_memory
-from hooks.hygiene import clean_text
-from schema.layout import Layout
 from tests.conftest import venv_script
 
 NOW = 1_800_000_000.0
@@ -164,7 +165,7 @@ def test_wsd_boot_context_command(layout: Layout) -> None:
     wsd = (
         [venv_script("wsd")]
         if "boot-context" in cli.COMMANDS
-        else [sys.executable, "-m", "daemon.cli_memory"]
+        else [sys.executable, "-m", "wsd.daemon.ops.cli_memory"]
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("WSD_")}
     env["WSD_WORKSPACE"] = layout.root

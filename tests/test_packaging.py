@@ -1,4 +1,4 @@
-"""`pip install .` (not editable) carries everything the runtime needs: migrations, scripts."""
+"""`pip install .` (not editable) carries everything the runtime needs, under one namespace."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -45,47 +46,74 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed (not editable) into a folder of its own."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target)]
+        + [str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return target
+
+
+def _top_level(names: list[str]) -> set[str]:
+    return {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith((".dist-info"))}
+
+
 def test_wheel_contains_migrations_and_both_commands(wheel: Path) -> None:
     """The wheel holds every schema/sql file, the wsd entry point and the wsd-hook script."""
     names = zipfile.ZipFile(wheel).namelist()
     for sql in sorted((REPO / "schema" / "sql").rglob("*.sql")):
-        assert f"schema/sql/{sql.parent.name}/{sql.name}" in names
+        assert f"wsd/schema/sql/{sql.parent.name}/{sql.name}" in names
     assert any(n.endswith(".data/scripts/wsd-hook") for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "wsd = daemon.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "wsd = wsd.daemon.ops.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
-def test_installed_package_migrates_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
-    """Installed (not editable) elsewhere, the package finds its migrations and runs wsd init."""
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
+def test_wheel_installs_only_the_wsd_namespace(wheel: Path, installed: Path) -> None:
+    """Only `wsd` lands at the top of site-packages (no daemon, hooks or schema folders)."""
+    code = {n for n in _top_level(zipfile.ZipFile(wheel).namelist()) if not n.endswith(".data")}
+    assert code == {"wsd"}
+    on_disk = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info")}
+    assert on_disk - {"bin"} == {"wsd"}
+    assert not (installed / "wsd" / "__init__.py").exists()  # a namespace: nothing to clash on
+
+
+def test_installed_beside_schema_and_python_daemon_all_three_work(
+    installed: Path, tmp_path: Path
+) -> None:
+    """In one environment with the PyPI `schema` and `python-daemon`, no folder is shared, all
+    three import from their own files and work, and the installed wsd runs `wsd init`."""
+    theirs: set[str] = set()
+    for dist in ("schema", "python-daemon"):
+        files = metadata.files(dist) or []
+        theirs |= _top_level([str(f) for f in files]) - {"__pycache__"}
+    assert {"schema", "daemon"} <= theirs
+    ours = {p.name for p in installed.iterdir()}
+    assert not ours & theirs, f"shared top-level names: {ours & theirs}"
     deps = sysconfig.get_paths()["purelib"]
     code = (
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
-        "import schema, daemon.cli;"
-        "assert schema.__file__.startswith(sys.argv[1]), schema.__file__;"
-        "sys.exit(daemon.cli.main(['--workspace', sys.argv[3], 'init']))"
+        "import schema, daemon, daemon.daemon;"
+        "assert schema.Schema(int).validate(3) == 3;"
+        "assert hasattr(daemon, 'DaemonContext'), daemon.__file__;"
+        "from wsd import schema as wsd_schema; from wsd.daemon.ops import cli;"
+        "from wsd.daemon.memory.agent import agent_memory;"
+        "assert wsd_schema.__file__.startswith(sys.argv[1]), wsd_schema.__file__;"
+        "assert not schema.__file__.startswith(sys.argv[1]), schema.__file__;"
+        "sys.exit(cli.main(['--workspace', sys.argv[3], 'init']))"
     )
     # -S: no site, so the editable checkout on sys.path cannot stand in for the install.
     result = subprocess.run(
-        [sys.executable, "-S", "-c", code, str(target), deps, str(tmp_path / "ws")],
+        [sys.executable, "-S", "-c", code, str(installed), deps, str(tmp_path / "ws")],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert "schema v1" in result.stdout or "schema v" in result.stdout
+    assert "schema v" in result.stdout
+    assert (tmp_path / "ws" / ".os" / "memory" / "memory.db").exists()

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wsd.daemon.curation.worker import Worker
+from wsd.daemon.memory.agent import ALLOWED_TOOLS, agent_memory
+from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
+from wsd.daemon.store.archive import index_new_turns
+from wsd.daemon.store.ledger import Store
+from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
+from wsd.schema.layout import Layout
 
-from daemon.agent import ALLOWED_TOOLS, agent_memory
-from daemon.archive import index_new_turns
-from daemon.bridge_standin import BridgeStandin, ConversationScript, Reply
-from daemon.store import Store
-from daemon.worker import Worker
-from hooks.capture import MEMORY_OUTPUT_MARKER
-from schema.layout import Layout
 from tests.conftest import drain, flush, make_worker, run_async, sdk_env, venv_script
 from tests.conftest import query as _rows
 

@@ -13,16 +13,16 @@ from typing import Any
 
 import apsw
 import pytest
+from wsd import schema
+from wsd.daemon.curation import rebuild
+from wsd.daemon.curation.rebuild import RebuildError, pause_path
+from wsd.daemon.memory.search.core import search_memory
+from wsd.daemon.runtime.heartbeat import status_path
+from wsd.daemon.standin.bridge import BridgeStandin, Fault
+from wsd.daemon.store.archive import import_lines, set_action_status
+from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import Layout
 
-import schema
-from daemon import rebuild
-from daemon.archive import import_lines, set_action_status
-from daemon.bridge_standin import BridgeStandin, Fault
-from daemon.rebuild import RebuildError, pause_path
-from daemon.search import search_memory
-from daemon.status import status_path
-from daemon.store import Store
-from schema.layout import Layout
 from tests.conftest import flush, make_config, make_worker, venv_script, write_turns
 from tests.conftest import query as q
 

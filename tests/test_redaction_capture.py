@@ -8,9 +8,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import schema
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
+from wsd import schema
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
+
 from tests.conftest import venv_script
 from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, sensitive_part
 

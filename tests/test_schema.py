@@ -11,10 +11,10 @@ from pathlib import Path
 
 import apsw
 import pytest
+from wsd import schema
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.schema.layout import Layout
 
-import schema
-from daemon.bootstrap import init_workspace
-from schema.layout import Layout
 from tests.conftest import venv_script
 
 

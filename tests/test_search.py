@@ -14,15 +14,15 @@ from typing import Any
 
 import apsw
 import pytest
+from wsd import schema
+from wsd.daemon.memory.agent import run_resolve, run_search
+from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
+from wsd.daemon.standin.bridge import BridgeStandin, Reply
+from wsd.daemon.store.archive import import_lines, index_new_turns, set_action_status, turn_text
+from wsd.daemon.store.ledger import Store
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
 
-import schema
-from daemon.agent import run_resolve, run_search
-from daemon.archive import import_lines, index_new_turns, set_action_status, turn_text
-from daemon.bridge_standin import BridgeStandin, Reply
-from daemon.search import Hit, format_hits, search_memory
-from daemon.store import Store
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
 from tests.conftest import drain, flush, make_worker, venv_script
 
 ROOT = Path(__file__).resolve().parent.parent

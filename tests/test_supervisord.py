@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wsd.daemon.ops.deploy import bootstrap
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.layout import Layout
 
-from daemon import rule_curator
-from daemon.bridge_standin import BridgeStandin
-from daemon.deploy import bootstrap
-from schema.layout import Layout
 from tests.conftest import scalar, wait_for, write_turns
 
 pytestmark = pytest.mark.slow

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import apsw
 import pytest
-
-from daemon import files_md
-from daemon.files_md import is_noise
-from daemon.watcher import Watcher, WatchSettings
-from schema.layout import Layout
+from wsd.daemon.memory import files_md
+from wsd.daemon.memory.files_md import is_noise
+from wsd.daemon.workspace.watcher import Watcher, WatchSettings
+from wsd.schema.layout import Layout
 
 FAST = WatchSettings(tick_seconds=0.05, debounce_ms=50, step_ms=20, check_seconds=3600)
 
@@ -227,9 +226,9 @@ def test_force_polling_keeps_the_index_exact(layout: Layout) -> None:
 
 CHILD = r"""
 import sys, threading, json
-from daemon import log
-from daemon.watcher import Watcher, WatchSettings
-from schema.layout import Layout
+from wsd.daemon.runtime import log
+from wsd.daemon.workspace.watcher import Watcher, WatchSettings
+from wsd.schema.layout import Layout
 log.configure("json", stream=sys.stdout)
 settings = WatchSettings(**json.loads(sys.argv[2]))
 stop = threading.Event()

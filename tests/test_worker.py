@@ -12,12 +12,13 @@ from typing import Any
 import apsw
 import pytest
 from structlog.testing import capture_logs
+from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import files_md
+from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
+from wsd.daemon.store.ledger import Store
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
 
-from daemon import files_md, memory_files
-from daemon.bridge_standin import BridgeStandin, Fault, Reply
-from daemon.store import Store
-from hooks.capture import Capture, CaptureConfig
-from schema.layout import Layout
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
 

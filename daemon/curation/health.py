@@ -1,0 +1,137 @@
+"""Small state machines of the loop's health: the outage backoff, wake detection, and
+giving the SDK's memory back once the work is done.
+
+Kept out of the worker so each can be read (and reasoned about) on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+from wsd.daemon.curation.bridge import sdk_loaded
+from wsd.daemon.runtime.signals import STOP_SIGNALS
+from wsd.daemon.store.ledger import Store
+
+
+class Backoff:
+    """When the next curator call may be made after the Bridge failed, doubling each time.
+
+    Persisted in memory.db (``state``), so a long outage is remembered across
+    restarts and sleep instead of hammering the Bridge on every start.
+    """
+
+    def __init__(self, store: Store, initial: float, maximum: float) -> None:
+        self.store = store
+        self.initial = initial
+        self.maximum = maximum
+        self.next_attempt_at = 0.0
+        self.delay = initial
+
+    def load(self) -> None:
+        """Read the persisted state (start-up)."""
+        at = self.store.get_state("next_attempt_at")
+        delay = self.store.get_state("backoff_seconds")
+        self.next_attempt_at = float(at) if at else 0.0
+        self.delay = float(delay) if delay else self.initial
+
+    @property
+    def active(self) -> bool:
+        return self.next_attempt_at > 0
+
+    def waiting(self, now: float) -> bool:
+        return now < self.next_attempt_at
+
+    def enter(self, now: float, hint: float | None) -> float:
+        """Back off after a failure (at least ``hint``, the server's retry-after); the delay."""
+        delay = max(self.delay, hint or 0.0)
+        self.next_attempt_at = now + delay
+        self.delay = min(self.delay * 2, self.maximum)
+        self.store.set_state(
+            {"next_attempt_at": repr(self.next_attempt_at), "backoff_seconds": repr(self.delay)},
+            now,
+        )
+        return delay
+
+    def clear(self, now: float) -> None:
+        """Healthy again (or woken from sleep): the next call may happen at once."""
+        self.next_attempt_at = 0.0
+        self.delay = self.initial
+        self.store.set_state({"next_attempt_at": None, "backoff_seconds": None}, now)
+
+
+class WakeDetector:
+    """Notices that the process was frozen (VM sleep, SIGSTOP) between two passes.
+
+    Either the wall clock moved far more than the monotonic clock (a suspended
+    VM: CLOCK_MONOTONIC stops), or the monotonic gap far exceeds the wait the
+    loop asked for (a stopped process: both clocks run on).
+    """
+
+    def __init__(self, jump_seconds: float) -> None:
+        self.jump = jump_seconds
+        self._wall: float | None = None
+        self._mono = 0.0
+        self._expected = 0.0
+
+    def expect_wait(self, seconds: float) -> None:
+        """The loop is about to wait this long: not a sign of sleep."""
+        self._expected = seconds
+
+    def check(self, wall: float, mono: float) -> tuple[float, float] | None:
+        """(wall gap, monotonic gap) if a wake happened since the last check, else None."""
+        woke = None
+        if self._wall is not None:
+            wall_gap, mono_gap = wall - self._wall, mono - self._mono
+            if wall_gap - mono_gap > self.jump or mono_gap - self._expected > self.jump * 5:
+                woke = (wall_gap, mono_gap)
+        self._wall, self._mono, self._expected = wall, mono, 0.0
+        return woke
+
+
+class MemoryShedder:
+    """Re-executes the program in place (same PID) to give back the SDK's memory.
+
+    The anthropic SDK costs ~55 MB resident once imported and Python cannot unload
+    it; a daemon with nothing to curate should not carry it. The loop calls
+    :meth:`busy` whenever work is pending or done, and :meth:`due` between passes.
+    """
+
+    def __init__(self, seconds: float, monotonic: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.monotonic = monotonic
+        self._busy_at = monotonic()
+
+    def busy(self) -> None:
+        self._busy_at = self.monotonic()
+
+    def due(self) -> bool:
+        """The SDK is loaded and nothing was pending for ``seconds`` (0 disables)."""
+        return (
+            bool(self.seconds) and sdk_loaded() and self.monotonic() - self._busy_at >= self.seconds
+        )
+
+    def reexec(self, stopping: Callable[[], bool], before: Callable[[], None]) -> OSError | None:
+        """Replace this process image; returns only if it did not (the error, or None when
+        ``stopping()`` turned true). ``before`` runs just before, with no way back.
+
+        Nothing may be held at this point (no database or HTTP connection);
+        supervisord sees the same process throughout.
+        """
+        # A SIGTERM between execv and the new image's handlers would kill it by the default
+        # action (exit -15, not 0). Blocked signals stay pending across execv; the new
+        # image unblocks them once its handlers are in (daemon/signals.py) and stops cleanly.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if stopping():  # a signal came just before the block: stop instead
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            return None
+        before()
+        try:
+            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            self.busy()
+            return exc
+        return None  # pragma: no cover - execv does not return

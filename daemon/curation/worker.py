@@ -1,0 +1,451 @@
+"""The daemon's loop: ``run()`` is ``while not stopped: run_once()``.
+
+Each pass ingests the spool, closes turns whose agent never sent ``Stop``,
+then decides whether to curate (batch threshold, flush request, or idle) and
+curates at most one batch, so a test can drive it one step at a time and a
+SIGTERM never waits for more than one batch. Nothing is held between passes:
+no database connection, no HTTP connection once the backlog is drained.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+from wsd.daemon.curation import rebuild
+from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown
+from wsd.daemon.curation.curator import build_request, curated_batch, render_turn
+from wsd.daemon.curation.health import Backoff, MemoryShedder, WakeDetector
+from wsd.daemon.memory import files as memory_files
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.heartbeat import StatusFile
+from wsd.daemon.runtime.log import ErrorThrottle, get_logger
+from wsd.daemon.store import archive
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.maintenance import Maintenance
+from wsd.daemon.store.records import AlreadyCovered, BatchRecord, Turn
+from wsd.hooks import spool
+from wsd.schema.layout import Layout
+
+
+@dataclass
+class PassResult:
+    """What one ``run_once`` did; ``more`` means call again without waiting."""
+
+    action: str
+    more: bool = False
+    batches: list[int] = field(default_factory=list)
+
+
+class Worker:
+    """Turns captured turns into memory; every dependency is handed in."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        bridge: BridgeClient,
+        stop: threading.Event,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        nudge: threading.Event | None = None,
+        on_wake: Sequence[Callable[[], Any]] = (),
+    ) -> None:
+        self.config = config
+        self.layout: Layout = store.layout
+        self.store = store
+        self.bridge = bridge
+        self.stop = stop
+        self.nudge = nudge if nudge is not None else threading.Event()
+        self.clock = clock
+        self.monotonic = monotonic
+        self.on_wake = list(on_wake)
+        self.log = get_logger(component="worker")
+        self.throttle = ErrorThrottle()
+        self.status = StatusFile(self.layout, clock)
+        self.identity = ""
+        self.version = ""
+        self.backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max)
+        self.wake = WakeDetector(config.wake_jump_seconds)
+        self._indexed_upto = -1  # newest turn id known to be in the search index
+        self._started = False
+        self.stop_reason = "stop requested"
+        self.ops = Maintenance(store)
+        self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start-up: migrate, re-derive markers from the ledger, repair md files, old spool."""
+        self.store.migrate()
+        self.version = self._read_version()
+        self._check_identity()
+        repaired = memory_files.repair(self.layout, self.store.latest_md())
+        if repaired:
+            self.log.info("md_repaired", files=repaired)
+        self.backoff.load()
+        self._started = True
+        self.status.update(state="running", version=self.version, force=True)
+
+    def run(self) -> int:
+        """Run until stopped; returns the exit code (0 for a clean stop)."""
+        delay = 1.0
+        while not self.stop.is_set() and not self._started:
+            try:
+                self.start()
+            except (apsw.BusyError, apsw.CantOpenError, apsw.IOError, OSError) as exc:
+                # Transient at boot (disk still mounting, a long write): retry
+                # here, since supervisord gives up on a program that keeps dying.
+                self.log.warning("start_retry", error=f"{type(exc).__name__}: {exc}", delay=delay)
+                self.stop.wait(delay)
+                delay = min(delay * 2, 60.0)
+        self.log.info("started", workspace=self.layout.root, pid=os.getpid(), version=self.version)
+        while not self.stop.is_set():
+            try:
+                result = self.run_once()
+            except Exception as exc:
+                self._failed("pass", exc)
+                result = PassResult("error")
+            if result.action != "idle":
+                # Curating, waiting or backing off: there are turns to curate, and shedding
+                # the SDK now would only have prepare() import it again on the next pass.
+                self.shedder.busy()
+            if result.more and not self.stop.is_set():
+                continue
+            if self.shedder.due():
+                self._shed_memory()
+            self.bridge.reset()
+            self.wake.expect_wait(self.config.poll_seconds)
+            self.nudge.wait(self.config.poll_seconds)
+            self.nudge.clear()
+        self.status.update(state="stopped", force=True)
+        self.log.info("stopped", reason=self.stop_reason)
+        return 0
+
+    def request_stop(self, reason: str = "signal") -> None:
+        """Ask the loop to finish its step and return (safe from a signal handler)."""
+        self.stop_reason = reason
+        self.stop.set()
+        self.nudge.set()
+
+    # -- one pass ------------------------------------------------------------------
+
+    def run_once(self, now: float | None = None) -> PassResult:
+        """One pass of the loop; ``now`` (wall clock) may be injected by tests."""
+        if not self._started:
+            self.start()
+        if rebuild.hold(self):  # `wsd rebuild` asked us to stay out of memory.db
+            return PassResult("paused")
+        now = self.clock() if now is None else now
+        self._detect_wake(now)
+        if self._version_changed():
+            self.request_stop("version changed")
+            return PassResult("version_changed")
+        for taken in [*spool.pending_files(self.layout.spool), spool.take(self.layout.spool)]:
+            if taken and not self.stop.is_set():
+                self._ingest(taken)
+        closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
+        if closed:
+            self.log.info("turns_closed", count=len(closed), reason="no stop")
+        backlog = self.store.backlog()
+        self._check_identity(backlog.identity)
+        if backlog.last_turn_id != self._indexed_upto:  # new turns for search_memory
+            indexed = archive.index_new_turns(self.store, identity=self.identity)
+            if indexed < archive.INDEX_BATCH:
+                self._indexed_upto = backlog.last_turn_id
+        self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
+        if backlog.pending == 0:
+            if backlog.flush_upto is not None:
+                self.store.mark_flushes_handled(backlog.flush_upto, now)
+            self._maintain(now)
+            return PassResult("idle")
+        self.bridge.prepare()  # work is waiting: load the SDK while we decide
+        if self.backoff.waiting(now):
+            return PassResult("backoff")
+        reason = self._trigger(
+            backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
+        )
+        if reason is None:
+            return PassResult("waiting")
+        turns = self.store.pending_turns(self.config.batch_turns)
+        covered = self.store.covered(self.identity, [t.id for t in turns])
+        if covered:  # markers lagging behind the ledger (crash between the two commits)
+            self.store.mark_processed(sorted(covered))
+            return PassResult("remarked", more=True)
+        batch, rendered = self._fit(turns)
+        self.status.update(state="curating", force=True)
+        outcome, ids = self._curate(batch, rendered, reason, now)
+        if outcome != "backoff":
+            self.status.update(state="idle", force=True)
+        return PassResult(outcome, more=outcome == "curated", batches=ids)
+
+    def _trigger(
+        self,
+        pending: int,
+        oldest: float | None,
+        last_activity: float | None,
+        flush_upto: int | None,
+        now: float,
+    ) -> str | None:
+        if flush_upto is not None:
+            return "flush"
+        if pending >= self.config.batch_turns:
+            return "threshold"
+        quiet = last_activity is None or now - last_activity >= self.config.quiet_seconds
+        if oldest is not None and now - oldest >= self.config.idle_seconds and quiet:
+            return "idle"
+        return None
+
+    def _fit(self, turns: list[Turn]) -> tuple[list[Turn], list[str]]:
+        """The longest prefix of ``turns`` within the character budget (at least one)."""
+        budget = self.config.batch_chars
+        batch: list[Turn] = []
+        rendered: list[str] = []
+        used = 0
+        for turn in turns:
+            text = render_turn(turn)
+            if batch and used + len(text) > budget:
+                break
+            if not batch and len(text) > budget:
+                text = render_turn(turn, max_chars=budget)
+            batch.append(turn)
+            rendered.append(text)
+            used += len(text)
+        return batch, rendered
+
+    # -- curating ----------------------------------------------------------------
+
+    def _curate(
+        self, turns: list[Turn], rendered: list[str], reason: str, now: float
+    ) -> tuple[str, list[int]]:
+        """Curate one batch: commit, split on rejection, park a lone failing turn."""
+        actions = self.store.open_actions()
+        system, messages = build_request(memory_files.read_all(self.layout), actions, rendered)
+        started = self.clock()
+        try:
+            reply = self.bridge.call(system, messages)
+        except Shutdown:
+            self.log.info("batch_abandoned", turns=len(turns), reason="shutdown")
+            return "stopped", []
+        except Outage as exc:
+            self._enter_backoff(now, exc)
+            return "backoff", []
+        except BatchRejected as exc:
+            if len(turns) == 1:
+                return "parked", [self._park(turns, exc, now)]
+            half = len(turns) // 2
+            self.log.warning("batch_split", turns=len(turns), error=str(exc))
+            ids: list[int] = []
+            for part, text in ((turns[:half], rendered[:half]), (turns[half:], rendered[half:])):
+                outcome, got = self._curate(part, text, reason, now)
+                ids += got
+                if outcome not in ("curated", "parked"):
+                    return outcome, ids
+            return "curated", ids
+        return "curated", [self._commit(turns, reply, actions, reason, started)]
+
+    def _commit(
+        self,
+        turns: list[Turn],
+        reply: Reply,
+        actions: list[tuple[int, int, str]],
+        reason: str,
+        started: float,
+        replaces: Sequence[int] = (),
+    ) -> int:
+        record, parsed = curated_batch(turns, reply, [a[0] for a in actions], started, self.config)
+        if parsed.unknown_lines:
+            self.log.warning(
+                "reply_lines_ignored",
+                count=len(parsed.unknown_lines),
+                sample=parsed.unknown_lines[:3],
+            )
+        for name, why in parsed.rejected_updates.items():
+            self.log.warning("md_update_rejected", file=name, reason=why)
+        now = self.clock()
+        try:
+            result = self.store.commit_batch(self.identity, record, now, replaces=replaces)
+        except AlreadyCovered as exc:
+            self.log.warning("batch_discarded", reason=str(exc))
+            self.store.mark_processed([t.id for t in turns])
+            return 0
+        if result.files_updated:
+            latest = self.store.latest_md()
+            memory_files.materialise(
+                self.layout, {n: latest[n] for n in result.files_updated if n in latest}
+            )
+        self.store.mark_processed([t.id for t in turns])
+        self._recovered()
+        self.log.info(
+            "batch",
+            batch_id=result.batch_id,
+            reason=reason,
+            turns=len(turns),
+            first_turn=turns[0].id,
+            last_turn=turns[-1].id,
+            learnings=result.learnings_added,
+            actions=result.actions_added,
+            actions_closed=result.actions_closed,
+            files_updated=list(result.files_updated),
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cached_tokens=reply.cache_read_tokens,
+            cost_usd=round(record.cost_usd, 6),
+            latency_ms=round(reply.latency_ms, 1),
+            attempts=reply.attempts,
+            stop_reason=reply.stop_reason,
+        )
+        self.status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
+        self.status.update(
+            last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "done"}
+        )
+        return result.batch_id
+
+    def _park(self, turns: list[Turn], exc: BatchRejected, now: float) -> int:
+        record = BatchRecord.parked(turns, exc, exc.attempts, now)
+        try:
+            result = self.store.commit_batch(self.identity, record, self.clock())
+        except AlreadyCovered:
+            return 0
+        self.store.mark_processed([t.id for t in turns])
+        self.log.error("batch_parked", batch_id=result.batch_id, turn=turns[0].id, error=str(exc))
+        self.status.update(
+            last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "parked"}
+        )
+        return result.batch_id
+
+    def retry_parked(self) -> list[int]:
+        """Re-run every parked batch (``wsd retry``); returns the new batch ids."""
+        done: list[int] = []
+        for batch_id, ids, _error in self.store.failed_batches():
+            turns = self.store.turns_by_id(ids)
+            if not turns:
+                continue
+            actions = self.store.open_actions()
+            system, messages = build_request(
+                memory_files.read_all(self.layout), actions, [render_turn(t) for t in turns]
+            )
+            started = self.clock()
+            reply = self.bridge.call(system, messages)  # errors propagate to the operator
+            done.append(self._commit(turns, reply, actions, "retry", started, replaces=[batch_id]))
+        return done
+
+    # -- health ----------------------------------------------------------------------
+
+    def _shed_memory(self) -> None:
+        """Give the SDK's memory back: re-execute in place (see MemoryShedder)."""
+
+        def before() -> None:
+            self.log.info("reexec", reason="shed SDK memory after idle", pid=os.getpid())
+            self.status.update(state="reexec", force=True)
+            self.bridge.reset()
+
+        error = self.shedder.reexec(self.stop.is_set, before)
+        if error is not None:
+            self.log.warning("reexec_failed", error=str(error))
+
+    def _maintain(self, now: float) -> None:
+        done = self.ops.idle_pass(
+            now, self.config.maintenance_seconds, self.config.retention_days * 86400
+        )
+        if done is not None and any(done):
+            self.log.info("maintenance", events_pruned=done[0], vacuumed=done[1])
+
+    def _enter_backoff(self, now: float, exc: Outage) -> None:
+        delay = self.backoff.enter(now, exc.retry_after)
+        self.status.count(bridge_errors=1)
+        self.status.update(
+            state="backoff",
+            next_attempt_at=self.backoff.next_attempt_at,
+            last_error=str(exc)[:300],
+            force=True,
+        )
+        suppressed = self.throttle.failed("bridge", now)
+        if suppressed is not None:
+            self.log.error(
+                "bridge_unavailable",
+                error=str(exc),
+                attempts=exc.attempts,
+                retry_in=round(delay, 1),
+                suppressed=suppressed,
+            )
+
+    def _recovered(self) -> None:
+        failures = self.throttle.recovered("bridge")
+        if failures is not None or self.backoff.active:
+            self.log.info("bridge_recovered", failures=failures or 0)
+            self.backoff.clear(self.clock())
+
+    def _failed(self, key: str, exc: BaseException) -> None:
+        now = self.clock()
+        self.status.count(errors=1)
+        self.status.update(last_error=f"{type(exc).__name__}: {exc}"[:300], force=True)
+        suppressed = self.throttle.failed(key, now)
+        if suppressed is not None:
+            self.log.error(
+                "pass_failed",
+                error=f"{type(exc).__name__}: {exc}",
+                suppressed=suppressed,
+                exc_info=suppressed == 0,
+            )
+
+    def _detect_wake(self, now: float) -> None:
+        """On a wake: log it once, drop the HTTP client, end any backoff, rescan (callbacks)."""
+        woke = self.wake.check(now, self.monotonic())
+        if woke is None:
+            return
+        wall_gap, mono_gap = woke
+        self.log.warning(
+            "wake", slept_seconds=round(wall_gap, 1), monotonic_seconds=round(mono_gap, 1)
+        )
+        self.status.count(wakes=1)
+        self.bridge.reset()
+        if self.backoff.active:
+            self.backoff.clear(now)
+        for callback in self.on_wake:
+            callback()
+
+    def _check_identity(self, identity: str | None = None) -> None:
+        """Notice a recreated transcript.db; re-derive the markers from the ledger when it is."""
+        identity = self.store.transcript_identity() if identity is None else identity
+        if identity == self.identity:
+            return
+        known = self.store.get_state("transcript_identity")
+        if known and known != identity:
+            self.log.warning("transcript_recreated", previous=known, current=identity)
+        if known != identity:
+            self.store.set_state({"transcript_identity": identity}, self.clock())
+        self.identity = identity
+        self._indexed_upto = -1
+        marked, cleared = self.store.rederive_processed(identity)
+        if marked or cleared:
+            self.log.info("markers_rederived", marked=marked, cleared=cleared)
+
+    def _ingest(self, taken: str) -> None:
+        report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
+        self.log.info(
+            "spool_ingested",
+            recorded=report.recorded,
+            duplicates=report.duplicates,
+            rejected=report.rejected,
+        )
+
+    def _read_version(self) -> str:
+        try:
+            with open(self.layout.version_file, encoding="utf-8") as fh:
+                return fh.read().strip()
+        except FileNotFoundError:
+            return ""
+
+    def _version_changed(self) -> bool:
+        current = self._read_version()
+        if current != self.version:
+            self.log.info("version_changed", previous=self.version, current=current)
+            return True
+        return False

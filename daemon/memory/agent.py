@@ -1,0 +1,171 @@
+"""Everything an Agent SDK agent needs to wire memory in, from one call.
+
+```python
+from claude_agent_sdk import ClaudeAgentOptions
+from wsd.daemon.memory.agent import agent_memory
+
+memory = agent_memory("/workspace")
+options = ClaudeAgentOptions(
+    hooks=memory.hooks,                       # capture every turn
+    mcp_servers=memory.mcp_servers,           # in-process server "memory"
+    allowed_tools=[*memory.allowed_tools, "Bash", "Read"],
+    system_prompt=memory.system_prompt,       # Claude Code's prompt + the boot context
+)
+```
+
+The MCP server ``memory`` has two tools: ``search_memory`` (read-only search of learnings and
+past turns) and ``resolve_action`` (mark a pending action completed or dismissed). Their
+output is never captured (hooks.capture drops ``mcp__memory__*`` output), so what memory
+says is never curated back into memory. The tool handlers never raise: a problem becomes an
+``is_error`` result the agent can read. The SDK is imported only inside :func:`agent_memory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wsd.daemon.memory.boot import load_memory
+from wsd.daemon.memory.search.core import TYPES, format_hits, search_memory
+from wsd.daemon.store.archive import set_action_status
+from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
+
+SERVER_NAME = "memory"
+TOOL_PREFIX = f"mcp__{SERVER_NAME}__"
+SEARCH_TOOL = "search_memory"
+ACTION_TOOL = "resolve_action"
+ALLOWED_TOOLS = (TOOL_PREFIX + SEARCH_TOOL, TOOL_PREFIX + ACTION_TOOL)
+
+SEARCH_DESCRIPTION = (
+    "Search your long-term memory: learnings from past sessions and the archive of past "
+    "conversation turns. Ask a question or give keywords (e.g. 'how does the user want "
+    "reports formatted'). Returns the best matches with id, type, date, source and a snippet. "
+    "Read-only; you never need to save anything yourself."
+)
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "A question or keywords."},
+        "limit": {"type": "integer", "description": "How many results (default 10, max 100)."},
+        "type": {
+            "type": "string",
+            "enum": list(TYPES),
+            "description": "Only this kind of memory (a learning type, or 'turn').",
+        },
+        "since": {
+            "type": "string",
+            "description": "Only memories since then: an ISO date or an age like '7d'.",
+        },
+    },
+    "required": ["query"],
+}
+ACTION_DESCRIPTION = (
+    "Mark one of your pending actions (listed at the start of the session with their #id) as "
+    "completed once you have handled it, or as dismissed if it no longer applies."
+)
+ACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer", "description": "The action's number, e.g. 12 for #12."},
+        "status": {"type": "string", "enum": ["completed", "dismissed"]},
+    },
+    "required": ["id", "status"],
+}
+
+
+def _text(text: str, error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if error:
+        result["is_error"] = True
+    return result
+
+
+def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``search_memory`` tool: a compact text result, or an ``is_error`` explanation."""
+    try:
+        raw_limit = args.get("limit", 10)
+        limit = int(raw_limit) if raw_limit not in (None, "") else 10
+        hits = search_memory(
+            layout,
+            args.get("query", ""),
+            limit=limit,
+            type=args.get("type") or None,
+            since=args.get("since") or None,
+        )
+    except (ValueError, TypeError) as exc:
+        return _text(f"search_memory: {exc}", error=True)
+    except Exception as exc:  # a tool must answer, never crash the agent
+        return _text(f"search_memory failed: {type(exc).__name__}: {exc}", error=True)
+    return _text(format_hits(hits))
+
+
+def run_resolve(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``resolve_action`` tool: close one open action by id."""
+    try:
+        raw = str(args.get("id", "")).strip().lstrip("#")
+        action_id = int(raw)
+        status = str(args.get("status", ""))
+        done = set_action_status(Store(layout), action_id, status)
+    except (ValueError, TypeError) as exc:
+        return _text(f"resolve_action: {exc}", error=True)
+    except Exception as exc:  # a tool must answer, never crash the agent
+        return _text(f"resolve_action failed: {type(exc).__name__}: {exc}", error=True)
+    if not done:
+        return _text(f"No open action #{action_id} (already closed, or no such id).", error=True)
+    return _text(f"Action #{action_id} marked {status}.")
+
+
+@dataclass(frozen=True)
+class AgentMemory:
+    """What :func:`agent_memory` returns; see the module docstring for the wiring."""
+
+    hooks: dict[str, list[Any]]
+    mcp_servers: dict[str, Any]
+    allowed_tools: list[str]
+    system_prompt_append: str
+
+    @property
+    def system_prompt(self) -> dict[str, Any]:
+        """Claude Code's system prompt with the boot context appended."""
+        return {"type": "preset", "preset": "claude_code", "append": self.system_prompt_append}
+
+
+def memory_server(layout: Layout) -> Any:
+    """The in-process MCP server ``memory`` with the two tools, bound to ``layout``."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    @tool(SEARCH_TOOL, SEARCH_DESCRIPTION, SEARCH_SCHEMA)
+    async def search(args: dict[str, Any]) -> dict[str, Any]:
+        # SQLite work off the event loop: the agent's other tasks keep running.
+        return await asyncio.to_thread(run_search, layout, args)
+
+    @tool(ACTION_TOOL, ACTION_DESCRIPTION, ACTION_SCHEMA)
+    async def resolve(args: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(run_resolve, layout, args)
+
+    return create_sdk_mcp_server(SERVER_NAME, tools=[search, resolve])
+
+
+def agent_memory(
+    workspace: str | None = None, *, env: Mapping[str, str] | None = None
+) -> AgentMemory:
+    """Hooks, MCP server, allowed tool names and system-prompt append for ``workspace``.
+
+    ``workspace`` defaults to ``$WSD_WORKSPACE`` (then ``/workspace``). The boot context is
+    read now, once: call this at the start of each session.
+    """
+    from wsd.hooks.sdk import memory_hooks
+
+    env = os.environ if env is None else env
+    root = workspace or env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE
+    layout = Layout(root)
+    return AgentMemory(
+        hooks=memory_hooks(root, env=env),
+        mcp_servers={SERVER_NAME: memory_server(layout)},
+        allowed_tools=list(ALLOWED_TOOLS),
+        system_prompt_append=load_memory(layout),
+    )

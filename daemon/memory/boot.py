@@ -1,0 +1,229 @@
+"""The boot context: what a new session starts knowing (``load_memory()``, ``wsd boot-context``).
+
+Order (SPEC.md section 7), stable parts first so the prompt caches: soul.md, os.md, tools.md,
+files.md, user.md, context.md; then the learnings of the last 48 hours, newest first, capped;
+then the open pending actions, most urgent first; then a short description of how the agent's
+memory works. A missing or empty file is skipped without a word; the whole is held to a size
+budget; it is wrapped in ``<workspace-memory>…</workspace-memory>`` so that, if the agent
+echoes it, the capture hooks strip it instead of curating it again.
+
+Cheap by design (the Claude Code SessionStart hook runs it on every start): only the standard
+library, apsw and ``schema`` are imported, memory.db is opened read-only, and a database that
+is missing or unreadable costs its sections, never the session (a warning goes to stderr).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import apsw
+from wsd import schema
+from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
+
+TAG = "workspace-memory"
+FILES = DEPLOY_FILES + CURATED_FILES  # soul, os, tools, files, user, context
+WINDOW_HOURS = 48.0
+MAX_LEARNINGS = 50
+MAX_ACTIONS = 20
+#: The whole boot context, in characters (~12k tokens): a floor under the agent's own work.
+BUDGET_CHARS = 48_000
+#: One file at most (the line limits keep them far below; this guards a runaway file).
+FILE_MAX_CHARS = 20_000
+LEARNING_MAX_CHARS = 400
+#: When the budget is exceeded, files are shortened in this order (least needed first).
+TRIM_ORDER = ("files.md", "tools.md", "context.md", "user.md", "os.md", "soul.md")
+PRIORITY_NAMES = {0: "urgent", 1: "high", 2: "normal"}
+
+HOW_MEMORY_WORKS = """\
+## How your memory works
+- This conversation is your mind: what you know right now.
+- The notes above, the recent learnings and the pending actions are your memory of earlier \
+sessions, kept up to date for you from what happens in your conversations.
+- Older details are in the archive: the `search_memory` tool (or `wsd search "question"` in a \
+shell) finds past learnings and past conversation turns from a question or a few keywords.
+- You never need to save anything: every turn is recorded and curated automatically.
+- When you have handled a pending action, mark it with the `resolve_action` tool (or \
+`wsd pending complete ID`; `dismiss` if it no longer applies)."""
+
+
+def load_memory(
+    workspace: Layout | str | None = None,
+    *,
+    now: float | None = None,
+    window_hours: float = WINDOW_HOURS,
+    max_learnings: int = MAX_LEARNINGS,
+    max_actions: int = MAX_ACTIONS,
+    budget_chars: int = BUDGET_CHARS,
+) -> str:
+    """The boot context of ``workspace`` (a Layout or root; default ``$WSD_WORKSPACE``)."""
+    layout = _layout(workspace)
+    now = time.time() if now is None else now
+    files = {name: text for name in FILES if (text := _read(layout.md(name)))}
+    learnings, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
+    return _fit(files, learnings, actions, max(budget_chars, 2000))
+
+
+def hook_output(workspace: Layout | str | None = None) -> str:
+    """The Claude Code SessionStart hook answer: JSON with the boot context as
+    ``additionalContext`` (the agent sees it; capture strips it by its tag)."""
+    context = load_memory(workspace)
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+    )
+
+
+def _layout(workspace: Layout | str | None) -> Layout:
+    if isinstance(workspace, Layout):
+        return workspace
+    return Layout(workspace or os.environ.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(FILE_MAX_CHARS + 1)
+    except OSError:  # missing, unreadable, a directory: skipped without noise
+        return ""
+    text = text.strip()
+    if len(text) > FILE_MAX_CHARS:
+        text = _cut_lines(text, FILE_MAX_CHARS)
+    return text
+
+
+def _from_db(
+    layout: Layout, since: float, max_learnings: int, max_actions: int
+) -> tuple[list[str], list[str]]:
+    """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
+    if not os.path.exists(layout.memory_db):
+        return [], []
+    try:
+        conn = schema.connect(layout.memory_db, "memory", readonly=True)
+    except (apsw.Error, OSError) as exc:
+        _warn(f"memory.db not readable ({exc}); boot context without learnings")
+        return [], []
+    try:
+        rows = conn.execute(
+            "SELECT type, created_at, content FROM learnings WHERE created_at >= ?"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            (since, max(0, max_learnings)),
+        ).fetchall()
+        learnings = [
+            f"- ({kind}, {_when(ts)}) {_one_line(str(text), LEARNING_MAX_CHARS)}"
+            for kind, ts, text in rows
+        ]
+        rows = conn.execute(
+            "SELECT id, priority, content FROM pending_actions WHERE status = 'pending'"
+            " ORDER BY priority, id LIMIT ?",
+            (max(0, max_actions),),
+        ).fetchall()
+        actions = [
+            f"- [#{aid}, {PRIORITY_NAMES.get(int(str(prio)), str(prio))}] "
+            f"{_one_line(str(text), LEARNING_MAX_CHARS)}"
+            for aid, prio, text in rows
+        ]
+    except apsw.Error as exc:
+        _warn(f"memory.db not readable ({exc}); boot context without learnings")
+        return [], []
+    finally:
+        conn.close()
+    return learnings, actions
+
+
+def _fit(files: Mapping[str, str], learnings: list[str], actions: list[str], budget: int) -> str:
+    """Assemble, then shed the least needed parts until it fits the budget.
+
+    Oldest learnings go first, then the least urgent actions, then files are shortened in
+    TRIM_ORDER (their tail lines, with a note saying how many were left out).
+    """
+    files = dict(files)
+
+    def render() -> str:
+        return _render(files, learnings, actions)
+
+    text = render()
+    while len(text) > budget and (learnings or actions):
+        # Drop as many lines as the overflow needs at once (each costs its length + 1).
+        over = len(text) - budget
+        if learnings:
+            learnings = _drop_tail(learnings, over)
+        else:
+            actions = _drop_tail(actions, over)
+        text = render()
+    for name in TRIM_ORDER:
+        if len(text) <= budget:
+            break
+        if name in files:
+            keep = max(0, len(files[name]) - (len(text) - budget) - 100)
+            files[name] = _cut_lines(files[name], keep) if keep > 200 else ""
+            if not files[name]:
+                del files[name]
+            text = render()
+    return text
+
+
+def _drop_tail(lines: list[str], chars: int) -> list[str]:
+    """``lines`` without as many trailing lines as it takes to save ``chars`` (at least one)."""
+    keep = len(lines)
+    while keep > 0 and chars > 0:
+        keep -= 1
+        chars -= len(lines[keep]) + 1
+    return lines[: min(keep, len(lines) - 1)]
+
+
+def _render(files: Mapping[str, str], learnings: list[str], actions: list[str]) -> str:
+    parts = [f"<{TAG}>"]
+    for name in FILES:
+        if name in files:
+            parts.append(f"=== {name} ===\n{_neutral(files[name])}")
+    if learnings:
+        parts.append(
+            "## Recent learnings (last 48 hours, newest first)\n" + _neutral("\n".join(learnings))
+        )
+    if actions:
+        parts.append("## Pending actions (most urgent first)\n" + _neutral("\n".join(actions)))
+    parts.append(HOW_MEMORY_WORKS)
+    parts.append(f"</{TAG}>")
+    return "\n\n".join(parts)
+
+
+def _neutral(text: str) -> str:
+    """Defuse the boot-context tag inside content, so it cannot end the span early."""
+    return text.replace(f"<{TAG}", f"‹{TAG}").replace(f"</{TAG}", f"‹/{TAG}")
+
+
+def _cut_lines(text: str, limit: int) -> str:
+    """The first lines of ``text`` within ``limit`` characters, and a note of what was cut."""
+    lines = text.splitlines()
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if len(kept) < len(lines):
+        kept.append(f"[… {len(lines) - len(kept)} more lines not shown]")
+    return "\n".join(kept)
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _when(ts: object) -> str:
+    try:
+        return datetime.fromtimestamp(float(str(ts)), UTC).strftime("%Y-%m-%d %H:%M")
+    except (ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _warn(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing more to do
+        sys.stderr.write(f"wsd: {message}\n")

@@ -1,0 +1,230 @@
+"""What a query word stands for in one index: statistics, and the word's other forms.
+
+:class:`ConceptBase` holds the steps before ranking (daemon/search_rank.py ranks):
+
+* statistics: document frequencies exact from fts5vocab when cheap, else estimated from the
+  most recent rows;
+* concepts: each query word plus its other forms, scored as one: irregular verbs and plurals
+  (lose/lost), a run-together compound split in two (roadtrip), index words sharing its first
+  letters (marriage/married, typos), and a date the question names (memories dated then).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+from wsd.daemon.memory.search.text import DateHint, Term, stems
+
+#: Most recent rows sampled to estimate a common word's document frequency cheaply.
+DF_SAMPLE = 5000
+#: Variants of long query words: minimum length, shared prefix, how many, relative weight.
+VARIANT_MIN = 6
+VARIANT_PREFIX = 5
+VARIANT_LIMIT = 8
+VARIANT_WEIGHT = 0.5
+#: Words in more than this share of the documents get no variants.
+VARIANT_MAX_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One searchable table and how its neighbours are found."""
+
+    prefix: str
+    table: str
+    fts: str
+    vocab: str
+    text_sql: str  # the indexed text, with {a} for the table alias
+    neighbour_share: float
+    neighbours_sql: str  # (id, previous, next) of the ids in json_each(?); {f} = filters
+
+
+@dataclass
+class IndexState:
+    """One index's statistics, concepts, candidates and scores for one query."""
+
+    spec: IndexSpec
+    n: int
+    avgdl: float
+    max_id: int
+    df: dict[str, int] = field(default_factory=dict)
+    phrase: dict[str, str] = field(default_factory=dict)  # stem -> FTS5 string that finds it
+    group: dict[str, str] = field(default_factory=dict)  # form -> the query stem it stands for
+    weights: dict[str, float] = field(default_factory=dict)
+    dates: list[DateHint] = field(default_factory=list)
+    docs: dict[int, tuple[Counter[str], int]] = field(default_factory=dict)
+    scores: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def pairs(self) -> bool:
+        """Whether a two-word form is in play (documents then count adjacent pairs too)."""
+        return any(" " in key for key in self.weights)
+
+    def idf(self, stem: str) -> float:
+        df = self.df.get(stem, 0)
+        return math.log((self.n - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def phrase(word: str) -> str:
+    """A word as an FTS5 string: quoted, so no operator or syntax can slip in."""
+    return '"' + word.replace('"', '""') + '"'
+
+
+class ConceptBase:
+    """Statistics and concepts of one index, on one open connection."""
+
+    def __init__(self, conn: apsw.Connection, tok: apsw.FTS5Tokenizer) -> None:
+        self.conn = conn
+        self.tok = tok
+
+    def _doc_freqs(self, state: IndexState, keys: list[str]) -> None:
+        """Document frequencies: exact when cheap, else estimated from the recent rows.
+
+        fts5vocab counts a word's documents by walking its whole posting list (milliseconds
+        for a word in most of a million rows); a rowid-window count is cheap and close.
+        """
+        fts = state.spec.fts
+        for key in keys:
+            if key in state.df or key not in state.phrase:
+                continue
+            if state.n > DF_SAMPLE:
+                (seen,) = self._one(
+                    f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? AND rowid > ?)",
+                    (state.phrase[key], state.max_id - DF_SAMPLE),
+                )
+                if int(seen) >= 20:
+                    state.df[key] = min(state.n, round(int(seen) * state.n / DF_SAMPLE))
+                    continue
+            if " " in key:  # a two-word form is not in the vocabulary: count its matches
+                (count,) = self._one(
+                    f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (state.phrase[key],)
+                )
+                state.df[key] = int(count)
+            else:
+                state.df[key] = self._vocab_df(state, key)
+
+    def _vocab_df(self, state: IndexState, stem: str) -> int:
+        row = self.conn.execute(
+            f"SELECT doc FROM {state.spec.vocab} WHERE term = ?", (stem,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        row = self.conn.execute(sql, args).fetchone()
+        return tuple(row) if row is not None else (0,)
+
+    # -- concepts --------------------------------------------------------------------------
+
+    def _add_form(
+        self,
+        state: IndexState,
+        key: str,
+        found: str,
+        weight: float,
+        df: int | None,
+        query_stem: str,
+    ) -> None:
+        if key in state.weights:
+            return
+        state.weights[key] = weight
+        state.phrase[key] = found
+        state.group[key] = query_stem
+        if df is not None:
+            state.df[key] = df
+
+    def _forms(self, state: IndexState, terms: list[Term]) -> None:
+        """Irregular forms of the query words ("lose" -> "lost"), at full weight."""
+        for term in terms:
+            for form in term.forms:
+                found = stems(self.tok, form)
+                if len(found) == 1:
+                    self._add_form(state, found[0], phrase(form), term.weight, None, term.stem)
+
+    def _dates(self, state: IndexState) -> None:
+        """A date the question names is one concept: a document matches it by its own date
+        (or by saying the words). Its rarity is the share of documents dated in the period."""
+        for hint in state.dates:
+            key = hint.key
+            span = hint.span()
+            if span is not None:
+                (df,) = self._one(
+                    f"SELECT count(*) FROM {state.spec.table} WHERE created_at >= ?"
+                    " AND created_at < ?",
+                    span,
+                )
+                state.df[key] = as_int(df)
+            else:  # a month or day of any year: assume memories spread evenly over the year
+                state.df[key] = max(1, state.n // (365 if hint.day else 12))
+            state.weights[key] = 1.0
+            for stem in hint.stems:
+                if stem in state.weights and stem != key:
+                    state.group[stem] = key
+
+    def _compounds(self, state: IndexState, terms: list[Term]) -> None:
+        """A word unknown to the index that is two known words run together ("roadtrip")."""
+        added = []
+        for term in terms:
+            word = term.word
+            if state.df.get(term.stem, 0) or len(word) < 6 or not word.isalpha():
+                continue
+            best: tuple[int, str, str] | None = None
+            for cut in range(3, len(word) - 2):
+                parts = [stems(self.tok, word[:cut]), stems(self.tok, word[cut:])]
+                if any(len(p) != 1 for p in parts):
+                    continue
+                least = min(self._vocab_df(state, p[0]) for p in parts)
+                if least and (best is None or least > best[0]):
+                    best = (least, f"{parts[0][0]} {parts[1][0]}", f"{word[:cut]} {word[cut:]}")
+            if best is not None:
+                self._add_form(state, best[1], phrase(best[2]), term.weight, None, term.stem)
+                added.append(best[1])
+        self._doc_freqs(state, added)
+
+    def _variants(self, state: IndexState) -> None:
+        """Index words sharing a long query word's first letters, at a reduced weight.
+
+        Porter misses many derivations (married/marriage, compete/competition,
+        photo/photography) and every typo; a shared five-letter prefix, or a shorter known
+        stem the word extends ("educaton" -> "educ"), catches most of them. Only the index
+        vocabulary is consulted, so every variant exists somewhere.
+        """
+        for stem, weight in list(state.weights.items()):
+            if len(stem) < VARIANT_MIN or stem.isdigit() or " " in stem or stem in state.group:
+                continue
+            if state.df.get(stem, 0) > state.n * VARIANT_MAX_SHARE:
+                continue  # a common word matches plenty as it is
+            head = stem[:VARIANT_PREFIX]
+            # fts5vocab walks each term's postings, so the word itself (maybe common) is
+            # left out of the scan: the ranges below it and above it.
+            found: list[tuple[str, int, str]] = []
+            for low, high in ((head, stem), (stem + "\x00", head[:-1] + chr(ord(head[-1]) + 1))):
+                found += [
+                    (str(term), as_int(doc), phrase(str(term)))
+                    for term, doc in self.conn.execute(
+                        f"SELECT term, doc FROM {state.spec.vocab} WHERE term >= ? AND term < ?"
+                        " ORDER BY doc DESC LIMIT ?",
+                        (low, high, VARIANT_LIMIT),
+                    )
+                ]
+            found = sorted(found, key=lambda f: -f[1])[:VARIANT_LIMIT]
+            # A shorter known stem the word extends ("educaton" -> "educ").
+            df = self._vocab_df(state, stem[: VARIANT_PREFIX - 1])
+            if df:
+                found.append((stem[: VARIANT_PREFIX - 1], df, phrase(stem[: VARIANT_PREFIX - 1])))
+            # Each variant is matched as itself (a prefix query would also match the common
+            # words sharing the prefix, which the postings budget would not see coming).
+            # Porter leaves a stem as it is, so the quoted stem finds exactly that term.
+            for term, count, fts_string in found:
+                if term != stem:
+                    self._add_form(state, term, fts_string, weight * VARIANT_WEIGHT, count, stem)
+
+    # -- candidates and scores -------------------------------------------------------------
+
+
+def as_int(value: object) -> int:
+    """An integer column value (typed loosely by apsw)."""
+    return int(value) if isinstance(value, int | float | str) else 0

@@ -1,0 +1,267 @@
+"""``search_memory``: ranked, read-only full-text search over learnings and past turns.
+
+Contracts:
+
+* Read-only: memory.db is opened with ``SQLITE_OPEN_READONLY``. A missing database, or one
+  migrated before the turn index existed, gives fewer results, never an error.
+* Any query is safe: whatever the text (quotes, FTS5 operators, ``C++``, ``NEAR(``, ``*``, NUL
+  bytes, lone surrogates, 10 kB, "") it is reduced to words that are quoted before they reach
+  FTS5, so it returns hits or ``[]`` and never raises. Only a bad ``type`` or ``since`` (the
+  caller's mistake, not the query's) raises ValueError.
+* Each :class:`Hit` carries an id (``L<n>`` a learning, ``T<n>`` a turn), its type, date, a
+  snippet around the matched words, and its source: the import ``ref`` unchanged, else the
+  session and turn it came from.
+
+Ranking, by method (nothing here knows any data set; details in daemon/search_rank.py):
+
+1. The question goes through the index's own tokenizer (Porter stems). Stop words and
+   question framing ("what kind of", "how long") are dropped, light verbs count half, and the
+   rest are ORed: ANDing every word of a natural question finds almost nothing.
+2. Each word brings its other forms: irregular verbs and plurals (lose/lost), a run-together
+   compound split (roadtrip), index words sharing its first letters (marriage/married, typos).
+3. Candidates come from FTS5's bm25 over the rarer words within a budget of postings, so a
+   query of common words over a million learnings stays fast.
+4. They are re-scored: BM25 weighted per word, times coordination (the share of the question
+   a document covers), then pseudo-relevance feedback adds a few words of the best documents.
+5. A share of each score goes to the session neighbours (the next turn often answers the
+   previous one).
+6. Learnings and turns are merged on scores normalised by the query's ideal score in each
+   index, so neither crowds the other out by scale alone; turns count a little less, so for
+   equally good matches the curated learning comes first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import apsw
+from wsd import schema
+from wsd.daemon.memory.search.concepts import IndexSpec
+from wsd.daemon.memory.search.rank import LEARNINGS, TURNS, Ranker
+from wsd.daemon.memory.search.text import (
+    analyze,
+    display_date,
+    make_snippet,
+    parse_since,
+    tokenizer,
+)
+from wsd.daemon.store.records import LEARNING_TYPES
+from wsd.schema.layout import Layout
+
+TURN_TYPE = "turn"
+TYPES = (*LEARNING_TYPES, TURN_TYPE)
+MAX_LIMIT = 100
+#: Turn scores count for a little less than learnings': for matches equally good, the
+#: curated note (distilled, checked by the curator) reads better than the raw turn.
+TURN_DISCOUNT = 0.8
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result. ``ref`` is the import reference, carried back unchanged."""
+
+    id: str
+    type: str
+    date: str
+    created_at: float
+    snippet: str
+    source: str
+    ref: str | None
+    session_id: str | None
+    turn: int | None
+    score: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object ``wsd search --json`` prints for this hit."""
+        return {
+            "id": self.id,
+            "type": self.type,
+            "date": self.date,
+            "created_at": self.created_at,
+            "snippet": self.snippet,
+            "source": self.source,
+            "ref": self.ref,
+            "session_id": self.session_id,
+            "turn": self.turn,
+            "score": round(self.score, 4),
+        }
+
+
+def search_memory(
+    layout: Layout | str,
+    query: object,
+    limit: int = 10,
+    type: str | None = None,
+    since: float | str | None = None,
+) -> list[Hit]:
+    """Hits for ``query``, best first, at most ``limit`` (capped at 100).
+
+    ``layout`` is a workspace Layout or the path of a memory.db. ``type`` is a learning type
+    or ``"turn"``; ``since`` an epoch, an ISO date/time, or an age such as ``"7d"``.
+    """
+    if type is not None and type not in TYPES:
+        raise ValueError(f"unknown type {type!r}: use one of {', '.join(TYPES)}")
+    since_ts = parse_since(since)
+    try:
+        limit = max(0, min(int(limit), MAX_LIMIT))
+    except (TypeError, ValueError):
+        limit = 10
+    path = layout.memory_db if isinstance(layout, Layout) else layout
+    if limit == 0 or not os.path.exists(path):
+        return []
+    conn = schema.connect(path, "memory", readonly=True)
+    try:
+        return _Search(conn, type, since_ts).run(query, limit)
+    finally:
+        conn.close()
+
+
+def format_hits(hits: Sequence[Hit]) -> str:
+    """Compact text an agent reads: a header line and a snippet line per hit."""
+    if not hits:
+        return "No matching memories."
+    lines = []
+    for hit in hits:
+        lines.append(f"[{hit.id}] {hit.type} · {hit.date} · {hit.source}")
+        lines.append(f"  {hit.snippet}")
+    return "\n".join(lines)
+
+
+class _Search:
+    """One query against one open, read-only memory.db."""
+
+    def __init__(self, conn: apsw.Connection, type_: str | None, since: float | None) -> None:
+        self.conn = conn
+        self.type = type_
+        # Virtual tables are listed as tables too; an older schema simply lacks some.
+        self.tables = {
+            str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if "learnings_fts" in self.tables and "learnings_vocab" not in self.tables:
+            # A memory.db from before migration 002: a temp vocabulary needs no write access.
+            conn.execute(
+                "CREATE VIRTUAL TABLE temp.learnings_vocab"
+                " USING fts5vocab(main, learnings_fts, 'row')"
+            )
+            self.tables.add("learnings_vocab")
+        self.tok = tokenizer(conn)
+        sql, args = "", list[Any]()
+        if type_ is not None and type_ != TURN_TYPE:
+            sql += " AND {a}.type = ?"
+            args.append(type_)
+        if since is not None:
+            sql += " AND {a}.created_at >= ?"
+            args.append(since)
+        self.filters: tuple[str, list[Any]] = (sql, args)
+
+    def run(self, query: object, limit: int) -> list[Hit]:
+        terms, dates = analyze(self.tok, query)
+        if not terms:
+            return []
+        ranker = Ranker(self.conn, self.tok, self.filters)
+        ranked: list[tuple[float, IndexSpec, int]] = []
+        weights: dict[str, float] = {}
+        for spec in self._indexes():
+            state = ranker.score(spec, terms, dates)
+            if state is not None:
+                factor = TURN_DISCOUNT if spec is TURNS else 1.0
+                ranked += [(s * factor, spec, i) for i, s in state.scores.items() if s > 0]
+                for key, weight in state.weights.items():
+                    weights[key] = max(weight, weights.get(key, 0.0))
+        # On equal scores the learning first: it is the curated form of the same knowledge.
+        ranked.sort(key=lambda r: (-r[0], r[1].prefix != "L", -r[2]))
+        return self._hits(ranked[:limit], weights)
+
+    def _indexes(self) -> list[IndexSpec]:
+        wanted = []
+        if self.type != TURN_TYPE and "learnings_vocab" in self.tables:
+            wanted.append(LEARNINGS)
+        if self.type in (None, TURN_TYPE) and "turns_vocab" in self.tables:
+            wanted.append(TURNS)
+        return wanted
+
+    def _hits(
+        self, ranked: list[tuple[float, IndexSpec, int]], weights: dict[str, float]
+    ) -> list[Hit]:
+        found: dict[tuple[str, int], Hit] = {}
+        for spec in (LEARNINGS, TURNS):
+            ids = [i for _, s, i in ranked if s is spec]
+            if ids:
+                for doc_id, hit in self._fetch(spec, ids, weights):
+                    found[(spec.prefix, doc_id)] = hit
+        out = []
+        for score, spec, doc_id in ranked:
+            known = found.get((spec.prefix, doc_id))
+            if known is not None:
+                out.append(replace(known, score=score))
+        return out
+
+    def _fetch(
+        self, spec: IndexSpec, ids: list[int], weights: dict[str, float]
+    ) -> Iterator[tuple[int, Hit]]:
+        args = (json.dumps(ids),)
+        if spec is LEARNINGS:
+            # The turn a curated learning came from, when the turn index has it.
+            turn = (
+                "(SELECT t.sequence_num FROM turns t WHERE t.observation_id ="
+                " l.source_observation_id AND t.session_id = l.session_id LIMIT 1)"
+                if "turns" in self.tables
+                else "NULL"
+            )
+            for lid, kind, ts, content, ref, session, seq in self.conn.execute(
+                f"SELECT l.id, l.type, l.created_at, l.content, l.ref, l.session_id, {turn}"
+                " FROM learnings l WHERE l.id IN (SELECT value FROM json_each(?))",
+                args,
+            ):
+                yield (
+                    int(lid),
+                    Hit(
+                        f"L{lid}",
+                        str(kind),
+                        display_date(ts),
+                        float(ts),
+                        make_snippet(self.tok, str(content), weights),
+                        _source(ref, session, seq),
+                        None if ref is None else str(ref),
+                        None if session is None else str(session),
+                        None if seq is None else int(seq),
+                    ),
+                )
+            return
+        for tid, ts, session, seq, prompt, response, tools in self.conn.execute(
+            "SELECT id, created_at, session_id, sequence_num, prompt, response, tools FROM turns"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            args,
+        ):
+            parts = [
+                f"{label}: {text}"
+                for label, text in (("user", prompt), ("agent", response), ("tools", tools))
+                if text
+            ]
+            yield (
+                int(tid),
+                Hit(
+                    f"T{tid}",
+                    TURN_TYPE,
+                    display_date(ts),
+                    float(ts),
+                    make_snippet(self.tok, " | ".join(parts), weights),
+                    _source(None, session, seq),
+                    None,
+                    str(session),
+                    int(seq),
+                ),
+            )
+
+
+def _source(ref: object, session: object, seq: object) -> str:
+    """Where a hit came from: the import reference, else session (and turn)."""
+    if ref is not None and str(ref):
+        return str(ref)
+    if session is None:
+        return "curated" if ref is None else "imported"
+    return f"session {session}" + ("" if seq is None else f", turn {seq}")

@@ -1,0 +1,56 @@
+"""Create or repair a workspace's system layout and migrate both databases.
+
+Idempotent: the first boot of a new Sprite and every later boot run the same
+steps, and a step that finds things already right does nothing. Returns a
+human-readable list of what it changed, which ``wsd init`` prints.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from wsd import schema
+from wsd.schema.layout import USER_FOLDERS, Layout
+
+
+def init_workspace(layout: Layout, *, user_folders: bool = True) -> list[str]:
+    """Ensure ``.os/`` (0700), the user folders, and both databases (0600, migrated)."""
+    done: list[str] = []
+    for path in (layout.os_dir, layout.memory_dir):
+        if not os.path.isdir(path):
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            done.append(f"created {path}")
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if mode != 0o700:
+            os.chmod(path, 0o700)
+            done.append(f"chmod 0700 {path} (was {mode:04o})")
+    if user_folders:
+        for name in USER_FOLDERS:
+            path = os.path.join(layout.root, name)
+            if not os.path.isdir(path):
+                os.makedirs(path, exist_ok=True)
+                done.append(f"created {path}")
+    databases: tuple[tuple[schema.Kind, str], ...] = (
+        ("transcript", layout.transcript_db),
+        ("memory", layout.memory_db),
+    )
+    for kind, path in databases:
+        existed = os.path.exists(path)
+        conn = schema.connect(path, kind)
+        try:
+            before, after = schema.migrate(conn, kind, path)
+        finally:
+            conn.close()
+        if not existed:
+            done.append(f"created {path} (schema v{after})")
+        elif before != after:
+            done.append(f"migrated {path} from v{before} to v{after}")
+        for suffix in ("", "-wal", "-shm"):
+            target = path + suffix
+            if os.path.exists(target):
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+                if mode != 0o600:
+                    os.chmod(target, 0o600)
+                    done.append(f"chmod 0600 {target} (was {mode:04o})")
+    return done

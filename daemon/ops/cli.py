@@ -1,0 +1,316 @@
+"""``wsd``: the operator's command line. It only parses arguments and wires objects."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from wsd import schema
+from wsd.daemon.ops import cli_memory
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.runtime.config import Config, ConfigError
+from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
+
+
+def _config(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
+    config = Config.from_env(env)
+    root = args.workspace or config.workspace or DEFAULT_WORKSPACE
+    return replace(config, workspace=os.path.abspath(root))
+
+
+def cmd_init(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    layout = Layout(_config(args, env).workspace)
+    changes = init_workspace(layout)
+    for line in changes:
+        print(line)
+    print(f"workspace {layout.root} ready" + ("" if changes else " (nothing to change)"))
+    return 0
+
+
+def _worker(
+    config: Config,
+    stop: threading.Event,
+    nudge: threading.Event | None = None,
+    on_wake: Any = (),
+) -> Any:
+    from wsd.daemon.curation.bridge import BridgeClient
+    from wsd.daemon.curation.worker import Worker
+    from wsd.daemon.store.ledger import Store
+
+    store = Store(Layout(config.workspace))
+    return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge, on_wake=on_wake)
+
+
+def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.curation.nudge import Nudger
+    from wsd.daemon.runtime import log, signals
+
+    config = _config(args, env)
+    config.validate_for_run()
+    log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
+    from wsd.daemon.workspace.canvas import CanvasTools
+    from wsd.daemon.workspace.checks import CheckSettings
+    from wsd.daemon.workspace.watcher import WatchSettings, workspace_watcher
+
+    stop, nudge = threading.Event(), threading.Event()
+    watcher = workspace_watcher(
+        Layout(config.workspace),
+        stop,
+        WatchSettings(
+            use_events=config.watch,
+            force_polling=config.watch_polling,
+            poll_delay_ms=config.watch_poll_ms,
+            rescan_seconds=config.rescan_seconds,
+            check_seconds=config.check_seconds,
+            wake_jump_seconds=config.wake_jump_seconds,
+        ),
+        CheckSettings(unprocessed_seconds=config.unprocessed_seconds),
+        CanvasTools(
+            config.canvas_create_tool,
+            config.canvas_update_tool,
+            config.canvas_close_tool,
+            config.canvas_folder,
+        ),
+    )
+    worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
+    worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
+    signals.install(worker.request_stop)
+    if config.watch:
+        Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
+    watcher.start()
+    code = int(worker.run())
+    watcher.join(5)
+    return code
+
+
+def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+    from wsd.daemon.store.ledger import Store
+
+    config = _config(args, env)
+    layout = Layout(config.workspace)
+    store = Store(layout)
+    now = time.time()
+    backlog = store.backlog()
+    stats = store.stats()
+    beat = read_status(layout)
+    alive = False
+    if beat and pid_alive(beat.get("pid")):
+        alive = beat.get("state") != "stopped"
+    report = {
+        "workspace": layout.root,
+        "daemon_running": alive,
+        "state": beat.get("state") if beat else None,
+        "heartbeat_age_s": round(now - beat["heartbeat_at"], 1)
+        if beat and beat.get("heartbeat_at")
+        else None,
+        "backlog": backlog.pending,
+        "oldest_pending_age_s": round(now - backlog.oldest_ts, 1) if backlog.oldest_ts else None,
+        "flush_pending": backlog.flush_upto is not None,
+        "last_batch": stats["last_batch"],
+        "parked_batches": stats["parked"],
+        "batches_done": stats["done"],
+        "learnings": stats["learnings"],
+        "open_actions": stats["open_actions"],
+        "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),
+        "next_attempt_at": (beat or {}).get("next_attempt_at"),
+        "last_error": (beat or {}).get("last_error"),
+        "tokens": {
+            "input": stats["input_tokens"],
+            "output": stats["output_tokens"],
+            "cache_read": stats["cache_read_tokens"],
+        },
+        "cost_usd": round(float(stats["cost_usd"]), 6),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:>22}: {value}")
+    return 0
+
+
+def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.schema.transcript import request_flush
+
+    layout = Layout(_config(args, env).workspace)
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        schema.migrate(conn, "transcript", layout.transcript_db)
+        flush_id = request_flush(conn, "cli", time.time())
+    finally:
+        conn.close()
+    print(f"flush requested (#{flush_id})")
+    deadline = time.monotonic() + args.wait
+    while args.wait and time.monotonic() < deadline:
+        conn = schema.connect(layout.transcript_db, "transcript", readonly=True)
+        try:
+            row = conn.execute(
+                "SELECT handled_at FROM flush_requests WHERE id = ?", (flush_id,)
+            ).fetchone()
+        finally:
+            conn.close()
+        if row and row[0] is not None:
+            print("flush done")
+            return 0
+        time.sleep(0.2)
+    if args.wait:
+        print("flush not done yet (is the daemon running?)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.runtime import log
+
+    config = _config(args, env)
+    config.validate_for_run()
+    log.configure(config.log_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
+    worker = _worker(config, threading.Event())
+    worker.start()
+    done = worker.retry_parked()
+    print(f"retried {len(done)} parked batch(es)")
+    return 0
+
+
+def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from pathlib import Path
+
+    from wsd.daemon.ops.deploy import DeployError, bootstrap
+
+    layout = Layout(_config(args, env).workspace)
+    try:
+        changes = bootstrap(
+            layout,
+            version=args.version,
+            templates=Path(args.templates),
+            supervisor=Path(args.supervisor),
+            venv=Path(args.venv),
+            standalone=args.standalone,
+        )
+    except DeployError as exc:
+        print(f"wsd bootstrap: {exc}", file=sys.stderr)
+        return 2
+    for line in changes:
+        print(line)
+    print(
+        f"bootstrap of {layout.root} at version {args.version}: "
+        + (f"{len(changes)} change(s)" if changes else "nothing to change")
+    )
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.ops.doctor import Doctor
+
+    config = _config(args, env)
+    findings = Doctor(Layout(config.workspace), config.bridge_url, fix=args.fix).run()
+    for finding in findings:
+        print(finding.line())
+    failed = [f for f in findings if f.level == "fail"]
+    print(f"{len(failed)} problem(s)" + ("" if args.fix or not failed else "; try --fix"))
+    return 1 if failed else 0
+
+
+def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    import shutil
+
+    from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.maintenance import Maintenance
+    from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES
+
+    layout = Layout(_config(args, env).workspace)
+    dest = os.path.abspath(args.dest)
+    os.makedirs(dest, mode=0o700, exist_ok=True)
+    pages = Maintenance(Store(layout)).backup(dest)
+    copied = []
+    for name in (*DEPLOY_FILES, *CURATED_FILES):
+        if os.path.exists(layout.md(name)):
+            shutil.copy2(layout.md(name), os.path.join(dest, name))
+            copied.append(name)
+    if os.path.exists(layout.version_file):
+        shutil.copy2(layout.version_file, os.path.join(dest, "VERSION"))
+    manifest = {
+        "created_at": time.time(),
+        "workspace": layout.root,
+        "pages": pages,
+        "md_files": copied,
+    }
+    with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=1)
+    print(f"backed up {layout.root} to {dest}: databases {pages}, files {copied}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wsd", description="Workspace Daemon operator tool")
+    parser.add_argument(
+        "--workspace", help=f"workspace root (default: $WSD_WORKSPACE or {DEFAULT_WORKSPACE})"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("init", help="create the .os/ layout and migrate both databases")
+    sub.add_parser("run", help="run the daemon in the foreground (for supervisord)")
+    status = sub.add_parser("status", help="backlog, last batch, errors, heartbeat")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")
+    flush.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the flush to complete",
+    )
+    sub.add_parser("retry", help="re-run parked (failed) batches")
+    cli_memory.register(sub)
+    boot = sub.add_parser("bootstrap", help="deploy: layout, databases, templates, supervisord")
+    boot.add_argument("--version", required=True, help="the deployed version (.os/VERSION)")
+    boot.add_argument("--templates", required=True, help="folder with soul.md and os.md")
+    boot.add_argument("--supervisor", required=True, help="folder with the *.conf.in files")
+    boot.add_argument("--venv", default=sys.prefix, help="the virtual environment to run")
+    boot.add_argument(
+        "--standalone",
+        action="store_true",
+        help="also write a supervisord.conf for a Sprite with nothing else",
+    )
+    doctor = sub.add_parser("doctor", help="check health; non-zero exit on a problem")
+    doctor.add_argument("--fix", action="store_true", help="repair what is safe to repair")
+    backup = sub.add_parser("backup", help="consistent online copy of databases and md files")
+    backup.add_argument("dest", help="destination folder (created 0700)")
+    return parser
+
+
+COMMANDS = {
+    "init": cmd_init,
+    "run": cmd_run,
+    "status": cmd_status,
+    "flush": cmd_flush,
+    "retry": cmd_retry,
+    "bootstrap": cmd_bootstrap,
+    "doctor": cmd_doctor,
+    "backup": cmd_backup,
+    **cli_memory.HANDLERS,
+}
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Entry point of the ``wsd`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args, os.environ if env is None else env)
+    except (ConfigError, schema.SchemaError) as exc:
+        print(f"wsd: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"wsd: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""The memory subcommands of ``wsd``: boot-context, search, import, pending, rebuild.
+
+``register(subparsers)`` adds them to the ``wsd`` parser and :data:`HANDLERS` maps each name
+to its handler ``(args, env) -> exit code``, the convention of daemon/cli.py.
+
+Exit codes: 0 done (also "no results"); 1 partly done or nothing to act on (bad import lines,
+no such open action, a rebuild that could not finish); 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from wsd import schema
+from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
+
+Handler = Callable[[argparse.Namespace, Mapping[str, str]], int]
+
+
+def _layout(args: argparse.Namespace, env: Mapping[str, str]) -> Layout:
+    root = getattr(args, "workspace", None) or env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE
+    return Layout(os.path.abspath(root))
+
+
+def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Print the boot context; ``--hook`` prints the SessionStart hook JSON and never fails."""
+    from wsd.daemon.memory.boot import hook_output, load_memory
+
+    layout = _layout(args, env)
+    if not args.hook:
+        print(load_memory(layout))
+        return 0
+    try:
+        if sys.stdin is not None and not sys.stdin.isatty():
+            sys.stdin.read()  # the hook event; drained so Claude Code's write never blocks
+        print(hook_output(layout))
+    except Exception as exc:  # a hook must never break the start
+        print(f"wsd boot-context: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd search QUERY [--limit N] [--json] [--type T] [--since S]``."""
+    from wsd.daemon.memory.search.core import format_hits, search_memory
+
+    try:
+        hits = search_memory(
+            _layout(args, env),
+            " ".join(args.query),
+            limit=args.limit,
+            type=args.type,
+            since=args.since,
+        )
+    except ValueError as exc:
+        print(f"wsd search: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([h.to_json() for h in hits], ensure_ascii=False, indent=1))
+    else:
+        print(format_hits(hits))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd import FILE.jsonl`` (``-`` reads stdin): bad lines reported and skipped."""
+    from wsd.daemon.store.archive import import_jsonl, import_lines
+    from wsd.daemon.store.ledger import Store
+
+    layout = _layout(args, env)
+    layout.ensure_system_dirs()
+    conn = schema.connect(layout.memory_db, "memory")
+    try:
+        schema.migrate(conn, "memory", layout.memory_db)
+    finally:
+        conn.close()
+    store = Store(layout)
+    if args.file == "-":
+        report = import_lines(store, (line.rstrip(b"\r\n") for line in sys.stdin.buffer))
+    else:
+        report = import_jsonl(store, args.file)
+    for number, why in report.errors:
+        print(f"{args.file}:{number}: {why}", file=sys.stderr)
+    print(
+        f"imported {report.added} learning(s), {report.duplicates} duplicate(s) skipped,"
+        f" {len(report.errors)} bad line(s)"
+    )
+    return 1 if report.errors else 0
+
+
+def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd pending [list|complete ID|dismiss ID] [--all] [--json]``."""
+    from wsd.daemon.store.archive import list_actions, set_action_status
+    from wsd.daemon.store.ledger import Store
+
+    layout = _layout(args, env)
+    if not os.path.exists(layout.memory_db):
+        print("wsd pending: no memory.db yet (run wsd init)", file=sys.stderr)
+        return 1
+    store = Store(layout)
+    if args.verb == "list":
+        if args.id is not None:
+            print("wsd pending: list takes no id", file=sys.stderr)
+            return 2
+        actions = list_actions(store, include_closed=args.all)
+        if args.json:
+            print(json.dumps(actions, ensure_ascii=False, indent=1))
+        elif not actions:
+            print("No pending actions.")
+        for action in [] if args.json else actions:
+            closed = "" if action["status"] == "pending" else f" ({action['status']})"
+            print(f"#{action['id']} [{_priority(action['priority'])}]{closed} {action['content']}")
+        return 0
+    if args.id is None:
+        print(f"wsd pending: {args.verb} needs an action id", file=sys.stderr)
+        return 2
+    status = "completed" if args.verb == "complete" else "dismissed"
+    changed = set_action_status(store, args.id, status)
+    result: dict[str, Any] = {"id": args.id, "status": status, "changed": changed}
+    if args.json:
+        print(json.dumps(result))
+    elif changed:
+        print(f"#{args.id} marked {status}")
+    else:
+        print(f"wsd pending: no open action #{args.id}", file=sys.stderr)
+    return 0 if changed else 1
+
+
+def _priority(value: object) -> str:
+    return {0: "urgent", 1: "high", 2: "normal"}.get(
+        value if isinstance(value, int) else -1, str(value)
+    )
+
+
+def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd rebuild``: re-curate everything into a fresh memory.db, progress on stderr."""
+    from wsd.daemon.curation.rebuild import RebuildError, rebuild
+    from wsd.daemon.runtime.config import Config
+
+    config = Config.from_env(env)
+    config = replace(config, workspace=str(_layout(args, env).root))
+    config.validate_for_run()
+    try:
+        report = rebuild(config, wait_seconds=args.wait)
+    except RebuildError as exc:
+        print(f"wsd rebuild: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"rebuilt memory from {report.turns} turn(s) in {report.batches} batch(es):"
+        f" {report.learnings} learning(s), {report.parked} parked,"
+        f" files written {list(report.files)}, removed {list(report.removed_files)}"
+        f" ({report.seconds:.1f}s)"
+    )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the memory subcommands to ``wsd``'s subparsers."""
+    boot = subparsers.add_parser("boot-context", help="print what a new session starts knowing")
+    boot.add_argument(
+        "--hook",
+        action="store_true",
+        help="print Claude Code SessionStart hook JSON (additionalContext)",
+    )
+    search = subparsers.add_parser("search", help="search learnings and past turns")
+    search.add_argument("query", nargs="*", help="a question or keywords")
+    search.add_argument("--limit", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("--type", help="only this learning type, or 'turn'")
+    search.add_argument("--since", help="an ISO date/time or an age like 7d")
+    search.add_argument("--json", action="store_true", help="machine-readable output")
+    imp = subparsers.add_parser("import", help="import learnings from a JSON-lines file")
+    imp.add_argument("file", help="FILE.jsonl, or - for stdin")
+    pending = subparsers.add_parser("pending", help="list, complete or dismiss pending actions")
+    pending.add_argument("verb", nargs="?", default="list", choices=("list", "complete", "dismiss"))
+    pending.add_argument("id", nargs="?", type=int, help="the action id (complete, dismiss)")
+    pending.add_argument("--all", action="store_true", help="list closed actions too")
+    pending.add_argument("--json", action="store_true", help="machine-readable output")
+    rebuild = subparsers.add_parser("rebuild", help="re-curate all turns into a fresh memory")
+    rebuild.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for a running daemon to pause (default 120)",
+    )
+
+
+HANDLERS: dict[str, Handler] = {
+    "boot-context": cmd_boot_context,
+    "search": cmd_search,
+    "import": cmd_import,
+    "pending": cmd_pending,
+    "rebuild": cmd_rebuild,
+}

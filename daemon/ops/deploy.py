@@ -1,0 +1,106 @@
+"""``wsd bootstrap``: the Python half of deploying to a Sprite, idempotent.
+
+deploy/bootstrap.sh creates or upgrades the virtual environment, then calls
+this, which: creates the layout and migrates both databases (init_workspace),
+installs the deploy-managed templates (soul.md, os.md), renders the
+supervisord program definition (and, with ``standalone``, a whole
+supervisord.conf), and writes ``.os/VERSION`` — last, because a changed
+VERSION is what makes a running daemon exit for supervisord to restart it
+on the new code. Every step compares before writing, so a second run with
+the same inputs changes nothing, and no user data is ever touched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from wsd.daemon.curation.curator import LINE_LIMITS
+from wsd.daemon.memory.files import atomic_write
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.schema.layout import DEPLOY_FILES, Layout
+
+
+class DeployError(ValueError):
+    """A deploy input is unusable (the message names it)."""
+
+
+def _install(path: Path, content: str, mode: int, changes: list[str]) -> None:
+    try:
+        if path.read_text(encoding="utf-8") == content:
+            if (path.stat().st_mode & 0o777) != mode:
+                os.chmod(path, mode)
+                changes.append(f"chmod {mode:04o} {path}")
+            return
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(str(path), content, mode=mode)
+    changes.append(f"installed {path}")
+
+
+def bootstrap(
+    layout: Layout,
+    *,
+    version: str,
+    templates: Path,
+    supervisor: Path,
+    venv: Path,
+    standalone: bool = False,
+    reload_supervisor: bool = True,
+) -> list[str]:
+    """Bring a workspace to the deployed state; returns what changed (empty: nothing)."""
+    if not version.strip() or "\n" in version.strip():
+        raise DeployError(f"version {version!r}: expected one non-empty line")
+    changes = init_workspace(layout)
+    os_dir = Path(layout.os_dir)
+    for name in DEPLOY_FILES:
+        source = templates / name
+        try:
+            content = source.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise DeployError(f"template {source} is missing") from None
+        lines = len(content.splitlines())
+        if lines > LINE_LIMITS[name]:
+            raise DeployError(f"template {source}: {lines} lines, limit {LINE_LIMITS[name]}")
+        _install(Path(layout.md(name)), content, 0o600, changes)
+    for folder in ("logs", "run", "supervisor/conf.d"):
+        path = os_dir / folder
+        if not path.is_dir():
+            path.mkdir(parents=True, mode=0o700)
+            changes.append(f"created {path}")
+    values = {
+        "workspace": layout.root,
+        "venv": str(venv),
+        "osdir": str(os_dir),
+        "logdir": str(os_dir / "logs"),
+    }
+    program = (supervisor / "wsd.conf.in").read_text(encoding="utf-8").format(**values)
+    program_path = os_dir / "supervisor" / "conf.d" / "wsd.conf"
+    before = len(changes)
+    _install(program_path, program, 0o600, changes)
+    program_changed = len(changes) > before
+    if standalone:
+        main = (supervisor / "supervisord.conf.in").read_text(encoding="utf-8").format(**values)
+        _install(os_dir / "supervisor" / "supervisord.conf", main, 0o600, changes)
+    if program_changed and reload_supervisor:
+        changes += _reload_supervisor(os_dir, venv)
+    _install(Path(layout.version_file), version.strip() + "\n", 0o600, changes)
+    return changes
+
+
+def _reload_supervisor(os_dir: Path, venv: Path) -> list[str]:
+    """Tell a running stand-alone supervisord about a changed program (if it runs)."""
+    conf = os_dir / "supervisor" / "supervisord.conf"
+    if not (os_dir / "run" / "supervisor.sock").exists() or not conf.exists():
+        return []
+    ctl = venv / "bin" / "supervisorctl"
+    result = subprocess.run(
+        [str(ctl), "-c", str(conf), "update"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return [f"supervisorctl update: {(result.stdout or result.stderr).strip() or 'ok'}"]

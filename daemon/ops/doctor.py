@@ -1,0 +1,234 @@
+"""``wsd doctor``: check a workspace's health, explain each finding, repair what is safe.
+
+Each check returns findings with a level: ``ok``, ``warn`` (worth knowing, not
+broken) or ``fail`` (broken: the exit status is non-zero). ``--fix`` applies
+only repairs that cannot lose data: permissions, rebuilding an FTS index from
+its content table, rewriting md files from their latest revision, removing
+temp files a crash left. It never deletes user data or rewrites history.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+import apsw
+from wsd import schema
+from wsd.daemon.memory import files as memory_files
+from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.maintenance import Maintenance
+from wsd.schema.layout import Layout
+
+MIN_FREE_BYTES = 200 * 1024 * 1024
+MAX_SPOOL_BYTES = 16 * 1024 * 1024
+STALE_PENDING_SECONDS = 3600.0
+HEARTBEAT_STALE_SECONDS = 60.0
+MAX_WAL_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class Finding:
+    level: str  # ok | warn | fail
+    check: str
+    detail: str
+    fixed: bool = False
+
+    def line(self) -> str:
+        mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[self.level]
+        return f"{mark} {self.check}: {self.detail}" + (" [fixed]" if self.fixed else "")
+
+
+class Doctor:
+    """Runs the checks against one workspace."""
+
+    def __init__(self, layout: Layout, bridge_url: str | None, fix: bool = False) -> None:
+        self.layout = layout
+        self.bridge_url = bridge_url
+        self.fix = fix
+        self.store = Store(layout)
+        self.ops = Maintenance(self.store)
+        self.findings: list[Finding] = []
+
+    def add(self, level: str, check: str, detail: str, fixed: bool = False) -> None:
+        self.findings.append(Finding(level, check, detail, fixed))
+
+    def run(self) -> list[Finding]:
+        """All checks in order; later checks are skipped when a database cannot be opened."""
+        self.permissions()
+        if self.databases():
+            self.processing()
+            self.md_files()
+        self.disk_and_spool()
+        self.daemon()
+        self.bridge()
+        return self.findings
+
+    def permissions(self) -> None:
+        expected = [(self.layout.os_dir, 0o700), (self.layout.memory_dir, 0o700)]
+        for db in (self.layout.transcript_db, self.layout.memory_db):
+            expected += [(db + suffix, 0o600) for suffix in ("", "-wal", "-shm")]
+        for path, mode in expected:
+            if not os.path.exists(path):
+                if path.endswith(("-wal", "-shm")):
+                    continue
+                self.add("fail", "layout", f"{path} is missing (run `wsd init`)")
+                continue
+            actual = stat.S_IMODE(os.stat(path).st_mode)
+            if actual == mode:
+                continue
+            if self.fix:
+                os.chmod(path, mode)
+                self.add("warn", "permissions", f"{path} was {actual:04o}, now {mode:04o}", True)
+            else:
+                self.add("fail", "permissions", f"{path} is {actual:04o}, expected {mode:04o}")
+        if not any(f.check in ("layout", "permissions") for f in self.findings):
+            self.add("ok", "permissions", ".os/ 0700, databases 0600")
+
+    def databases(self) -> bool:
+        usable = True
+        databases: tuple[tuple[schema.Kind, str], ...] = (
+            ("transcript", self.layout.transcript_db),
+            ("memory", self.layout.memory_db),
+        )
+        for kind, path in databases:
+            if not os.path.exists(path):
+                usable = False
+                continue
+            try:
+                conn = schema.connect(path, kind, readonly=True)
+                try:
+                    version = schema.check_version(conn, kind, path)
+                finally:
+                    conn.close()
+            except (apsw.Error, schema.SchemaError) as exc:
+                self.add("fail", f"{kind}.db", str(exc))
+                usable = False
+                continue
+            latest = schema.latest_version(kind)
+            mode = self.ops.journal_mode(kind)
+            level = "ok" if version == latest and mode == "wal" else "fail"
+            self.add(level, f"{kind}.db", f"schema v{version} (code: v{latest}), journal {mode}")
+            problems = self.ops.integrity(kind)
+            if problems and self.fix and kind == "memory":
+                rebuilt = self.ops.rebuild_fts()
+                problems = self.ops.integrity(kind)
+                self.add("warn", "fts", f"rebuilt {', '.join(rebuilt)}", fixed=not problems)
+            if problems:
+                self.add("fail", f"{kind}.db integrity", "; ".join(problems))
+            else:
+                self.add("ok", f"{kind}.db integrity", "quick_check and FTS indexes ok")
+            wal = path + "-wal"
+            if os.path.exists(wal) and os.path.getsize(wal) > MAX_WAL_BYTES:
+                self.add(
+                    "warn",
+                    f"{kind}.db WAL",
+                    f"{os.path.getsize(wal)} bytes (checkpoints starved by a long reader?)",
+                )
+        return usable
+
+    def processing(self) -> None:
+        now = time.time()
+        age = self.ops.oldest_pending_age(now)
+        backlog = self.store.backlog()
+        parked = self.store.stats()["parked"]
+        if age is not None and age > STALE_PENDING_SECONDS:
+            self.add(
+                "fail",
+                "processing",
+                f"{backlog.pending} turns pending, oldest {age:.0f}s "
+                "old: is the daemon running and the Bridge reachable?",
+            )
+        else:
+            self.add("ok", "processing", f"{backlog.pending} turns pending")
+        if parked:
+            self.add("warn", "parked batches", f"{parked} (inspect, then `wsd retry`)")
+
+    def md_files(self) -> None:
+        latest = self.store.latest_md()
+        stray = memory_files.stray_temp_files(self.layout)
+        drifted = [n for n, c in latest.items() if _read(self.layout.md(n)) != c]
+        if not drifted and not stray:
+            self.add("ok", "md files", "match their latest revisions")
+            return
+        if self.fix:
+            memory_files.repair(self.layout, latest)
+            self.add("warn", "md files", f"rewrote {drifted}, removed {len(stray)} temp", True)
+        else:
+            self.add(
+                "fail",
+                "md files",
+                f"differ from revisions: {drifted}; temp files: {len(stray)} (--fix rewrites them)",
+            )
+
+    def disk_and_spool(self) -> None:
+        target = self.layout.memory_dir if os.path.isdir(self.layout.memory_dir) else "/"
+        vfs = os.statvfs(target)
+        free = vfs.f_bavail * vfs.f_frsize
+        self.add(
+            "ok" if free >= MIN_FREE_BYTES else "fail", "disk", f"{free // (1024 * 1024)} MiB free"
+        )
+        total = 0
+        folder = self.layout.memory_dir
+        for name in os.listdir(folder) if os.path.isdir(folder) else []:
+            if name.startswith("spool.jsonl") and not name.endswith("rejected.jsonl"):
+                total += os.path.getsize(os.path.join(folder, name))
+        self.add(
+            "ok" if total <= MAX_SPOOL_BYTES else "warn",
+            "spool",
+            f"{total} bytes waiting (the daemon ingests it each pass)",
+        )
+
+    def daemon(self) -> None:
+        beat = read_status(self.layout)
+        if beat is None:
+            self.add("fail", "daemon", "never ran in this workspace (no heartbeat)")
+            return
+        age = time.time() - float(beat.get("heartbeat_at") or 0)
+        alive = pid_alive(beat.get("pid"))
+        supervised = bool(beat.get("supervised"))
+        if not alive or beat.get("state") == "stopped":
+            self.add("fail", "daemon", f"not running (last heartbeat {age:.0f}s ago)")
+        elif age > HEARTBEAT_STALE_SECONDS:
+            self.add(
+                "fail",
+                "daemon",
+                f"pid {beat.get('pid')} alive but heartbeat {age:.0f}s old: stuck?",
+            )
+        else:
+            self.add(
+                "ok",
+                "daemon",
+                f"pid {beat.get('pid')}, state {beat.get('state')}, heartbeat {age:.0f}s ago",
+            )
+        if alive and not supervised:
+            self.add("warn", "supervisord", "the daemon is not running under supervisord")
+        elif alive:
+            self.add("ok", "supervisord", f"program {beat.get('supervised')}")
+
+    def bridge(self) -> None:
+        if not self.bridge_url:
+            self.add("warn", "bridge", "ANTHROPIC_BASE_URL is not set here")
+            return
+        try:
+            # No token is sent: reachability only. Any HTTP answer means reachable.
+            request = urllib.request.Request(self.bridge_url, method="HEAD")
+            with urllib.request.urlopen(request, timeout=3):
+                pass
+            self.add("ok", "bridge", f"{self.bridge_url} reachable")
+        except urllib.error.HTTPError as exc:
+            self.add("ok", "bridge", f"{self.bridge_url} reachable (HTTP {exc.code})")
+        except (urllib.error.URLError, OSError) as exc:
+            self.add("fail", "bridge", f"{self.bridge_url} unreachable: {exc}")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None

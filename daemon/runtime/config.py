@@ -1,0 +1,213 @@
+"""Daemon configuration: one frozen dataclass, built from an environment mapping.
+
+Only the entry point reads ``os.environ``; everything else receives a Config.
+A bad value stops the daemon at start with a message naming the variable and
+the value (supervisord shows it in the log), instead of running half-broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from wsd.schema.layout import DEFAULT_WORKSPACE
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+DEFAULT_BATCH_TURNS = 25
+#: Characters of rendered turns per curator call; one huge turn is cut to fit.
+DEFAULT_BATCH_CHARS = 60_000
+DEFAULT_POLL_SECONDS = 2.0
+#: A turn with no Stop is closed after this much silence (agent crashed, killed).
+DEFAULT_ORPHAN_SECONDS = 900.0
+#: Idle trigger: the oldest pending turn is this old ...
+DEFAULT_IDLE_SECONDS = 300.0
+#: ... and no session has had an event for this long.
+DEFAULT_QUIET_SECONDS = 120.0
+DEFAULT_REQUEST_TIMEOUT = 60.0
+DEFAULT_MAX_TOKENS = 4096
+#: Attempts of one curator call on transient failures, and their total time.
+DEFAULT_RETRY_ATTEMPTS = 4
+DEFAULT_RETRY_SECONDS = 90.0
+#: After a call exhausts its retries, the next try waits this long, doubling.
+DEFAULT_OUTAGE_BACKOFF = 30.0
+DEFAULT_OUTAGE_BACKOFF_MAX = 900.0
+DEFAULT_HEARTBEAT_SECONDS = 10.0
+#: Wall clock ahead of the monotonic clock by more than this means we slept.
+DEFAULT_WAKE_JUMP_SECONDS = 60.0
+#: Prices of Claude Haiku 4.5 in USD per million tokens.
+#: Raw events folded into processed turns are kept this long, then pruned.
+DEFAULT_RETENTION_DAYS = 30.0
+#: How often retention, vacuum and WAL truncation run (checkpoints run each idle pass).
+DEFAULT_MAINTENANCE_SECONDS = 3600.0
+#: Seconds with nothing to curate after which a daemon that has loaded the anthropic SDK
+#: re-executes itself (same PID) to give its ~55 MB back; 0 disables. Short, because an
+#: idle daemon must stay under 80 MB on a small VM; the price is one SDK import (~0.8 s of
+#: CPU, done in the background as soon as turns are pending again) per pause in the work.
+DEFAULT_SHED_MEMORY_SECONDS = 60.0
+DEFAULT_PRICE_INPUT = 1.0
+DEFAULT_PRICE_OUTPUT = 5.0
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A setting has an unusable value; the message names the variable and the value."""
+
+
+def _get(
+    env: Mapping[str, str], name: str, default: T, parse: Callable[[str], T], check: str = ""
+) -> T:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = parse(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected {check or parse.__name__}") from None
+    return value
+
+
+def _positive(kind: Callable[[str], T]) -> Callable[[str], T]:
+    def parse(raw: str) -> T:
+        value = kind(raw)
+        if not value > 0:  # type: ignore[operator]
+            raise ValueError(raw)
+        return value
+
+    parse.__name__ = f"a positive {kind.__name__}"
+    return parse
+
+
+def _log_format(raw: str) -> str:
+    if raw not in ("auto", "json", "console"):
+        raise ValueError(raw)
+    return raw
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the daemon can be told. Field docs live beside the DEFAULT_* constants."""
+
+    workspace: str = DEFAULT_WORKSPACE
+    bridge_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    auth_token: str | None = field(default=None, repr=False)
+    model: str = DEFAULT_MODEL
+    batch_turns: int = DEFAULT_BATCH_TURNS
+    batch_chars: int = DEFAULT_BATCH_CHARS
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    orphan_seconds: float = DEFAULT_ORPHAN_SECONDS
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
+    retry_seconds: float = DEFAULT_RETRY_SECONDS
+    outage_backoff: float = DEFAULT_OUTAGE_BACKOFF
+    outage_backoff_max: float = DEFAULT_OUTAGE_BACKOFF_MAX
+    heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    wake_jump_seconds: float = DEFAULT_WAKE_JUMP_SECONDS
+    price_input: float = DEFAULT_PRICE_INPUT
+    price_output: float = DEFAULT_PRICE_OUTPUT
+    retention_days: float = DEFAULT_RETENTION_DAYS
+    maintenance_seconds: float = DEFAULT_MAINTENANCE_SECONDS
+    shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
+    log_format: str = "auto"
+    watch: bool = True
+    # Workspace watcher (daemon/watcher.py): full rescans, polling fallback,
+    # proactive checks, and the canvas tools whose cards are mirrored to files.
+    rescan_seconds: float = 300.0
+    watch_polling: bool = False
+    watch_poll_ms: int = 1000
+    check_seconds: float = 60.0
+    unprocessed_seconds: float = 3600.0
+    canvas_create_tool: str = "mcp__canvas__create_card"
+    canvas_update_tool: str = "mcp__canvas__update_card"
+    canvas_close_tool: str = "mcp__canvas__close_card"
+    canvas_folder: str = "artifacts/canvas"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Config:
+        """Build the config from ``WSD_*`` and ``ANTHROPIC_*`` variables; raise ConfigError."""
+        pos_int = _positive(int)
+        pos_float = _positive(float)
+        return cls(
+            workspace=env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE,
+            bridge_url=env.get("ANTHROPIC_BASE_URL") or None,
+            # The Bridge holds the real key; what lives on the Sprite is a
+            # Sprite-scoped token, sent as x-api-key or as a bearer token.
+            api_key=env.get("WSD_BRIDGE_TOKEN") or env.get("ANTHROPIC_API_KEY") or None,
+            auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
+            model=env.get("WSD_MODEL") or DEFAULT_MODEL,
+            batch_turns=_get(env, "WSD_BATCH_TURNS", DEFAULT_BATCH_TURNS, pos_int),
+            batch_chars=_get(env, "WSD_BATCH_CHARS", DEFAULT_BATCH_CHARS, pos_int),
+            poll_seconds=_get(env, "WSD_POLL_SECONDS", DEFAULT_POLL_SECONDS, pos_float),
+            orphan_seconds=_get(env, "WSD_ORPHAN_SECONDS", DEFAULT_ORPHAN_SECONDS, pos_float),
+            idle_seconds=_get(env, "WSD_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, pos_float),
+            quiet_seconds=_get(env, "WSD_QUIET_SECONDS", DEFAULT_QUIET_SECONDS, pos_float),
+            request_timeout=_get(env, "WSD_REQUEST_TIMEOUT", DEFAULT_REQUEST_TIMEOUT, pos_float),
+            max_tokens=_get(env, "WSD_MAX_TOKENS", DEFAULT_MAX_TOKENS, pos_int),
+            retry_attempts=_get(env, "WSD_RETRY_ATTEMPTS", DEFAULT_RETRY_ATTEMPTS, pos_int),
+            retry_seconds=_get(env, "WSD_RETRY_SECONDS", DEFAULT_RETRY_SECONDS, pos_float),
+            outage_backoff=_get(env, "WSD_OUTAGE_BACKOFF", DEFAULT_OUTAGE_BACKOFF, pos_float),
+            outage_backoff_max=_get(
+                env, "WSD_OUTAGE_BACKOFF_MAX", DEFAULT_OUTAGE_BACKOFF_MAX, pos_float
+            ),
+            heartbeat_seconds=_get(
+                env, "WSD_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS, pos_float
+            ),
+            wake_jump_seconds=_get(
+                env, "WSD_WAKE_JUMP_SECONDS", DEFAULT_WAKE_JUMP_SECONDS, pos_float
+            ),
+            price_input=_get(env, "WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, pos_float),
+            price_output=_get(env, "WSD_PRICE_OUTPUT", DEFAULT_PRICE_OUTPUT, pos_float),
+            retention_days=_get(env, "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, pos_float),
+            maintenance_seconds=_get(
+                env, "WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS, pos_float
+            ),
+            shed_memory_seconds=_get(
+                env, "WSD_SHED_MEMORY_SECONDS", DEFAULT_SHED_MEMORY_SECONDS, _non_negative
+            ),
+            log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
+            watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
+            rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", 300.0, pos_float),
+            watch_polling=_get(env, "WSD_WATCH_POLLING", False, _bool, "true or false"),
+            watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", 1000, pos_int),
+            check_seconds=_get(env, "WSD_CHECK_SECONDS", 60.0, pos_float),
+            unprocessed_seconds=_get(env, "WSD_UNPROCESSED_SECONDS", 3600.0, pos_float),
+            canvas_create_tool=env.get("WSD_CANVAS_CREATE_TOOL") or "mcp__canvas__create_card",
+            canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or "mcp__canvas__update_card",
+            canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or "mcp__canvas__close_card",
+            canvas_folder=env.get("WSD_CANVAS_FOLDER") or "artifacts/canvas",
+        )
+
+    def validate_for_run(self) -> None:
+        """Checks only ``wsd run`` needs: where the Bridge is and a token to present."""
+        if not self.bridge_url:
+            raise ConfigError("ANTHROPIC_BASE_URL is not set: the daemon needs the Bridge URL")
+        if not (self.bridge_url.startswith("http://") or self.bridge_url.startswith("https://")):
+            raise ConfigError(f"ANTHROPIC_BASE_URL={self.bridge_url!r}: expected an http(s) URL")
+        if not (self.api_key or self.auth_token):
+            raise ConfigError(
+                "no Bridge token: set WSD_BRIDGE_TOKEN (or ANTHROPIC_API_KEY/ANTHROPIC_AUTH_TOKEN)"
+            )
+
+
+def _non_negative(raw: str) -> float:
+    value = float(raw)
+    if value < 0:
+        raise ValueError(raw)
+    return value
+
+
+_non_negative.__name__ = "a number >= 0"
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)

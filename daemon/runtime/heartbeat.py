@@ -1,0 +1,82 @@
+"""The heartbeat file ``wsd status`` reads: what the running daemon is doing.
+
+A small JSON document in ``.os/memory/daemon.status.json``, rewritten
+atomically at most once per heartbeat interval (or at once on a change of
+state), so an operator can tell a live daemon from a stuck or dead one
+without a socket or a database write on every pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from wsd.daemon.memory.files import atomic_write
+from wsd.schema.layout import Layout
+
+STATUS_NAME = "daemon.status.json"
+HEARTBEAT_SECONDS = 10.0
+
+
+def status_path(layout: Layout) -> str:
+    return os.path.join(layout.memory_dir, STATUS_NAME)
+
+
+class StatusFile:
+    """Accumulates counters and state; writes them out on a heartbeat."""
+
+    def __init__(
+        self, layout: Layout, clock: Callable[[], float], every: float = HEARTBEAT_SECONDS
+    ) -> None:
+        self.path = status_path(layout)
+        self.clock = clock
+        self.every = every
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(),
+            "started_at": clock(),
+            "state": "starting",
+            "counters": {},
+        }
+        self._written = 0.0
+
+    def count(self, **increments: int) -> None:
+        counters = self.data["counters"]
+        for key, value in increments.items():
+            counters[key] = counters.get(key, 0) + value
+
+    def update(self, force: bool = False, **fields: Any) -> None:
+        """Merge ``fields``; write them out if forced or the heartbeat is due."""
+        self.data.update(fields)
+        now = self.clock()
+        if force or now - self._written >= self.every:
+            self.data["heartbeat_at"] = now
+            try:
+                atomic_write(self.path, json.dumps(self.data, default=str) + "\n", durable=False)
+                self._written = now
+            except OSError:
+                pass  # a full disk must not stop curation; status is best effort
+
+
+def read_status(layout: Layout) -> dict[str, Any] | None:
+    """The last heartbeat written, or None if there is none (daemon never ran)."""
+    try:
+        with open(status_path(layout), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts as alive)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

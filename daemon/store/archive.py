@@ -1,0 +1,249 @@
+"""Writes behind the memory tools: the turn index, ``wsd import``, pending-action status.
+
+* :func:`index_new_turns` copies closed turns of transcript.db into memory.db's ``turns``
+  table (and so into ``turns_fts``), oldest first, in bounded steps: the daemon calls it every
+  pass, ``wsd rebuild`` until it returns 0. Memory tool calls are left out of the copy, so the
+  archive never holds what the archive said.
+* :func:`import_jsonl` loads learnings from JSON lines; each bad line is reported with its
+  line number and skipped, the good ones are kept (one transaction for the whole file).
+* :func:`set_action_status` closes a pending action (completed or dismissed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+from wsd import schema
+from wsd.daemon.memory.search.text import parse_since
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.records import LEARNING_TYPES, content_key
+from wsd.hooks.capture import is_memory_call
+from wsd.hooks.hygiene import clean_text
+
+#: Turns copied per call (one short write transaction each).
+INDEX_BATCH = 500
+#: Characters kept per part of a turn in the index (a tool's output is mostly noise to search).
+PROMPT_CHARS = 4000
+RESPONSE_CHARS = 4000
+TOOL_INPUT_CHARS = 300
+TOOL_OUTPUT_CHARS = 300
+#: An imported learning may be longer than a curated one (1,000): it may be a whole note.
+IMPORT_MAX_CHARS = 4000
+ACTION_STATUSES = ("completed", "dismissed")
+
+
+def index_new_turns(store: Store, batch: int = INDEX_BATCH, identity: str | None = None) -> int:
+    """Copy up to ``batch`` closed turns not yet in the turn index; returns how many.
+
+    The cursor is the highest observation id indexed for this transcript's identity, so a
+    recreated transcript.db starts its own sequence and older turns stay searchable.
+    """
+    identity = identity if identity is not None else store.transcript_identity()
+    with store.memory() as m:
+        if not _has_turns(m):
+            return 0  # memory.db not migrated yet: the daemon migrates at start
+        row = m.execute(
+            "SELECT coalesce(max(observation_id), 0) FROM turns WHERE transcript_identity = ?",
+            (identity,),
+        ).fetchone()
+        cursor = row[0] if row else 0
+    with store.transcript() as t:
+        rows = t.execute(
+            "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
+            " agent_response FROM observations WHERE id > ? ORDER BY id LIMIT ?",
+            (cursor, batch),
+        ).fetchall()
+    if not rows:
+        return 0
+    values = [
+        (identity, oid, sid, seq, ts, *turn_text(user, calls, response))
+        for oid, sid, seq, ts, user, calls, response in rows
+    ]
+    with store.memory() as m, schema.write_txn(m):
+        m.executemany(
+            "INSERT INTO turns (transcript_identity, observation_id, session_id, sequence_num,"
+            " created_at, prompt, response, tools) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
+            values,
+        )
+    return len(rows)
+
+
+def _has_turns(conn: apsw.Connection) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'turns'"
+        ).fetchone()
+        is not None
+    )
+
+
+def turn_text(user: object, calls_json: object, response: object) -> tuple[str, str, str]:
+    """(prompt, response, tools) of one observation as the index stores them."""
+    try:
+        calls = json.loads(calls_json) if isinstance(calls_json, str) and calls_json else []
+    except ValueError:
+        calls = []
+    lines = []
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        name = str(call.get("name") or "?")
+        if is_memory_call(name, call.get("input")):
+            continue  # searching must never find searching
+        inp = _compact(call.get("input"), TOOL_INPUT_CHARS)
+        out = _compact(
+            call.get("error") if "error" in call else call.get("output"), TOOL_OUTPUT_CHARS
+        )
+        lines.append(f"{name} {inp}" + (f" -> {out}" if out else ""))
+    return (
+        _compact(user, PROMPT_CHARS),
+        _compact(response, RESPONSE_CHARS),
+        "\n".join(lines),
+    )
+
+
+def _compact(value: Any, limit: int) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportReport:
+    """What ``import_jsonl`` did: learnings added, exact duplicates skipped, bad lines."""
+
+    added: int = 0
+    duplicates: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+
+_IMPORT_KEYS = ("type", "content", "created_at", "session_id", "confidence", "ref")
+
+
+def parse_import_line(raw: str) -> tuple[Any, ...]:
+    """One JSON line as a learnings row; raises ValueError saying what is wrong."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    kind = data.get("type")
+    if kind not in LEARNING_TYPES:
+        raise ValueError(f"type must be one of {', '.join(LEARNING_TYPES)} (got {kind!r:.40})")
+    content = data.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("content must be a non-empty string")
+    content = clean_text(content, IMPORT_MAX_CHARS).strip()
+    created = data.get("created_at")
+    if created is None:
+        created_at = time.time()
+    elif isinstance(created, bool) or not isinstance(created, int | float | str):
+        raise ValueError("created_at must be an epoch number or an ISO date/time")
+    else:
+        try:
+            created_at = float(parse_since(created) or 0.0)
+        except ValueError:
+            raise ValueError(f"created_at {str(created)[:40]!r} is not a date") from None
+    session = data.get("session_id")
+    if session is not None and not isinstance(session, str | int):
+        raise ValueError("session_id must be a string")
+    confidence = data.get("confidence", 1.0)
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0.0 <= float(confidence) <= 1.0
+    ):
+        raise ValueError("confidence must be a number from 0 to 1")
+    ref = data.get("ref")
+    if ref is not None and not isinstance(ref, str):
+        ref = json.dumps(ref, ensure_ascii=False)  # a list of ids is a fine reference too
+    return (
+        created_at,
+        None if session is None else clean_text(str(session), 256),
+        kind,
+        content,
+        content_key(kind, content),
+        float(confidence),
+        None if ref is None else clean_text(ref, 1000),
+    )
+
+
+def import_lines(store: Store, lines: Iterable[str | bytes]) -> ImportReport:
+    """Import learnings from JSON lines (see :func:`parse_import_line`); one transaction."""
+    report = ImportReport()
+    rows: list[tuple[int, tuple[Any, ...]]] = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError:
+            report.errors.append((number, "not valid UTF-8"))
+            continue
+        if not text.strip():
+            continue
+        try:
+            rows.append((number, parse_import_line(text)))
+        except ValueError as exc:
+            report.errors.append((number, str(exc)))
+    with store.memory() as m, schema.write_txn(m):
+        for _number, row in rows:
+            m.execute(
+                "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
+                " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (content_key) DO NOTHING",
+                row,
+            )
+            if m.changes():
+                report.added += 1
+            else:
+                report.duplicates += 1
+    return report
+
+
+def import_jsonl(store: Store, path: str) -> ImportReport:
+    """Import a JSON-lines file (``wsd import``)."""
+    with open(path, "rb") as fh:
+        return import_lines(store, _lines(fh))
+
+
+def _lines(fh: Any) -> Iterator[bytes]:
+    for line in fh:
+        yield line.rstrip(b"\r\n")
+
+
+# -- pending actions ---------------------------------------------------------------------------
+
+
+def list_actions(store: Store, include_closed: bool = False) -> list[dict[str, Any]]:
+    """Pending actions, most urgent first (with ``include_closed``, closed ones after)."""
+    where = "" if include_closed else " WHERE status = 'pending'"
+    with store.memory() as m:
+        rows = m.execute(
+            "SELECT id, priority, status, content, source, created_at, updated_at"
+            f" FROM pending_actions{where} ORDER BY status != 'pending', priority, id"
+        ).fetchall()
+    keys = ("id", "priority", "status", "content", "source", "created_at", "updated_at")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def set_action_status(store: Store, action_id: int, status: str, now: float | None = None) -> bool:
+    """Close an open action as ``completed`` or ``dismissed``; False if none was open."""
+    if status not in ACTION_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(ACTION_STATUSES)}")
+    with store.memory() as m, schema.write_txn(m):
+        m.execute(
+            "UPDATE pending_actions SET status = ?, updated_at = ? WHERE id = ?"
+            " AND status = 'pending'",
+            (status, time.time() if now is None else now, int(action_id)),
+        )
+        return bool(m.changes())

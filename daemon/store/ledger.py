@@ -1,0 +1,401 @@
+"""Every SQL verb the daemon uses, on both databases.
+
+Connections are opened per unit of work and closed straight after: an idle
+daemon holds no database file open (CRIU cannot checkpoint a process holding
+file locks, and an open read snapshot stops WAL checkpoints on the agent's
+database). Writes use ``BEGIN IMMEDIATE`` through :func:`schema.write_txn`.
+
+The exactly-once rule lives in :meth:`Store.commit_batch`: a batch commits only
+if none of its turns is already covered by the ledger, and the transcript's
+``processed`` markers are a cache re-derived from that ledger.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import apsw
+from wsd import schema
+from wsd.daemon.store.records import (
+    AlreadyCovered,
+    Backlog,
+    BatchRecord,
+    CommitResult,
+    Turn,
+    content_key,
+    sha256,
+)
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import Event, close_stale_turns, record
+
+Opener = Callable[..., apsw.Connection]
+
+
+class Store:
+    """Both databases of one workspace, opened on demand."""
+
+    def __init__(self, layout: Layout, opener: Opener = schema.connect) -> None:
+        self.layout = layout
+        self._open = opener
+
+    # -- connections ---------------------------------------------------------
+
+    @contextmanager
+    def transcript(self) -> Iterator[apsw.Connection]:
+        conn = self._open(self.layout.transcript_db, "transcript")
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def memory(self) -> Iterator[apsw.Connection]:
+        conn = self._open(self.layout.memory_db, "memory")
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def migrate(self) -> None:
+        """Create/upgrade both databases (raises schema.SchemaError on a too-new one)."""
+        self.layout.ensure_system_dirs()
+        with self.transcript() as t:
+            schema.migrate(t, "transcript", self.layout.transcript_db)
+        with self.memory() as m:
+            schema.migrate(m, "memory", self.layout.memory_db)
+
+    # -- transcript side -----------------------------------------------------
+
+    def transcript_identity(self) -> str:
+        with self.transcript() as t:
+            return schema.identity(t)
+
+    def record_event(self, event: Event, via: str = "spool") -> bool:
+        with self.transcript() as t:
+            return record(t, event, via=via)
+
+    def close_stale_turns(self, quiet_before: float) -> list[int]:
+        with self.transcript() as t:
+            return close_stale_turns(t, quiet_before)
+
+    def backlog(self) -> Backlog:
+        with self.transcript() as t:
+            # The oldest pending turn by id uses the partial index on pending
+            # turns; min(timestamp) would read every pending row.
+            (pending,) = schema.one(t, "SELECT count(*) FROM observations WHERE processed = 0")
+            first = schema.first(
+                t, "SELECT timestamp FROM observations WHERE processed = 0 ORDER BY id LIMIT 1"
+            )
+            oldest = first[0] if first else None
+            (last_activity,) = schema.one(t, "SELECT max(last_event_at) FROM sessions")
+            (flush_upto,) = schema.one(
+                t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"
+            )
+            (last_turn,) = schema.one(t, "SELECT coalesce(max(id), 0) FROM observations")
+            identity = schema.identity(t)
+        return Backlog(int(pending), oldest, last_activity, flush_upto, identity, int(last_turn))
+
+    def pending_turns(self, limit: int) -> list[Turn]:
+        """The oldest unprocessed turns, in id order."""
+        with self.transcript() as t:
+            rows = schema.rows(
+                t,
+                "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
+                " agent_response, closed_by FROM observations WHERE processed = 0"
+                " ORDER BY id LIMIT ?",
+                (limit,),
+            )
+        return [_turn(r) for r in rows]
+
+    def turns_by_id(self, ids: Sequence[int]) -> list[Turn]:
+        with self.transcript() as t:
+            rows = schema.rows(
+                t,
+                "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
+                " agent_response, closed_by FROM observations"
+                " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (json.dumps(list(ids)),),
+            )
+        return [_turn(r) for r in rows]
+
+    def mark_processed(self, ids: Sequence[int]) -> None:
+        with self.transcript() as t, schema.write_txn(t):
+            t.execute(
+                "UPDATE observations SET processed = 1"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(ids)),),
+            )
+
+    def mark_flushes_handled(self, upto: int, now: float) -> None:
+        with self.transcript() as t, schema.write_txn(t):
+            t.execute(
+                "UPDATE flush_requests SET handled_at = ? WHERE id <= ? AND handled_at IS NULL",
+                (now, upto),
+            )
+
+    def rederive_processed(self, identity: str) -> tuple[int, int]:
+        """Make the ``processed`` markers agree with the ledger; returns (set, cleared).
+
+        Run at start-up: a crash between the memory.db commit and the marker
+        update leaves covered turns unmarked; a deleted memory.db leaves marked
+        turns that nothing covers any more (they are curated again).
+        """
+        with self.transcript() as t:
+            t.execute("ATTACH DATABASE ? AS mem", (self.layout.memory_db,))
+            try:
+                with schema.write_txn(t):
+                    covered = (
+                        "SELECT observation_id FROM mem.batch_turns WHERE transcript_identity = ?"
+                    )
+                    t.execute(
+                        "UPDATE observations SET processed = 1"
+                        f" WHERE processed = 0 AND id IN ({covered})",
+                        (identity,),
+                    )
+                    marked = t.changes()
+                    t.execute(
+                        "UPDATE observations SET processed = 0"
+                        f" WHERE processed = 1 AND id NOT IN ({covered})",
+                        (identity,),
+                    )
+                    cleared = t.changes()
+            finally:
+                t.execute("DETACH DATABASE mem")
+        return marked, cleared
+
+    # -- memory side ---------------------------------------------------------
+
+    def get_state(self, key: str) -> str | None:
+        with self.memory() as m:
+            row = schema.first(m, "SELECT value FROM state WHERE key = ?", (key,))
+        return None if row is None else str(row[0])
+
+    def set_state(self, values: dict[str, str | None], now: float) -> None:
+        """Set (or, for None, delete) state keys in one transaction."""
+        with self.memory() as m, schema.write_txn(m):
+            for key, value in values.items():
+                if value is None:
+                    m.execute("DELETE FROM state WHERE key = ?", (key,))
+                else:
+                    m.execute(
+                        "INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+                        " updated_at = excluded.updated_at",
+                        (key, value, now),
+                    )
+
+    def covered(self, identity: str, ids: Sequence[int]) -> set[int]:
+        with self.memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT observation_id FROM batch_turns WHERE transcript_identity = ?"
+                " AND observation_id IN (SELECT value FROM json_each(?))",
+                (identity, json.dumps(list(ids))),
+            )
+        return {int(r[0]) for r in rows}
+
+    def latest_md(self) -> dict[str, str]:
+        """The latest revision of each curated file that has one."""
+        with self.memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT file, content FROM md_revisions WHERE id IN"
+                " (SELECT max(id) FROM md_revisions GROUP BY file)",
+            )
+        return {str(f): str(c) for f, c in rows}
+
+    def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
+        """Open pending actions as (id, priority, content), most urgent first."""
+        with self.memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT id, priority, content FROM pending_actions WHERE status = 'pending'"
+                " ORDER BY priority, id LIMIT ?",
+                (limit,),
+            )
+        return [(int(i), int(p), str(c)) for i, p, c in rows]
+
+    def commit_batch(
+        self, identity: str, batch: BatchRecord, now: float, replaces: Sequence[int] = ()
+    ) -> CommitResult:
+        """Commit one batch and all it produced atomically (the exactly-once point).
+
+        Raises AlreadyCovered if any turn is covered by a batch other than the
+        parked ones listed in ``replaces`` (a ``wsd retry``).
+        """
+        ids = [t.id for t in batch.turns]
+        by_id = {t.id: t for t in batch.turns}
+        with self.memory() as m, schema.write_txn(m):
+            rows = schema.rows(
+                m,
+                "SELECT observation_id, batch_id FROM batch_turns WHERE transcript_identity = ?"
+                " AND observation_id IN (SELECT value FROM json_each(?))",
+                (identity, json.dumps(ids)),
+            )
+            clash = [oid for oid, bid in rows if bid not in replaces]
+            if clash:
+                raise AlreadyCovered(f"turns already curated: {clash[:10]}")
+            m.execute(
+                "INSERT INTO batches (transcript_identity, first_observation_id,"
+                " last_observation_id, turns, status, attempts, error, model, stop_reason,"
+                " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
+                " latency_ms, started_at, finished_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    identity,
+                    min(ids),
+                    max(ids),
+                    len(ids),
+                    batch.status,
+                    batch.attempts,
+                    batch.error,
+                    batch.model,
+                    batch.stop_reason,
+                    batch.input_tokens,
+                    batch.output_tokens,
+                    batch.cache_read_tokens,
+                    batch.cache_write_tokens,
+                    batch.cost_usd,
+                    batch.latency_ms,
+                    batch.started_at or now,
+                    now,
+                ),
+            )
+            batch_id = int(m.last_insert_rowid())
+            if replaces:
+                m.execute(
+                    "UPDATE batches SET status = 'retried' WHERE id IN"
+                    " (SELECT value FROM json_each(?)) AND status = 'failed'",
+                    (json.dumps(list(replaces)),),
+                )
+            m.executemany(
+                "INSERT INTO batch_turns (transcript_identity, observation_id, batch_id)"
+                " VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET batch_id = excluded.batch_id",
+                [(identity, oid, batch_id) for oid in ids],
+            )
+            added = 0
+            for kind, content, source in batch.learnings:
+                turn = by_id.get(source) if source is not None else batch.turns[-1]
+                m.execute(
+                    "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
+                    " source_observation_id, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (content_key) DO NOTHING",
+                    (
+                        now,
+                        turn.session_id if turn else None,
+                        kind,
+                        content,
+                        content_key(kind, content),
+                        turn.id if turn else None,
+                        batch_id,
+                    ),
+                )
+                added += m.changes()
+            actions = 0
+            for content, priority in batch.actions:
+                actions += self._add_action(
+                    m, content, priority, "curator", content_key("action", content), now, batch_id
+                )
+            closed = 0
+            for action_id in batch.closed_actions:
+                m.execute(
+                    "UPDATE pending_actions SET status = 'completed', updated_at = ?"
+                    " WHERE id = ? AND status = 'pending'",
+                    (now, action_id),
+                )
+                closed += m.changes()
+            updated = []
+            for name, content in sorted(batch.md_updates.items()):
+                m.execute(
+                    "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
+                    " VALUES (?, ?, ?, ?, ?, 'curator')",
+                    (name, content, sha256(content), now, batch_id),
+                )
+                updated.append(name)
+        return CommitResult(batch_id, added, actions, closed, tuple(updated))
+
+    @staticmethod
+    def _add_action(
+        m: apsw.Connection,
+        content: str,
+        priority: int,
+        source: str,
+        key: str,
+        now: float,
+        batch_id: int | None,
+    ) -> int:
+        m.execute(
+            "INSERT INTO pending_actions (created_at, updated_at, content, priority, source,"
+            " dedup_key, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (dedup_key) WHERE status = 'pending' DO NOTHING",
+            (now, now, content, priority, source, key, batch_id),
+        )
+        return int(m.changes())
+
+    def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
+        """Parked batches as (batch id, turn ids, error)."""
+        with self.memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT b.id, b.error, json_group_array(t.observation_id) FROM batches b"
+                " JOIN batch_turns t ON t.batch_id = b.id WHERE b.status = 'failed'"
+                " GROUP BY b.id ORDER BY b.id",
+            )
+        return [(int(b), sorted(json.loads(ids)), err) for b, err, ids in rows]
+
+    def stats(self) -> dict[str, Any]:
+        """Ledger totals for ``wsd status``."""
+        with self.memory() as m:
+            row = schema.one(
+                m,
+                "SELECT count(*), coalesce(sum(status = 'done'), 0),"
+                " coalesce(sum(status = 'failed'), 0), coalesce(sum(input_tokens), 0),"
+                " coalesce(sum(output_tokens), 0), coalesce(sum(cache_read_tokens), 0),"
+                " coalesce(sum(cost_usd), 0) FROM batches",
+            )
+            last = schema.first(
+                m, "SELECT id, status, turns, finished_at, error FROM batches ORDER BY id DESC"
+            )
+            (learnings,) = schema.one(m, "SELECT count(*) FROM learnings")
+            (actions,) = schema.one(
+                m, "SELECT count(*) FROM pending_actions WHERE status = 'pending'"
+            )
+        keys = (
+            "batches",
+            "done",
+            "parked",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cost_usd",
+        )
+        out: dict[str, Any] = dict(zip(keys, row, strict=True))
+        out["learnings"] = learnings
+        out["open_actions"] = actions
+        out["last_batch"] = (
+            None
+            if last is None
+            else dict(zip(("id", "status", "turns", "finished_at", "error"), last, strict=True))
+        )
+        return out
+
+
+def _turn(row: tuple[Any, ...]) -> Turn:
+    oid, session, seq, ts, user, calls, response, closed_by = row
+    try:
+        parsed = json.loads(calls) if calls else []
+    except ValueError:
+        parsed = []
+    return Turn(
+        int(oid),
+        str(session),
+        int(seq),
+        float(ts),
+        user,
+        parsed if isinstance(parsed, list) else [],
+        response,
+        str(closed_by),
+    )

@@ -1,0 +1,439 @@
+"""The workspace watcher: an exact file index, files.md's inventory, checks and canvas sync.
+
+Threads, so the curator loop never waits on the disk: one *consumer* thread
+owns the in-memory index and does all the work; *producer* threads only run
+watchfiles (one for the workspace root and ``.os/memory/``, not recursive; one
+per top-level user folder, recursive) and queue what they see.
+
+Events are hints, not truth: inotify drops events on overflow, silently stops
+adding watches past the watch limit, and sees nothing while the VM is frozen.
+So every event is checked against the disk (``lstat``), and the whole index is
+reconciled by a full rescan at start, after a wake (:meth:`Watcher.wake`, or a
+clock jump noticed here), and every ``rescan_seconds``. A producer that fails
+(no inotify, watch limit reached) is restarted in polling mode; so is every
+producer when the folder count nears the watch limit, or when a periodic rescan
+finds changes older than the event latency that no event reported.
+
+What is never indexed is :func:`wsd.daemon.memory.files_md.is_noise`. After every batch of
+changes files.md's inventory is re-rendered (before the index is persisted:
+freshness first) and the index rows are written to memory.db in one
+transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from wsd.daemon.curation.nudge import is_write
+from wsd.daemon.memory import files_md
+from wsd.daemon.memory.files_md import Tree, diff, is_noise, scan
+from wsd.daemon.runtime import signals
+from wsd.daemon.runtime.log import ErrorThrottle, get_logger
+from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
+from wsd.daemon.workspace.checks import Checks, CheckSettings
+from wsd.schema.layout import Layout
+
+
+def watch_limit() -> int | None:
+    """The inotify watch limit that applies here (the smallest readable), if any."""
+    found = []
+    for path in ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"):
+        with contextlib.suppress(OSError, ValueError), open(path) as fh:
+            found.append(int(fh.read().strip()))
+    return min(found) if found else None
+
+
+class _AnyOf:
+    """A stop event for watchfiles (it only calls ``is_set``): set when any of these is."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        self.events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """Tunables (the daemon's Config supplies them; defaults suit a Sprite)."""
+
+    use_events: bool = True
+    force_polling: bool = False
+    poll_delay_ms: int = 1000
+    rescan_seconds: float = 300.0
+    check_seconds: float = 60.0
+    canvas_poll_seconds: float = 2.0
+    wake_jump_seconds: float = 60.0
+    debounce_ms: int = 200
+    #: How often the Rust side checks for stop: each check takes the GIL, so keep it rare.
+    step_ms: int = 200
+    tick_seconds: float = 1.0
+    #: Switch to polling when our folders use this share of the inotify watch limit.
+    watch_limit_share: float = 0.9
+
+
+class Watcher:
+    """Keeps the index, files.md's inventory, the checks and the canvas mirror current."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        stop: threading.Event,
+        settings: WatchSettings | None = None,
+        *,
+        store: WorkspaceStore | None = None,
+        canvas: CanvasSync | None = None,
+        checks: Checks | None = None,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.layout = layout
+        self.root = layout.root
+        self.stop = stop
+        self.settings = settings or WatchSettings()
+        self.store = store or WorkspaceStore(layout)
+        self.canvas = canvas
+        self.checks = checks
+        self.clock, self.monotonic = clock, monotonic
+        self.log = get_logger(component="watcher")
+        self.throttle = ErrorThrottle()
+        self.tree: Tree = {}
+        self.polling = self.settings.force_polling
+        self.rescans = 0
+        self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self._producers: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._ups: dict[str, tuple[int, int]] = {}
+        self._gone: set[str] = set()
+        self._rescan_reason: str | None = "start"
+        self._due = {"rescan": 0.0, "checks": 0.0, "canvas": 0.0}
+        self._thread: threading.Thread | None = None
+        self.ready = threading.Event()  # set after the first full rescan is on disk
+
+    # -- public entry points --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the consumer thread; it starts the producers, then runs the first rescan."""
+        self._thread = signals.background(self._run, "wsd-watcher")
+
+    def rescan(self, reason: str = "manual") -> None:
+        """Reconcile the index with the disk now, in the calling thread (tests, tools).
+
+        Only for a watcher that was not started: the started one does this itself.
+        """
+        self._full_rescan(reason)
+
+    def wake(self) -> None:
+        """The VM slept (the worker's on_wake): events were lost, rescan everything."""
+        self._queue.put(("rescan", "wake", None))
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the threads to end (after ``stop`` is set)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        for thread, _halt in list(self._producers.values()):
+            thread.join(timeout)
+
+    # -- the consumer -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self.store.ready():  # the worker migrates memory.db at start-up
+            if self.stop.wait(0.5):
+                return
+        try:
+            while not self.stop.is_set():
+                try:
+                    self.step()
+                except Exception as exc:
+                    suppressed = self.throttle.failed("step", self.clock())
+                    if suppressed is not None:
+                        self.log.error("watcher_failed", error=repr(exc)[:300], exc_info=True)
+                    self.stop.wait(1.0)
+        finally:
+            for _thread, halt in self._producers.values():
+                halt.set()
+
+    def step(self) -> None:
+        """One round: wait for events (one tick at most), apply them, run what is due."""
+        s = self.settings
+        before_wall, before = self.clock(), self.monotonic()
+        items = []
+        with contextlib.suppress(queue.Empty):
+            items.append(self._queue.get(timeout=0 if self._rescan_reason else s.tick_seconds))
+        after = self.monotonic()
+        # A gap far beyond the wait: the process was frozen (SIGSTOP, VM sleep).
+        waited, slept = after - before, (self.clock() - before_wall) - (after - before)
+        if max(waited - s.tick_seconds, slept) > s.wake_jump_seconds:
+            self._rescan_reason = self._rescan_reason or "wake"
+        while True:
+            with contextlib.suppress(queue.Empty):
+                items.append(self._queue.get_nowait())
+                continue
+            break
+        canvas_now = False
+        rels: set[str] = set()
+        for kind, name, payload in items:
+            if kind == "changes":
+                canvas_now |= self._where(payload, rels)
+            elif kind == "rescan":
+                self._rescan_reason = self._rescan_reason or str(name)
+            elif kind == "failed":
+                self._fallback(name, payload)
+        self._refresh(sorted(rels))
+        now = self.monotonic()
+        if self._rescan_reason or now >= self._due["rescan"]:
+            self._full_rescan(self._rescan_reason or "periodic")
+        if self.canvas is not None and (canvas_now or now >= self._due["canvas"]):
+            # With events, transcript writes trigger the sync: the poll is only a safety net.
+            every = s.canvas_poll_seconds * (1 if self.polling or not s.use_events else 15)
+            self._due["canvas"] = now + every
+            self._refresh(self.canvas.sync())
+        if files_md.notes_changed.is_set():
+            files_md.notes_changed.clear()
+            self._render()
+        self._flush()
+        if self.checks is not None and now >= self._due["checks"]:
+            report = self.checks.run()
+            self._due["checks"] = now + (1.0 if report.hashes_pending else s.check_seconds)
+
+    def _where(self, changes: Iterable[tuple[Any, str]], rels: set[str]) -> bool:
+        """Collect the workspace paths of one batch of events; True if transcript.db changed."""
+        canvas = False
+        for change, path in changes:
+            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+            if rel.startswith(".os/memory/"):
+                canvas = canvas or is_write(change, path)
+            elif not rel.startswith("..") and rel != "." and not is_noise(rel):
+                rels.add(rel)
+        return canvas
+
+    def _refresh(self, rels: Iterable[str]) -> None:
+        """Re-read these paths from the disk (events only say *where* to look)."""
+        changed = False
+        rescanned: set[str] = set()
+        for rel in rels:
+            d, _, name = rel.rpartition("/")
+            parts = rel.split("/")
+            if any("/".join(parts[:i]) in rescanned for i in range(1, len(parts))):
+                continue  # inside a folder read whole in this batch already
+            try:
+                st = os.lstat(os.path.join(self.root, rel))
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                self._rescan_subtree(rel)
+                rescanned.add(rel)
+                changed = True
+                continue
+            value = (st.st_size, st.st_mtime_ns) if st and stat.S_ISREG(st.st_mode) else None
+            files = self.tree.get(d, {})
+            if files.get(name) == value:
+                if value is None:  # not a file: maybe a folder that went away
+                    changed |= self._drop_subtree(rel)
+                continue
+            changed = True
+            if value is None:
+                files.pop(name, None)
+                self._record(([], [rel]))
+                if not files:
+                    self.tree.pop(d, None)
+            else:
+                self.tree.setdefault(d, files)[name] = value
+                self._record(([(rel, *value)], []))
+        if changed:
+            self._render()
+
+    def _drop_subtree(self, rel: str) -> bool:
+        doomed = [d for d in self.tree if d == rel or d.startswith(rel + "/")]
+        for d in doomed:
+            self._record(diff({d: self.tree.pop(d)}, {}))
+        if "/" not in rel and rel in self._producers:
+            self._sync_producers()
+        return bool(doomed)
+
+    def _rescan_subtree(self, rel: str) -> None:
+        if "/" not in rel:  # a new top-level folder: watch it first, then read it
+            self._sync_producers()
+        new, _ = scan(self.root, rel)
+        old = {d: f for d, f in self.tree.items() if d == rel or d.startswith(rel + "/")}
+        self._record(diff(old, new))
+        for d in old:
+            del self.tree[d]
+        self.tree.update(new)
+
+    def _record(self, delta: tuple[list[tuple[str, int, int]], list[str]]) -> None:
+        ups, gone = delta
+        for path, size, mtime in ups:
+            self._ups[path] = (size, mtime)
+            self._gone.discard(path)
+        for path in gone:
+            self._gone.add(path)
+            self._ups.pop(path, None)
+
+    def _full_rescan(self, reason: str) -> None:
+        """Reconcile the whole index with the disk (and memory.db with both).
+
+        Watches are (re)started before the disk is read, so a change during the
+        scan is seen by one or the other; a fallback decided here (missed events,
+        watch limit) leaves a rescan pending, to run under the new producers.
+        """
+        self._rescan_reason = None
+        try:
+            self._reconcile(reason)
+        except BaseException:
+            self._rescan_reason = self._rescan_reason or reason  # not lost: retried next step
+            raise
+
+    def _reconcile(self, reason: str) -> None:
+        started, wall = self.monotonic(), self.clock()
+        self._sync_producers()
+        if not self.tree and not self.rescans:  # first time: start from what memory.db holds
+            for path, size, mtime in self.store.index_rows():
+                d, _, name = path.rpartition("/")
+                self.tree.setdefault(d, {})[name] = (size, mtime)
+        new, folders = scan(self.root)
+        ups, gone = diff(self.tree, new)
+        if reason == "periodic" and not self.polling and self._missed(ups, wall):
+            self.log.warning("watch_events_missed", changes=len(ups) + len(gone))
+            self._fallback("all", "changes found that no event reported")
+        self.tree = new
+        self._record((ups, gone))
+        self.rescans += 1
+        self._due["rescan"] = self.monotonic() + self.settings.rescan_seconds
+        self._render()
+        self._flush()
+        self.log.info(
+            "workspace_rescan",
+            reason=reason,
+            files=sum(len(f) for f in new.values()),
+            changed=len(ups),
+            removed=len(gone),
+            seconds=round(self.monotonic() - started, 3),
+        )
+        limit = watch_limit()
+        if not self.polling and limit and folders > limit * self.settings.watch_limit_share:
+            self._fallback("all", f"{folders} folders, near the inotify watch limit ({limit})")
+        self.ready.set()
+
+    def _missed(self, ups: list[tuple[str, int, int]], wall: float) -> bool:
+        """True if a change the rescan found is older than any event could still be."""
+        grace = 2.0 + self.settings.debounce_ms / 1000
+        for path, _size, _mtime in ups[:50]:
+            with contextlib.suppress(OSError):
+                if os.lstat(os.path.join(self.root, path)).st_ctime < wall - grace:
+                    return True
+        return False
+
+    def _render(self) -> None:
+        files_md.write_inventory(
+            self.layout.md("files.md"), lambda budget: files_md.render_inventory(self.tree, budget)
+        )
+
+    def _flush(self) -> None:
+        """Persist the pending index changes; on failure they stay pending for the next round."""
+        if not self._ups and not self._gone:
+            return
+        ups = [(p, s, t) for p, (s, t) in self._ups.items()]
+        self.store.apply_index(ups, sorted(self._gone), self.clock())
+        self._ups.clear()
+        self._gone.clear()
+
+    # -- producers ---------------------------------------------------------------------------
+
+    def _fallback(self, name: str, why: object) -> None:
+        """A watch failed (or cannot be trusted): poll from now on, and rescan for what was lost."""
+        if not self.polling:
+            self.log.warning("watch_fallback_polling", watch=name, reason=str(why)[:300])
+        self.polling = True
+        for _thread, halt in self._producers.values():
+            halt.set()
+        self._producers.clear()
+        self._rescan_reason = self._rescan_reason or "fallback"
+
+    def _sync_producers(self) -> None:
+        """One producer for the root (+ .os/memory) and one per top-level folder, no more."""
+        if not self.settings.use_events or self._thread is None or self.stop.is_set():
+            return
+        wanted = {"": [self.root, self.layout.memory_dir]}
+        with contextlib.suppress(OSError), os.scandir(self.root) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False) and not is_noise(e.name):
+                    wanted[e.name] = [e.path]
+        for name in list(self._producers):
+            if name not in wanted:
+                self._producers.pop(name)[1].set()
+        started = []
+        for name, paths in wanted.items():
+            if name not in self._producers:
+                paths = [p for p in paths if os.path.isdir(p)]
+                halt, ready = threading.Event(), threading.Event()
+                thread = signals.background(
+                    self._produce,
+                    f"wsd-watch-{name or 'root'}"[:40],
+                    name or "/",
+                    paths,
+                    bool(name),
+                    halt,
+                    ready,
+                )
+                self._producers[name] = (thread, halt)
+                started.append(ready)
+        deadline = self.monotonic() + 10.0  # a huge tree takes a while to watch
+        for ready in started:
+            ready.wait(max(0.0, deadline - self.monotonic()))
+
+    def _produce(
+        self,
+        name: str,
+        paths: list[str],
+        recursive: bool,
+        halt: threading.Event,
+        ready: threading.Event,
+    ) -> None:
+        """Queue what watchfiles reports; ``ready`` is set once the watches are in place."""
+        # RustNotify (what watchfiles.watch wraps) sets its watches up in the constructor,
+        # which is the only way to know when changes start to be seen.
+        from watchfiles._rust_notify import RustNotify
+
+        s, stop, polling = self.settings, _AnyOf(halt, self.stop), self.polling
+        # ignore_permission_denied=True would also swallow "watch limit reached" (and the
+        # folders past it would silently go unwatched): only the polling fallback uses it.
+        try:
+            with RustNotify(paths, False, polling, s.poll_delay_ms, recursive, polling) as notify:
+                ready.set()
+                while not stop.is_set():
+                    raw = notify.watch(s.debounce_ms, s.step_ms, 1000, stop)
+                    if isinstance(raw, set) and raw:
+                        self._queue.put(("changes", name, raw))
+        except Exception as exc:
+            if not stop.is_set():
+                self._queue.put(("failed", name, exc))
+        finally:
+            ready.set()
+
+
+def workspace_watcher(
+    layout: Layout,
+    stop: threading.Event,
+    settings: WatchSettings | None = None,
+    checks: CheckSettings | None = None,
+    tools: CanvasTools | None = None,
+) -> Watcher:
+    """The daemon's watcher, wired: index + files.md, the checks, the canvas mirror."""
+    store = WorkspaceStore(layout)
+    return Watcher(
+        layout,
+        stop,
+        settings,
+        store=store,
+        canvas=CanvasSync(layout.root, store, tools),
+        checks=Checks(layout.root, store, checks),
+    )
