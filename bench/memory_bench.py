@@ -354,7 +354,7 @@ def search_latency() -> list[Row]:
 
 def boot_context() -> list[Row]:
     """load_memory() with every file at its line limit and 50 recent learnings."""
-    from wsd.daemon.curation.curator import LINE_LIMITS
+    from wsd.daemon.memory.files import LINE_LIMITS
 
     with tempfile.TemporaryDirectory() as tmp:
         layout = Layout(tmp)

@@ -6,6 +6,7 @@ import random
 
 from wsd.daemon.memory import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.workspace.inventory import render_inventory
 from wsd.schema.layout import Layout
 
 # -- a plausible workspace -------------------------------------------------------------------
@@ -253,7 +254,7 @@ def memory_files() -> dict[str, str]:
     }
     notes = "\n".join(files)
     files = files_md.compose(
-        notes, files_md.render_inventory(tree, files_md.inventory_budget(notes))
+        notes, render_inventory(tree, files_md.inventory_budget(notes))
     ).splitlines()
     out = {
         "soul.md": soul,

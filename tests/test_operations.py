@@ -39,8 +39,8 @@ def _read(path: str) -> str:
 
 
 def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_path: Path) -> None:
-    """SIGSTOP (a frozen VM), turns and files changed meanwhile, SIGCONT: wake logged,
-    every turn curated once, the files.md inventory matches the disk again."""
+    """SIGSTOP (a frozen VM), turns and files changed meanwhile, SIGCONT: wake logged once by
+    the loop and passed to the watcher, every turn curated once, files.md matches the disk."""
     log = tmp_path / "d.log"
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="5", WSD_WAKE_JUMP_SECONDS="1")
@@ -66,6 +66,8 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
         requests = len(bridge.requests)
     events = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
     assert [e for e in events if e["event"] == "wake"], "the wake was not logged"
+    # One detector (the loop's): the watcher hears of the wake from it and reconciles.
+    assert [e for e in events if e["event"] == "workspace_rescan" and e["reason"] == "wake"]
     assert _q(
         layout.memory_db, "SELECT count(*), count(DISTINCT observation_id) FROM batch_turns"
     ) == [(15, 15)]

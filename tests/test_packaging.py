@@ -51,8 +51,17 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel installed (not editable) into a folder of its own."""
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target)]
-        + [str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
         timeout=300,
@@ -61,7 +70,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _top_level(names: list[str]) -> set[str]:
-    return {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith((".dist-info"))}
+    return {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
 
 
 def test_wheel_contains_migrations_and_both_commands(wheel: Path) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +17,8 @@ from pathlib import Path
 import apsw
 import pytest
 from wsd.daemon.memory import files_md
-from wsd.daemon.memory.files_md import is_noise
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.workspace.inventory import is_noise, render_inventory
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings
 from wsd.schema.layout import Layout
 
@@ -101,9 +101,14 @@ def write(root: str, rel: str, text: str = "x") -> None:
 class Running:
     """A started watcher, stopped on exit."""
 
-    def __init__(self, layout: Layout, settings: WatchSettings = FAST) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        settings: WatchSettings = FAST,
+        nudge: threading.Event | None = None,
+    ) -> None:
         self.stop = threading.Event()
-        self.watcher = Watcher(layout, self.stop, settings)
+        self.watcher = Watcher(layout, self.stop, settings, nudge=nudge)
 
     def __enter__(self) -> Watcher:
         self.watcher.start()
@@ -227,6 +232,7 @@ def test_force_polling_keeps_the_index_exact(layout: Layout) -> None:
 CHILD = r"""
 import sys, threading, json
 from wsd.daemon.runtime import log
+from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings
 from wsd.schema.layout import Layout
 log.configure("json", stream=sys.stdout)
@@ -280,27 +286,6 @@ class Child:
             self.proc.kill()
             self.proc.wait()
         return self.proc.stderr.read() if self.proc.stderr else ""
-
-
-def test_sigstopped_daemon_reconciles_after_wake(layout: Layout) -> None:
-    """Files changed while the watcher process is SIGSTOPped are reconciled after SIGCONT."""
-    write(layout.root, "documents/before.txt", "b")
-    child = Child(layout, {"wake_jump_seconds": 1.0, "rescan_seconds": 3600})
-    try:
-        assert wait_until(lambda: child.saw("child_ready"), 20), (child.close(), child.lines)
-        os.kill(child.proc.pid, signal.SIGSTOP)
-        try:
-            write(layout.root, "documents/during-stop.txt", "d")
-            os.remove(f"{layout.root}/documents/before.txt")
-            write(layout.root, "ocr/deep/er/new.txt", "n")
-            time.sleep(2.5)  # longer than wake_jump_seconds: the clock gap says "we slept"
-            assert not consistent(layout)
-        finally:
-            os.kill(child.proc.pid, signal.SIGCONT)
-        assert wait_until(lambda: consistent(layout), 10)
-        assert wait_until(lambda: child.saw("workspace_rescan", reason="wake"), 5)
-    finally:
-        child.close()
 
 
 def _unshare_prefix(limit: int) -> list[str]:
@@ -363,6 +348,46 @@ def test_curator_notes_cannot_overwrite_the_inventory(layout: Layout, running: W
     assert Path(layout.md("files.md")).read_text(encoding="utf-8").startswith("# Notes\n")
 
 
+def test_new_notes_get_an_inventory_sized_to_them(layout: Layout) -> None:
+    """Notes that grew (a batch, a hand edit) make the watcher re-render the inventory to the
+    lines left, without any workspace event and with events off: every file still counted."""
+    for i in range(60):
+        write(layout.root, f"documents/f{i:02}.txt", "x")
+    settings = WatchSettings(use_events=False, rescan_seconds=3600, tick_seconds=0.05)
+    with Running(layout, settings):
+        assert wait_until(lambda: consistent(layout) and len(listed(layout)) == 60)
+        notes = "\n".join(f"- note {i}" for i in range(140))  # 59 lines left: 60 files do not fit
+        files_md.write_notes(layout.md("files.md"), notes)
+        # write_notes trims the inventory at once and says it is being refreshed ...
+        assert "being refreshed" in Path(layout.md("files.md")).read_text(encoding="utf-8")
+        # ... and the watcher notices the new notes and renders the inventory to its budget.
+        assert wait_until(
+            lambda: (
+                "being refreshed" not in Path(layout.md("files.md")).read_text()
+                and inventory(layout)[1:] == (60, 60)
+            )
+        )
+        text = Path(layout.md("files.md")).read_text(encoding="utf-8")
+        assert text.startswith("- note 0\n") and len(text.splitlines()) <= files_md.LINE_LIMIT
+
+
+def test_transcript_writes_nudge_the_loop(layout: Layout) -> None:
+    """The watcher is the one watch of .os/memory/: a write to transcript.db or the spool
+    sets the loop's nudge at once; reading the database (no write) does not."""
+    nudge = threading.Event()
+    init_workspace(layout)
+    with Running(layout, nudge=nudge):
+        time.sleep(0.5)
+        nudge.clear()
+        conn = apsw.Connection(layout.transcript_db)
+        conn.execute("SELECT count(*) FROM events").fetchall()
+        conn.close()
+        assert not nudge.wait(1.0), "a read woke the loop"
+        with open(layout.spool, "a", encoding="utf-8") as fh:
+            fh.write("{}\n")
+        assert nudge.wait(5.0), "a spool append did not wake the loop"
+
+
 def test_inventory_rolls_up_within_the_line_limit() -> None:
     """5,000 files in 400 folders under 150 lines of notes: <= 200 lines, every file counted."""
     now = time.time_ns()
@@ -376,14 +401,14 @@ def test_inventory_rolls_up_within_the_line_limit() -> None:
     total = sum(len(f) for f in tree.values())
     notes = "\n".join(f"note {i}" for i in range(200))
     kept = files_md.notes_of(notes)
-    text = files_md.compose(kept, files_md.render_inventory(tree, files_md.inventory_budget(kept)))
+    text = files_md.compose(kept, render_inventory(tree, files_md.inventory_budget(kept)))
     lines = text.splitlines()
     assert len(lines) <= files_md.LINE_LIMIT
     assert len(kept.splitlines()) == files_md.NOTES_LINE_LIMIT
     heads = [ln for ln in lines if ln.startswith("### ")]
     assert sum(int(h.split(" — ")[1].split()[0].replace(",", "")) for h in heads) == total
     assert f"{total:,} files" in text and "- top.txt (" in text
-    small = files_md.render_inventory({"a": {"old.txt": (1, 1), "new.txt": (1, now)}}, 50)
+    small = render_inventory({"a": {"old.txt": (1, 1), "new.txt": (1, now)}}, 50)
     assert [ln.split(" ")[1] for ln in small if ln.startswith("- ")] == ["new.txt", "old.txt"]
 
 

@@ -14,6 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
+from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store.ledger import Store
 from wsd.hooks.capture import Capture, CaptureConfig
@@ -385,7 +386,7 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
     conn.execute("UPDATE observations SET processed = 0")
     conn.close()
     Path(layout.md("user.md")).write_text("garbage")
-    Path(layout.memory_dir, memory_files.TEMP_PREFIX + "user.md.123").write_text("half")
+    Path(layout.memory_dir, TEMP_PREFIX + "user.md.123").write_text("half")
     fresh = make_worker(layout, standin, batch_turns=2)
     fresh.start()
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [

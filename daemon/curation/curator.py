@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from wsd.daemon.memory import files_md
+from wsd.daemon.memory.files import LINE_LIMITS
 from wsd.daemon.store.records import BatchRecord, Turn
 
 if TYPE_CHECKING:
@@ -23,15 +24,6 @@ if TYPE_CHECKING:
     from wsd.daemon.runtime.config import Config
 from wsd.hooks.hygiene import clean_text
 
-#: Line limits of every memory file (SPEC.md section 2).
-LINE_LIMITS = {
-    "soul.md": 200,
-    "os.md": 200,
-    "tools.md": 150,
-    "files.md": 200,
-    "user.md": 200,
-    "context.md": 200,
-}
 UPDATE_HEADERS = {
     "TOOLS_MD_UPDATE": "tools.md",
     "FILES_MD_UPDATE": "files.md",

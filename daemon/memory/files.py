@@ -15,41 +15,22 @@ import os
 from collections.abc import Mapping
 
 from wsd.daemon.memory import files_md
+from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
-TEMP_PREFIX = ".wsd-tmp-"
+#: Line limits of every memory file (SPEC.md section 2).
+LINE_LIMITS = {
+    "soul.md": 200,
+    "os.md": 200,
+    "tools.md": 150,
+    "files.md": 200,
+    "user.md": 200,
+    "context.md": 200,
+}
 
 
 class ConfinementError(ValueError):
     """A write was asked for outside the files the daemon may write."""
-
-
-def atomic_write(path: str, text: str, mode: int = 0o600, durable: bool = True) -> None:
-    """Replace ``path`` with ``text`` atomically (and, if ``durable``, fsynced)."""
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f"{TEMP_PREFIX}{name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        data = text.encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    if not durable:
-        return
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def curated_path(layout: Layout, name: str) -> str:

@@ -49,7 +49,6 @@ def _worker(
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from wsd.daemon.curation.nudge import Nudger
     from wsd.daemon.runtime import log, signals
 
     config = _config(args, env)
@@ -69,7 +68,6 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             poll_delay_ms=config.watch_poll_ms,
             rescan_seconds=config.rescan_seconds,
             check_seconds=config.check_seconds,
-            wake_jump_seconds=config.wake_jump_seconds,
         ),
         CheckSettings(unprocessed_seconds=config.unprocessed_seconds),
         CanvasTools(
@@ -78,12 +76,11 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             config.canvas_close_tool,
             config.canvas_folder,
         ),
+        nudge=nudge,
     )
     worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     signals.install(worker.request_stop)
-    if config.watch:
-        Nudger(Layout(config.workspace).memory_dir, nudge, stop).start()
     watcher.start()
     code = int(worker.run())
     watcher.join(5)

@@ -16,9 +16,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from wsd.daemon.curation.curator import LINE_LIMITS
-from wsd.daemon.memory.files import atomic_write
+from wsd.daemon.memory.files import LINE_LIMITS
 from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.runtime.fsio import atomic_write
 from wsd.schema.layout import DEPLOY_FILES, Layout
 
 

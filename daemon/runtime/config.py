@@ -47,6 +47,18 @@ DEFAULT_MAINTENANCE_SECONDS = 3600.0
 DEFAULT_SHED_MEMORY_SECONDS = 60.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
+#: Workspace watcher: a full reconciling rescan this often (events are hints, not truth) ...
+DEFAULT_RESCAN_SECONDS = 300.0
+#: ... the polling interval when inotify is unavailable, the proactive checks' period ...
+DEFAULT_WATCH_POLL_MS = 1000
+DEFAULT_CHECK_SECONDS = 60.0
+#: ... a document with no ocr/ or extractions/ output after this long is flagged ...
+DEFAULT_UNPROCESSED_SECONDS = 3600.0
+#: ... and the canvas tools whose cards are mirrored into files, and where unnamed ones go.
+DEFAULT_CANVAS_CREATE_TOOL = "mcp__canvas__create_card"
+DEFAULT_CANVAS_UPDATE_TOOL = "mcp__canvas__update_card"
+DEFAULT_CANVAS_CLOSE_TOOL = "mcp__canvas__close_card"
+DEFAULT_CANVAS_FOLDER = "artifacts/canvas"
 
 T = TypeVar("T")
 
@@ -115,17 +127,17 @@ class Config:
     shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
     log_format: str = "auto"
     watch: bool = True
-    # Workspace watcher (daemon/watcher.py): full rescans, polling fallback,
+    # Workspace watcher (daemon/workspace/): full rescans, polling fallback,
     # proactive checks, and the canvas tools whose cards are mirrored to files.
-    rescan_seconds: float = 300.0
+    rescan_seconds: float = DEFAULT_RESCAN_SECONDS
     watch_polling: bool = False
-    watch_poll_ms: int = 1000
-    check_seconds: float = 60.0
-    unprocessed_seconds: float = 3600.0
-    canvas_create_tool: str = "mcp__canvas__create_card"
-    canvas_update_tool: str = "mcp__canvas__update_card"
-    canvas_close_tool: str = "mcp__canvas__close_card"
-    canvas_folder: str = "artifacts/canvas"
+    watch_poll_ms: int = DEFAULT_WATCH_POLL_MS
+    check_seconds: float = DEFAULT_CHECK_SECONDS
+    unprocessed_seconds: float = DEFAULT_UNPROCESSED_SECONDS
+    canvas_create_tool: str = DEFAULT_CANVAS_CREATE_TOOL
+    canvas_update_tool: str = DEFAULT_CANVAS_UPDATE_TOOL
+    canvas_close_tool: str = DEFAULT_CANVAS_CLOSE_TOOL
+    canvas_folder: str = DEFAULT_CANVAS_FOLDER
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Config:
@@ -171,15 +183,17 @@ class Config:
             ),
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
-            rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", 300.0, pos_float),
+            rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", DEFAULT_RESCAN_SECONDS, pos_float),
             watch_polling=_get(env, "WSD_WATCH_POLLING", False, _bool, "true or false"),
-            watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", 1000, pos_int),
-            check_seconds=_get(env, "WSD_CHECK_SECONDS", 60.0, pos_float),
-            unprocessed_seconds=_get(env, "WSD_UNPROCESSED_SECONDS", 3600.0, pos_float),
-            canvas_create_tool=env.get("WSD_CANVAS_CREATE_TOOL") or "mcp__canvas__create_card",
-            canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or "mcp__canvas__update_card",
-            canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or "mcp__canvas__close_card",
-            canvas_folder=env.get("WSD_CANVAS_FOLDER") or "artifacts/canvas",
+            watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", DEFAULT_WATCH_POLL_MS, pos_int),
+            check_seconds=_get(env, "WSD_CHECK_SECONDS", DEFAULT_CHECK_SECONDS, pos_float),
+            unprocessed_seconds=_get(
+                env, "WSD_UNPROCESSED_SECONDS", DEFAULT_UNPROCESSED_SECONDS, pos_float
+            ),
+            canvas_create_tool=env.get("WSD_CANVAS_CREATE_TOOL") or DEFAULT_CANVAS_CREATE_TOOL,
+            canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or DEFAULT_CANVAS_UPDATE_TOOL,
+            canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or DEFAULT_CANVAS_CLOSE_TOOL,
+            canvas_folder=env.get("WSD_CANVAS_FOLDER") or DEFAULT_CANVAS_FOLDER,
         )
 
     def validate_for_run(self) -> None:

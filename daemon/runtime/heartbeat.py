@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from wsd.daemon.memory.files import atomic_write
+from wsd.daemon.runtime.fsio import atomic_write
 from wsd.schema.layout import Layout
 
 STATUS_NAME = "daemon.status.json"

@@ -33,7 +33,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wsd.daemon.memory.files import atomic_write
+from wsd.daemon.runtime.config import (
+    DEFAULT_CANVAS_CLOSE_TOOL,
+    DEFAULT_CANVAS_CREATE_TOOL,
+    DEFAULT_CANVAS_FOLDER,
+    DEFAULT_CANVAS_UPDATE_TOOL,
+)
+from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.workspace import ActionRequest, Card, ToolEvent, WorkspaceStore
 
@@ -53,10 +59,10 @@ _ID_IN_TEXT = re.compile(r"card[_ ]?id[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_.:-]{1,2
 class CanvasTools:
     """Which tool names are canvas calls, and where unnamed cards go (configurable)."""
 
-    create: str = "mcp__canvas__create_card"
-    update: str = "mcp__canvas__update_card"
-    close: str = "mcp__canvas__close_card"
-    folder: str = "artifacts/canvas"
+    create: str = DEFAULT_CANVAS_CREATE_TOOL
+    update: str = DEFAULT_CANVAS_UPDATE_TOOL
+    close: str = DEFAULT_CANVAS_CLOSE_TOOL
+    folder: str = DEFAULT_CANVAS_FOLDER
 
     def names(self) -> tuple[str, str, str]:
         return (self.create, self.update, self.close)

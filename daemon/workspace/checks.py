@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from wsd.daemon.runtime.config import DEFAULT_UNPROCESSED_SECONDS
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.workspace import ActionRequest, WorkspaceStore
 from wsd.daemon.workspace.canvas import CONFLICT_MARK, conflict_path
@@ -42,7 +43,7 @@ _SEPARATORS = "._- "
 class CheckSettings:
     """Tunables of the checks (the daemon's Config supplies them)."""
 
-    unprocessed_seconds: float = 3600.0
+    unprocessed_seconds: float = DEFAULT_UNPROCESSED_SECONDS
     documents: str = "documents/"
     outputs: tuple[str, ...] = ("ocr/", "extractions/")
     duplicate_min_bytes: int = 1

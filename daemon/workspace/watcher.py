@@ -14,10 +14,15 @@ clock jump noticed here), and every ``rescan_seconds``. A producer that fails
 producer when the folder count nears the watch limit, or when a periodic rescan
 finds changes older than the event latency that no event reported.
 
-What is never indexed is :func:`wsd.daemon.memory.files_md.is_noise`. After every batch of
-changes files.md's inventory is re-rendered (before the index is persisted:
+What is never indexed is :func:`wsd.daemon.workspace.inventory.is_noise`. After every batch
+of changes files.md's inventory is re-rendered (before the index is persisted:
 freshness first) and the index rows are written to memory.db in one
-transaction.
+transaction; so it is when files.md's notes change (a batch, a hand edit).
+
+The root producer is also the one watch of ``.os/memory/``: a write to the transcript
+database or the spool sets the loop's ``nudge`` (so it curates without waiting for its
+poll) and triggers the canvas sync. The watcher does not detect sleep itself: the loop
+does, and calls :meth:`Watcher.wake`.
 """
 
 from __future__ import annotations
@@ -32,15 +37,36 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from wsd.daemon.curation.nudge import is_write
+from watchfiles import Change
 from wsd.daemon.memory import files_md
-from wsd.daemon.memory.files_md import Tree, diff, is_noise, scan
 from wsd.daemon.runtime import signals
+from wsd.daemon.runtime.config import (
+    DEFAULT_CHECK_SECONDS,
+    DEFAULT_RESCAN_SECONDS,
+    DEFAULT_WATCH_POLL_MS,
+)
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
+from wsd.daemon.workspace.inventory import Tree, diff, is_noise, render_inventory, scan
 from wsd.schema.layout import Layout
+
+#: Files of ``.os/memory/`` whose writes mean new turns: the loop is nudged.
+TRANSCRIPT_FILES = ("transcript.db", "transcript.db-wal", "spool.jsonl")
+
+
+def is_write(kind: object, path: str) -> bool:
+    """A change that means someone wrote: a database file modified, the spool appended.
+
+    Opening and closing a connection creates and deletes the WAL file (and the
+    checkpoint-on-close of an empty WAL writes nothing), so only modifications
+    of the database files count: a read-only pass never wakes anyone again.
+    """
+    name = os.path.basename(path)
+    if name == "spool.jsonl":
+        return kind != Change.deleted
+    return name in TRANSCRIPT_FILES and kind == Change.modified
 
 
 def watch_limit() -> int | None:
@@ -68,11 +94,10 @@ class WatchSettings:
 
     use_events: bool = True
     force_polling: bool = False
-    poll_delay_ms: int = 1000
-    rescan_seconds: float = 300.0
-    check_seconds: float = 60.0
+    poll_delay_ms: int = DEFAULT_WATCH_POLL_MS
+    rescan_seconds: float = DEFAULT_RESCAN_SECONDS
+    check_seconds: float = DEFAULT_CHECK_SECONDS
     canvas_poll_seconds: float = 2.0
-    wake_jump_seconds: float = 60.0
     debounce_ms: int = 200
     #: How often the Rust side checks for stop: each check takes the GIL, so keep it rare.
     step_ms: int = 200
@@ -93,10 +118,12 @@ class Watcher:
         store: WorkspaceStore | None = None,
         canvas: CanvasSync | None = None,
         checks: Checks | None = None,
+        nudge: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.layout = layout
+        self.nudge = nudge
         self.root = layout.root
         self.stop = stop
         self.settings = settings or WatchSettings()
@@ -111,8 +138,12 @@ class Watcher:
         self.rescans = 0
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self._producers: dict[str, tuple[threading.Thread, threading.Event]] = {}
-        self._ups: dict[str, tuple[int, int]] = {}
-        self._gone: set[str] = set()
+        # Index changes not yet written to memory.db: path -> (size, mtime_ns), and removals.
+        self._upserts: dict[str, tuple[int, int]] = {}
+        self._removed: set[str] = set()
+        # files.md as last seen (size, mtime) and the notes the inventory was rendered under.
+        self._files_md_stat: tuple[int, int] | None = None
+        self._notes: str | None = None
         self._rescan_reason: str | None = "start"
         self._due = {"rescan": 0.0, "checks": 0.0, "canvas": 0.0}
         self._thread: threading.Thread | None = None
@@ -164,15 +195,9 @@ class Watcher:
     def step(self) -> None:
         """One round: wait for events (one tick at most), apply them, run what is due."""
         s = self.settings
-        before_wall, before = self.clock(), self.monotonic()
         items = []
         with contextlib.suppress(queue.Empty):
             items.append(self._queue.get(timeout=0 if self._rescan_reason else s.tick_seconds))
-        after = self.monotonic()
-        # A gap far beyond the wait: the process was frozen (SIGSTOP, VM sleep).
-        waited, slept = after - before, (self.clock() - before_wall) - (after - before)
-        if max(waited - s.tick_seconds, slept) > s.wake_jump_seconds:
-            self._rescan_reason = self._rescan_reason or "wake"
         while True:
             with contextlib.suppress(queue.Empty):
                 items.append(self._queue.get_nowait())
@@ -182,7 +207,7 @@ class Watcher:
         rels: set[str] = set()
         for kind, name, payload in items:
             if kind == "changes":
-                canvas_now |= self._where(payload, rels)
+                canvas_now |= self._paths_of(payload, rels)
             elif kind == "rescan":
                 self._rescan_reason = self._rescan_reason or str(name)
             elif kind == "failed":
@@ -196,15 +221,14 @@ class Watcher:
             every = s.canvas_poll_seconds * (1 if self.polling or not s.use_events else 15)
             self._due["canvas"] = now + every
             self._refresh(self.canvas.sync())
-        if files_md.notes_changed.is_set():
-            files_md.notes_changed.clear()
+        if self._notes_changed():
             self._render()
         self._flush()
         if self.checks is not None and now >= self._due["checks"]:
             report = self.checks.run()
             self._due["checks"] = now + (1.0 if report.hashes_pending else s.check_seconds)
 
-    def _where(self, changes: Iterable[tuple[Any, str]], rels: set[str]) -> bool:
+    def _paths_of(self, changes: Iterable[tuple[Any, str]], rels: set[str]) -> bool:
         """Collect the workspace paths of one batch of events; True if transcript.db changed."""
         canvas = False
         for change, path in changes:
@@ -270,13 +294,13 @@ class Watcher:
         self.tree.update(new)
 
     def _record(self, delta: tuple[list[tuple[str, int, int]], list[str]]) -> None:
-        ups, gone = delta
-        for path, size, mtime in ups:
-            self._ups[path] = (size, mtime)
-            self._gone.discard(path)
-        for path in gone:
-            self._gone.add(path)
-            self._ups.pop(path, None)
+        upserts, removed = delta
+        for path, size, mtime in upserts:
+            self._upserts[path] = (size, mtime)
+            self._removed.discard(path)
+        for path in removed:
+            self._removed.add(path)
+            self._upserts.pop(path, None)
 
     def _full_rescan(self, reason: str) -> None:
         """Reconcile the whole index with the disk (and memory.db with both).
@@ -333,18 +357,37 @@ class Watcher:
         return False
 
     def _render(self) -> None:
-        files_md.write_inventory(
-            self.layout.md("files.md"), lambda budget: files_md.render_inventory(self.tree, budget)
+        self._notes = files_md.write_inventory(
+            self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
         )
+        self._files_md_stat = self._stat_files_md()
+
+    def _stat_files_md(self) -> tuple[int, int] | None:
+        with contextlib.suppress(OSError):
+            st = os.lstat(self.layout.md("files.md"))
+            return st.st_size, st.st_mtime_ns
+        return None
+
+    def _notes_changed(self) -> bool:
+        """True if files.md's notes differ from those the inventory was rendered under.
+
+        One lstat per step, a read only when the file changed: a batch's notes (or a hand
+        edit) get an inventory sized to them within a tick, with or without events.
+        """
+        seen = self._stat_files_md()
+        if seen == self._files_md_stat:
+            return False
+        self._files_md_stat = seen
+        return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
 
     def _flush(self) -> None:
         """Persist the pending index changes; on failure they stay pending for the next round."""
-        if not self._ups and not self._gone:
+        if not self._upserts and not self._removed:
             return
-        ups = [(p, s, t) for p, (s, t) in self._ups.items()]
-        self.store.apply_index(ups, sorted(self._gone), self.clock())
-        self._ups.clear()
-        self._gone.clear()
+        upserts = [(p, s, t) for p, (s, t) in self._upserts.items()]
+        self.store.apply_index(upserts, sorted(self._removed), self.clock())
+        self._upserts.clear()
+        self._removed.clear()
 
     # -- producers ---------------------------------------------------------------------------
 
@@ -412,6 +455,8 @@ class Watcher:
                 while not stop.is_set():
                     raw = notify.watch(s.debounce_ms, s.step_ms, 1000, stop)
                     if isinstance(raw, set) and raw:
+                        if self.nudge is not None and any(is_write(c, p) for c, p in raw):
+                            self.nudge.set()  # at once, from this thread: the loop waits on it
                         self._queue.put(("changes", name, raw))
         except Exception as exc:
             if not stop.is_set():
@@ -426,8 +471,10 @@ def workspace_watcher(
     settings: WatchSettings | None = None,
     checks: CheckSettings | None = None,
     tools: CanvasTools | None = None,
+    nudge: threading.Event | None = None,
 ) -> Watcher:
-    """The daemon's watcher, wired: index + files.md, the checks, the canvas mirror."""
+    """The daemon's watcher, wired: index + files.md, the checks, the canvas mirror, and the
+    loop's ``nudge`` set on every transcript write."""
     store = WorkspaceStore(layout)
     return Watcher(
         layout,
@@ -436,4 +483,5 @@ def workspace_watcher(
         store=store,
         canvas=CanvasSync(layout.root, store, tools),
         checks=Checks(layout.root, store, checks),
+        nudge=nudge,
     )
