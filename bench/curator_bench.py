@@ -10,6 +10,11 @@ import threading
 import time
 
 import apsw
+
+from bench import Row
+from bench.procs import OUTPUT_TOKENS, quiet_logs, realistic_reply
+from bench.workload_files import make_workspace
+from bench.workload_turns import capture_turns, typical_turn
 from wsd import schema
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.curator import build_request, render_turn
@@ -23,11 +28,6 @@ from wsd.daemon.runtime.config import (
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.ledger import Store
 from wsd.schema.transcript import request_flush
-
-from bench import Row
-from bench.procs import OUTPUT_TOKENS, quiet_logs, realistic_reply
-from bench.workload_files import make_workspace
-from bench.workload_turns import capture_turns, typical_turn
 
 # -- 4. curator cost per batch -------------------------------------------------------------------
 

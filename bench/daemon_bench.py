@@ -19,17 +19,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from wsd import schema
-from wsd.daemon.curation.bridge import BridgeClient
-from wsd.daemon.curation.worker import Worker
-from wsd.daemon.runtime.config import (
-    Config,
-)
-from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.ledger import Store
-from wsd.schema.layout import Layout
-from wsd.schema.transcript import request_flush
-
 from bench import Row, median, percentile
 from bench.procs import (
     count_rows,
@@ -42,6 +31,16 @@ from bench.procs import (
 )
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, record_turns, typical_turn
+from wsd import schema
+from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.worker import Worker
+from wsd.daemon.runtime.config import (
+    Config,
+)
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import request_flush
 
 # -- 1. backlog drain ----------------------------------------------------------------------------
 

@@ -10,11 +10,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import Row, median, percentile
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
-
-from bench import Row, median, percentile
 
 READER = r"""
 import sys, time, apsw

@@ -10,13 +10,6 @@ import tempfile
 import threading
 import time
 
-from wsd import schema
-from wsd.daemon.runtime.config import (
-    DEFAULT_SHED_MEMORY_SECONDS,
-)
-from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.schema.transcript import request_flush
-
 from bench import Row
 from bench.procs import (
     count_rows,
@@ -30,6 +23,12 @@ from bench.procs import (
 )
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
+from wsd import schema
+from wsd.daemon.runtime.config import (
+    DEFAULT_SHED_MEMORY_SECONDS,
+)
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.transcript import request_flush
 
 # -- 2. idle cost --------------------------------------------------------------------------------
 

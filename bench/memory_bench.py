@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from bench import Row, percentile
 from wsd import schema
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.memory.search.core import search_memory
@@ -35,8 +36,6 @@ from wsd.daemon.store.archive import import_lines, index_new_turns
 from wsd.daemon.store.ledger import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
-
-from bench import Row, percentile
 
 DATA = os.environ.get(
     "WSD_LOCOMO",
@@ -91,8 +90,11 @@ def _load_turns(layout: Layout, sample: dict[str, Any]) -> dict[int, list[str]]:
     store = Store(layout)
     while index_new_turns(store):
         pass
-    with store.memory() as m:
+    m = schema.connect(layout.memory_db, "memory", readonly=True)
+    try:
         ids = [int(r[0]) for r in m.execute("SELECT id FROM turns ORDER BY observation_id")]
+    finally:
+        m.close()
     return {i: _dia(d) for i, d in zip(ids, order, strict=True)}
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+
 from wsd.daemon.runtime import log as wsd_log
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.schema.layout import Layout

@@ -20,12 +20,11 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from bench import Row, median, percentile
 from wsd.daemon.memory import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import USER_FOLDERS, Layout
-
-from bench import Row, median, percentile
 
 FILES = 100_000
 FOLDERS_PER_TOP = 250

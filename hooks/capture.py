@@ -13,6 +13,7 @@ import sys
 import time
 
 import apsw
+
 from wsd import schema
 from wsd.hooks import spool
 from wsd.hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value

@@ -9,6 +9,7 @@ commit together or not at all.
 from __future__ import annotations
 
 import apsw
+
 from wsd.schema import one, rows, write_txn
 from wsd.schema.fastjson import dumps, loads
 

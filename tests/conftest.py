@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import apsw
 import pytest
+
 from wsd import schema
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.worker import Worker

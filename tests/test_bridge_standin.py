@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import anthropic
 import pytest
+
+from tests.conftest import run_async, sdk_env
 from wsd.daemon.standin.bridge import (
     JSON,
     BridgeStandin,
@@ -26,8 +28,6 @@ from wsd.daemon.standin.bridge import (
     Reply,
     estimate_tokens,
 )
-
-from tests.conftest import run_async, sdk_env
 
 TOKEN = "test-sprite-token"
 MODEL = "claude-haiku-4-5"

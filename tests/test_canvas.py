@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import pytest
 from structlog.testing import capture_logs
+
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import TRUNCATION_NOTE, CanvasSync, confine, conflict_path, slug
 from wsd.daemon.workspace.checks import Checks

@@ -10,6 +10,7 @@ from typing import Any
 
 import apsw
 import pytest
+
 from wsd import schema
 from wsd.hooks import spool
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER, Capture, CaptureConfig, InvalidInput

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.hooks.sdk import memory_hooks
-from wsd.schema.layout import Layout
 
 from tests.conftest import query as _rows
 from tests.conftest import run_async, sdk_env, venv_script
+from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
+from wsd.hooks.sdk import memory_hooks
+from wsd.schema.layout import Layout
 
 sdk = pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.agent_sdk

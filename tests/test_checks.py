@@ -9,6 +9,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings

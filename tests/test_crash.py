@@ -14,13 +14,13 @@ from typing import Any
 
 import apsw
 import pytest
+
+from tests.conftest import query as _rows
+from tests.conftest import venv_script
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import Layout
-
-from tests.conftest import query as _rows
-from tests.conftest import venv_script
 
 pytestmark = pytest.mark.slow
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import apsw
 import pytest
+
+from tests.conftest import daemon_env, running_daemon, scalar, start_daemon, venv_script, wsd
+from tests.conftest import wait_for as _wait
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.signals import SignalPolicy
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
 from wsd.schema.layout import Layout
-
-from tests.conftest import daemon_env, running_daemon, scalar, start_daemon, venv_script, wsd
-from tests.conftest import wait_for as _wait
 
 TOKEN = "sprite-token-DO-NOT-LOG-7f3a9c"
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from wsd.daemon.standin import rule_curator
-from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.schema.layout import Layout
 
 from tests.conftest import daemon_env, running_daemon, venv_script, wsd
 from tests.conftest import query as _q
 from tests.conftest import wait_for as _wait
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.layout import Layout
 
 #: Any write past this offset fails with EFBIG: every WAL append does, small spool lines don't.
 LIMIT = 8192

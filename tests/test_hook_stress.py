@@ -12,12 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import apsw
+
+from tests.conftest import venv_script
 from wsd import schema
 from wsd.hooks import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import close_stale_turns, record
-
-from tests.conftest import venv_script
 
 WRITER = r"""
 import json, sys

@@ -10,6 +10,8 @@ import sys
 import time
 
 import pytest
+
+from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
 from wsd.hooks import hygiene
 from wsd.hooks import redact as redact_module
 from wsd.hooks.hygiene import (
@@ -20,8 +22,6 @@ from wsd.hooks.hygiene import (
     clean_value,
     redact,
 )
-
-from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
 
 FRAGMENT = 12  # no run of this many characters of a secret may survive
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import apsw
 import pytest
+
+from tests.conftest import venv_script
 from wsd.daemon.memory import boot as loader
 from wsd.daemon.memory.boot import hook_output, load_memory
 from wsd.daemon.ops import cli
 from wsd.hooks.hygiene import clean_text
 from wsd.schema.layout import Layout
-
-from tests.conftest import venv_script
 
 NOW = 1_800_000_000.0
 FILES = ("soul.md", "os.md", "tools.md", "files.md", "user.md", "context.md")

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import apsw
 import pytest
-from wsd.daemon.standin import rule_curator
-from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.schema.layout import CURATED_FILES, Layout
 
 from tests.conftest import daemon_env, make_worker, running_daemon, venv_script, write_turns, wsd
 from tests.conftest import query as _q
 from tests.conftest import wait_for as _wait
 from tests.secrets_corpus import SECRETS, sensitive_part
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.layout import CURATED_FILES, Layout
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "ops-sprite-token-3b9f1e"

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import drain, flush, make_worker, run_async, sdk_env, venv_script
+from tests.conftest import query as _rows
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory.agent import ALLOWED_TOOLS, agent_memory
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
@@ -20,9 +23,6 @@ from wsd.daemon.store.archive import index_new_turns
 from wsd.daemon.store.ledger import Store
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
-
-from tests.conftest import drain, flush, make_worker, run_async, sdk_env, venv_script
-from tests.conftest import query as _rows
 
 sdk = pytest.importorskip("claude_agent_sdk")
 pytestmark = pytest.mark.agent_sdk

@@ -13,18 +13,19 @@ from typing import Any
 
 import apsw
 import pytest
+
+from tests.conftest import flush, make_config, make_worker, venv_script, write_turns
+from tests.conftest import query as q
 from wsd import schema
 from wsd.daemon.curation import rebuild
 from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store.archive import import_lines, set_action_status
+from wsd.daemon.store import aside
+from wsd.daemon.store.archive import import_lines
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import Layout
-
-from tests.conftest import flush, make_config, make_worker, venv_script, write_turns
-from tests.conftest import query as q
 
 #: Each turn states a preference and asks for a reminder (a learning and an action).
 REBUILD_PROMPT = "Task {i}: I prefer tabs in file{i}. Remind me to review file{i}."
@@ -70,7 +71,7 @@ def test_rebuilding_twice_gives_the_same_learnings(layout: Layout, standin: Brid
     assert first[0][2] == last_turn_ts[0][0]
     assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
     assert not Path(pause_path(layout)).exists()
-    assert not Path(layout.memory_dir, rebuild.ASIDE_NAME).exists()
+    assert not Path(aside.aside_path(layout)).exists()
     assert search_memory(layout, "which packages were installed")  # turn index rebuilt too
 
 
@@ -82,7 +83,7 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     store = Store(layout)
     import_lines(store, [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})])
     first, *_ = store.open_actions()
-    set_action_status(store, first[0], "dismissed")
+    store.set_action_status(first[0], "dismissed", time.time())
     conn = apsw.Connection(layout.memory_db)
     conn.execute(
         "INSERT INTO pending_actions (created_at, updated_at, content, source,"
@@ -124,7 +125,7 @@ def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeS
         Path(layout.md("user.md")).read_text(),
     ) == before
     assert not Path(pause_path(layout)).exists()
-    assert not Path(layout.memory_dir, rebuild.ASIDE_NAME).exists()
+    assert not Path(aside.aside_path(layout)).exists()
 
 
 def test_one_rebuild_at_a_time_and_stale_pause_files(
@@ -252,3 +253,39 @@ def test_wsd_rebuild_command(layout: Layout, standin: BridgeStandin) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "batch 1: turns 1-2 (2/2)" in proc.stderr
     assert proc.stdout.startswith("rebuilt memory from 2 turn(s) in 1 batch(es)")
+
+
+def _turns_sent(standin: BridgeStandin) -> list[str]:
+    """The <turns> block of every curator request the stand-in received, in order."""
+    out = []
+    for request in standin.requests:
+        assert request.json is not None
+        text = request.json["messages"][0]["content"][-1]["text"]
+        out.append(text[text.index("<turns") : text.index("</turns>")])
+    return out
+
+
+def test_rebuild_clips_an_oversized_turn_exactly_as_the_loop_does(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """One pipeline: a turn larger than the whole batch budget reaches the curator clipped
+    to the same text, in the same batches, from the loop and from wsd rebuild."""
+    write_turns(layout, 2, prompt="small task {i}")
+    write_turns(layout, 1, start=2, prompt="huge " + "x" * 2000 + " task {i}")
+    write_turns(layout, 2, start=3, prompt="small task {i}")
+    flush(layout)
+    budget = {"batch_chars": 600, "batch_turns": 25}
+    worker = make_worker(layout, standin, **budget)
+    for _ in range(20):
+        if not worker.run_once().more:
+            break
+    worker.status.update(state="stopped", force=True)
+    by_loop = _turns_sent(standin)
+    standin.clear_requests()
+    rebuild.rebuild(make_config(layout, standin, **budget), progress=lambda _line: None)
+    by_rebuild = _turns_sent(standin)
+    assert len(by_loop) >= 3 and any("huge" in block for block in by_loop)
+    huge = next(block for block in by_loop if "huge" in block)
+    assert "task 2" in huge and "small" not in huge  # a batch of its own ...
+    assert "chars cut" in huge and len(huge) < 600 + 50  # ... clipped to the budget
+    assert by_rebuild == by_loop

@@ -8,12 +8,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import venv_script
+from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, sensitive_part
 from wsd import schema
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
-
-from tests.conftest import venv_script
-from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, sensitive_part
 
 
 def _events(session: str) -> list[dict[str, Any]]:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import apsw
 import pytest
+
+from tests.conftest import venv_script
 from wsd import schema
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.schema.layout import Layout
-
-from tests.conftest import venv_script
 
 
 def _schema_snapshot(path: str) -> tuple[int, list[tuple[str, str]]]:

@@ -8,22 +8,23 @@ import json
 import os
 import random
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+
+from tests.conftest import drain, flush, make_worker, venv_script
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.archive import import_lines, index_new_turns, set_action_status, turn_text
+from wsd.daemon.store.archive import import_lines, index_new_turns, turn_text
 from wsd.daemon.store.ledger import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
-
-from tests.conftest import drain, flush, make_worker, venv_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -433,7 +434,7 @@ def test_resolve_action_tool_and_curator_action_done(
     standin.script(Reply.text(f"ACTION_DONE: {second}"))
     curate(memory, standin)
     assert store.open_actions() == []
-    assert not set_action_status(store, second, "completed")
+    assert not store.set_action_status(second, "completed", time.time())
 
 
 def test_search_tool_reports_bad_arguments(memory: Layout) -> None:

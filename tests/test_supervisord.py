@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import scalar, wait_for, write_turns
 from wsd.daemon.ops.deploy import bootstrap
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.schema.layout import Layout
-
-from tests.conftest import scalar, wait_for, write_turns
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent

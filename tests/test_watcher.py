@@ -16,6 +16,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+
 from wsd.daemon.memory import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.workspace.inventory import is_noise, render_inventory

@@ -12,6 +12,9 @@ from typing import Any
 import apsw
 import pytest
 from structlog.testing import capture_logs
+
+from tests.conftest import drain, flush, make_worker, write_turns
+from tests.conftest import query as q
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
@@ -19,9 +22,6 @@ from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store.ledger import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
-
-from tests.conftest import drain, flush, make_worker, write_turns
-from tests.conftest import query as q
 
 
 def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: BridgeStandin) -> None:

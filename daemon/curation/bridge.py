@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import tenacity
+
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.config import Config
 

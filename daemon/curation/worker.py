@@ -14,13 +14,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import apsw
-from wsd.daemon.curation import rebuild
-from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Outage, Reply, Shutdown
-from wsd.daemon.curation.curator import build_request, curated_batch, render_turn
+
+from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, MemoryShedder, WakeDetector
+from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
+from wsd.daemon.curation.rebuild import pause_requested
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
@@ -28,16 +30,30 @@ from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
-from wsd.daemon.store.records import AlreadyCovered, BatchRecord, Turn
 from wsd.hooks import spool
 from wsd.schema.layout import Layout
+
+
+class Step(StrEnum):
+    """What one pass did."""
+
+    IDLE = "idle"  # nothing pending (maintenance may have run)
+    PAUSED = "paused"  # a `wsd rebuild` holds memory.db
+    VERSION_CHANGED = "version_changed"  # .os/VERSION changed: stopping for a restart
+    BACKOFF = "backoff"  # the Bridge failed recently: waiting out the backoff
+    WAITING = "waiting"  # turns pending, no trigger yet (threshold, flush, idle)
+    REMARKED = "remarked"  # markers caught up with the ledger (after a crash)
+    CURATED = "curated"  # a batch committed (parts may have been parked)
+    PARKED = "parked"  # the batch failed for good and was parked
+    STOPPED = "stopped"  # stop requested during the call: the batch was abandoned
+    ERROR = "error"  # the pass raised (logged, rate-limited)
 
 
 @dataclass
 class PassResult:
     """What one ``run_once`` did; ``more`` means call again without waiting."""
 
-    action: str
+    action: Step
     more: bool = False
     batches: list[int] = field(default_factory=list)
 
@@ -78,6 +94,16 @@ class Worker:
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
+        self._reason = ""  # what triggered the batch in hand (for its log line)
+        self.pipeline = Pipeline(
+            config,
+            store,
+            bridge,
+            files=lambda: memory_files.read_all(self.layout),
+            dated=lambda _turns: self.clock(),
+            on_commit=self._after_commit,
+            log=self.log,
+        )
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -111,8 +137,8 @@ class Worker:
                 result = self.run_once()
             except Exception as exc:
                 self._failed("pass", exc)
-                result = PassResult("error")
-            if result.action != "idle":
+                result = PassResult(Step.ERROR)
+            if result.action != Step.IDLE:
                 # Curating, waiting or backing off: there are turns to curate, and shedding
                 # the SDK now would only have prepare() import it again on the next pass.
                 self.shedder.busy()
@@ -140,13 +166,14 @@ class Worker:
         """One pass of the loop; ``now`` (wall clock) may be injected by tests."""
         if not self._started:
             self.start()
-        if rebuild.hold(self):  # `wsd rebuild` asked us to stay out of memory.db
-            return PassResult("paused")
+        if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
+            self.status.update(state="paused", force=True)  # what the rebuild waits for
+            return PassResult(Step.PAUSED)
         now = self.clock() if now is None else now
         self._detect_wake(now)
         if self._version_changed():
             self.request_stop("version changed")
-            return PassResult("version_changed")
+            return PassResult(Step.VERSION_CHANGED)
         for taken in [*spool.pending_files(self.layout.spool), spool.take(self.layout.spool)]:
             if taken and not self.stop.is_set():
                 self._ingest(taken)
@@ -164,26 +191,26 @@ class Worker:
             if backlog.flush_upto is not None:
                 self.store.mark_flushes_handled(backlog.flush_upto, now)
             self._maintain(now)
-            return PassResult("idle")
+            return PassResult(Step.IDLE)
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
         if self.backoff.waiting(now):
-            return PassResult("backoff")
+            return PassResult(Step.BACKOFF)
         reason = self._trigger(
             backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
         )
         if reason is None:
-            return PassResult("waiting")
+            return PassResult(Step.WAITING)
         turns = self.store.pending_turns(self.config.batch_turns)
         covered = self.store.covered(self.identity, [t.id for t in turns])
         if covered:  # markers lagging behind the ledger (crash between the two commits)
             self.store.mark_processed(sorted(covered))
-            return PassResult("remarked", more=True)
-        batch, rendered = self._fit(turns)
+            return PassResult(Step.REMARKED, more=True)
+        batch = plan(turns, self.config.batch_chars)[0]
         self.status.update(state="curating", force=True)
-        outcome, ids = self._curate(batch, rendered, reason, now)
-        if outcome != "backoff":
+        outcome, ids = self._curate(batch, reason, now)
+        if outcome != Step.BACKOFF:
             self.status.update(state="idle", force=True)
-        return PassResult(outcome, more=outcome == "curated", batches=ids)
+        return PassResult(outcome, more=outcome == Step.CURATED, batches=ids)
 
     def _trigger(
         self,
@@ -202,64 +229,54 @@ class Worker:
             return "idle"
         return None
 
-    def _fit(self, turns: list[Turn]) -> tuple[list[Turn], list[str]]:
-        """The longest prefix of ``turns`` within the character budget (at least one)."""
-        budget = self.config.batch_chars
-        batch: list[Turn] = []
-        rendered: list[str] = []
-        used = 0
-        for turn in turns:
-            text = render_turn(turn)
-            if batch and used + len(text) > budget:
-                break
-            if not batch and len(text) > budget:
-                text = render_turn(turn, max_chars=budget)
-            batch.append(turn)
-            rendered.append(text)
-            used += len(text)
-        return batch, rendered
-
     # -- curating ----------------------------------------------------------------
 
-    def _curate(
-        self, turns: list[Turn], rendered: list[str], reason: str, now: float
-    ) -> tuple[str, list[int]]:
-        """Curate one batch: commit, split on rejection, park a lone failing turn."""
-        actions = self.store.open_actions()
-        system, messages = build_request(memory_files.read_all(self.layout), actions, rendered)
-        started = self.clock()
+    def _curate(self, batch: Batch, reason: str, now: float) -> tuple[Step, list[int]]:
+        """Curate one batch (split on rejection, a lone failing turn parked): the outcome."""
+        self._reason = reason
         try:
-            reply = self.bridge.call(system, messages)
+            done = self.pipeline.curate(batch, self.identity)
         except Shutdown:
-            self.log.info("batch_abandoned", turns=len(turns), reason="shutdown")
-            return "stopped", []
+            self.log.info("batch_abandoned", turns=len(batch.turns), reason="shutdown")
+            return Step.STOPPED, []
         except Outage as exc:
             self._enter_backoff(now, exc)
-            return "backoff", []
-        except BatchRejected as exc:
-            if len(turns) == 1:
-                return "parked", [self._park(turns, exc, now)]
-            half = len(turns) // 2
-            self.log.warning("batch_split", turns=len(turns), error=str(exc))
-            ids: list[int] = []
-            for part, text in ((turns[:half], rendered[:half]), (turns[half:], rendered[half:])):
-                outcome, got = self._curate(part, text, reason, now)
-                ids += got
-                if outcome not in ("curated", "parked"):
-                    return outcome, ids
-            return "curated", ids
-        return "curated", [self._commit(turns, reply, actions, reason, started)]
+            return Step.BACKOFF, []
+        ids = [c.batch_id for c in done]
+        return (Step.PARKED if all(c.parked for c in done) else Step.CURATED), ids
 
-    def _commit(
-        self,
-        turns: list[Turn],
-        reply: Reply,
-        actions: list[tuple[int, int, str]],
-        reason: str,
-        started: float,
-        replaces: Sequence[int] = (),
-    ) -> int:
-        record, parsed = curated_batch(turns, reply, [a[0] for a in actions], started, self.config)
+    def _after_commit(self, done: Committed) -> None:
+        """What the loop does after each commit: md files, markers, logs, heartbeat."""
+        turns = done.turns
+        ids = [t.id for t in turns]
+        if done.result is None:
+            self.log.warning("batch_discarded", reason=f"turns already curated: {ids[:10]}")
+            self.store.mark_processed(ids)
+            return
+        now = self.clock()
+        if done.parked:
+            self.store.mark_processed(ids)
+            self.log.error(
+                "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
+            )
+            self.status.update(
+                last_batch={"id": done.batch_id, "turns": len(ids), "at": now, "outcome": "parked"}
+            )
+            return
+        self._log_reply_problems(done)
+        if done.result.files_updated:
+            latest = self.store.latest_md()
+            memory_files.materialise(
+                self.layout, {n: latest[n] for n in done.result.files_updated if n in latest}
+            )
+        self.store.mark_processed(ids)
+        self._recovered()
+        self._log_batch(done, now)
+
+    def _log_reply_problems(self, done: Committed) -> None:
+        parsed = done.parsed
+        if parsed is None:
+            return
         if parsed.unknown_lines:
             self.log.warning(
                 "reply_lines_ignored",
@@ -268,24 +285,14 @@ class Worker:
             )
         for name, why in parsed.rejected_updates.items():
             self.log.warning("md_update_rejected", file=name, reason=why)
-        now = self.clock()
-        try:
-            result = self.store.commit_batch(self.identity, record, now, replaces=replaces)
-        except AlreadyCovered as exc:
-            self.log.warning("batch_discarded", reason=str(exc))
-            self.store.mark_processed([t.id for t in turns])
-            return 0
-        if result.files_updated:
-            latest = self.store.latest_md()
-            memory_files.materialise(
-                self.layout, {n: latest[n] for n in result.files_updated if n in latest}
-            )
-        self.store.mark_processed([t.id for t in turns])
-        self._recovered()
+
+    def _log_batch(self, done: Committed, now: float) -> None:
+        result, record, turns = done.result, done.record, done.turns
+        assert result is not None
         self.log.info(
             "batch",
             batch_id=result.batch_id,
-            reason=reason,
+            reason=self._reason,
             turns=len(turns),
             first_turn=turns[0].id,
             last_turn=turns[-1].id,
@@ -293,47 +300,28 @@ class Worker:
             actions=result.actions_added,
             actions_closed=result.actions_closed,
             files_updated=list(result.files_updated),
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            cached_tokens=reply.cache_read_tokens,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cached_tokens=record.cache_read_tokens,
             cost_usd=round(record.cost_usd, 6),
-            latency_ms=round(reply.latency_ms, 1),
-            attempts=reply.attempts,
-            stop_reason=reply.stop_reason,
+            latency_ms=round(record.latency_ms, 1),
+            attempts=record.attempts,
+            stop_reason=record.stop_reason,
         )
         self.status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
         self.status.update(
             last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "done"}
         )
-        return result.batch_id
 
-    def _park(self, turns: list[Turn], exc: BatchRejected, now: float) -> int:
-        record = BatchRecord.parked(turns, exc, exc.attempts, now)
-        try:
-            result = self.store.commit_batch(self.identity, record, self.clock())
-        except AlreadyCovered:
-            return 0
-        self.store.mark_processed([t.id for t in turns])
-        self.log.error("batch_parked", batch_id=result.batch_id, turn=turns[0].id, error=str(exc))
-        self.status.update(
-            last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "parked"}
-        )
-        return result.batch_id
-
-    def retry_parked(self) -> list[int]:
-        """Re-run every parked batch (``wsd retry``); returns the new batch ids."""
-        done: list[int] = []
+    def retry_parked(self) -> list[Committed]:
+        """Re-run every parked batch (``wsd retry``); what each retry committed (a batch the
+        Bridge still rejects is parked again, in place of the old one)."""
+        self._reason = "retry"
+        done: list[Committed] = []
         for batch_id, ids, _error in self.store.failed_batches():
             turns = self.store.turns_by_id(ids)
-            if not turns:
-                continue
-            actions = self.store.open_actions()
-            system, messages = build_request(
-                memory_files.read_all(self.layout), actions, [render_turn(t) for t in turns]
-            )
-            started = self.clock()
-            reply = self.bridge.call(system, messages)  # errors propagate to the operator
-            done.append(self._commit(turns, reply, actions, "retry", started, replaces=[batch_id]))
+            if turns:
+                done += self.pipeline.curate(Batch.of(turns), self.identity, replaces=[batch_id])
         return done
 
     # -- health ----------------------------------------------------------------------

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.memory.search.core import TYPES, format_hits, search_memory
-from wsd.daemon.store.archive import set_action_status
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
@@ -109,7 +109,7 @@ def run_resolve(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
         raw = str(args.get("id", "")).strip().lstrip("#")
         action_id = int(raw)
         status = str(args.get("status", ""))
-        done = set_action_status(Store(layout), action_id, status)
+        done = Store(layout).set_action_status(action_id, status, time.time())
     except (ValueError, TypeError) as exc:
         return _text(f"resolve_action: {exc}", error=True)
     except Exception as exc:  # a tool must answer, never crash the agent

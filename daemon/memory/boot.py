@@ -7,9 +7,9 @@ memory works. A missing or empty file is skipped without a word; the whole is he
 budget; it is wrapped in ``<workspace-memory>…</workspace-memory>`` so that, if the agent
 echoes it, the capture hooks strip it instead of curating it again.
 
-Cheap by design (the Claude Code SessionStart hook runs it on every start): only the standard
-library, apsw and ``schema`` are imported, memory.db is opened read-only, and a database that
-is missing or unreadable costs its sections, never the session (a warning goes to stderr).
+Cheap by design (the Claude Code SessionStart hook runs it on every start): memory.db is
+opened read-only through the store's archive verbs, and a database that is missing or
+unreadable costs its sections, never the session (a warning goes to stderr).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 import apsw
-from wsd import schema
+
+from wsd.daemon.store import archive
+from wsd.daemon.store.base import Databases
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
 TAG = "workspace-memory"
@@ -102,36 +104,21 @@ def _from_db(
     """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
     if not os.path.exists(layout.memory_db):
         return [], []
+    db = Databases(layout)
     try:
-        conn = schema.connect(layout.memory_db, "memory", readonly=True)
+        recent = archive.recent_learnings(db, since, max_learnings)
+        open_actions = archive.open_actions(db, max_actions)
     except (apsw.Error, OSError) as exc:
         _warn(f"memory.db not readable ({exc}); boot context without learnings")
         return [], []
-    try:
-        rows = conn.execute(
-            "SELECT type, created_at, content FROM learnings WHERE created_at >= ?"
-            " ORDER BY created_at DESC, id DESC LIMIT ?",
-            (since, max(0, max_learnings)),
-        ).fetchall()
-        learnings = [
-            f"- ({kind}, {_when(ts)}) {_one_line(str(text), LEARNING_MAX_CHARS)}"
-            for kind, ts, text in rows
-        ]
-        rows = conn.execute(
-            "SELECT id, priority, content FROM pending_actions WHERE status = 'pending'"
-            " ORDER BY priority, id LIMIT ?",
-            (max(0, max_actions),),
-        ).fetchall()
-        actions = [
-            f"- [#{aid}, {PRIORITY_NAMES.get(int(str(prio)), str(prio))}] "
-            f"{_one_line(str(text), LEARNING_MAX_CHARS)}"
-            for aid, prio, text in rows
-        ]
-    except apsw.Error as exc:
-        _warn(f"memory.db not readable ({exc}); boot context without learnings")
-        return [], []
-    finally:
-        conn.close()
+    learnings = [
+        f"- ({kind}, {_when(ts)}) {_one_line(text, LEARNING_MAX_CHARS)}"
+        for kind, ts, text in recent
+    ]
+    actions = [
+        f"- [#{aid}, {PRIORITY_NAMES.get(prio, str(prio))}] {_one_line(text, LEARNING_MAX_CHARS)}"
+        for aid, prio, text in open_actions
+    ]
     return learnings, actions
 
 

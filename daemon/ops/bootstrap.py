@@ -11,6 +11,7 @@ import os
 import stat
 
 from wsd import schema
+from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import USER_FOLDERS, Layout
 
 
@@ -35,14 +36,11 @@ def init_workspace(layout: Layout, *, user_folders: bool = True) -> list[str]:
         ("transcript", layout.transcript_db),
         ("memory", layout.memory_db),
     )
+    existed = {path: os.path.exists(path) for _kind, path in databases}
+    versions = Store(layout).migrate()
     for kind, path in databases:
-        existed = os.path.exists(path)
-        conn = schema.connect(path, kind)
-        try:
-            before, after = schema.migrate(conn, kind, path)
-        finally:
-            conn.close()
-        if not existed:
+        before, after = versions[kind]
+        if not existed[path]:
             done.append(f"created {path} (schema v{after})")
         elif before != after:
             done.append(f"migrated {path} from v{before} to v{after}")

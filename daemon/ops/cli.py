@@ -135,26 +135,15 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from wsd.schema.transcript import request_flush
+    from wsd.daemon.store.ledger import Store
 
-    layout = Layout(_config(args, env).workspace)
-    conn = schema.connect(layout.transcript_db, "transcript")
-    try:
-        schema.migrate(conn, "transcript", layout.transcript_db)
-        flush_id = request_flush(conn, "cli", time.time())
-    finally:
-        conn.close()
+    store = Store(Layout(_config(args, env).workspace))
+    store.migrate()
+    flush_id = store.request_flush("cli", time.time())
     print(f"flush requested (#{flush_id})")
     deadline = time.monotonic() + args.wait
     while args.wait and time.monotonic() < deadline:
-        conn = schema.connect(layout.transcript_db, "transcript", readonly=True)
-        try:
-            row = conn.execute(
-                "SELECT handled_at FROM flush_requests WHERE id = ?", (flush_id,)
-            ).fetchone()
-        finally:
-            conn.close()
-        if row and row[0] is not None:
+        if store.flush_handled(flush_id):
             print("flush done")
             return 0
         time.sleep(0.2)
@@ -173,7 +162,8 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     worker = _worker(config, threading.Event())
     worker.start()
     done = worker.retry_parked()
-    print(f"retried {len(done)} parked batch(es)")
+    parked = sum(c.parked for c in done)
+    print(f"retried parked batches: {len(done) - parked} curated, {parked} parked again")
     return 0
 
 
@@ -217,32 +207,15 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    import shutil
-
-    from wsd.daemon.store.ledger import Store
-    from wsd.daemon.store.maintenance import Maintenance
-    from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES
+    from wsd.daemon.ops.backup import backup
 
     layout = Layout(_config(args, env).workspace)
     dest = os.path.abspath(args.dest)
-    os.makedirs(dest, mode=0o700, exist_ok=True)
-    pages = Maintenance(Store(layout)).backup(dest)
-    copied = []
-    for name in (*DEPLOY_FILES, *CURATED_FILES):
-        if os.path.exists(layout.md(name)):
-            shutil.copy2(layout.md(name), os.path.join(dest, name))
-            copied.append(name)
-    if os.path.exists(layout.version_file):
-        shutil.copy2(layout.version_file, os.path.join(dest, "VERSION"))
-    manifest = {
-        "created_at": time.time(),
-        "workspace": layout.root,
-        "pages": pages,
-        "md_files": copied,
-    }
-    with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=1)
-    print(f"backed up {layout.root} to {dest}: databases {pages}, files {copied}")
+    manifest = backup(layout, dest)
+    print(
+        f"backed up {layout.root} to {dest}: databases {manifest['pages']},"
+        f" files {manifest['md_files']}"
+    )
     return 0
 
 

@@ -13,11 +13,11 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from wsd import schema
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 Handler = Callable[[argparse.Namespace, Mapping[str, str]], int]
@@ -72,14 +72,8 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.store.archive import import_jsonl, import_lines
     from wsd.daemon.store.ledger import Store
 
-    layout = _layout(args, env)
-    layout.ensure_system_dirs()
-    conn = schema.connect(layout.memory_db, "memory")
-    try:
-        schema.migrate(conn, "memory", layout.memory_db)
-    finally:
-        conn.close()
-    store = Store(layout)
+    store = Store(_layout(args, env))
+    store.migrate()
     if args.file == "-":
         report = import_lines(store, (line.rstrip(b"\r\n") for line in sys.stdin.buffer))
     else:
@@ -95,7 +89,6 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd pending [list|complete ID|dismiss ID] [--all] [--json]``."""
-    from wsd.daemon.store.archive import list_actions, set_action_status
     from wsd.daemon.store.ledger import Store
 
     layout = _layout(args, env)
@@ -107,7 +100,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if args.id is not None:
             print("wsd pending: list takes no id", file=sys.stderr)
             return 2
-        actions = list_actions(store, include_closed=args.all)
+        actions = store.list_actions(include_closed=args.all)
         if args.json:
             print(json.dumps(actions, ensure_ascii=False, indent=1))
         elif not actions:
@@ -120,7 +113,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"wsd pending: {args.verb} needs an action id", file=sys.stderr)
         return 2
     status = "completed" if args.verb == "complete" else "dismissed"
-    changed = set_action_status(store, args.id, status)
+    changed = store.set_action_status(args.id, status, time.time())
     result: dict[str, Any] = {"id": args.id, "status": status, "changed": changed}
     if args.json:
         print(json.dumps(result))

@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 
 import apsw
+
 from wsd import schema
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
@@ -100,11 +101,7 @@ class Doctor:
                 usable = False
                 continue
             try:
-                conn = schema.connect(path, kind, readonly=True)
-                try:
-                    version = schema.check_version(conn, kind, path)
-                finally:
-                    conn.close()
+                version = self.ops.schema_version(kind)
             except (apsw.Error, schema.SchemaError) as exc:
                 self.add("fail", f"{kind}.db", str(exc))
                 usable = False

@@ -14,6 +14,7 @@ from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
+
 from wsd.hooks.hygiene import redact
 
 #: Event-dict keys whose values are never logged, whatever they hold.

@@ -22,6 +22,7 @@ from typing import Any
 
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
@@ -165,9 +166,8 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
         if path.exists():
             print(f"--- {name}\n{path.read_text().rstrip()}")
     _banner("learnings (memory.db)")
-    with store.memory() as conn:
-        for kind, content in conn.execute("SELECT type, content FROM learnings ORDER BY id"):
-            print(f"  {kind:<12} {content}")
+    for kind, content in archive.learnings(store):
+        print(f"  {kind:<12} {content}")
     _banner("pending actions")
     for aid, priority, content in store.open_actions():
         print(f"  #{aid} (priority {priority}) {content}")

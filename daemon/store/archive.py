@@ -1,4 +1,5 @@
-"""Writes behind the memory tools: the turn index, ``wsd import``, pending-action status.
+"""The archive's SQL verbs: the turn index search_memory reaches, ``wsd import``, and the
+boot context's recent learnings.
 
 * :func:`index_new_turns` copies closed turns of transcript.db into memory.db's ``turns``
   table (and so into ``turns_fts``), oldest first, in bounded steps: the daemon calls it every
@@ -6,7 +7,8 @@
   archive never holds what the archive said.
 * :func:`import_jsonl` loads learnings from JSON lines; each bad line is reported with its
   line number and skipped, the good ones are kept (one transaction for the whole file).
-* :func:`set_action_status` closes a pending action (completed or dismissed).
+* :func:`recent_learnings` and :func:`open_actions` read what a new session starts with
+  (read-only connections: the boot context never writes).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+
 from wsd import schema
-from wsd.daemon.memory.search.text import parse_since
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.runtime.dates import parse_since
+from wsd.daemon.store import actions
+from wsd.daemon.store.base import Databases
 from wsd.daemon.store.records import LEARNING_TYPES, content_key
 from wsd.hooks.capture import is_memory_call
 from wsd.hooks.hygiene import clean_text
@@ -34,17 +38,18 @@ TOOL_INPUT_CHARS = 300
 TOOL_OUTPUT_CHARS = 300
 #: An imported learning may be longer than a curated one (1,000): it may be a whole note.
 IMPORT_MAX_CHARS = 4000
-ACTION_STATUSES = ("completed", "dismissed")
 
 
-def index_new_turns(store: Store, batch: int = INDEX_BATCH, identity: str | None = None) -> int:
+def index_new_turns(store: Databases, batch: int = INDEX_BATCH, identity: str | None = None) -> int:
     """Copy up to ``batch`` closed turns not yet in the turn index; returns how many.
 
     The cursor is the highest observation id indexed for this transcript's identity, so a
     recreated transcript.db starts its own sequence and older turns stay searchable.
     """
-    identity = identity if identity is not None else store.transcript_identity()
-    with store.memory() as m:
+    if identity is None:
+        with store._transcript() as t:
+            identity = schema.identity(t)
+    with store._memory() as m:
         if not _has_turns(m):
             return 0  # memory.db not migrated yet: the daemon migrates at start
         row = m.execute(
@@ -52,7 +57,7 @@ def index_new_turns(store: Store, batch: int = INDEX_BATCH, identity: str | None
             (identity,),
         ).fetchone()
         cursor = row[0] if row else 0
-    with store.transcript() as t:
+    with store._transcript() as t:
         rows = t.execute(
             "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
             " agent_response FROM observations WHERE id > ? ORDER BY id LIMIT ?",
@@ -64,7 +69,7 @@ def index_new_turns(store: Store, batch: int = INDEX_BATCH, identity: str | None
         (identity, oid, sid, seq, ts, *turn_text(user, calls, response))
         for oid, sid, seq, ts, user, calls, response in rows
     ]
-    with store.memory() as m, schema.write_txn(m):
+    with store._memory() as m, schema.write_txn(m):
         m.executemany(
             "INSERT INTO turns (transcript_identity, observation_id, session_id, sequence_num,"
             " created_at, prompt, response, tools) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -179,7 +184,7 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
     )
 
 
-def import_lines(store: Store, lines: Iterable[str | bytes]) -> ImportReport:
+def import_lines(store: Databases, lines: Iterable[str | bytes]) -> ImportReport:
     """Import learnings from JSON lines (see :func:`parse_import_line`); one transaction."""
     report = ImportReport()
     rows: list[tuple[int, tuple[Any, ...]]] = []
@@ -195,7 +200,7 @@ def import_lines(store: Store, lines: Iterable[str | bytes]) -> ImportReport:
             rows.append((number, parse_import_line(text)))
         except ValueError as exc:
             report.errors.append((number, str(exc)))
-    with store.memory() as m, schema.write_txn(m):
+    with store._memory() as m, schema.write_txn(m):
         for _number, row in rows:
             m.execute(
                 "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
@@ -210,7 +215,7 @@ def import_lines(store: Store, lines: Iterable[str | bytes]) -> ImportReport:
     return report
 
 
-def import_jsonl(store: Store, path: str) -> ImportReport:
+def import_jsonl(store: Databases, path: str) -> ImportReport:
     """Import a JSON-lines file (``wsd import``)."""
     with open(path, "rb") as fh:
         return import_lines(store, _lines(fh))
@@ -221,29 +226,31 @@ def _lines(fh: Any) -> Iterator[bytes]:
         yield line.rstrip(b"\r\n")
 
 
-# -- pending actions ---------------------------------------------------------------------------
+# -- what a new session starts with ----------------------------------------------------------
 
 
-def list_actions(store: Store, include_closed: bool = False) -> list[dict[str, Any]]:
-    """Pending actions, most urgent first (with ``include_closed``, closed ones after)."""
-    where = "" if include_closed else " WHERE status = 'pending'"
-    with store.memory() as m:
-        rows = m.execute(
-            "SELECT id, priority, status, content, source, created_at, updated_at"
-            f" FROM pending_actions{where} ORDER BY status != 'pending', priority, id"
-        ).fetchall()
-    keys = ("id", "priority", "status", "content", "source", "created_at", "updated_at")
-    return [dict(zip(keys, row, strict=True)) for row in rows]
-
-
-def set_action_status(store: Store, action_id: int, status: str, now: float | None = None) -> bool:
-    """Close an open action as ``completed`` or ``dismissed``; False if none was open."""
-    if status not in ACTION_STATUSES:
-        raise ValueError(f"status must be one of {', '.join(ACTION_STATUSES)}")
-    with store.memory() as m, schema.write_txn(m):
-        m.execute(
-            "UPDATE pending_actions SET status = ?, updated_at = ? WHERE id = ?"
-            " AND status = 'pending'",
-            (status, time.time() if now is None else now, int(action_id)),
+def recent_learnings(store: Databases, since: float, limit: int) -> list[tuple[str, float, str]]:
+    """(type, created_at, content) of learnings since ``since``, newest first (read-only)."""
+    with store._memory(readonly=True) as m:
+        rows = schema.rows(
+            m,
+            "SELECT type, created_at, content FROM learnings WHERE created_at >= ?"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            (since, max(0, limit)),
         )
-        return bool(m.changes())
+    return [(str(kind), float(ts), str(text)) for kind, ts, text in rows]
+
+
+def open_actions(store: Databases, limit: int) -> list[tuple[int, int, str]]:
+    """Open pending actions as (id, priority, content), most urgent first (read-only)."""
+    with store._memory(readonly=True) as m:
+        return actions.open_list(m, limit)
+
+
+def learnings(store: Databases) -> list[tuple[str, str]]:
+    """Every stored learning as (type, content), oldest first (the demo prints them)."""
+    with store._memory(readonly=True) as m:
+        return [
+            (str(k), str(c))
+            for k, c in schema.rows(m, "SELECT type, content FROM learnings ORDER BY id")
+        ]

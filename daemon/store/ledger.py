@@ -1,9 +1,4 @@
-"""Every SQL verb the daemon uses, on both databases.
-
-Connections are opened per unit of work and closed straight after: an idle
-daemon holds no database file open (CRIU cannot checkpoint a process holding
-file locks, and an open read snapshot stops WAL checkpoints on the agent's
-database). Writes use ``BEGIN IMMEDIATE`` through :func:`schema.write_txn`.
+"""The loop's SQL verbs: turns and the backlog, the batch ledger, state, md revisions.
 
 The exactly-once rule lives in :meth:`Store.commit_batch`: a batch commits only
 if none of its turns is already covered by the ledger, and the transcript's
@@ -13,12 +8,14 @@ if none of its turns is already covered by the ledger, and the transcript's
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import apsw
+
 from wsd import schema
+from wsd.daemon.store import actions
+from wsd.daemon.store.base import Databases
 from wsd.daemon.store.records import (
     AlreadyCovered,
     Backlog,
@@ -28,61 +25,38 @@ from wsd.daemon.store.records import (
     content_key,
     sha256,
 )
-from wsd.schema.layout import Layout
-from wsd.schema.transcript import Event, close_stale_turns, record
-
-Opener = Callable[..., apsw.Connection]
+from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
 
 
-class Store:
-    """Both databases of one workspace, opened on demand."""
+class Store(Databases):
+    """Both databases of one workspace: turns, the ledger, state, revisions, actions."""
 
-    def __init__(self, layout: Layout, opener: Opener = schema.connect) -> None:
-        self.layout = layout
-        self._open = opener
-
-    # -- connections ---------------------------------------------------------
-
-    @contextmanager
-    def transcript(self) -> Iterator[apsw.Connection]:
-        conn = self._open(self.layout.transcript_db, "transcript")
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-    @contextmanager
-    def memory(self) -> Iterator[apsw.Connection]:
-        conn = self._open(self.layout.memory_db, "memory")
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-    def migrate(self) -> None:
-        """Create/upgrade both databases (raises schema.SchemaError on a too-new one)."""
+    def migrate(self) -> dict[schema.Kind, tuple[int, int]]:
+        """Create/upgrade both databases; (version before, after) of each. Raises
+        schema.SchemaError on a database newer than this code."""
         self.layout.ensure_system_dirs()
-        with self.transcript() as t:
-            schema.migrate(t, "transcript", self.layout.transcript_db)
-        with self.memory() as m:
-            schema.migrate(m, "memory", self.layout.memory_db)
+        with self._transcript() as t:
+            transcript = schema.migrate(t, "transcript", self.layout.transcript_db)
+        with self._memory() as m:
+            memory = schema.migrate(m, "memory", self.layout.memory_db)
+        return {"transcript": transcript, "memory": memory}
 
     # -- transcript side -----------------------------------------------------
 
     def transcript_identity(self) -> str:
-        with self.transcript() as t:
+        with self._transcript() as t:
             return schema.identity(t)
 
     def record_event(self, event: Event, via: str = "spool") -> bool:
-        with self.transcript() as t:
+        with self._transcript() as t:
             return record(t, event, via=via)
 
     def close_stale_turns(self, quiet_before: float) -> list[int]:
-        with self.transcript() as t:
+        with self._transcript() as t:
             return close_stale_turns(t, quiet_before)
 
     def backlog(self) -> Backlog:
-        with self.transcript() as t:
+        with self._transcript() as t:
             # The oldest pending turn by id uses the partial index on pending
             # turns; min(timestamp) would read every pending row.
             (pending,) = schema.one(t, "SELECT count(*) FROM observations WHERE processed = 0")
@@ -100,7 +74,7 @@ class Store:
 
     def pending_turns(self, limit: int) -> list[Turn]:
         """The oldest unprocessed turns, in id order."""
-        with self.transcript() as t:
+        with self._transcript() as t:
             rows = schema.rows(
                 t,
                 "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
@@ -111,7 +85,7 @@ class Store:
         return [_turn(r) for r in rows]
 
     def turns_by_id(self, ids: Sequence[int]) -> list[Turn]:
-        with self.transcript() as t:
+        with self._transcript() as t:
             rows = schema.rows(
                 t,
                 "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
@@ -121,16 +95,32 @@ class Store:
             )
         return [_turn(r) for r in rows]
 
+    def turn_ids(self) -> list[int]:
+        """Every turn's id, oldest first (``wsd rebuild`` re-curates them all)."""
+        with self._transcript() as t:
+            return [int(r[0]) for r in schema.rows(t, "SELECT id FROM observations ORDER BY id")]
+
     def mark_processed(self, ids: Sequence[int]) -> None:
-        with self.transcript() as t, schema.write_txn(t):
+        with self._transcript() as t, schema.write_txn(t):
             t.execute(
                 "UPDATE observations SET processed = 1"
                 " WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps(list(ids)),),
             )
 
+    def request_flush(self, reason: str, now: float) -> int:
+        """Ask the loop to curate everything pending now (``wsd flush``); the request's id."""
+        with self._transcript() as t:
+            return request_flush(t, reason, now)
+
+    def flush_handled(self, flush_id: int) -> bool:
+        """Whether the loop has handled flush request ``flush_id`` (read-only)."""
+        with self._transcript(readonly=True) as t:
+            row = schema.first(t, "SELECT handled_at FROM flush_requests WHERE id = ?", (flush_id,))
+        return row is not None and row[0] is not None
+
     def mark_flushes_handled(self, upto: int, now: float) -> None:
-        with self.transcript() as t, schema.write_txn(t):
+        with self._transcript() as t, schema.write_txn(t):
             t.execute(
                 "UPDATE flush_requests SET handled_at = ? WHERE id <= ? AND handled_at IS NULL",
                 (now, upto),
@@ -143,7 +133,7 @@ class Store:
         update leaves covered turns unmarked; a deleted memory.db leaves marked
         turns that nothing covers any more (they are curated again).
         """
-        with self.transcript() as t:
+        with self._transcript() as t:
             t.execute("ATTACH DATABASE ? AS mem", (self.layout.memory_db,))
             try:
                 with schema.write_txn(t):
@@ -169,13 +159,13 @@ class Store:
     # -- memory side ---------------------------------------------------------
 
     def get_state(self, key: str) -> str | None:
-        with self.memory() as m:
+        with self._memory() as m:
             row = schema.first(m, "SELECT value FROM state WHERE key = ?", (key,))
         return None if row is None else str(row[0])
 
     def set_state(self, values: dict[str, str | None], now: float) -> None:
         """Set (or, for None, delete) state keys in one transaction."""
-        with self.memory() as m, schema.write_txn(m):
+        with self._memory() as m, schema.write_txn(m):
             for key, value in values.items():
                 if value is None:
                     m.execute("DELETE FROM state WHERE key = ?", (key,))
@@ -188,7 +178,7 @@ class Store:
                     )
 
     def covered(self, identity: str, ids: Sequence[int]) -> set[int]:
-        with self.memory() as m:
+        with self._memory() as m:
             rows = schema.rows(
                 m,
                 "SELECT observation_id FROM batch_turns WHERE transcript_identity = ?"
@@ -199,7 +189,7 @@ class Store:
 
     def latest_md(self) -> dict[str, str]:
         """The latest revision of each curated file that has one."""
-        with self.memory() as m:
+        with self._memory() as m:
             rows = schema.rows(
                 m,
                 "SELECT file, content FROM md_revisions WHERE id IN"
@@ -209,14 +199,18 @@ class Store:
 
     def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
         """Open pending actions as (id, priority, content), most urgent first."""
-        with self.memory() as m:
-            rows = schema.rows(
-                m,
-                "SELECT id, priority, content FROM pending_actions WHERE status = 'pending'"
-                " ORDER BY priority, id LIMIT ?",
-                (limit,),
-            )
-        return [(int(i), int(p), str(c)) for i, p, c in rows]
+        with self._memory() as m:
+            return actions.open_list(m, limit)
+
+    def list_actions(self, include_closed: bool = False) -> list[dict[str, Any]]:
+        """Pending actions, most urgent first (with ``include_closed``, closed ones after)."""
+        with self._memory() as m:
+            return actions.listing(m, include_closed)
+
+    def set_action_status(self, action_id: int, status: str, now: float) -> bool:
+        """Close an open action as ``completed`` or ``dismissed``; False if none was open."""
+        with self._memory() as m, schema.write_txn(m):
+            return actions.set_status(m, action_id, status, now)
 
     def commit_batch(
         self, identity: str, batch: BatchRecord, now: float, replaces: Sequence[int] = ()
@@ -227,8 +221,7 @@ class Store:
         parked ones listed in ``replaces`` (a ``wsd retry``).
         """
         ids = [t.id for t in batch.turns]
-        by_id = {t.id: t for t in batch.turns}
-        with self.memory() as m, schema.write_txn(m):
+        with self._memory() as m, schema.write_txn(m):
             rows = schema.rows(
                 m,
                 "SELECT observation_id, batch_id FROM batch_turns WHERE transcript_identity = ?"
@@ -238,33 +231,7 @@ class Store:
             clash = [oid for oid, bid in rows if bid not in replaces]
             if clash:
                 raise AlreadyCovered(f"turns already curated: {clash[:10]}")
-            m.execute(
-                "INSERT INTO batches (transcript_identity, first_observation_id,"
-                " last_observation_id, turns, status, attempts, error, model, stop_reason,"
-                " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
-                " latency_ms, started_at, finished_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    identity,
-                    min(ids),
-                    max(ids),
-                    len(ids),
-                    batch.status,
-                    batch.attempts,
-                    batch.error,
-                    batch.model,
-                    batch.stop_reason,
-                    batch.input_tokens,
-                    batch.output_tokens,
-                    batch.cache_read_tokens,
-                    batch.cache_write_tokens,
-                    batch.cost_usd,
-                    batch.latency_ms,
-                    batch.started_at or now,
-                    now,
-                ),
-            )
-            batch_id = int(m.last_insert_rowid())
+            batch_id = _insert_batch(m, identity, batch, now)
             if replaces:
                 m.execute(
                     "UPDATE batches SET status = 'retried' WHERE id IN"
@@ -276,68 +243,26 @@ class Store:
                 " VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET batch_id = excluded.batch_id",
                 [(identity, oid, batch_id) for oid in ids],
             )
-            added = 0
-            for kind, content, source in batch.learnings:
-                turn = by_id.get(source) if source is not None else batch.turns[-1]
-                m.execute(
-                    "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
-                    " source_observation_id, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (content_key) DO NOTHING",
-                    (
-                        now,
-                        turn.session_id if turn else None,
-                        kind,
-                        content,
-                        content_key(kind, content),
-                        turn.id if turn else None,
-                        batch_id,
-                    ),
-                )
-                added += m.changes()
-            actions = 0
-            for content, priority in batch.actions:
-                actions += self._add_action(
-                    m, content, priority, "curator", content_key("action", content), now, batch_id
-                )
-            closed = 0
-            for action_id in batch.closed_actions:
-                m.execute(
-                    "UPDATE pending_actions SET status = 'completed', updated_at = ?"
-                    " WHERE id = ? AND status = 'pending'",
-                    (now, action_id),
-                )
-                closed += m.changes()
-            updated = []
+            added = _add_learnings(m, batch, batch_id, now)
+            opened = sum(
+                actions.add(m, text, prio, "curator", content_key("action", text), now, batch_id)
+                for text, prio in batch.actions
+            )
+            closed = sum(
+                actions.set_status(m, action_id, "completed", now)
+                for action_id in batch.closed_actions
+            )
             for name, content in sorted(batch.md_updates.items()):
                 m.execute(
                     "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
                     " VALUES (?, ?, ?, ?, ?, 'curator')",
                     (name, content, sha256(content), now, batch_id),
                 )
-                updated.append(name)
-        return CommitResult(batch_id, added, actions, closed, tuple(updated))
-
-    @staticmethod
-    def _add_action(
-        m: apsw.Connection,
-        content: str,
-        priority: int,
-        source: str,
-        key: str,
-        now: float,
-        batch_id: int | None,
-    ) -> int:
-        m.execute(
-            "INSERT INTO pending_actions (created_at, updated_at, content, priority, source,"
-            " dedup_key, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (dedup_key) WHERE status = 'pending' DO NOTHING",
-            (now, now, content, priority, source, key, batch_id),
-        )
-        return int(m.changes())
+        return CommitResult(batch_id, added, opened, closed, tuple(sorted(batch.md_updates)))
 
     def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
         """Parked batches as (batch id, turn ids, error)."""
-        with self.memory() as m:
+        with self._memory() as m:
             rows = schema.rows(
                 m,
                 "SELECT b.id, b.error, json_group_array(t.observation_id) FROM batches b"
@@ -348,7 +273,7 @@ class Store:
 
     def stats(self) -> dict[str, Any]:
         """Ledger totals for ``wsd status``."""
-        with self.memory() as m:
+        with self._memory() as m:
             row = schema.one(
                 m,
                 "SELECT count(*), coalesce(sum(status = 'done'), 0),"
@@ -360,9 +285,7 @@ class Store:
                 m, "SELECT id, status, turns, finished_at, error FROM batches ORDER BY id DESC"
             )
             (learnings,) = schema.one(m, "SELECT count(*) FROM learnings")
-            (actions,) = schema.one(
-                m, "SELECT count(*) FROM pending_actions WHERE status = 'pending'"
-            )
+            open_actions = actions.open_count(m)
         keys = (
             "batches",
             "done",
@@ -374,7 +297,7 @@ class Store:
         )
         out: dict[str, Any] = dict(zip(keys, row, strict=True))
         out["learnings"] = learnings
-        out["open_actions"] = actions
+        out["open_actions"] = open_actions
         out["last_batch"] = (
             None
             if last is None
@@ -399,3 +322,62 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         response,
         str(closed_by),
     )
+
+
+def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: float) -> int:
+    """The ledger row of one batch; its id."""
+    ids = [t.id for t in batch.turns]
+    m.execute(
+        "INSERT INTO batches (transcript_identity, first_observation_id,"
+        " last_observation_id, turns, status, attempts, error, model, stop_reason,"
+        " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
+        " latency_ms, started_at, finished_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            identity,
+            min(ids),
+            max(ids),
+            len(ids),
+            batch.status,
+            batch.attempts,
+            batch.error,
+            batch.model,
+            batch.stop_reason,
+            batch.input_tokens,
+            batch.output_tokens,
+            batch.cache_read_tokens,
+            batch.cache_write_tokens,
+            batch.cost_usd,
+            batch.latency_ms,
+            batch.started_at or now,
+            now,
+        ),
+    )
+    return int(m.last_insert_rowid())
+
+
+def _add_learnings(m: apsw.Connection, batch: BatchRecord, batch_id: int, now: float) -> int:
+    """Store the batch's learnings (an exact repeat is stored once); how many were new.
+
+    Each links to the turn it cites, or to the batch's last turn when it cites none.
+    """
+    by_id = {t.id: t for t in batch.turns}
+    added = 0
+    for kind, content, source in batch.learnings:
+        turn = by_id.get(source) if source is not None else batch.turns[-1]
+        m.execute(
+            "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
+            " source_observation_id, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (content_key) DO NOTHING",
+            (
+                now,
+                turn.session_id if turn else None,
+                kind,
+                content,
+                content_key(kind, content),
+                turn.id if turn else None,
+                batch_id,
+            ),
+        )
+        added += m.changes()
+    return added

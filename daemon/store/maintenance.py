@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import apsw
+
 from wsd import schema
 from wsd.daemon.store.ledger import Store
 
@@ -20,6 +22,9 @@ class Maintenance:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._maintained_at = 0.0
+
+    def _both(self) -> tuple[tuple[str, Any], ...]:
+        return (("transcript", self.store._transcript), ("memory", self.store._memory))
 
     def idle_pass(self, now: float, every: float, retention: float) -> tuple[int, list[str]] | None:
         """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.
@@ -48,7 +53,10 @@ class Maintenance:
         """
         mode = "TRUNCATE" if truncate else "PASSIVE"
         out = {}
-        for name, opener in (("transcript", self.store.transcript), ("memory", self.store.memory)):
+        for name, opener in (
+            ("transcript", self.store._transcript),
+            ("memory", self.store._memory),
+        ):
             with opener() as conn:
                 busy, log, done = schema.one(conn, f"PRAGMA wal_checkpoint({mode})")
                 out[name] = (int(busy), int(log), int(done))
@@ -60,7 +68,7 @@ class Maintenance:
         Observations and learnings are never touched: only events already
         folded into a processed turn, and bookkeeping events, are removed.
         """
-        with self.store.transcript() as t, schema.write_txn(t):
+        with self.store._transcript() as t, schema.write_txn(t):
             t.execute(
                 "DELETE FROM events WHERE ts < ? AND ("
                 " observation_id IN (SELECT id FROM observations WHERE processed = 1)"
@@ -76,7 +84,10 @@ class Maintenance:
     def vacuum_if_sparse(self, min_free_ratio: float = 0.5, min_pages: int = 2048) -> list[str]:
         """VACUUM a database whose free pages exceed the ratio (rare; blocks writers briefly)."""
         done = []
-        for name, opener in (("transcript", self.store.transcript), ("memory", self.store.memory)):
+        for name, opener in (
+            ("transcript", self.store._transcript),
+            ("memory", self.store._memory),
+        ):
             with opener() as conn:
                 (pages,) = schema.one(conn, "PRAGMA page_count")
                 (free,) = schema.one(conn, "PRAGMA freelist_count")
@@ -85,14 +96,25 @@ class Maintenance:
                     done.append(name)
         return done
 
+    def schema_version(self, kind: schema.Kind) -> int:
+        """The schema version of an existing database (read-only); SchemaError if too new."""
+        opener = self.store._transcript if kind == "transcript" else self.store._memory
+        with opener(readonly=True) as conn:
+            path = (
+                self.store.layout.transcript_db
+                if kind == "transcript"
+                else self.store.layout.memory_db
+            )
+            return schema.check_version(conn, kind, path)
+
     def journal_mode(self, kind: schema.Kind) -> str:
-        opener = self.store.transcript if kind == "transcript" else self.store.memory
+        opener = self.store._transcript if kind == "transcript" else self.store._memory
         with opener() as conn:
             return str(schema.one(conn, "PRAGMA journal_mode")[0])
 
     def integrity(self, kind: schema.Kind) -> list[str]:
         """Problems found by quick_check and the FTS integrity checks (empty: healthy)."""
-        opener = self.store.transcript if kind == "transcript" else self.store.memory
+        opener = self.store._transcript if kind == "transcript" else self.store._memory
         problems: list[str] = []
         with opener() as conn:
             result = [str(r[0]) for r in schema.rows(conn, "PRAGMA quick_check")]
@@ -109,7 +131,7 @@ class Maintenance:
     def rebuild_fts(self) -> list[str]:
         """Rebuild every FTS index of memory.db from its content table."""
         rebuilt = []
-        with self.store.memory() as m, schema.write_txn(m):
+        with self.store._memory() as m, schema.write_txn(m):
             for table in _fts_tables(m):
                 m.execute(f"INSERT INTO {table} ({table}) VALUES ('rebuild')")
                 rebuilt.append(table)
@@ -119,8 +141,8 @@ class Maintenance:
         """Consistent online copies of both databases into ``dest_dir`` (SQLite backup API)."""
         pages = {}
         for name, opener, path in (
-            ("transcript", self.store.transcript, "transcript.db"),
-            ("memory", self.store.memory, "memory.db"),
+            ("transcript", self.store._transcript, "transcript.db"),
+            ("memory", self.store._memory, "memory.db"),
         ):
             target_path = os.path.join(dest_dir, path)
             with opener() as source:

@@ -1,29 +1,22 @@
 """Every SQL verb of workspace consistency: the file index, checks, canvas map, tool events.
 
-Like :mod:`wsd.daemon.store.ledger`, connections are opened per unit of work and closed
-straight after (an idle daemon holds no database open), and every write is one
-``BEGIN IMMEDIATE`` transaction through :func:`schema.write_txn`. Paths in
-``workspace_files`` and ``canvas_cards`` are relative to the workspace root,
-with ``/`` separators.
-
-Pending actions raised here follow one rule (:meth:`WorkspaceStore.raise_action`):
-a key is raised again only if no action with that key is open and none was
-closed after the problem (re)appeared, so a dismissed or answered action is not
-nagged back every pass, while a genuinely new occurrence is.
+Paths in ``workspace_files`` and ``canvas_cards`` are relative to the workspace root, with
+``/`` separators. The actions raised here go through :mod:`wsd.daemon.store.actions`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import apsw
-from wsd import schema
-from wsd.schema.layout import Layout
 
-Opener = Callable[..., apsw.Connection]
+from wsd import schema
+from wsd.daemon.store import actions
+from wsd.daemon.store.actions import ActionRequest
+from wsd.daemon.store.base import Databases
+
 #: state key of the canvas cursor: the last transcript event id looked at.
 CANVAS_CURSOR_KEY = "canvas_event_cursor"
 
@@ -51,44 +44,11 @@ class ToolEvent:
     payload: str
 
 
-@dataclass(frozen=True)
-class ActionRequest:
-    """An action to raise (see :meth:`WorkspaceStore.raise_action` for ``appeared_at``)."""
-
-    key: str
-    content: str
-    priority: int = 2
-    appeared_at: float = 0.0
-
-
 _CARD_COLUMNS = "card_id, title, card_type, path, status, last_synced_sha256, last_synced_at"
 
 
-class WorkspaceStore:
+class WorkspaceStore(Databases):
     """memory.db (index, actions, canvas map, state) and read-only transcript events."""
-
-    def __init__(self, layout: Layout, opener: Opener = schema.connect) -> None:
-        self.layout = layout
-        self._open = opener
-
-    @contextmanager
-    def _memory(self) -> Iterator[apsw.Connection]:
-        conn = self._open(self.layout.memory_db, "memory")
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-    def ready(self) -> bool:
-        """True once memory.db exists at the schema version this code writes."""
-        try:
-            conn = self._open(self.layout.memory_db, "memory", create=False)
-            try:
-                return schema.user_version(conn) >= schema.latest_version("memory")
-            finally:
-                conn.close()
-        except apsw.Error:  # missing, being created, locked: not yet
-            return False
 
     # -- the file index ------------------------------------------------------------
 
@@ -170,64 +130,22 @@ class WorkspaceStore:
     # -- pending actions --------------------------------------------------------------
 
     def raise_actions(self, requests: Sequence[ActionRequest], source: str, now: float) -> int:
-        """Raise each request unless open or acknowledged; update an open one's text.
-
-        Acknowledged means an action with the same key was closed (completed or
-        dismissed, by anyone) at or after ``appeared_at``. Returns how many rows
-        were inserted.
-        """
-        added = 0
+        """Raise each request unless open or acknowledged (see :func:`actions.raise_requests`);
+        returns how many were inserted."""
         if not requests:
             return 0
         with self._memory() as m, schema.write_txn(m):
-            for req in requests:
-                row = schema.first(
-                    m,
-                    "SELECT id, status, updated_at, content FROM pending_actions"
-                    " WHERE dedup_key = ? ORDER BY status = 'pending' DESC, id DESC LIMIT 1",
-                    (req.key,),
-                )
-                if row is not None and row[1] == "pending":
-                    if row[3] != req.content:
-                        m.execute(
-                            "UPDATE pending_actions SET content = ?, updated_at = ? WHERE id = ?",
-                            (req.content, now, row[0]),
-                        )
-                    continue
-                if row is not None and float(row[2]) >= req.appeared_at:
-                    continue
-                m.execute(
-                    "INSERT INTO pending_actions (created_at, updated_at, content, priority,"
-                    " source, dedup_key) VALUES (?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (dedup_key) WHERE status = 'pending' DO NOTHING",
-                    (now, now, req.content, req.priority, source, req.key),
-                )
-                added += m.changes()
-        return added
+            return actions.raise_requests(m, requests, source, now)
 
     def open_action_keys(self, prefix: str) -> dict[str, int]:
         """Open actions whose key starts with ``prefix``: key -> id."""
         with self._memory() as m:
-            rows = schema.rows(
-                m,
-                "SELECT dedup_key, id FROM pending_actions WHERE status = 'pending'"
-                " AND substr(dedup_key, 1, ?) = ?",
-                (len(prefix), prefix),
-            )
-        return {str(k): int(i) for k, i in rows}
+            return actions.open_keys(m, prefix)
 
     def close_actions(self, keys: Iterable[str], now: float) -> int:
         """Mark the open actions with these keys completed (the problem is resolved)."""
-        wanted = sorted(set(keys))
-        if not wanted:
-            return 0
         with self._memory() as m, schema.write_txn(m):
-            m.execute(
-                "UPDATE pending_actions SET status = 'completed', updated_at = ?"
-                " WHERE status = 'pending' AND dedup_key IN (SELECT value FROM json_each(?))",
-                (now, json.dumps(wanted)),
-            )
-            return int(m.changes())
+            return actions.close_keys(m, keys, now)
 
     # -- canvas map -----------------------------------------------------------------
 
@@ -302,8 +220,7 @@ class WorkspaceStore:
         not rescanned from the start on every call. Read-only: the agent's
         database is never written from here.
         """
-        conn = self._open(self.layout.transcript_db, "transcript", readonly=True)
-        try:
+        with self._transcript(readonly=True) as conn:
             conn.execute("BEGIN")  # one snapshot for the events and the max id
             identity = schema.identity(conn)
             rows = schema.rows(
@@ -315,8 +232,6 @@ class WorkspaceStore:
             )
             (top,) = schema.one(conn, "SELECT coalesce(max(id), 0) FROM events")
             conn.execute("COMMIT")
-        finally:
-            conn.close()
         events = [ToolEvent(int(i), float(t), str(n), str(p)) for i, t, n, p in rows]
         upto = events[-1].id if len(events) >= limit else max(int(top), after_id)
         return identity, events, upto

@@ -41,7 +41,8 @@ from wsd.daemon.runtime.config import (
 )
 from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.workspace import ActionRequest, Card, ToolEvent, WorkspaceStore
+from wsd.daemon.store.actions import ActionRequest
+from wsd.daemon.store.workspace import Card, ToolEvent, WorkspaceStore
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 SLUG_BYTES = 80

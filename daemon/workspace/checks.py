@@ -32,7 +32,8 @@ from datetime import UTC, datetime
 
 from wsd.daemon.runtime.config import DEFAULT_UNPROCESSED_SECONDS
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.workspace import ActionRequest, WorkspaceStore
+from wsd.daemon.store.actions import ActionRequest
+from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import CONFLICT_MARK, conflict_path
 
 SOURCE = "checks"

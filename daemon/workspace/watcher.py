@@ -34,76 +34,19 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from watchfiles import Change
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime import signals
-from wsd.daemon.runtime.config import (
-    DEFAULT_CHECK_SECONDS,
-    DEFAULT_RESCAN_SECONDS,
-    DEFAULT_WATCH_POLL_MS,
-)
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.inventory import Tree, diff, is_noise, render_inventory, scan
+from wsd.daemon.workspace.producers import Producers, WatchSettings, is_write, watch_limit
+
+__all__ = ["WatchSettings", "Watcher", "workspace_watcher"]
 from wsd.schema.layout import Layout
-
-#: Files of ``.os/memory/`` whose writes mean new turns: the loop is nudged.
-TRANSCRIPT_FILES = ("transcript.db", "transcript.db-wal", "spool.jsonl")
-
-
-def is_write(kind: object, path: str) -> bool:
-    """A change that means someone wrote: a database file modified, the spool appended.
-
-    Opening and closing a connection creates and deletes the WAL file (and the
-    checkpoint-on-close of an empty WAL writes nothing), so only modifications
-    of the database files count: a read-only pass never wakes anyone again.
-    """
-    name = os.path.basename(path)
-    if name == "spool.jsonl":
-        return kind != Change.deleted
-    return name in TRANSCRIPT_FILES and kind == Change.modified
-
-
-def watch_limit() -> int | None:
-    """The inotify watch limit that applies here (the smallest readable), if any."""
-    found = []
-    for path in ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"):
-        with contextlib.suppress(OSError, ValueError), open(path) as fh:
-            found.append(int(fh.read().strip()))
-    return min(found) if found else None
-
-
-class _AnyOf:
-    """A stop event for watchfiles (it only calls ``is_set``): set when any of these is."""
-
-    def __init__(self, *events: threading.Event) -> None:
-        self.events = events
-
-    def is_set(self) -> bool:
-        return any(e.is_set() for e in self.events)
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    """Tunables (the daemon's Config supplies them; defaults suit a Sprite)."""
-
-    use_events: bool = True
-    force_polling: bool = False
-    poll_delay_ms: int = DEFAULT_WATCH_POLL_MS
-    rescan_seconds: float = DEFAULT_RESCAN_SECONDS
-    check_seconds: float = DEFAULT_CHECK_SECONDS
-    canvas_poll_seconds: float = 2.0
-    debounce_ms: int = 200
-    #: How often the Rust side checks for stop: each check takes the GIL, so keep it rare.
-    step_ms: int = 200
-    tick_seconds: float = 1.0
-    #: Switch to polling when our folders use this share of the inotify watch limit.
-    watch_limit_share: float = 0.9
 
 
 class Watcher:
@@ -123,7 +66,6 @@ class Watcher:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.layout = layout
-        self.nudge = nudge
         self.root = layout.root
         self.stop = stop
         self.settings = settings or WatchSettings()
@@ -134,10 +76,9 @@ class Watcher:
         self.log = get_logger(component="watcher")
         self.throttle = ErrorThrottle()
         self.tree: Tree = {}
-        self.polling = self.settings.force_polling
         self.rescans = 0
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
-        self._producers: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self.producers = Producers(layout, self.settings, self._queue, stop, nudge, monotonic)
         # Index changes not yet written to memory.db: path -> (size, mtime_ns), and removals.
         self._upserts: dict[str, tuple[int, int]] = {}
         self._removed: set[str] = set()
@@ -170,8 +111,7 @@ class Watcher:
         """Wait for the threads to end (after ``stop`` is set)."""
         if self._thread is not None:
             self._thread.join(timeout)
-        for thread, _halt in list(self._producers.values()):
-            thread.join(timeout)
+        self.producers.join(timeout)
 
     # -- the consumer -----------------------------------------------------------------------
 
@@ -189,8 +129,7 @@ class Watcher:
                         self.log.error("watcher_failed", error=repr(exc)[:300], exc_info=True)
                     self.stop.wait(1.0)
         finally:
-            for _thread, halt in self._producers.values():
-                halt.set()
+            self.producers.halt()
 
     def step(self) -> None:
         """One round: wait for events (one tick at most), apply them, run what is due."""
@@ -218,7 +157,9 @@ class Watcher:
             self._full_rescan(self._rescan_reason or "periodic")
         if self.canvas is not None and (canvas_now or now >= self._due["canvas"]):
             # With events, transcript writes trigger the sync: the poll is only a safety net.
-            every = s.canvas_poll_seconds * (1 if self.polling or not s.use_events else 15)
+            every = s.canvas_poll_seconds * (
+                1 if self.producers.polling or not s.use_events else 15
+            )
             self._due["canvas"] = now + every
             self._refresh(self.canvas.sync())
         if self._notes_changed():
@@ -279,7 +220,7 @@ class Watcher:
         doomed = [d for d in self.tree if d == rel or d.startswith(rel + "/")]
         for d in doomed:
             self._record(diff({d: self.tree.pop(d)}, {}))
-        if "/" not in rel and rel in self._producers:
+        if "/" not in rel and self.producers.watching(rel):
             self._sync_producers()
         return bool(doomed)
 
@@ -325,7 +266,7 @@ class Watcher:
                 self.tree.setdefault(d, {})[name] = (size, mtime)
         new, folders = scan(self.root)
         ups, gone = diff(self.tree, new)
-        if reason == "periodic" and not self.polling and self._missed(ups, wall):
+        if reason == "periodic" and not self.producers.polling and self._missed(ups, wall):
             self.log.warning("watch_events_missed", changes=len(ups) + len(gone))
             self._fallback("all", "changes found that no event reported")
         self.tree = new
@@ -343,7 +284,11 @@ class Watcher:
             seconds=round(self.monotonic() - started, 3),
         )
         limit = watch_limit()
-        if not self.polling and limit and folders > limit * self.settings.watch_limit_share:
+        if (
+            not self.producers.polling
+            and limit
+            and folders > limit * self.settings.watch_limit_share
+        ):
             self._fallback("all", f"{folders} folders, near the inotify watch limit ({limit})")
         self.ready.set()
 
@@ -380,6 +325,17 @@ class Watcher:
         self._files_md_stat = seen
         return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
 
+    def _sync_producers(self) -> None:
+        if self._thread is not None:  # only a started watcher has producers
+            self.producers.sync()
+
+    def _fallback(self, name: str, why: object) -> None:
+        """A watch failed (or cannot be trusted): poll from now on, and rescan for what was lost."""
+        if not self.producers.polling:
+            self.log.warning("watch_fallback_polling", watch=name, reason=str(why)[:300])
+        self.producers.fall_back()
+        self._rescan_reason = self._rescan_reason or "fallback"
+
     def _flush(self) -> None:
         """Persist the pending index changes; on failure they stay pending for the next round."""
         if not self._upserts and not self._removed:
@@ -388,81 +344,6 @@ class Watcher:
         self.store.apply_index(upserts, sorted(self._removed), self.clock())
         self._upserts.clear()
         self._removed.clear()
-
-    # -- producers ---------------------------------------------------------------------------
-
-    def _fallback(self, name: str, why: object) -> None:
-        """A watch failed (or cannot be trusted): poll from now on, and rescan for what was lost."""
-        if not self.polling:
-            self.log.warning("watch_fallback_polling", watch=name, reason=str(why)[:300])
-        self.polling = True
-        for _thread, halt in self._producers.values():
-            halt.set()
-        self._producers.clear()
-        self._rescan_reason = self._rescan_reason or "fallback"
-
-    def _sync_producers(self) -> None:
-        """One producer for the root (+ .os/memory) and one per top-level folder, no more."""
-        if not self.settings.use_events or self._thread is None or self.stop.is_set():
-            return
-        wanted = {"": [self.root, self.layout.memory_dir]}
-        with contextlib.suppress(OSError), os.scandir(self.root) as it:
-            for e in it:
-                if e.is_dir(follow_symlinks=False) and not is_noise(e.name):
-                    wanted[e.name] = [e.path]
-        for name in list(self._producers):
-            if name not in wanted:
-                self._producers.pop(name)[1].set()
-        started = []
-        for name, paths in wanted.items():
-            if name not in self._producers:
-                paths = [p for p in paths if os.path.isdir(p)]
-                halt, ready = threading.Event(), threading.Event()
-                thread = signals.background(
-                    self._produce,
-                    f"wsd-watch-{name or 'root'}"[:40],
-                    name or "/",
-                    paths,
-                    bool(name),
-                    halt,
-                    ready,
-                )
-                self._producers[name] = (thread, halt)
-                started.append(ready)
-        deadline = self.monotonic() + 10.0  # a huge tree takes a while to watch
-        for ready in started:
-            ready.wait(max(0.0, deadline - self.monotonic()))
-
-    def _produce(
-        self,
-        name: str,
-        paths: list[str],
-        recursive: bool,
-        halt: threading.Event,
-        ready: threading.Event,
-    ) -> None:
-        """Queue what watchfiles reports; ``ready`` is set once the watches are in place."""
-        # RustNotify (what watchfiles.watch wraps) sets its watches up in the constructor,
-        # which is the only way to know when changes start to be seen.
-        from watchfiles._rust_notify import RustNotify
-
-        s, stop, polling = self.settings, _AnyOf(halt, self.stop), self.polling
-        # ignore_permission_denied=True would also swallow "watch limit reached" (and the
-        # folders past it would silently go unwatched): only the polling fallback uses it.
-        try:
-            with RustNotify(paths, False, polling, s.poll_delay_ms, recursive, polling) as notify:
-                ready.set()
-                while not stop.is_set():
-                    raw = notify.watch(s.debounce_ms, s.step_ms, 1000, stop)
-                    if isinstance(raw, set) and raw:
-                        if self.nudge is not None and any(is_write(c, p) for c, p in raw):
-                            self.nudge.set()  # at once, from this thread: the loop waits on it
-                        self._queue.put(("changes", name, raw))
-        except Exception as exc:
-            if not stop.is_set():
-                self._queue.put(("failed", name, exc))
-        finally:
-            ready.set()
 
 
 def workspace_watcher(

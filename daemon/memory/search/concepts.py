@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+
 from wsd.daemon.memory.search.text import DateHint, Term, stems
 
 #: Most recent rows sampled to estimate a common word's document frequency cheaply.

@@ -39,16 +39,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import apsw
+
 from wsd import schema
 from wsd.daemon.memory.search.concepts import IndexSpec
 from wsd.daemon.memory.search.rank import LEARNINGS, TURNS, Ranker
-from wsd.daemon.memory.search.text import (
-    analyze,
-    display_date,
-    make_snippet,
-    parse_since,
-    tokenizer,
-)
+from wsd.daemon.memory.search.text import analyze, make_snippet, tokenizer
+from wsd.daemon.runtime.dates import display_date, parse_since
 from wsd.daemon.store.records import LEARNING_TYPES
 from wsd.schema.layout import Layout
 

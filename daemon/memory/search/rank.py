@@ -18,6 +18,7 @@ from itertools import pairwise
 from typing import Any
 
 import apsw
+
 from wsd.daemon.memory.search.concepts import ConceptBase, IndexSpec, IndexState, as_int, phrase
 from wsd.daemon.memory.search.text import STOP_WORDS, DateHint, Term, spans, stems
 

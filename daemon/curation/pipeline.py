@@ -1,0 +1,149 @@
+"""One batch from turns to the ledger: the pipeline the loop and ``wsd rebuild`` share.
+
+* :func:`plan` cuts turns into batches within the character budget; a turn larger than the
+  whole budget is clipped to fit, so one huge turn cannot overflow a call.
+* :meth:`Pipeline.curate` builds the request from the memory files and the open actions,
+  calls the Bridge, and commits what the reply holds in one memory.db transaction (the
+  exactly-once point, :meth:`~wsd.daemon.store.ledger.Store.commit_batch`). A batch the
+  Bridge rejects is split in halves; a lone rejected turn is parked in the ledger (failed,
+  never deleted, for ``wsd retry``). ``Outage`` and ``Shutdown`` propagate: what was
+  committed before them stays committed (``on_commit`` has seen it), the rest is curated
+  again later.
+
+What differs between the loop and a rebuild is handed in: which memory files the curator
+sees (the disk, or the files as the rebuild has curated them so far), how a batch is dated
+(now, or by its last turn so a rebuild keeps the history's timeline), and what happens after
+each commit (the loop materialises md files, marks turns processed and logs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Reply
+from wsd.daemon.curation.curator import ParsedReply, build_request, curated_batch, render_turn
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Turns to curate in one call, with their text as the curator sees it."""
+
+    turns: list[Turn] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, turns: Sequence[Turn]) -> Batch:
+        """The turns rendered whole (``wsd retry``: a parked batch is retried as it was)."""
+        return cls(list(turns), [render_turn(t) for t in turns])
+
+    def halves(self) -> tuple[Batch, Batch]:
+        half = len(self.turns) // 2
+        return (
+            Batch(self.turns[:half], self.rendered[:half]),
+            Batch(self.turns[half:], self.rendered[half:]),
+        )
+
+
+def plan(turns: Sequence[Turn], budget: int) -> list[Batch]:
+    """Consecutive batches of ``turns``, each within ``budget`` characters of rendered text
+    (a turn over the whole budget is clipped to it, and so is a batch of its own)."""
+    batches: list[Batch] = []
+    used = 0
+    for turn in turns:
+        text = render_turn(turn)
+        if len(text) > budget:
+            text = render_turn(turn, max_chars=budget)
+        if not batches or used + len(text) > budget:
+            batches.append(Batch())
+            used = 0
+        batches[-1].turns.append(turn)
+        batches[-1].rendered.append(text)
+        used += len(text)
+    return batches
+
+
+@dataclass(frozen=True)
+class Committed:
+    """One commit of the pipeline: a curated batch, or a parked one (``parsed`` is None)."""
+
+    turns: Sequence[Turn]
+    record: BatchRecord
+    #: None when the turns were covered by another commit meanwhile (nothing was written).
+    result: CommitResult | None
+    parsed: ParsedReply | None = None
+    reply: Reply | None = None
+
+    @property
+    def batch_id(self) -> int:
+        return 0 if self.result is None else self.result.batch_id
+
+    @property
+    def parked(self) -> bool:
+        return self.record.status == "failed"
+
+
+class Pipeline:
+    """Curates batches into ``store`` through ``bridge`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        bridge: BridgeClient,
+        *,
+        files: Callable[[], Mapping[str, str]],
+        dated: Callable[[Sequence[Turn]], float],
+        on_commit: Callable[[Committed], None] = lambda _c: None,
+        log: Any = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.bridge = bridge
+        self.files = files
+        self.dated = dated
+        self.on_commit = on_commit
+        self.log = log
+
+    def curate(self, batch: Batch, identity: str, replaces: Sequence[int] = ()) -> list[Committed]:
+        """Curate ``batch``, splitting on rejection; every commit in order."""
+        actions = self.store.open_actions()
+        system, messages = build_request(self.files(), actions, batch.rendered)
+        started = self.dated(batch.turns)
+        try:
+            reply = self.bridge.call(system, messages)
+        except BatchRejected as exc:
+            if len(batch.turns) == 1:
+                record = BatchRecord.parked(batch.turns, exc, exc.attempts, started)
+                return [self._commit(batch.turns, record, identity, replaces)]
+            if self.log is not None:
+                self.log.warning("batch_split", turns=len(batch.turns), error=str(exc))
+            first, second = batch.halves()
+            return self.curate(first, identity, replaces) + self.curate(second, identity, replaces)
+        record, parsed = curated_batch(
+            batch.turns, reply, [a[0] for a in actions], started, self.config
+        )
+        return [self._commit(batch.turns, record, identity, replaces, parsed, reply)]
+
+    def _commit(
+        self,
+        turns: Sequence[Turn],
+        record: BatchRecord,
+        identity: str,
+        replaces: Sequence[int],
+        parsed: ParsedReply | None = None,
+        reply: Reply | None = None,
+    ) -> Committed:
+        try:
+            result: CommitResult | None = self.store.commit_batch(
+                identity, record, self.dated(turns), replaces=replaces
+            )
+        except AlreadyCovered:
+            result = None
+        done = Committed(turns, record, result, parsed, reply)
+        self.on_commit(done)
+        return done

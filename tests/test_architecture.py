@@ -1,0 +1,215 @@
+"""The import contract (SPEC.md section 10), read from the source with ``ast``, not by importing:
+hooks import only schema; SQL lives only in schema and daemon/store (search may read); the job
+folders stack in layers; and no module imports another that imports it back."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+#: Repository folder -> the package it is installed as.
+PACKAGES = {"schema": "wsd.schema", "hooks": "wsd.hooks", "daemon": "wsd.daemon"}
+#: Lower layers never import higher ones; equal ranks (curation, workspace) never each other.
+LAYERS = {
+    "wsd.schema": 0,
+    "wsd.hooks": 1,
+    "wsd.daemon.runtime": 2,
+    "wsd.daemon.store": 3,
+    "wsd.daemon.memory": 4,
+    "wsd.daemon.curation": 5,
+    "wsd.daemon.workspace": 5,
+    "wsd.daemon.ops": 6,
+    "wsd.daemon.standin": 7,
+    "wsd.daemon": 8,  # __main__: `python -m wsd.daemon` is `wsd`
+}
+SQL = re.compile(
+    r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|ATTACH|DETACH|BEGIN"
+    r"|COMMIT|ROLLBACK|VACUUM|WITH)\b"
+)
+#: A statement that writes; search may create temp objects on its read-only connection.
+WRITE_SQL = re.compile(
+    r"\b(INSERT|UPDATE|DELETE|REPLACE|DROP|ALTER|ATTACH|DETACH|VACUUM)\b"
+    r"|\bCREATE\b(?!\s+(VIRTUAL\s+)?TABLE\s+temp\.)|^\s*PRAGMA\s+\w+\s*="
+)
+
+
+def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
+    """(module name, file, syntax tree) of every module of the three packages."""
+    for folder, package in PACKAGES.items():
+        for path in sorted((REPO / folder).rglob("*.py")):
+            rel = path.relative_to(REPO / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            yield name, path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+MODULES = {name: (path, tree) for name, path, tree in _modules()}
+
+
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """Line numbers inside ``if TYPE_CHECKING:`` blocks (imports there are for mypy only)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def _imports(name: str, tree: ast.Module) -> set[str]:
+    """Absolute names this module imports at run time (function-level imports included)."""
+    skip = _type_checking_only(tree)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.rsplit(".", node.level)[0]
+                base = f"{package}.{base}" if base else package
+            found.add(base)
+            # `from wsd.daemon.store import actions` imports the module wsd.daemon.store.actions
+            found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES)
+    return found
+
+
+def _internal(imported: set[str]) -> set[str]:
+    return {m for m in imported if m in MODULES}
+
+
+def _layer(module: str) -> str:
+    return max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+
+
+GRAPH = {name: _internal(_imports(name, tree)) - {name} for name, (_p, tree) in MODULES.items()}
+
+
+def test_hooks_and_schema_import_only_schema_apsw_and_the_standard_library() -> None:
+    """The hook path stays light: hooks import schema, apsw and the standard library only (and
+    the SDK helper the Agent SDK it is registered with)."""
+    allowed_roots = set(sys.stdlib_module_names) | {"apsw", "__future__"}
+    for name, (_path, tree) in MODULES.items():
+        if not name.startswith(("wsd.hooks", "wsd.schema")):
+            continue
+        for imported in _imports(name, tree):
+            if imported.startswith("wsd."):
+                ok = imported.startswith("wsd.schema") or (
+                    name.startswith("wsd.hooks") and imported.startswith("wsd.hooks")
+                )
+            else:
+                root = imported.split(".")[0]
+                ok = root in allowed_roots or imported == "wsd"
+                ok = ok or (name == "wsd.hooks.sdk" and root == "claude_agent_sdk")
+            assert ok, f"{name} imports {imported}"
+
+
+def test_no_bare_top_level_imports_of_our_packages() -> None:
+    """Every import of our code goes through the wsd namespace (bare `daemon` and `schema` are
+    other projects' names, and would only work from a checkout)."""
+    for name, (_path, tree) in MODULES.items():
+        for imported in _imports(name, tree):
+            assert imported.split(".")[0] not in PACKAGES, f"{name} imports bare {imported}"
+
+
+def _sql_strings(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """String constants (f-strings joined) that read as SQL statements."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(
+                v.value
+                for v in node.values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            )
+        else:
+            continue
+        if SQL.match(text) and not text.lstrip().startswith(("SELECT a", "WITH a")):
+            yield node.lineno, text
+
+
+def test_sql_lives_only_in_schema_and_the_store() -> None:
+    """Outside schema/ and daemon/store/ no module holds SQL, except memory/search, which only
+    reads."""
+    for name, (path, tree) in MODULES.items():
+        if name.startswith(("wsd.schema", "wsd.daemon.store")):
+            continue
+        for line, text in _sql_strings(tree):
+            where = f"{path.relative_to(REPO)}:{line}: {text.strip()[:60]!r}"
+            assert name.startswith("wsd.daemon.memory.search"), f"SQL outside the store: {where}"
+            assert not WRITE_SQL.search(text), f"search may only read: {where}"
+
+
+def test_the_sql_check_sees_sql() -> None:
+    """The check above is not vacuous: it finds the statements of the store and of schema."""
+    found = {name for name, (_p, tree) in MODULES.items() if any(_sql_strings(tree))}
+    assert {"wsd.daemon.store.ledger", "wsd.daemon.store.actions", "wsd.schema.transcript"} <= found
+
+
+def test_no_connection_is_handed_out_of_the_store() -> None:
+    """In the daemon only the store opens connections: no module elsewhere calls connect() or
+    the store's protected ``_memory()``/``_transcript()`` (the hooks write through schema)."""
+    allowed = ("wsd.schema", "wsd.hooks", "wsd.daemon.store", "wsd.daemon.memory.search")
+    for name, (path, tree) in MODULES.items():
+        if name.startswith(allowed):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                called = node.func.attr
+                bad = called in ("_memory", "_transcript") or (
+                    called == "connect" and ast.unparse(node.func.value) in ("schema", "apsw")
+                )
+                assert not bad, f"{path.relative_to(REPO)}:{node.lineno} calls {called}()"
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_layers(module: str) -> None:
+    """runtime < store < memory < curation | workspace < ops < standin, schema < hooks below
+    them all: a module imports its own layer or lower ones only."""
+    mine = LAYERS[_layer(module)]
+    for imported in GRAPH[module]:
+        theirs, other = LAYERS[_layer(imported)], _layer(imported)
+        same_rank_sibling = theirs == mine and other != _layer(module)
+        assert theirs <= mine and not same_rank_sibling, f"{module} imports {imported}"
+
+
+def test_no_import_cycles() -> None:
+    """No module imports (directly or through others) a module that imports it back."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(GRAPH[node]):
+            if state.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt) :], nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(GRAPH):
+        if node not in state:
+            visit(node)
+
+
+def test_modules_and_functions_stay_readable() -> None:
+    """No module over 450 lines, no function over 80 (aim: ~400 and well under 80)."""
+    for name, (path, tree) in MODULES.items():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        assert lines <= 450, f"{name}: {lines} lines"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert length <= 80, f"{name}.{node.name}: {length} lines"
