@@ -32,10 +32,10 @@ from wsd.schema.transcript import request_flush
 # -- 4. curator cost per batch -------------------------------------------------------------------
 
 _PARTS = {
-    "user prompts": re.compile(r"<user>(.*?)</user>", re.S),
-    "tool inputs": re.compile(r"<input>(.*?)</input>", re.S),
-    "tool outputs": re.compile(r"<output>(.*?)</output>|<error>(.*?)</error>", re.S),
-    "final answers": re.compile(r"<assistant>(.*?)</assistant>", re.S),
+    "user prompts": re.compile(r"^user: (.*)$", re.M),
+    "tool inputs": re.compile(r"^tool [^:]*: (.*?)(?: → |$)", re.M),
+    "tool outputs": re.compile(r"^tool [^:]*: .*? → (.*)$", re.M),
+    "final answers": re.compile(r"^assistant: (.*)$", re.M),
 }
 
 

@@ -20,7 +20,7 @@ from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.schema.layout import Layout
 
 WSD = str(Path(sys.executable).parent / "wsd")
-TURN_ID = re.compile(r'<turn id="(\d+)"')
+TURN_ID = re.compile(r"^\[turn (\d+) ", re.M)
 #: Output tokens assumed for one curator reply (a few learnings and one md update).
 OUTPUT_TOKENS = 400
 

@@ -639,14 +639,17 @@ def test_agent_sdk_side_requests_and_compaction_do_not_eat_turns(
 
 def test_rule_curator_keeps_file_names_and_versions_inside_a_sentence() -> None:
     """The demo curator ends a sentence at '.' + space or end, not at the dot of report.pdf."""
+    from wsd.daemon.curation.curator import build_request, render_turn
     from wsd.daemon.standin import rule_curator
+    from wsd.daemon.store.records import Turn
 
-    turn = (
-        '<turn id="7" at="2026-11-21 10:00">\n<user>From now on save the summary as report.pdf '
-        "in artifacts/ with pandoc 3.1. Remind me to send v2.1 to Paul. No, use the SAS name."
-        "</user>\n</turn>"
+    prompt = (
+        "From now on save the summary as report.pdf in artifacts/ with pandoc 3.1. Remind me"
+        " to send v2.1 to Paul. No, use the SAS name."
     )
-    reply = rule_curator.curate(turn).splitlines()
+    turn = render_turn(Turn(7, "s", 1, 1.7e9, prompt, [], None, "stop"))
+    _system, messages = build_request({}, [], [turn])
+    reply = rule_curator.curate("\n".join(b["text"] for b in messages[0]["content"])).splitlines()
     assert (
         "PREFERENCE: The user prefers save the summary as report.pdf in artifacts/ with pandoc 3.1"
         " [turn 7]"

@@ -43,7 +43,7 @@ for i in range(turns):
         time.sleep(0.05)
 """
 
-_TURN_ID = re.compile(r'<turn id="(\d+)"')
+_TURN_ID = re.compile(r"^\[turn (\d+) ", re.M)
 
 
 def _curator(body: dict[str, Any]) -> Reply:

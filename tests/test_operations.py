@@ -21,6 +21,7 @@ from tests.conftest import wait_for as _wait
 from tests.secrets_corpus import SECRETS, sensitive_part
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -194,21 +195,28 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
 
 
 def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
-    """doctor fails on loose permissions, a damaged FTS index and a drifted md file; --fix heals."""
+    """doctor fails on loose permissions, a damaged FTS index and a missing md file, warns of a
+    hand edit not yet adopted; --fix heals all and adopts the edit (never reverts it)."""
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         worker = make_worker(layout, bridge, batch_turns=3)
         write_turns(layout, 3, "ops")
         worker.run_once()
         env = _env(layout, bridge)
         os.chmod(layout.memory_db, 0o644)
-        Path(layout.md("user.md")).write_text("tampered")
+        Path(layout.md("user.md")).unlink()
+        Path(layout.md("tools.md")).write_text("# Tools\n- edited by hand\n")
         conn = apsw.Connection(layout.memory_db)
         conn.execute("DELETE FROM learnings_fts_data WHERE id > 1")  # corrupt the index
         conn.close()
         worker.status.update(force=True)
         broken = wsd(env, "doctor", check=False)
         assert broken.returncode == 1
-        for needle in ("FAIL permissions", "FAIL memory.db integrity", "FAIL md files"):
+        for needle in (
+            "FAIL permissions",
+            "FAIL memory.db integrity",
+            "FAIL md files: missing: ['user.md']",
+            "WARN md files: edited by hand: ['tools.md']",
+        ):
             assert needle in broken.stdout, broken.stdout
         fixed = wsd(env, "doctor", "--fix", check=False)
         assert "[fixed]" in fixed.stdout
@@ -220,6 +228,9 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
             "ok   bridge",
         ):
             assert needle in again.stdout, again.stdout
+        assert Path(layout.md("tools.md")).read_text() == "# Tools\n- edited by hand\n"
+        assert Store(layout).latest_md()["tools.md"] == "# Tools\n- edited by hand\n"
+        assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
 
 
 def test_backup_is_a_consistent_online_copy(layout: Layout, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -88,7 +89,8 @@ def test_curator_sees_the_gist_of_structured_tool_results(
     cap.handle({**base, "hook_event_name": "Stop", "last_assistant_message": "Installed."})
     cap.close()
     _memory, turns = _curate_now(layout, standin)
-    assert "<output>stdout=Successfully installed csvkit-2.0</output>" in turns
+    shown = "tool Bash: command=pip install csvkit → stdout=Successfully installed csvkit-2.0"
+    assert shown in turns
     assert "interrupted" not in turns and "isImage" not in turns and "stderr" not in turns
     assert "file_path=/w/a.txt" in turns and "FILE BODY" not in turns
 
@@ -102,7 +104,7 @@ def test_curator_sees_the_notes_of_files_md_but_not_the_watchers_inventory(
     Path(layout.md("files.md")).write_text(files_md.compose(notes, [files_md.MARKER, *inventory]))
     write_turns(layout, 1)
     memory, _turns = _curate_now(layout, standin)
-    assert '<file name="files.md" part="notes" max_lines="150">' in memory
+    assert '<file name="files.md" max_lines="150">' in memory
     assert "documents/ holds the person's originals" in memory
     assert "invoice-7.pdf" not in memory and files_md.MARKER not in memory
     assert "invoice-7.pdf" in Path(layout.md("files.md")).read_text()  # still on disk
@@ -175,7 +177,8 @@ def _scripted(standin: BridgeStandin, text: str, stop_reason: str | None = None)
 
 
 def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
-    """Unknown lines are ignored, over-limit updates refused, duplicates stored once."""
+    """Unknown lines are ignored, what passes a line limit refused (the rest applied, the
+    refusal on the ledger row), soul.md never written, duplicates stored once."""
     worker = make_worker(layout, standin, batch_turns=1)
     write_turns(layout, 1)
     too_long = "\n".join(f"- line {i}" for i in range(151))
@@ -196,11 +199,13 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     assert q(layout.memory_db, "SELECT content, priority FROM pending_actions") == [
         ("Review the report", 1)
     ]
-    assert set(Store(layout).latest_md()) == {"user.md"}
-    assert not os.path.exists(layout.md("tools.md"))
+    assert set(Store(layout).latest_md()) == {"user.md", "tools.md"}
+    assert len(Path(layout.md("tools.md")).read_text().splitlines()) == 150
     assert not os.path.exists(layout.md("soul.md"))
+    (refused,) = q(layout.memory_db, "SELECT refused FROM batches")[0]
+    assert "tools.md: add 0: - line 150: over the 150-line limit" in json.loads(refused)
     events = {e["event"] for e in logs}
-    assert {"reply_lines_ignored", "md_update_rejected", "batch"} <= events
+    assert {"reply_lines_ignored", "reply_refused", "batch"} <= events
     # The same learnings again in a later batch are not stored twice.
     write_turns(layout, 1, start=1)
     _scripted(standin, "FACT: the build uses  make\nACTION: [high] Review the report")

@@ -62,6 +62,34 @@ class Backoff:
         self.store.set_state({"next_attempt_at": None, "backoff_seconds": None}, now)
 
 
+class Budget:
+    """The daily spend cap: no curator call once the UTC day's cost reaches ``cap``.
+
+    Read from the ledger (the cost of every batch finished today), so a restart, a rebuild
+    or a second day need no state of their own; ``cap`` 0 turns the cap off.
+    """
+
+    def __init__(self, store: Store, cap: float) -> None:
+        self.store = store
+        self.cap = cap
+        self.spent = 0.0
+        #: The UTC day the cap was last reached on, while it still holds.
+        self.reached_on: int | None = None
+
+    def exhausted(self, now: float) -> bool:
+        """True if today's curator cost has reached the cap (``now``: wall clock)."""
+        if self.cap <= 0:
+            return False
+        day = int(now // 86400)
+        self.spent = self.store.spent_since(day * 86400.0)
+        return self.spent >= self.cap
+
+    @staticmethod
+    def resumes_at(now: float) -> float:
+        """When a cap reached at ``now`` stops holding: the next UTC midnight."""
+        return (int(now // 86400) + 1) * 86400.0
+
+
 class WakeDetector:
     """Notices that the process was frozen (VM sleep, SIGSTOP) between two passes.
 

@@ -2,9 +2,12 @@
 
 * :func:`plan` cuts turns into batches within the character budget; a turn larger than the
   whole budget is clipped to fit, so one huge turn cannot overflow a call.
-* :meth:`Pipeline.curate` builds the request from the memory files and the open actions,
-  calls the Bridge, and commits what the reply holds in one memory.db transaction (the
-  exactly-once point, :meth:`~wsd.daemon.store.ledger.Store.commit_batch`). A batch the
+* :meth:`Pipeline.curate` builds the request from the memory files, the stored learnings
+  most related to the batch and the open actions, calls the Bridge, passes what the reply
+  asks for through the guards (:mod:`wsd.daemon.curation.guards`: md edits against the
+  files as they are now, loss and size limits, caps, restatements) and commits the rest in
+  one memory.db transaction (the exactly-once point,
+  :meth:`~wsd.daemon.store.ledger.Store.commit_batch`). A batch the
   Bridge rejects is split in halves; a lone rejected turn is parked in the ledger (failed,
   never deleted, for ``wsd retry``). ``Outage`` and ``Shutdown`` propagate: what was
   committed before them stays committed (``on_commit`` has seen it), the rest is curated
@@ -23,10 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Reply
-from wsd.daemon.curation.curator import ParsedReply, build_request, curated_batch, render_turn
+from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, cost_usd, render_turn
+from wsd.daemon.curation.guards import Caps, review
+from wsd.daemon.curation.reply import ParsedReply, parse_reply
+from wsd.daemon.memory.files import canonical
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
+from wsd.schema.layout import CURATED_FILES
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,7 @@ class Pipeline:
         files: Callable[[], Mapping[str, str]],
         dated: Callable[[Sequence[Turn]], float],
         on_commit: Callable[[Committed], None] = lambda _c: None,
+        caps: Caps | None = None,
         log: Any = None,
     ) -> None:
         self.config = config
@@ -107,12 +116,15 @@ class Pipeline:
         self.files = files
         self.dated = dated
         self.on_commit = on_commit
+        self.caps = caps or Caps(max_loss=config.max_loss, file_chars=config.file_chars)
         self.log = log
 
     def curate(self, batch: Batch, identity: str, replaces: Sequence[int] = ()) -> list[Committed]:
         """Curate ``batch``, splitting on rejection; every commit in order."""
         actions = self.store.open_actions()
-        system, messages = build_request(self.files(), actions, batch.rendered)
+        base = self.files()
+        related = archive.related_learnings(self.store, _batch_text(batch), RELATED_LEARNINGS)
+        system, messages = build_request(base, actions, batch.rendered, related)
         started = self.dated(batch.turns)
         try:
             reply = self.bridge.call(system, messages)
@@ -124,10 +136,48 @@ class Pipeline:
                 self.log.warning("batch_split", turns=len(batch.turns), error=str(exc))
             first, second = batch.halves()
             return self.curate(first, identity, replaces) + self.curate(second, identity, replaces)
-        record, parsed = curated_batch(
-            batch.turns, reply, [a[0] for a in actions], started, self.config
-        )
+        parsed = parse_reply(reply.text, [t.id for t in batch.turns], [a[0] for a in actions])
+        record = self._record(batch, parsed, reply, base, {r[0] for r in related}, started)
         return [self._commit(batch.turns, record, identity, replaces, parsed, reply)]
+
+    def _record(
+        self,
+        batch: Batch,
+        parsed: ParsedReply,
+        reply: Reply,
+        base: Mapping[str, str],
+        offered: set[int],
+        started: float,
+    ) -> BatchRecord:
+        """What of the reply may be committed (the guards), as the batch's ledger record."""
+        current = self.files()  # a person may have edited a file while the call was out
+        checked = review(
+            parsed,
+            base={name: canonical(name, text) for name, text in base.items()},
+            current={name: canonical(name, current.get(name, "")) for name in CURATED_FILES},
+            turns=len(batch.turns),
+            truncated=reply.stop_reason == "max_tokens",
+            caps=self.caps,
+            offered=offered,
+        )
+        return BatchRecord(
+            turns=batch.turns,
+            learnings=checked.learnings,
+            actions=checked.actions,
+            closed_actions=checked.closed_actions,
+            md_updates=checked.md_updates,
+            refused=checked.refused,
+            model=reply.model,
+            stop_reason=reply.stop_reason,
+            attempts=reply.attempts,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cache_read_tokens=reply.cache_read_tokens,
+            cache_write_tokens=reply.cache_write_tokens,
+            cost_usd=cost_usd(reply, self.config),
+            latency_ms=reply.latency_ms,
+            started_at=started,
+        )
 
     def _commit(
         self,
@@ -147,3 +197,10 @@ class Pipeline:
         done = Committed(turns, record, result, parsed, reply)
         self.on_commit(done)
         return done
+
+
+def _batch_text(batch: Batch) -> str:
+    """What the batch is about, for the related-learnings query: prompts and answers."""
+    parts = [t.user_message or "" for t in batch.turns]
+    parts += [t.agent_response or "" for t in batch.turns]
+    return "\n".join(parts)[:20_000]

@@ -19,8 +19,9 @@ from typing import Any
 
 import apsw
 
+from wsd.daemon.curation import reporting
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
-from wsd.daemon.curation.health import Backoff, MemoryShedder, WakeDetector
+from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
 from wsd.daemon.curation.rebuild import pause_requested
 from wsd.daemon.memory import files as memory_files
@@ -41,6 +42,7 @@ class Step(StrEnum):
     PAUSED = "paused"  # a `wsd rebuild` holds memory.db
     VERSION_CHANGED = "version_changed"  # .os/VERSION changed: stopping for a restart
     BACKOFF = "backoff"  # the Bridge failed recently: waiting out the backoff
+    BUDGET = "budget"  # today's curator spend reached WSD_DAILY_BUDGET_USD: turns wait
     WAITING = "waiting"  # turns pending, no trigger yet (threshold, flush, idle)
     REMARKED = "remarked"  # markers caught up with the ledger (after a crash)
     CURATED = "curated"  # a batch committed (parts may have been parked)
@@ -95,11 +97,13 @@ class Worker:
         self.ops = Maintenance(store)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
+        self.md = memory_files.CuratedFiles(self.layout, store, clock)
+        self.budget = Budget(store, config.daily_budget_usd)
         self.pipeline = Pipeline(
             config,
             store,
             bridge,
-            files=lambda: memory_files.read_all(self.layout),
+            files=lambda: self.md.current(),
             dated=lambda _turns: self.clock(),
             on_commit=self._after_commit,
             log=self.log,
@@ -112,9 +116,7 @@ class Worker:
         self.store.migrate()
         self.version = self._read_version()
         self._check_identity()
-        repaired = memory_files.repair(self.layout, self.store.latest_md())
-        if repaired:
-            self.log.info("md_repaired", files=repaired)
+        self.md.start()
         self.backoff.load()
         self._started = True
         self.status.update(state="running", version=self.version, force=True)
@@ -186,6 +188,7 @@ class Worker:
             indexed = archive.index_new_turns(self.store, identity=self.identity)
             if indexed < archive.INDEX_BATCH:
                 self._indexed_upto = backlog.last_turn_id
+        self.md.adopt()  # a person's edit of a curated file becomes a revision at once
         self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.pending == 0:
             if backlog.flush_upto is not None:
@@ -200,6 +203,8 @@ class Worker:
         )
         if reason is None:
             return PassResult(Step.WAITING)
+        if self._over_budget(now):
+            return PassResult(Step.BUDGET)
         turns = self.store.pending_turns(self.config.batch_turns)
         covered = self.store.covered(self.identity, [t.id for t in turns])
         if covered:  # markers lagging behind the ledger (crash between the two commits)
@@ -263,55 +268,17 @@ class Worker:
                 last_batch={"id": done.batch_id, "turns": len(ids), "at": now, "outcome": "parked"}
             )
             return
-        self._log_reply_problems(done)
+        reporting.reply_problems(self.log, done)
         if done.result.files_updated:
-            latest = self.store.latest_md()
-            memory_files.materialise(
-                self.layout, {n: latest[n] for n in done.result.files_updated if n in latest}
-            )
+            self.md.write(done.result.files_updated)
         self.store.mark_processed(ids)
         self._recovered()
-        self._log_batch(done, now)
+        reporting.batch(self.log, self.status, done, self._reason, now)
 
-    def _log_reply_problems(self, done: Committed) -> None:
-        parsed = done.parsed
-        if parsed is None:
-            return
-        if parsed.unknown_lines:
-            self.log.warning(
-                "reply_lines_ignored",
-                count=len(parsed.unknown_lines),
-                sample=parsed.unknown_lines[:3],
-            )
-        for name, why in parsed.rejected_updates.items():
-            self.log.warning("md_update_rejected", file=name, reason=why)
-
-    def _log_batch(self, done: Committed, now: float) -> None:
-        result, record, turns = done.result, done.record, done.turns
-        assert result is not None
-        self.log.info(
-            "batch",
-            batch_id=result.batch_id,
-            reason=self._reason,
-            turns=len(turns),
-            first_turn=turns[0].id,
-            last_turn=turns[-1].id,
-            learnings=result.learnings_added,
-            actions=result.actions_added,
-            actions_closed=result.actions_closed,
-            files_updated=list(result.files_updated),
-            input_tokens=record.input_tokens,
-            output_tokens=record.output_tokens,
-            cached_tokens=record.cache_read_tokens,
-            cost_usd=round(record.cost_usd, 6),
-            latency_ms=round(record.latency_ms, 1),
-            attempts=record.attempts,
-            stop_reason=record.stop_reason,
-        )
-        self.status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
-        self.status.update(
-            last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "done"}
-        )
+    def _over_budget(self, now: float) -> bool:
+        exhausted = self.budget.exhausted(now)
+        reporting.budget(self.log, self.status, self.budget, exhausted, now)
+        return exhausted
 
     def retry_parked(self) -> list[Committed]:
         """Re-run every parked batch (``wsd retry``); what each retry committed (a batch the

@@ -1,22 +1,37 @@
-"""The markdown memory files on disk: atomic writes from revisions, and repair.
+"""The markdown memory files on disk, their revisions in memory.db, and a person's edits.
 
-memory.db holds every revision of the four curated files; the files on disk
-are only materialised from the latest one. Writes go to a temp file in the
-same folder, are fsynced, then renamed over the target (and the folder
-fsynced), so a reader or a crash sees the old file or the new one, never half.
-At start-up :func:`repair` rewrites any file a crash left behind and removes
-stray temp files.
+memory.db holds every revision of the four curated files; the files on disk are
+materialised from the latest one, atomically (a reader or a crash sees the old file or the
+new one, never half). A file on disk that differs from its latest revision is one of two
+things, told apart by content:
+
+* a version the daemon wrote before (it equals an older revision): a crash came between a
+  batch's commit and its write, so the latest revision is written;
+* anything else: a person edited it. The edit is adopted as a new revision (source
+  ``hand``) and never reverted; the next curator request shows it. (A person who wants an
+  older version back uses ``wsd memory restore``.)
+
+A curated file that is missing is written again from its latest revision. For files.md only
+the notes part counts: the inventory below it is the watcher's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
+from wsd.daemon.runtime.log import get_logger
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.records import sha256
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
+
+#: A memory file larger than this is not read whole (the byte budget is ~12 KB).
+MAX_READ_BYTES = 1 << 20
 
 #: Line limits of every memory file (SPEC.md section 2).
 LINE_LIMITS = {
@@ -40,16 +55,61 @@ def curated_path(layout: Layout, name: str) -> str:
     return layout.md(name)
 
 
+def read_text(path: str) -> str | None:
+    """A regular file's text (invalid UTF-8 replaced), None if missing or not a regular
+    file. Never follows a link or blocks on a FIFO; reads at most MAX_READ_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(MAX_READ_BYTES).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
 def read_all(layout: Layout) -> dict[str, str]:
     """Current text of all six memory files ("" for a missing one)."""
-    out = {}
-    for name in DEPLOY_FILES + CURATED_FILES:
-        try:
-            with open(layout.md(name), encoding="utf-8", errors="replace") as fh:
-                out[name] = fh.read()
-        except FileNotFoundError:
-            out[name] = ""
-    return out
+    return {name: read_text(layout.md(name)) or "" for name in DEPLOY_FILES + CURATED_FILES}
+
+
+def canonical(name: str, text: str) -> str:
+    """The part of a curated file a revision holds, in one form: files.md's notes (the
+    inventory is the watcher's), no trailing blank lines, one final newline ("" if empty)."""
+    body = files_md.notes_of(text) if name == "files.md" else text
+    body = body.rstrip("\n")
+    return body + "\n" if body.strip() else ""
+
+
+def memory_files(layout: Layout, store: Store) -> dict[str, str]:
+    """The six memory files as the curator should see them: soul.md and os.md from the
+    disk, the curated ones from their latest revisions (adopt hand edits first)."""
+    files = {name: read_text(layout.md(name)) or "" for name in DEPLOY_FILES}
+    latest = store.latest_md()
+    files.update({name: latest.get(name, "") for name in CURATED_FILES})
+    return files
+
+
+def adopt_hand_edits(layout: Layout, store: Store, now: float) -> list[str]:
+    """Record every curated file a person edited as a new revision (source ``hand``);
+    the names adopted. A missing file, or one that equals a revision, is not an edit."""
+    latest = store.latest_md()
+    adopted = []
+    for name in CURATED_FILES:
+        disk = read_text(layout.md(name))
+        if disk is None:
+            continue
+        text = canonical(name, disk)
+        if text == canonical(name, latest.get(name, "")):
+            continue
+        if store.known_revision(name, sha256(text)) is not None:
+            continue  # an older version the daemon wrote: materialise puts the latest back
+        store.add_revision(name, text, "hand", now)
+        adopted.append(name)
+    return adopted
 
 
 def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
@@ -61,12 +121,8 @@ def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
             if files_md.write_notes(path, content):
                 written.append(name)
             continue
-        try:
-            with open(path, encoding="utf-8") as fh:
-                if fh.read() == content:
-                    continue
-        except (FileNotFoundError, UnicodeDecodeError):
-            pass
+        if read_text(path) == content:
+            continue
         atomic_write(path, content)
         written.append(name)
     return written
@@ -80,11 +136,92 @@ def stray_temp_files(layout: Layout) -> list[str]:
     return [os.path.join(layout.memory_dir, n) for n in names if n.startswith(TEMP_PREFIX)]
 
 
-def repair(layout: Layout, latest: Mapping[str, str]) -> list[str]:
-    """Start-up repair: remove temp files a crash left, then re-materialise."""
-    removed = []
-    for path in stray_temp_files(layout):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-            removed.append(os.path.basename(path))
-    return removed + materialise(layout, latest)
+@dataclass
+class Synced:
+    """What one :func:`sync` did."""
+
+    adopted: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    temp_removed: list[str] = field(default_factory=list)
+
+
+def sync(layout: Layout, store: Store, now: float, *, temp_files: bool = False) -> Synced:
+    """Make disk and revisions agree: adopt hand edits, then write what is missing or stale
+    (and, at start-up, remove temp files a crash left behind)."""
+    done = Synced()
+    if temp_files:
+        for path in stray_temp_files(layout):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                done.temp_removed.append(os.path.basename(path))
+    done.adopted = adopt_hand_edits(layout, store, now)
+    done.written = materialise(layout, store.latest_md())
+    return done
+
+
+class DiskWatch:
+    """Tells when any curated file changed on disk since the last look (one lstat each):
+    the loop syncs only then, so an idle pass reads no file and opens no database."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._seen: dict[str, tuple[int, int, int] | None] = {}
+
+    def changed(self) -> bool:
+        now = {name: _stat(self.layout.md(name)) for name in CURATED_FILES}
+        if now == self._seen:
+            return False
+        self._seen = now
+        return True
+
+
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+class CuratedFiles:
+    """The loop's side of the md files: a person's edits adopted as soon as the disk changed
+    (and before every curator request and commit), revisions written after a batch."""
+
+    def __init__(self, layout: Layout, store: Store, clock: Callable[[], float]) -> None:
+        self.layout = layout
+        self.store = store
+        self.clock = clock
+        self.disk = DiskWatch(layout)
+        self.log = get_logger(component="memory")
+
+    def start(self) -> Synced:
+        """Start-up: temp files removed, hand edits adopted, missing or stale files written."""
+        self.disk.changed()
+        done = sync(self.layout, self.store, self.clock(), temp_files=True)
+        self._report(done.adopted)
+        if done.written or done.temp_removed:
+            self.log.info("md_repaired", files=done.written, temp_removed=done.temp_removed)
+        return done
+
+    def adopt(self) -> list[str]:
+        """Adopt hand edits if any curated file changed on disk since the last look."""
+        if not self.disk.changed():
+            return []
+        adopted = adopt_hand_edits(self.layout, self.store, self.clock())
+        self._report(adopted)
+        return adopted
+
+    def current(self) -> dict[str, str]:
+        """The memory files as the curator should see them now (hand edits adopted)."""
+        self.adopt()
+        return memory_files(self.layout, self.store)
+
+    def write(self, names: Sequence[str]) -> list[str]:
+        """Materialise the latest revisions of ``names`` (after a batch committed them)."""
+        self.adopt()  # a person who edited during the call wins: their edit is the latest
+        latest = self.store.latest_md()
+        return materialise(self.layout, {n: latest[n] for n in names if n in latest})
+
+    def _report(self, adopted: list[str]) -> None:
+        if adopted:
+            self.log.info("md_adopted", files=adopted, source="hand")

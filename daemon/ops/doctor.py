@@ -23,6 +23,7 @@ from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
+from wsd.daemon.store.records import sha256
 from wsd.schema.layout import Layout
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
@@ -146,20 +147,46 @@ class Doctor:
             self.add("warn", "parked batches", f"{parked} (inspect, then `wsd retry`)")
 
     def md_files(self) -> None:
+        """Each curated file against its revisions: current, missing, stale (an older
+        version the daemon wrote: a crash before the write), or edited by hand (not yet
+        adopted as a revision). files.md counts by its notes: the inventory is the
+        watcher's."""
         latest = self.store.latest_md()
         stray = memory_files.stray_temp_files(self.layout)
-        drifted = [n for n, c in latest.items() if _read(self.layout.md(n)) != c]
-        if not drifted and not stray:
+        states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}
+        for name, content in sorted(latest.items()):
+            disk = memory_files.read_text(self.layout.md(name))
+            text = None if disk is None else memory_files.canonical(name, disk)
+            if text == memory_files.canonical(name, content):
+                continue
+            if text is None:
+                states["missing"].append(name)
+            elif self.store.known_revision(name, sha256(text)) is not None:
+                states["stale"].append(name)
+            else:
+                states["hand"].append(name)
+        broken = states["missing"] + states["stale"]
+        if not broken and not stray and not states["hand"]:
             self.add("ok", "md files", "match their latest revisions")
             return
         if self.fix:
-            memory_files.repair(self.layout, latest)
-            self.add("warn", "md files", f"rewrote {drifted}, removed {len(stray)} temp", True)
-        else:
+            done = memory_files.sync(self.layout, self.store, time.time(), temp_files=True)
+            detail = f"adopted {done.adopted}, wrote {done.written}, removed {len(stray)} temp"
+            self.add("warn", "md files", detail, True)
+            return
+        if states["hand"]:
+            self.add(
+                "warn",
+                "md files",
+                f"edited by hand: {states['hand']} (the running daemon adopts the edit as a"
+                " new revision; --fix adopts it now)",
+            )
+        if broken or stray:
             self.add(
                 "fail",
                 "md files",
-                f"differ from revisions: {drifted}; temp files: {len(stray)} (--fix rewrites them)",
+                f"missing: {states['missing']}, older than their latest revision:"
+                f" {states['stale']}, temp files: {len(stray)} (--fix writes them)",
             )
 
     def disk_and_spool(self) -> None:
@@ -221,11 +248,3 @@ class Doctor:
             self.add("ok", "bridge", f"{self.bridge_url} reachable (HTTP {exc.code})")
         except (urllib.error.URLError, OSError) as exc:
             self.add("fail", "bridge", f"{self.bridge_url} unreachable: {exc}")
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None

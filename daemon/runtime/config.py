@@ -47,6 +47,12 @@ DEFAULT_MAINTENANCE_SECONDS = 3600.0
 DEFAULT_SHED_MEMORY_SECONDS = 60.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
+#: Curator spend per UTC day after which curation pauses (turns wait; nothing is lost).
+DEFAULT_DAILY_BUDGET_USD = 1.0
+#: Share of a curated file's lines one batch may delete (SPEC.md section 5).
+DEFAULT_MAX_LOSS = 0.25
+#: Byte budget of each curated file (files.md: of its notes), documented as ~12 KB.
+DEFAULT_FILE_CHARS = 12_000
 #: Workspace watcher: a full reconciling rescan this often (events are hints, not truth) ...
 DEFAULT_RESCAN_SECONDS = 300.0
 #: ... the polling interval when inotify is unavailable, the proactive checks' period ...
@@ -122,6 +128,9 @@ class Config:
     wake_jump_seconds: float = DEFAULT_WAKE_JUMP_SECONDS
     price_input: float = DEFAULT_PRICE_INPUT
     price_output: float = DEFAULT_PRICE_OUTPUT
+    daily_budget_usd: float = DEFAULT_DAILY_BUDGET_USD
+    max_loss: float = DEFAULT_MAX_LOSS
+    file_chars: int = DEFAULT_FILE_CHARS
     retention_days: float = DEFAULT_RETENTION_DAYS
     maintenance_seconds: float = DEFAULT_MAINTENANCE_SECONDS
     shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
@@ -174,6 +183,11 @@ class Config:
             ),
             price_input=_get(env, "WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, pos_float),
             price_output=_get(env, "WSD_PRICE_OUTPUT", DEFAULT_PRICE_OUTPUT, pos_float),
+            daily_budget_usd=_get(
+                env, "WSD_DAILY_BUDGET_USD", DEFAULT_DAILY_BUDGET_USD, _non_negative
+            ),
+            max_loss=_get(env, "WSD_MAX_LOSS", DEFAULT_MAX_LOSS, _fraction),
+            file_chars=_get(env, "WSD_FILE_CHARS", DEFAULT_FILE_CHARS, pos_int),
             retention_days=_get(env, "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, pos_float),
             maintenance_seconds=_get(
                 env, "WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS, pos_float
@@ -225,3 +239,13 @@ def _bool(raw: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(raw)
+
+
+def _fraction(raw: str) -> float:
+    value = float(raw)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(raw)
+    return value
+
+
+_fraction.__name__ = "a number from 0 to 1"

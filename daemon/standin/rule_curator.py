@@ -2,10 +2,13 @@
 
 It answers a curator request the way Haiku would, in the real response format,
 from simple rules over the turns it is sent: a stated preference becomes a
-PREFERENCE and a line in user.md, a correction a CORRECTION, a package install
-a TOOL_INSTALL and a line in tools.md, a written file a FACT, a reminder an
-ACTION, and the latest request the active task in context.md. Same input, same
-output: rebuilding memory twice with it gives the same learnings.
+PREFERENCE and a line added to user.md, a correction a CORRECTION, a package
+install a TOOL_INSTALL and a line in tools.md, a written file a FACT, a reminder
+an ACTION, and the latest request replaces the active task in context.md. md
+files are changed with line-addressed edits (``user.md +$: ...``, ``context.md
+~2: ...``) against the numbered lines of the request, as the real curator is
+asked to. Same input, same output: rebuilding memory twice with it gives the
+same learnings.
 """
 
 from __future__ import annotations
@@ -15,12 +18,11 @@ import json
 import re
 from typing import Any
 
-from wsd.daemon.memory.files_md import split as split_files_md
-
-_TURN = re.compile(r'<turn id="(\d+)"[^>]*>(.*?)</turn>', re.S)
-_USER = re.compile(r"<user>(.*?)</user>", re.S)
-_TOOL = re.compile(r'<tool name="([^"]*)"><input>(.*?)</input>', re.S)
-_FILE = re.compile(r'<file name="([a-z]+\.md)"[^>]*>\n(.*?)\n</file>', re.S)
+_TURN = re.compile(r"^\[turn (\d+) [^\]]*\]$", re.M)
+_USER = re.compile(r"^user: (.*)$", re.M)
+_TOOL = re.compile(r"^tool ([^:]*): (.*?)(?: → .*)?$", re.M)
+_FILE = re.compile(r'<file name="([a-z]+\.md)"[^>]*>\n(.*?)</file>', re.S)
+_NUMBERED = re.compile(r"^(\d+)\| (.*)$")
 
 # A sentence ends at "." or "!" followed by a space or the end, or at a line break: a dot
 # inside "report.pdf" or "v2.1" is not an end (it cut "reports in report.pdf" short).
@@ -48,14 +50,18 @@ _INSTALL = re.compile(
 
 
 def _turns(text: str) -> list[tuple[int, str, list[tuple[str, Any]]]]:
+    start, end = text.find("<turns"), text.rfind("</turns>")
+    body = text[start:end] if start >= 0 else ""
+    heads = list(_TURN.finditer(body))
     out = []
-    for tid, body in _TURN.findall(text):
-        user_match = _USER.search(body)
+    for i, head in enumerate(heads):
+        part = body[head.end() : heads[i + 1].start() if i + 1 < len(heads) else len(body)]
+        user_match = _USER.search(part)
         user = html.unescape(user_match.group(1)) if user_match else ""
         tools: list[tuple[str, Any]] = []
-        for name, raw in _TOOL.findall(body):
+        for name, raw in _TOOL.findall(part):
             tools.append((html.unescape(name), _fields(html.unescape(raw))))
-        out.append((int(tid), user, tools))
+        out.append((int(head.group(1)), user, tools))
     return out
 
 
@@ -76,10 +82,16 @@ def _fields(raw: str) -> dict[str, Any] | str:
 
 
 def _files(text: str) -> dict[str, list[str]]:
-    return {
-        name: [line for line in html.unescape(body).splitlines() if line.strip()]
-        for name, body in _FILE.findall(text)
-    }
+    """Each file of the request as its lines (numbered 1.. in the request)."""
+    out: dict[str, list[str]] = {}
+    for name, body in _FILE.findall(text):
+        lines = []
+        for raw in body.splitlines():
+            numbered = _NUMBERED.match(raw)
+            if numbered:
+                lines.append(html.unescape(numbered.group(2)))
+        out[name] = lines
+    return out
 
 
 def _sentence(fragment: str) -> str:
@@ -87,38 +99,60 @@ def _sentence(fragment: str) -> str:
     return fragment[:1].upper() + fragment[1:] if fragment else ""
 
 
+class _File:
+    """One md file of the request and the edits the rules make to it."""
+
+    def __init__(self, name: str, lines: list[str], header: str) -> None:
+        self.name, self.lines, self.header = name, lines, header
+        self.edits: list[str] = []
+
+    def add(self, line: str) -> None:
+        if line in self.lines:
+            return
+        if not self.lines and not self.edits:
+            self.edits.append(f"{self.name} +0: {self.header}")
+        self.edits.append(f"{self.name} +$: {line}")
+        self.lines.append(line)
+
+    def set_line(self, prefix: str, line: str) -> None:
+        """Replace the line starting with ``prefix`` (or add it)."""
+        for n, old in enumerate(self.lines, start=1):
+            if old.startswith(prefix):
+                if old != line:
+                    self.edits.append(f"{self.name} ~{n}: {line}")
+                    self.lines[n - 1] = line
+                return
+        self.add(line)
+
+
 def curate(request_text: str) -> str:
     """The reply text for one curator request (the user content of the call)."""
-    files = _files(request_text)
+    given = _files(request_text)
+    files = {
+        name: _File(name, given.get(name, []), header)
+        for name, header in (
+            ("user.md", "# User"),
+            ("tools.md", "# Tools"),
+            ("context.md", "# Context"),
+            ("files.md", "# Files"),
+        )
+    }
     lines: list[str] = []
-    user_md = files.get("user.md") or ["# User"]
-    tools_md = files.get("tools.md") or ["# Tools"]
-    context_md = files.get("context.md") or ["# Context"]
-    notes = split_files_md("\n".join(files.get("files.md", [])))[0]
-    files_md = notes.splitlines() or ["# Files"]  # the notes part: the inventory is not ours
-    changed: set[str] = set()
     last_request = ""
-
-    def add(md: list[str], line: str, name: str) -> None:
-        if line not in md:
-            md.append(line)
-            changed.add(name)
-
     for tid, user, tools in _turns(request_text):
         if user:
             last_request = user
         for match in _PREFERENCE.finditer(user):
             pref = _sentence(match.group(1))
             if pref:
-                lines.append(
-                    f"PREFERENCE: The user prefers {pref[0].lower() + pref[1:]} [turn {tid}]"
-                )
-                add(user_md, f"- Prefers {pref[0].lower() + pref[1:]}", "user.md")
+                pref = pref[0].lower() + pref[1:]
+                lines.append(f"PREFERENCE: The user prefers {pref} [turn {tid}]")
+                files["user.md"].add(f"- Prefers {pref}")
         for match in _CORRECTION.finditer(user):
             fix = _sentence(match.group(1))
             if fix:
                 lines.append(f"CORRECTION: {fix} [turn {tid}]")
-                add(user_md, f"- Correction: {fix}", "user.md")
+                files["user.md"].add(f"- Correction: {fix}")
         for match in _REMIND.finditer(user):
             lines.append(f"ACTION: [normal] {_sentence(match.group(1))}")
         for name, inp in tools:
@@ -128,27 +162,16 @@ def curate(request_text: str) -> str:
                 lines.append(
                     f"TOOL_INSTALL: {package} installed with `{tool} {package}` [turn {tid}]"
                 )
-                add(tools_md, f"- {package}: installed (`{tool} {package}`)", "tools.md")
+                files["tools.md"].add(f"- {package}: installed (`{tool} {package}`)")
             path = data.get("file_path") or data.get("path")
             if name in ("Write", "Edit", "MultiEdit") and isinstance(path, str):
                 lines.append(f"FACT: The agent wrote {path} [turn {tid}]")
-                add(files_md, f"- {path}: written by the agent", "files.md")
+                files["files.md"].add(f"- {path}: written by the agent")
     if last_request:
         task = _sentence(last_request.splitlines()[0])[:160]
-        header = context_md[:1] if context_md and context_md[0].startswith("#") else ["# Context"]
-        new_context = [*header, f"- Latest request: {task}"]
-        if new_context != context_md:
-            context_md[:] = new_context
-            changed.add("context.md")
-    for name, md in (
-        ("user.md", user_md),
-        ("tools.md", tools_md),
-        ("context.md", context_md),
-        ("files.md", files_md),
-    ):
-        if name in changed:
-            lines.append(f"{name[:-3].upper()}_MD_UPDATE:")
-            lines.extend(md[-150:])
+        files["context.md"].set_line("- Latest request:", f"- Latest request: {task}")
+    for md in files.values():
+        lines += md.edits
     return "\n".join(lines) if lines else "NONE"
 
 

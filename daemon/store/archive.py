@@ -14,6 +14,7 @@ boot context's recent learnings.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from wsd import schema
 from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.store import actions
 from wsd.daemon.store.base import Databases
-from wsd.daemon.store.records import LEARNING_TYPES, content_key
+from wsd.daemon.store.records import LEARNING_TYPES, learning_key
 from wsd.hooks.capture import is_memory_call
 from wsd.hooks.hygiene import clean_text
 
@@ -178,7 +179,7 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
         None if session is None else clean_text(str(session), 256),
         kind,
         content,
-        content_key(kind, content),
+        learning_key(content),
         float(confidence),
         None if ref is None else clean_text(ref, 1000),
     )
@@ -254,3 +255,43 @@ def learnings(store: Databases) -> list[tuple[str, str]]:
             (str(k), str(c))
             for k, c in schema.rows(m, "SELECT type, content FROM learnings ORDER BY id")
         ]
+
+
+_WORD = re.compile(r"[^\W\d_]{3,}")
+#: Words too common to say what a batch is about (the related-learnings query drops them).
+_COMMON_WORDS = (
+    "the and for you that with this are was have not but what all can your from they will"
+    " one about there which when would their been has more into some could them than"
+    " then its only also how our out use just like get got did does done please thanks"
+    " okay yes now here need want make file files user agent turn"
+)
+_COMMON = frozenset(_COMMON_WORDS.split())
+
+
+def related_learnings(
+    store: Databases, text: str, limit: int, words: int = 40
+) -> list[tuple[int, str, float, str]]:
+    """Current (not superseded) learnings most related to ``text``, best first, as
+    (id, type, created_at, content): plain FTS5 BM25 over its most frequent words.
+
+    What the curator is shown so it can say a new learning replaces an old one; plain BM25
+    on purpose: it reads the store it is given (a rebuild's aside database too).
+    """
+    counts: dict[str, int] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in _COMMON:
+            counts[word] = counts.get(word, 0) + 1
+    top = sorted(counts, key=lambda w: (-counts[w], w))[:words]
+    if not top or limit <= 0:
+        return []
+    query = " OR ".join(f'"{w}"' for w in top)
+    with store._memory(readonly=True) as m:
+        rows = schema.rows(
+            m,
+            "SELECT l.id, l.type, l.created_at, l.content FROM learnings_fts f"
+            " JOIN learnings l ON l.id = f.rowid"
+            " WHERE learnings_fts MATCH ? AND l.superseded_by IS NULL"
+            " ORDER BY bm25(learnings_fts) LIMIT ?",
+            (query, limit),
+        )
+    return [(int(i), str(k), float(ts), str(c)) for i, k, ts, c in rows]

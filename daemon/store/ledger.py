@@ -23,12 +23,14 @@ from wsd.daemon.store.records import (
     CommitResult,
     Turn,
     content_key,
+    learning_key,
     sha256,
 )
+from wsd.daemon.store.revisions import Revisions
 from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
 
 
-class Store(Databases):
+class Store(Revisions, Databases):
     """Both databases of one workspace: turns, the ledger, state, revisions, actions."""
 
     def migrate(self) -> dict[schema.Kind, tuple[int, int]]:
@@ -187,15 +189,15 @@ class Store(Databases):
             )
         return {int(r[0]) for r in rows}
 
-    def latest_md(self) -> dict[str, str]:
-        """The latest revision of each curated file that has one."""
+    def spent_since(self, since: float) -> float:
+        """What the curator calls finished since ``since`` cost, in USD (the daily cap)."""
         with self._memory() as m:
-            rows = schema.rows(
-                m,
-                "SELECT file, content FROM md_revisions WHERE id IN"
-                " (SELECT max(id) FROM md_revisions GROUP BY file)",
+            (spent,) = schema.one(
+                m, "SELECT coalesce(sum(cost_usd), 0) FROM batches WHERE finished_at >= ?", (since,)
             )
-        return {str(f): str(c) for f, c in rows}
+        return float(spent)
+
+    # -- pending actions -------------------------------------------------------------
 
     def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
         """Open pending actions as (id, priority, content), most urgent first."""
@@ -243,7 +245,7 @@ class Store(Databases):
                 " VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET batch_id = excluded.batch_id",
                 [(identity, oid, batch_id) for oid in ids],
             )
-            added = _add_learnings(m, batch, batch_id, now)
+            added, repeated, superseded = _add_learnings(m, identity, batch, batch_id, now)
             opened = sum(
                 actions.add(m, text, prio, "curator", content_key("action", text), now, batch_id)
                 for text, prio in batch.actions
@@ -258,7 +260,16 @@ class Store(Databases):
                     " VALUES (?, ?, ?, ?, ?, 'curator')",
                     (name, content, sha256(content), now, batch_id),
                 )
-        return CommitResult(batch_id, added, opened, closed, tuple(sorted(batch.md_updates)))
+            refused = list(batch.refused)
+            if repeated:
+                refused.append(f"{repeated} learnings already stored (or retracted)")
+            if refused:
+                m.execute(
+                    "UPDATE batches SET refused = ? WHERE id = ?",
+                    (json.dumps(refused, ensure_ascii=False), batch_id),
+                )
+        files = tuple(sorted(batch.md_updates))
+        return CommitResult(batch_id, added, opened, closed, files, repeated, superseded)
 
     def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
         """Parked batches as (batch id, turn ids, error)."""
@@ -356,28 +367,44 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
     return int(m.last_insert_rowid())
 
 
-def _add_learnings(m: apsw.Connection, batch: BatchRecord, batch_id: int, now: float) -> int:
-    """Store the batch's learnings (an exact repeat is stored once); how many were new.
+def _add_learnings(
+    m: apsw.Connection, identity: str, batch: BatchRecord, batch_id: int, now: float
+) -> tuple[int, int, int]:
+    """Store the batch's learnings; (added, repeats not stored, older ones superseded).
 
-    Each links to the turn it cites, or to the batch's last turn when it cites none.
+    A learning whose key is stored already, or was retracted by a person, is not stored.
+    Each links to its source turns: the turn it cites, or all the batch's turns. One that
+    replaces a stored, current learning marks it superseded (kept, searchable, flagged).
     """
     by_id = {t.id: t for t in batch.turns}
-    added = 0
-    for kind, content, source in batch.learnings:
-        turn = by_id.get(source) if source is not None else batch.turns[-1]
+    added = repeated = superseded = 0
+    for item in batch.learnings:
+        key = learning_key(item.content)
+        sources = [by_id[item.cited]] if item.cited in by_id else list(batch.turns)
+        if schema.first(m, "SELECT 1 FROM retractions WHERE content_key = ?", (key,)):
+            repeated += 1
+            continue
         m.execute(
             "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
             " source_observation_id, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (content_key) DO NOTHING",
-            (
-                now,
-                turn.session_id if turn else None,
-                kind,
-                content,
-                content_key(kind, content),
-                turn.id if turn else None,
-                batch_id,
-            ),
+            (now, sources[-1].session_id, item.kind, item.content, key, sources[-1].id, batch_id),
         )
-        added += m.changes()
-    return added
+        if not m.changes():
+            repeated += 1
+            continue
+        added += 1
+        learning_id = int(m.last_insert_rowid())
+        m.executemany(
+            "INSERT INTO learning_sources (learning_id, transcript_identity, observation_id)"
+            " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [(learning_id, identity, t.id) for t in sources],
+        )
+        if item.replaces is not None and item.replaces != learning_id:
+            m.execute(
+                "UPDATE learnings SET superseded_by = ?, superseded_at = ?"
+                " WHERE id = ? AND superseded_by IS NULL",
+                (learning_id, now, item.replaces),
+            )
+            superseded += m.changes()
+    return added, repeated, superseded

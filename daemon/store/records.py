@@ -46,12 +46,23 @@ class Backlog:
     last_turn_id: int = 0
 
 
+@dataclass(frozen=True)
+class Learning:
+    """One learning to store: its type, text, the turn it cites (None: the whole batch) and
+    the stored learning it replaces (None: none)."""
+
+    kind: str
+    content: str
+    cited: int | None = None
+    replaces: int | None = None
+
+
 @dataclass
 class BatchRecord:
     """Everything one curator call produced, committed in one transaction."""
 
     turns: Sequence[Turn]
-    learnings: list[tuple[str, str, int | None]] = field(default_factory=list)
+    learnings: list[Learning] = field(default_factory=list)
     actions: list[tuple[str, int]] = field(default_factory=list)
     closed_actions: list[int] = field(default_factory=list)
     md_updates: dict[str, str] = field(default_factory=dict)
@@ -67,6 +78,8 @@ class BatchRecord:
     started_at: float = 0.0
     status: str = "done"
     error: str | None = None
+    #: What the guards refused of the reply, one line each (stored on the ledger row).
+    refused: list[str] = field(default_factory=list)
 
     @classmethod
     def parked(
@@ -84,18 +97,46 @@ class BatchRecord:
 
 
 @dataclass(frozen=True)
+class Revision:
+    """One stored version of a curated md file."""
+
+    id: int
+    file: str
+    created_at: float
+    #: curator (a batch), hand (a person's edit, adopted), restore (wsd memory restore).
+    source: str
+    batch_id: int | None
+    sha256: str
+    content: str
+
+
+@dataclass(frozen=True)
 class CommitResult:
     batch_id: int
     learnings_added: int
     actions_added: int
     actions_closed: int
     files_updated: tuple[str, ...]
+    #: Learnings not stored because an equal one is stored (or was retracted).
+    learnings_repeated: int = 0
+    #: Older learnings this batch's learnings replaced.
+    superseded: int = 0
 
 
 def content_key(kind: str, content: str) -> str:
-    """Key for exact-duplicate detection: case, spacing and end punctuation ignored."""
+    """De-duplication key of a pending action: case, spacing and end punctuation ignored."""
     norm = re.sub(r"\s+", " ", content).strip().rstrip(".!").lower()
     return f"{kind}:{norm}"
+
+
+_NOT_WORD = re.compile(r"[^\w\s]+")
+
+
+def learning_key(content: str) -> str:
+    """The key that makes a learning a repeat of another: its words, in order, with case,
+    punctuation and spacing ignored, whatever its type ("Prefers tabs." as a FACT repeats
+    "prefers   tabs" as a PREFERENCE)."""
+    return " ".join(_NOT_WORD.sub("", content.lower()).split())
 
 
 def sha256(text: str) -> str:

@@ -1,0 +1,177 @@
+"""Guards in code, not in the prompt: what of a parsed reply may reach memory.
+
+:func:`review` takes what a reply asks for and returns what may be committed, and a line for
+everything refused (stored on the batch's ledger row and logged). Whatever the reply says:
+
+* md files change only through :func:`wsd.daemon.memory.edits.apply` (line limit, byte
+  budget, at most a quarter of a file's lines lost per batch, edits that no longer point at
+  their line refused); a reply cut short (``max_tokens``) changes no file; a file that got
+  both a full rewrite and edits in one reply gets neither (which was meant is unclear);
+* at most ``caps.learnings_for(turns)`` learnings and ``caps.actions`` actions per batch;
+* a learning that only restates a line the memory files already hold, or repeats another
+  of the same reply, is not kept (repeats of stored learnings are refused by the store:
+  one normalised key per learning, see :func:`wsd.daemon.store.records.learning_key`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from wsd.daemon.curation.reply import ParsedReply
+from wsd.daemon.memory import files_md
+from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
+from wsd.daemon.memory.files import LINE_LIMITS
+from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
+from wsd.daemon.store.records import Learning, learning_key
+from wsd.schema.layout import CURATED_FILES
+
+#: Learnings per batch: this many per turn, and never fewer than the minimum.
+LEARNINGS_PER_TURN = 3
+MIN_LEARNINGS = 10
+ACTIONS_PER_BATCH = 10
+#: How a restated line may start without adding anything ("The user prefers tabs" restates
+#: "- Prefers tabs").
+_SUBJECT = re.compile(r"^(?:the )?(?:user|person)(?:'s)? ")
+_MARKUP = re.compile(r"[*_`#>|]+|^\s*(?:[-+]\s+|\d+[.)]\s+)")
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The guards' limits (the daemon's Config supplies them)."""
+
+    max_loss: float = DEFAULT_MAX_LOSS
+    file_chars: int = DEFAULT_FILE_CHARS
+    learnings_per_turn: int = LEARNINGS_PER_TURN
+    min_learnings: int = MIN_LEARNINGS
+    actions: int = ACTIONS_PER_BATCH
+
+    def learnings_for(self, turns: int) -> int:
+        return max(self.min_learnings, self.learnings_per_turn * turns)
+
+    def limits(self, name: str) -> Limits:
+        lines = files_md.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        return Limits(lines, self.file_chars, self.max_loss)
+
+
+@dataclass
+class Review:
+    """What may be committed of one reply, and what was refused (one line each)."""
+
+    learnings: list[Learning] = field(default_factory=list)
+    actions: list[tuple[str, int]] = field(default_factory=list)
+    closed_actions: list[int] = field(default_factory=list)
+    md_updates: dict[str, str] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+
+
+def review(
+    parsed: ParsedReply,
+    *,
+    base: Mapping[str, str],
+    current: Mapping[str, str],
+    turns: int,
+    truncated: bool,
+    caps: Caps,
+    offered: set[int] | frozenset[int] = frozenset(),
+) -> Review:
+    """Apply the guards; ``base`` is every memory file as the request showed it (files.md:
+    its notes), ``current`` the curated files as they are now (hand edits adopted), and
+    ``offered`` the ids of the related learnings the request showed (the only ones a new
+    learning may replace)."""
+    out = Review(closed_actions=list(parsed.closed_actions))
+    _files(out, parsed, base, current, truncated, caps)
+    _learnings(out, parsed.learnings, base, caps.learnings_for(turns), offered)
+    out.actions = parsed.actions[: caps.actions]
+    if len(parsed.actions) > caps.actions:
+        out.refused.append(f"{len(parsed.actions) - caps.actions} actions over the cap")
+    return out
+
+
+def _files(
+    out: Review,
+    parsed: ParsedReply,
+    base: Mapping[str, str],
+    current: Mapping[str, str],
+    truncated: bool,
+    caps: Caps,
+) -> None:
+    for name in CURATED_FILES:
+        edits, rewrite = parsed.edits.get(name, []), parsed.rewrites.get(name)
+        if not edits and rewrite is None:
+            continue
+        if truncated:
+            out.refused.append(f"{name}: every change (the reply was cut short, max_tokens)")
+            continue
+        if edits and rewrite is not None:
+            out.refused.append(f"{name}: both a full rewrite and line edits; neither applied")
+            continue
+        before = _lines(base.get(name, ""))
+        if rewrite is not None:
+            if not any(line.strip() for line in rewrite):
+                out.refused.append(f"{name}: an empty rewrite")
+                continue
+            edits = edits_from_rewrite(before, rewrite)
+        now = _lines(current.get(name, ""))
+        result = apply(before, now, edits, caps.limits(name))
+        out.refused += [f"{name}: {edit.describe()}: {why}" for edit, why in result.refused]
+        if result.changed and result.lines != now:
+            out.md_updates[name] = "\n".join(result.lines) + "\n" if result.lines else ""
+
+
+def _lines(text: str) -> list[str]:
+    return text.rstrip("\n").split("\n") if text.strip() else []
+
+
+def _learnings(
+    out: Review,
+    learnings: list[Learning],
+    base: Mapping[str, str],
+    cap: int,
+    offered: set[int] | frozenset[int],
+) -> None:
+    known = {
+        _plain(line): (name, i + 1)
+        for name, text in base.items()
+        for i, line in enumerate(_lines(text))
+        if _plain(line)
+    }
+    seen: set[str] = set()
+    for item in learnings:
+        key = learning_key(item.content)
+        restated = _restates(_plain(item.content), known)
+        if key in seen:
+            out.refused.append(f"learning repeated in the reply: {item.content[:60]}")
+        elif restated is not None:
+            name, line = restated
+            out.refused.append(f"learning restates {name} line {line}: {item.content[:60]}")
+        elif len(out.learnings) >= cap:
+            out.refused.append(f"learning over the cap of {cap}: {item.content[:60]}")
+        elif item.replaces is not None and item.replaces not in offered:
+            out.refused.append(f"replaces #{item.replaces}, which was not offered: kept as new")
+            out.learnings.append(replace(item, replaces=None))
+        else:
+            out.learnings.append(item)
+        seen.add(key)
+
+
+def _plain(text: str) -> str:
+    """Lower case, no markdown, no punctuation, single spaces, no leading "the user"."""
+    text = _MARKUP.sub(" ", text.lower())
+    text = " ".join(_PUNCT.sub(" ", text).split())
+    return _SUBJECT.sub("", text)
+
+
+def _restates(learning: str, known: Mapping[str, tuple[str, int]]) -> tuple[str, int] | None:
+    """The (file, line) whose text already says all the learning says, if any."""
+    if not learning:
+        return None
+    if learning in known:
+        return known[learning]
+    padded = f" {learning} "
+    for line, where in known.items():
+        if padded in f" {line} ":
+            return where
+    return None

@@ -1,0 +1,218 @@
+"""Reading a curator reply: untrusted text in, what it asks for out (nothing applied here).
+
+The format (SPEC.md section 5), one item per line:
+
+* ``NONE``; ``FACT:`` ``PATTERN:`` ``CORRECTION:`` ``PREFERENCE:`` ``TOOL_INSTALL:`` a
+  learning, optionally ending with ``[turn N]`` (its source) and ``[replaces ID]`` (an older
+  learning, offered in the request with its id, that it supersedes);
+* ``ACTION: [urgent|high|normal] text``; ``ACTION_DONE: ID``;
+* md edits, addressed by the line numbers the request showed: ``user.md +3: text`` (add
+  after line 3; ``+0`` is the top, ``+$`` or ``+end`` the end), ``user.md ~5: text``
+  (replace line 5), ``user.md -7`` or ``user.md -7..9`` (delete);
+* the older full-file blocks ``USER_MD_UPDATE:`` ... (then the whole file), accepted from
+  older prompts and other models; they pass the same guards as edits.
+
+Models slip, so the reading is forgiving where it cannot be ambiguous: a bullet or bold
+around a keyword or file name, ``line``/``L``/``#`` before a number, the words ``ADD AFTER``,
+``REPLACE``, ``DELETE`` for the symbols, a code fence around everything, trailing spaces,
+and a line echoing its ``N|`` number prefix. Anything else is reported as unknown and
+ignored. Only the four curated files can be named: nothing else can ever be written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from wsd.daemon.memory.edits import MAX_LINE_CHARS, Edit
+from wsd.daemon.store.records import Learning
+from wsd.hooks.hygiene import clean_text
+
+UPDATE_HEADERS = {
+    "TOOLS_MD_UPDATE": "tools.md",
+    "FILES_MD_UPDATE": "files.md",
+    "USER_MD_UPDATE": "user.md",
+    "CONTEXT_MD_UPDATE": "context.md",
+}
+LEARNING_HEADERS = {
+    "FACT": "fact",
+    "PATTERN": "pattern",
+    "CORRECTION": "correction",
+    "PREFERENCE": "preference",
+    "TOOL_INSTALL": "tool_install",
+}
+MAX_LEARNING_CHARS = 1000
+PRIORITIES = {"urgent": 0, "p0": 0, "high": 1, "p1": 1, "normal": 2, "p2": 2}
+
+
+@dataclass
+class ParsedReply:
+    """What a curator reply asks for, after validation of its form."""
+
+    learnings: list[Learning] = field(default_factory=list)
+    actions: list[tuple[str, int]] = field(default_factory=list)
+    closed_actions: list[int] = field(default_factory=list)
+    #: Line-addressed edits per curated file, in reply order.
+    edits: dict[str, list[Edit]] = field(default_factory=dict)
+    #: Full-file blocks per curated file (their lines).
+    rewrites: dict[str, list[str]] = field(default_factory=dict)
+    unknown_lines: list[str] = field(default_factory=list)
+    said_none: bool = False
+
+
+_DECOR = r"\s*(?:[-*+]\s+)?(?:\*\*|__)?"
+_HEADER = re.compile(
+    rf"^{_DECOR}(?P<key>NONE|FACT|PATTERN|CORRECTION|PREFERENCE|TOOL_INSTALL|ACTION_DONE|ACTION"
+    r"|TOOLS_MD_UPDATE|FILES_MD_UPDATE|USER_MD_UPDATE|CONTEXT_MD_UPDATE)(?:\*\*|__)?"
+    r"\s*(?:\[(?P<tag>[^\]]*)\])?\s*(?::(?P<rest>.*))?$"
+)
+_NUM = r"(?:line\s*|l|#)?(\d+|\$|end)"
+_EDIT = re.compile(
+    rf"^{_DECOR}(?P<file>tools|files|user|context)\.md(?:\*\*|__)?\s*:?\s*"
+    r"(?:(?P<sym>[-+~=])\s*" + _NUM + r"(?:\s*(?:\.\.|-|to)\s*(\d+))?"
+    r"|(?P<word>add after|add at|insert after|add|replace|delete|remove)\s*"
+    + _NUM
+    + r"(?:\s*(?:\.\.|-|to)\s*(\d+))?)"
+    r"(?:\*\*|__)?(?:\s*:|\s+(?=\S)|\s*$)(?P<text>.*)$",
+    re.IGNORECASE,
+)
+_CITE = re.compile(r"\s*[\[(]turns?\s+#?(\d+)(?:\s*,\s*#?\d+)*[\])]\s*$", re.IGNORECASE)
+_REPLACES = re.compile(r"\s*[\[(]\s*(?:replaces|supersedes)\s+#?(\d+)\s*[\])]\s*$", re.I)
+_PRIORITY = re.compile(r"^\s*[\[(](urgent|high|normal|p[012])[\])]\s*", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```")
+_ECHOED_NUMBER = re.compile(r"^\s*\d{1,4}\|\s?")
+_OPS = {"+": "add", "~": "replace", "=": "replace", "-": "delete"}
+_WORDS = {
+    "add": "add",
+    "insert": "add",
+    "replace": "replace",
+    "delete": "delete",
+    "remove": "delete",
+}
+
+
+def parse_reply(
+    text: str, turn_ids: Sequence[int] = (), open_action_ids: Sequence[int] = ()
+) -> ParsedReply:
+    """Read a reply line by line (see the module docstring)."""
+    out = ParsedReply()
+    valid_turns, open_ids = set(turn_ids), set(open_action_ids)
+    block: str | None = None
+    for raw in text.splitlines():
+        header = _HEADER.match(raw)
+        edit = _EDIT.match(raw) if header is None else None
+        if block is not None and header is None and edit is None:
+            out.rewrites[block].append(raw)
+            continue
+        block = None
+        if edit is not None:
+            _edit(out, edit, raw)
+        elif header is None or (
+            header.group("rest") is None and not header.group("key").endswith(("_UPDATE", "NONE"))
+        ):
+            if raw.strip() and not _FENCE.match(raw):
+                out.unknown_lines.append(raw[:200])
+        elif header.group("key").endswith("_MD_UPDATE"):
+            block = UPDATE_HEADERS[header.group("key")]
+            rest = (header.group("rest") or "").strip()
+            out.rewrites[block] = [rest] if rest else []
+        else:
+            _item(out, header, raw, valid_turns, open_ids)
+    for name, lines in out.rewrites.items():
+        out.rewrites[name] = _unfence(lines)
+    return out
+
+
+def _item(
+    out: ParsedReply, m: re.Match[str], raw: str, valid_turns: set[int], open_ids: set[int]
+) -> None:
+    key, rest, tag = m.group("key"), (m.group("rest") or "").strip(), m.group("tag") or ""
+    if key == "NONE":
+        out.said_none = True
+    elif key in LEARNING_HEADERS:
+        rest = f"{rest} [{tag}]" if tag else rest  # FACT [replaces 4]: text
+        content, cited, replaces = _strip_refs(rest, valid_turns)
+        content = clean_text(content, MAX_LEARNING_CHARS).strip()
+        if content:
+            out.learnings.append(Learning(LEARNING_HEADERS[key], content, cited, replaces))
+        else:
+            out.unknown_lines.append(raw[:200])
+    elif key == "ACTION":
+        priority = PRIORITIES.get(tag.strip().lower(), 2)
+        prio = _PRIORITY.match(rest)
+        if prio:
+            priority = PRIORITIES[prio.group(1).lower()]
+            rest = rest[prio.end() :]
+        content = clean_text(rest, MAX_LEARNING_CHARS).strip()
+        if content:
+            out.actions.append((content, priority))
+        else:
+            out.unknown_lines.append(raw[:200])
+    elif key == "ACTION_DONE":
+        digits = re.sub(r"[^0-9]", "", rest.split()[0] if rest.split() else "")
+        if digits and int(digits) in open_ids:
+            out.closed_actions.append(int(digits))
+        else:
+            out.unknown_lines.append(raw[:200])
+
+
+def _strip_refs(content: str, valid_turns: set[int]) -> tuple[str, int | None, int | None]:
+    """The content without its trailing ``[turn N]`` and ``[replaces ID]`` (either order)."""
+    cited = replaces = None
+    for _ in range(2):
+        if m := _CITE.search(content):
+            number = int(m.group(1))
+            cited = number if number in valid_turns else cited
+            content = content[: m.start()]
+        elif m := _REPLACES.search(content):
+            replaces = int(m.group(1))
+            content = content[: m.start()]
+    return content, cited, replaces
+
+
+def _edit(out: ParsedReply, m: re.Match[str], raw: str) -> None:
+    name = m.group("file").lower() + ".md"
+    sym, word = m.group("sym"), (m.group("word") or "").lower()
+    op = _OPS[sym] if sym else _WORDS[word.split()[0]]
+    where, to = (m.group(3), m.group(4)) if sym else (m.group(6), m.group(7))
+    text = _line_text(m.group("text")) if m.group("text").strip() else None
+    if where.lower() in ("$", "end"):
+        if op != "add":
+            out.unknown_lines.append(raw[:200])
+            return
+        line: int | None = None
+    else:
+        line = int(where)
+    edits = out.edits.setdefault(name, [])
+    if op == "delete":
+        last = int(to) if to else line
+        if line is None or last is None or last < line or last - line > 200:
+            out.unknown_lines.append(raw[:200])
+            return
+        edits += [Edit("delete", n) for n in range(line, last + 1)]
+    elif to or (op == "replace" and text is None):
+        out.unknown_lines.append(raw[:200])  # a range to add or replace, or no text: unclear
+    else:
+        edits.append(Edit(op, line, text or ""))  # type: ignore[arg-type]
+
+
+def _line_text(text: str | None) -> str | None:
+    """One md line from an edit: made safe, redacted, its echoed ``N|`` prefix dropped."""
+    if text is None:
+        return None
+    text = _ECHOED_NUMBER.sub("", text.strip("\n"), count=1)
+    if text.startswith(" "):  # "user.md +3: - x": the space after the colon is not content
+        text = text[1:]
+    return clean_text(text, MAX_LINE_CHARS * 2).rstrip()
+
+
+def _unfence(lines: list[str]) -> list[str]:
+    """A full-file block's lines without surrounding blank lines or a code fence."""
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if len(lines) >= 2 and _FENCE.match(lines[0]) and _FENCE.match(lines[-1]):
+        lines = lines[1:-1]
+    return [clean_text(line, MAX_LINE_CHARS * 2).rstrip() for line in lines]

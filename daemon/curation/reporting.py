@@ -1,0 +1,77 @@
+"""The loop's log lines and heartbeat fields for what a batch did (one summary line per
+batch, SPEC.md section 5), kept apart from the loop's decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wsd.daemon.curation.health import Budget
+from wsd.daemon.curation.pipeline import Committed
+from wsd.daemon.runtime.heartbeat import StatusFile
+
+
+def batch(log: Any, status: StatusFile, done: Committed, reason: str, now: float) -> None:
+    """The summary line of one committed batch, and the heartbeat's counters."""
+    result, record, turns = done.result, done.record, done.turns
+    assert result is not None
+    log.info(
+        "batch",
+        batch_id=result.batch_id,
+        reason=reason,
+        turns=len(turns),
+        first_turn=turns[0].id,
+        last_turn=turns[-1].id,
+        learnings=result.learnings_added,
+        learnings_repeated=result.learnings_repeated,
+        superseded=result.superseded,
+        actions=result.actions_added,
+        actions_closed=result.actions_closed,
+        files_updated=list(result.files_updated),
+        refused=len(record.refused),
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cached_tokens=record.cache_read_tokens,
+        cost_usd=round(record.cost_usd, 6),
+        latency_ms=round(record.latency_ms, 1),
+        attempts=record.attempts,
+        stop_reason=record.stop_reason,
+    )
+    status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
+    status.update(
+        last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "done"}
+    )
+
+
+def reply_problems(log: Any, done: Committed) -> None:
+    """What of the reply was not understood, and what the guards refused."""
+    parsed = done.parsed
+    if parsed is not None and parsed.unknown_lines:
+        log.warning(
+            "reply_lines_ignored", count=len(parsed.unknown_lines), sample=parsed.unknown_lines[:3]
+        )
+    if done.record.refused:
+        log.warning(
+            "reply_refused",
+            batch_id=done.batch_id,
+            count=len(done.record.refused),
+            sample=done.record.refused[:5],
+        )
+
+
+def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: float) -> None:
+    """One line when the daily cap is reached, one when curation resumes; the heartbeat
+    says so meanwhile (``wsd status``)."""
+    day = int(now // 86400)
+    if exhausted and cap.reached_on != day:
+        cap.reached_on = day
+        resumes = cap.resumes_at(now)
+        log.warning(
+            "budget_reached", spent_usd=round(cap.spent, 6), cap_usd=cap.cap, resumes_at=resumes
+        )
+        status.update(budget={"spent_usd": cap.spent, "cap_usd": cap.cap, "resumes_at": resumes})
+    elif not exhausted and cap.reached_on is not None:
+        cap.reached_on = None
+        log.info("budget_resumed", spent_usd=round(cap.spent, 6), cap_usd=cap.cap)
+        status.update(budget=None)
+    if exhausted:
+        status.update(state="budget")

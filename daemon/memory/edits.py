@@ -1,0 +1,198 @@
+"""Line-addressed edits of a curated md file, and the guards every change of one passes.
+
+The curator sees each curated file with its lines numbered and answers with edits that name
+those numbers: add a line (after line N; 0 is the top, ``None`` the end), replace line N,
+delete line N. A full-file reply (the older ``*_MD_UPDATE`` blocks) is first turned into the
+same edits (:func:`edits_from_rewrite`), so both pass the same guards in :func:`apply`:
+
+* **Addressed by content, not only by number.** The numbers refer to the file as it was sent
+  (the *base*). If the file changed since (a person edited it while the call was in flight),
+  each base line is looked up in the current file through the lines both share (difflib's
+  matching blocks); an edit whose line is no longer there is refused, never applied to
+  whatever line now has that number.
+* **Bounded loss.** At most ``floor(lines * max_loss)`` lines of the current file may be
+  deleted by one batch (replacing a line is not removing it); later deletions are refused.
+* **Bounded size.** The result never exceeds the file's line limit or byte budget, and no
+  line is longer than :data:`MAX_LINE_CHARS`: the adds (then replacements) that would pass
+  them are refused, last first.
+
+Everything refused is returned with its reason, for the batch's ledger row and the log.
+Pure functions over lists of lines: the property test throws random edits at them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from wsd.daemon.runtime.config import DEFAULT_MAX_LOSS
+
+#: A line longer than this is refused (a learning belongs in memory.db, not in one md line).
+MAX_LINE_CHARS = 400
+
+Op = Literal["add", "replace", "delete"]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One edit; ``line`` is 1-based in the base file (for ``add``: after it, 0 = top,
+    None = end)."""
+
+    op: Op
+    line: int | None
+    text: str = ""
+
+    def describe(self) -> str:
+        where = "end" if self.line is None else str(self.line)
+        return f"{self.op} {where}" + (f": {self.text[:60]}" if self.text else "")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a file may hold after a batch."""
+
+    lines: int
+    chars: int
+    max_loss: float = DEFAULT_MAX_LOSS
+
+
+@dataclass
+class Outcome:
+    """The file after the edits that passed, and the ones refused (with why)."""
+
+    lines: list[str]
+    applied: int = 0
+    deleted: int = 0
+    refused: list[tuple[Edit, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.applied > 0
+
+
+def edits_from_rewrite(base: Sequence[str], new: Sequence[str]) -> list[Edit]:
+    """The edits that turn ``base`` into ``new`` (a full-file reply), in base order.
+
+    Where the rewrite swaps a block of lines for another, lines are paired as replacements
+    first; the rest are deletions (base longer) or additions (new longer).
+    """
+    edits: list[Edit] = []
+    matcher = difflib.SequenceMatcher(None, list(base), list(new), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        edits += [Edit("replace", i1 + k + 1, new[j1 + k]) for k in range(paired)]
+        edits += [Edit("delete", i + 1) for i in range(i1 + paired, i2)]
+        after = i1 + paired  # adds go after the last paired (or before the first deleted) line
+        edits += [Edit("add", after, new[j]) for j in range(j1 + paired, j2)]
+    return edits
+
+
+def apply(
+    base: Sequence[str], current: Sequence[str], edits: Sequence[Edit], limits: Limits
+) -> Outcome:
+    """Apply ``edits`` (numbered against ``base``) to ``current``, within the guards."""
+    where = _line_map(base, current)
+    refused: list[tuple[Edit, str]] = []
+    replaced: dict[int, tuple[Edit, str]] = {}
+    deleted: dict[int, Edit] = {}
+    added: list[tuple[int, Edit]] = []  # (current index it goes after, -1 = top)
+    allowance = math.floor(len(current) * limits.max_loss)
+    for edit in edits:
+        if edit.op != "delete" and len(edit.text) > MAX_LINE_CHARS:
+            refused.append((edit, f"line longer than {MAX_LINE_CHARS} characters"))
+            continue
+        if edit.op == "add" and edit.line is None:
+            added.append((len(current) - 1, edit))
+            continue
+        if edit.op == "add" and edit.line == 0:
+            added.append((-1, edit))
+            continue
+        index = where.get((edit.line or 0) - 1)
+        if index is None:
+            refused.append((edit, _missing(edit, base)))
+        elif edit.op == "add":
+            added.append((index, edit))
+        elif index in deleted or index in replaced:
+            refused.append((edit, f"line {edit.line} already edited by this reply"))
+        elif edit.op == "replace":
+            replaced[index] = (edit, edit.text)
+        elif len(deleted) >= allowance:
+            refused.append((edit, f"over the loss limit ({allowance} of {len(current)} lines)"))
+        else:
+            deleted[index] = edit
+    _fit(current, replaced, deleted, added, refused, limits)
+    lines = _compose(current, replaced, deleted, added)
+    applied = len(replaced) + len(deleted) + len(added)
+    return Outcome(lines, applied, len(deleted), refused)
+
+
+def _missing(edit: Edit, base: Sequence[str]) -> str:
+    if edit.line is None or not 1 <= edit.line <= len(base):
+        return f"no line {edit.line} in the file as sent ({len(base)} lines)"
+    return f"line {edit.line} was changed since the request (edited by hand?)"
+
+
+def _line_map(base: Sequence[str], current: Sequence[str]) -> dict[int, int]:
+    """base index -> current index, for the lines the two still share."""
+    if list(base) == list(current):
+        return {i: i for i in range(len(base))}
+    matcher = difflib.SequenceMatcher(None, list(base), list(current), autojunk=False)
+    out: dict[int, int] = {}
+    for block in matcher.get_matching_blocks():
+        out.update({block.a + k: block.b + k for k in range(block.size)})
+    return out
+
+
+def _compose(
+    current: Sequence[str],
+    replaced: dict[int, tuple[Edit, str]],
+    deleted: dict[int, Edit],
+    added: list[tuple[int, Edit]],
+) -> list[str]:
+    after: dict[int, list[str]] = {}
+    for index, edit in added:  # in reply order, so several adds at one place keep theirs
+        after.setdefault(index, []).append(edit.text)
+    out = list(after.get(-1, []))
+    for i, line in enumerate(current):
+        if i not in deleted:
+            out.append(replaced[i][1] if i in replaced else line)
+        out += after.get(i, [])
+    return out
+
+
+def _fit(
+    current: Sequence[str],
+    replaced: dict[int, tuple[Edit, str]],
+    deleted: dict[int, Edit],
+    added: list[tuple[int, Edit]],
+    refused: list[tuple[Edit, str]],
+    limits: Limits,
+) -> None:
+    """Refuse adds, then replacements, last first, until the result fits its limits.
+
+    A file already over its limits (a person wrote it so) is not made to fit by force: only
+    what this reply would add beyond them is refused.
+    """
+    base_chars = sum(len(line) + 1 for line in current)
+    n = len(current) - len(deleted) + len(added)
+    chars = base_chars - sum(len(current[i]) + 1 for i in deleted)
+    chars += sum(len(text) - len(current[i]) for i, (_e, text) in replaced.items())
+    chars += sum(len(e.text) + 1 for _i, e in added)
+    while added and n > max(limits.lines, len(current) - len(deleted)):
+        edit = added.pop()[1]
+        refused.append((edit, f"over the {limits.lines}-line limit"))
+        n, chars = n - 1, chars - len(edit.text) - 1
+    while chars > max(limits.chars, base_chars) and (added or replaced):
+        if added:
+            edit = added.pop()[1]
+            chars -= len(edit.text) + 1
+        else:
+            index = max(replaced, key=lambda i: replaced[i][0].line or 0)
+            edit, text = replaced.pop(index)
+            chars -= len(text) - len(current[index])
+        refused.append((edit, f"over the {limits.chars}-character budget"))

@@ -1,0 +1,57 @@
+"""The md revisions: every version of every curated file, with where it came from.
+
+A batch's revisions are written by :meth:`~wsd.daemon.store.ledger.Store.commit_batch`, in
+the batch's transaction; the verbs here read them and record the ones no batch produced
+(a person's edit adopted, a ``wsd memory restore``).
+"""
+
+from __future__ import annotations
+
+from wsd import schema
+from wsd.daemon.store.base import Databases
+from wsd.daemon.store.records import Revision, sha256
+
+
+class Revisions(Databases):
+    """md revision verbs (a part of :class:`~wsd.daemon.store.ledger.Store`)."""
+
+    def latest_md(self) -> dict[str, str]:
+        """The latest revision of each curated file that has one."""
+        with self._memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT file, content FROM md_revisions WHERE id IN"
+                " (SELECT max(id) FROM md_revisions GROUP BY file)",
+            )
+        return {str(f): str(c) for f, c in rows}
+
+    def md_history(self, name: str) -> list[Revision]:
+        """Every revision of one curated file, oldest first."""
+        with self._memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT id, file, created_at, source, batch_id, sha256, content"
+                " FROM md_revisions WHERE file = ? ORDER BY id",
+                (name,),
+            )
+        return [Revision(*row) for row in rows]
+
+    def known_revision(self, name: str, digest: str) -> int | None:
+        """The newest revision of ``name`` with this sha256, if any."""
+        with self._memory() as m:
+            row = schema.first(
+                m,
+                "SELECT max(id) FROM md_revisions WHERE file = ? AND sha256 = ?",
+                (name, digest),
+            )
+        return None if row is None or row[0] is None else int(row[0])
+
+    def add_revision(self, name: str, content: str, source: str, now: float) -> int:
+        """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
+        with self._memory() as m, schema.write_txn(m):
+            m.execute(
+                "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
+                " VALUES (?, ?, ?, ?, NULL, ?)",
+                (name, content, sha256(content), now, source),
+            )
+            return int(m.last_insert_rowid())
