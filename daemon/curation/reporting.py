@@ -74,4 +74,4 @@ def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: floa
         log.info("budget_resumed", spent_usd=round(cap.spent, 6), cap_usd=cap.cap)
         status.update(budget=None)
     if exhausted:
-        status.update(state="budget")
+        status.update(state="budget", force=status.data.get("state") != "budget")

@@ -189,8 +189,9 @@ class Worker:
             if indexed < archive.INDEX_BATCH:
                 self._indexed_upto = backlog.last_turn_id
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once
-        self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
+        self.status.update(pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.pending == 0:
+            self.status.update(state="idle")
             if backlog.flush_upto is not None:
                 self.store.mark_flushes_handled(backlog.flush_upto, now)
             self._maintain(now)
@@ -202,6 +203,7 @@ class Worker:
             backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
         )
         if reason is None:
+            self.status.update(state="idle")
             return PassResult(Step.WAITING)
         if self._over_budget(now):
             return PassResult(Step.BUDGET)

@@ -154,6 +154,9 @@ def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the memory subcommands to ``wsd``'s subparsers."""
+    from wsd.daemon.ops import cli_revisions
+
+    cli_revisions.register(subparsers)
     boot = subparsers.add_parser("boot-context", help="print what a new session starts knowing")
     boot.add_argument(
         "--hook",
@@ -183,10 +186,18 @@ def register(subparsers: Any) -> None:
     )
 
 
+def cmd_memory(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd memory history|diff|restore FILE ...`` (see ops/cli_revisions.py)."""
+    from wsd.daemon.ops import cli_revisions
+
+    return cli_revisions.cmd_memory(args, env, _layout(args, env))
+
+
 HANDLERS: dict[str, Handler] = {
     "boot-context": cmd_boot_context,
     "search": cmd_search,
     "import": cmd_import,
     "pending": cmd_pending,
     "rebuild": cmd_rebuild,
+    "memory": cmd_memory,
 }

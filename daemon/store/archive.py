@@ -231,12 +231,13 @@ def _lines(fh: Any) -> Iterator[bytes]:
 
 
 def recent_learnings(store: Databases, since: float, limit: int) -> list[tuple[str, float, str]]:
-    """(type, created_at, content) of learnings since ``since``, newest first (read-only)."""
+    """(type, created_at, content) of current learnings since ``since``, newest first
+    (read-only; a superseded learning is left out: its successor says it better)."""
     with store._memory(readonly=True) as m:
         rows = schema.rows(
             m,
             "SELECT type, created_at, content FROM learnings WHERE created_at >= ?"
-            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            " AND superseded_by IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
             (since, max(0, limit)),
         )
     return [(str(kind), float(ts), str(text)) for kind, ts, text in rows]

@@ -1,0 +1,148 @@
+"""``wsd memory history|diff|restore``: every version of a curated md file, for people.
+
+* ``wsd memory history FILE [--json]``: each revision with its id, time, source (``curator``
+  with its batch, ``hand`` for a person's edit the daemon adopted, ``restore``), size and
+  the lines it added and removed;
+* ``wsd memory diff FILE [REV [REV]]``: a unified diff: the latest against the one before,
+  REV against the latest, or REV against REV;
+* ``wsd memory restore FILE REV``: make REV the latest again, as a new revision (source
+  ``restore``; nothing is deleted), and write the file. A running daemon keeps it.
+
+FILE is one of the four curated files (``user.md`` or ``user``). Exit codes: 0 done, 1 no
+such revision, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from wsd.daemon.memory import files as memory_files
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.records import Revision
+from wsd.schema.layout import CURATED_FILES, Layout
+
+
+def _file(value: str) -> str:
+    name = value if value.endswith(".md") else f"{value}.md"
+    if name not in CURATED_FILES:
+        raise argparse.ArgumentTypeError(f"{value!r}: one of {', '.join(CURATED_FILES)}")
+    return name
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def _changes(before: str, after: str) -> tuple[int, int]:
+    """(lines added, lines removed) from ``before`` to ``after``."""
+    added = removed = 0
+    for line in difflib.ndiff(before.splitlines(), after.splitlines()):
+        added += line.startswith("+ ")
+        removed += line.startswith("- ")
+    return added, removed
+
+
+def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
+    rows = []
+    previous = ""
+    for rev in revisions:
+        added, removed = _changes(previous, rev.content)
+        rows.append(
+            {
+                "id": rev.id,
+                "created_at": _when(rev.created_at),
+                "source": rev.source,
+                "batch_id": rev.batch_id,
+                "lines": len(rev.content.splitlines()),
+                "bytes": len(rev.content.encode("utf-8")),
+                "added": added,
+                "removed": removed,
+            }
+        )
+        previous = rev.content
+    return rows
+
+
+def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout) -> int:
+    """The ``wsd memory`` verbs (``layout`` resolved by the caller)."""
+    store = Store(layout)
+    revisions = store.md_history(args.file)
+    by_id = {r.id: r for r in revisions}
+    if args.verb == "history":
+        rows = history_rows(revisions)
+        if args.json:
+            print(json.dumps(rows, indent=1))
+        elif not rows:
+            print(f"{args.file}: no revisions yet")
+        for r in [] if args.json else rows:
+            source = f"{r['source']} (batch {r['batch_id']})" if r["batch_id"] else r["source"]
+            print(
+                f"#{r['id']:<6} {r['created_at']}  {source:<20} {r['lines']:>4} lines"
+                f" {r['bytes']:>6} bytes  +{r['added']} -{r['removed']}"
+            )
+        return 0
+    wanted: list[int] = list(args.revs)
+    missing = [x for x in wanted if x not in by_id]
+    if missing:
+        print(f"wsd memory: {args.file} has no revision #{missing[0]}", file=sys.stderr)
+        return 1
+    if args.verb == "diff":
+        return _diff(args.file, revisions, [by_id[x] for x in wanted])
+    if len(wanted) != 1:
+        print("wsd memory restore: give one revision id", file=sys.stderr)
+        return 2
+    rev = by_id[wanted[0]]
+    new_id = store.add_revision(args.file, rev.content, "restore", time.time())
+    memory_files.materialise(layout, {args.file: rev.content})
+    print(f"{args.file}: revision #{rev.id} restored as #{new_id}")
+    return 0
+
+
+def _diff(name: str, revisions: list[Revision], chosen: list[Revision]) -> int:
+    if len(chosen) > 2:
+        print("wsd memory diff: at most two revisions", file=sys.stderr)
+        return 2
+    if not revisions:
+        print(f"{name}: no revisions yet")
+        return 0
+    latest = revisions[-1]
+    if not chosen:
+        old = revisions[-2] if len(revisions) > 1 else None
+        pair = (old, latest)
+    elif len(chosen) == 1:
+        pair = (chosen[0], latest)
+    else:
+        pair = (chosen[0], chosen[1])
+    a, b = pair
+    lines = difflib.unified_diff(
+        (a.content if a else "").splitlines(keepends=True),
+        b.content.splitlines(keepends=True) if b else [],
+        fromfile=f"{name}@{a.id}" if a else f"{name}@empty",
+        tofile=f"{name}@{b.id}" if b else f"{name}@empty",
+    )
+    sys.stdout.writelines(lines)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``wsd memory`` to the ``wsd`` parser."""
+    memory = subparsers.add_parser(
+        "memory", help="history, diff and restore of the curated md files"
+    )
+    verbs = memory.add_subparsers(dest="verb", required=True)
+    history = verbs.add_parser("history", help="every revision of FILE")
+    history.add_argument("file", type=_file, help="user.md, context.md, tools.md or files.md")
+    history.add_argument("--json", action="store_true", help="machine-readable output")
+    diff = verbs.add_parser("diff", help="unified diff between revisions (default: last change)")
+    diff.add_argument("file", type=_file)
+    diff.add_argument("revs", nargs="*", type=int, metavar="REV", help="revision ids (history)")
+    restore = verbs.add_parser("restore", help="make a revision the latest again (a new one)")
+    restore.add_argument("file", type=_file)
+    restore.add_argument("revs", nargs=1, type=int, metavar="REV", help="the revision id")
