@@ -12,20 +12,26 @@ import time
 import apsw
 
 from bench import Row
-from bench.procs import OUTPUT_TOKENS, quiet_logs, realistic_reply
+from bench.procs import quiet_logs
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
 from wsd import schema
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.curator import build_request, render_turn
+from wsd.daemon.curation.reply import parse_reply
 from wsd.daemon.curation.worker import Worker
+from wsd.daemon.memory import files as files_mod
 from wsd.daemon.memory import files_md
+from wsd.daemon.memory.edits import Limits, apply
+from wsd.daemon.memory.files import canonical
 from wsd.daemon.runtime.config import (
     DEFAULT_PRICE_INPUT,
     DEFAULT_PRICE_OUTPUT,
     Config,
 )
+from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.standin.steps import estimate_tokens
 from wsd.daemon.store.ledger import Store
 from wsd.schema.transcript import request_flush
 
@@ -35,15 +41,67 @@ _PARTS = {
     "user prompts": re.compile(r"^user: (.*)$", re.M),
     "tool inputs": re.compile(r"^tool [^:]*: (.*?)(?: → |$)", re.M),
     "tool outputs": re.compile(r"^tool [^:]*: .*? → (.*)$", re.M),
-    "final answers": re.compile(r"^assistant: (.*)$", re.M),
+    "final answers": re.compile(r"^agent: (.*)$", re.M),
 }
 
 
 CURATED_FILES = ("tools.md", "files.md", "user.md", "context.md")
 
 
+def _reply_forms(request_text: str, files: dict[str, str]) -> tuple[str, str]:
+    """The stand-in's edit reply to a request, and the equivalent full-file reply: the same
+    learnings and actions, each changed file written out whole (the older contract)."""
+    edit_reply = rule_curator.curate(request_text)
+    parsed = parse_reply(edit_reply)
+    full = [ln for ln in edit_reply.splitlines() if not re.match(r"^[a-z]+\.md [-+~]", ln)]
+    for name, edits in parsed.edits.items():
+        before = canonical(name, files.get(name, "")).splitlines()
+        after = apply(before, before, edits, Limits(999, 999_999, 1.0)).lines
+        full += [f"{name[:-3].upper()}_MD_UPDATE:", *after]
+    return edit_reply, "\n".join(full)
+
+
+def _cost(input_tokens: float, output_tokens: float) -> float:
+    return (input_tokens * DEFAULT_PRICE_INPUT + output_tokens * DEFAULT_PRICE_OUTPUT) / 1e6
+
+
+def _session_flush(turns: int = 20) -> tuple[float, int, int]:
+    """A typical session of ``turns`` turns curated by one flush through the real daemon loop
+    (stand-in rule curator; tokens counted from the texts): (cost, in, out)."""
+    rng = random.Random(23)
+    session = [typical_turn(rng, "session-1", i) for i in range(turns)]
+    with (
+        tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp,
+        quiet_logs(),
+        BridgeStandin(responder=rule_curator.responder) as standin,
+    ):
+        layout = make_workspace(tmp)
+        capture_turns(layout, session)
+        config = Config(workspace=layout.root, bridge_url=standin.url, api_key="bench", watch=False)
+        stop = threading.Event()
+        worker = Worker(config, Store(layout), BridgeClient(config, stop), stop)
+        conn = schema.connect(layout.transcript_db, "transcript")
+        try:
+            request_flush(conn, "bench", time.time())
+        finally:
+            conn.close()
+        while worker.run_once().more:
+            pass
+        ledger = apsw.Connection(layout.memory_db)
+        try:
+            row = ledger.execute(
+                "SELECT sum(cost_usd), sum(input_tokens), sum(output_tokens), sum(turns)"
+                " FROM batches"
+            ).fetchone()
+        finally:
+            ledger.close()
+    assert row is not None and row[3] == turns, row
+    return float(row[0]), int(row[1]), int(row[2])
+
+
 def curator_cost(batch: int = 25) -> list[Row]:
-    """Characters, tokens and dollars of one curator request for 25 typical turns."""
+    """Characters, tokens and dollars of one curator request for 25 typical turns, with the
+    stand-in's edit reply and the equivalent full-file reply."""
     rng = random.Random(11)
     turns = [typical_turn(rng, f"cost-{i // 8}", i) for i in range(batch)]
     captured = sum(
@@ -60,66 +118,28 @@ def curator_cost(batch: int = 25) -> list[Row]:
         for e in t
     )
     tool_calls = sum(e["hook_event_name"] == "PostToolUse" for t in turns for e in t)
-    with (
-        tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp,
-        quiet_logs(),
-        BridgeStandin(responder=realistic_reply) as standin,
-    ):
+    with tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp:
         layout = make_workspace(tmp)
         capture_turns(layout, turns)
         store = Store(layout)
-        from wsd.daemon.memory import files as files_mod
-
-        pending = store.pending_turns(batch)
-        rendered = [render_turn(t) for t in pending]
+        rendered = [render_turn(t) for t in store.pending_turns(batch)]
         files = files_mod.read_all(layout)
         system, messages = build_request(files, store.open_actions(), rendered)
-        # The same request through the real daemon: a flush makes it curate the 25 turns now.
-        config = Config(
-            workspace=layout.root,
-            bridge_url=standin.url,
-            api_key="bench",
-            batch_turns=batch,
-            watch=False,
-        )
-        stop = threading.Event()
-        worker = Worker(config, store, BridgeClient(config, stop), stop)
-        conn = schema.connect(layout.transcript_db, "transcript")
-        try:
-            request_flush(conn, "bench", time.time())
-        finally:
-            conn.close()
-        worker.run_once()
-        sent = [r for r in standin.requests if r.path == "/v1/messages"]
-        body_chars = len(sent[0].body.decode()) if sent else 0
-        ledger = apsw.Connection(layout.memory_db)
-        try:
-            row = ledger.execute(
-                "SELECT turns, input_tokens, output_tokens, cost_usd FROM batches"
-            ).fetchone()
-        finally:
-            ledger.close()
-        same = (
-            bool(sent)
-            and sent[0].json is not None
-            and sent[0].json.get("messages") == messages
-            and sent[0].json.get("system") == system
-        )
     instructions = len(system[0]["text"])
     memory_block = len(messages[0]["content"][0]["text"])
     batch_block = len(messages[0]["content"][1]["text"])
     turns_text = "\n".join(rendered)
     total = instructions + memory_block + batch_block
     tokens = total / 4
-    cost = (tokens * DEFAULT_PRICE_INPUT + OUTPUT_TOKENS * DEFAULT_PRICE_OUTPUT) / 1e6
-    cached = ((instructions + memory_block) / 4 * 0.1 + batch_block / 4) * DEFAULT_PRICE_INPUT
-    cached_cost = (cached + OUTPUT_TOKENS * DEFAULT_PRICE_OUTPUT) / 1e6
+    edit_reply, full_reply = _reply_forms(memory_block_text(messages), files)
+    edit_out, full_out = estimate_tokens(edit_reply), estimate_tokens(full_reply)
+    edit_cost, full_cost = _cost(tokens, edit_out), _cost(tokens, full_out)
+    session_cost, session_in, session_out = _session_flush()
     parts = {
         name: sum(len(g) for m in rx.finditer(turns_text) for g in m.groups() if g)
         for name, rx in _PARTS.items()
     }
     markup = len(turns_text) - sum(parts.values())
-    n_turns, in_tok, out_tok, ledger_cost = row if row else (0, 0, 0, 0.0)
 
     def sent_lines(name: str, text: str) -> str:
         if name != "files.md":
@@ -140,50 +160,40 @@ def curator_cost(batch: int = 25) -> list[Row]:
             f"{batch} turns, {tool_calls} tool calls, {captured:,} chars captured by the hooks",
         ),
         Row(
-            "curator: estimated input tokens (chars/4)",
-            tokens,
-            "tokens",
-            "<= ~3,000 for $0.005",
-            None,
-            f"stand-in's estimate (HTTP body {body_chars:,} bytes / 4): {in_tok} tokens",
+            "curator: input tokens (chars/4)", tokens, "tokens", "-", None, "as the stand-in counts"
         ),
         Row(
-            "curator: estimated cost per batch",
-            cost,
+            "curator: cost per 25-turn batch, edit reply",
+            edit_cost,
             "$",
-            "<= 0.005",
-            cost <= 0.005,
-            f"Haiku 4.5 $1/$5 per MTok, {OUTPUT_TOKENS} output tokens, no prompt cache",
+            "<= 0.007",
+            edit_cost <= 0.007,
+            f"the stand-in's reply: {edit_out} output tokens counted from its text"
+            f" ({len(edit_reply.splitlines())} lines); Haiku 4.5 $1/$5 per MTok",
+        ),
+        Row(
+            "curator: same batch, full-file reply",
+            full_cost,
+            "$",
+            "-",
+            None,
+            f"the same learnings with each changed file written whole: {full_out} output tokens",
+        ),
+        Row(
+            "curator: typical 20-turn session, one flush",
+            session_cost,
+            "$",
+            "<= 0.01",
+            session_cost <= 0.01,
+            f"through the daemon loop, ledger cost: {session_in} in / {session_out} out tokens",
         ),
         Row(
             "curator: fixed part, before any turn",
-            (
-                (instructions + memory_block) / 4 * DEFAULT_PRICE_INPUT
-                + OUTPUT_TOKENS * DEFAULT_PRICE_OUTPUT
-            )
-            / 1e6,
+            (instructions + memory_block) / 4 * DEFAULT_PRICE_INPUT / 1e6,
             "$",
             "-",
             None,
-            f"instructions + the four files + {OUTPUT_TOKENS} output tokens: what every batch"
-            " pays whatever its turns",
-        ),
-        Row(
-            "curator: same, cache hit on instructions+memory",
-            cached_cost,
-            "$",
-            "-",
-            None,
-            "cache reads at 0.1x; Haiku 4.5 caches only prefixes >= 4,096 tokens, TTL 5 min",
-        ),
-        Row(
-            "curator: cost in the daemon's ledger",
-            float(ledger_cost),
-            "$",
-            "-",
-            None,
-            f"batch of {n_turns} turns, {in_tok} in / {out_tok} out tokens as the stand-in "
-            f"counted them; request identical to build_request: {same}",
+            "instructions + the four files: what every batch pays whatever its turns",
         ),
         Row(
             "curator: part: instructions (system)",
@@ -200,12 +210,12 @@ def curator_cost(batch: int = 25) -> list[Row]:
             "-",
             None,
             share(memory_block)
-            + "; the four curated files (soul.md, os.md never sent): "
+            + "; the four curated files, numbered (soul.md, os.md never sent): "
             + ", ".join(f"{n} {sent_lines(n, files[n])}" for n in CURATED_FILES)
             + " lines sent",
         ),
         Row(
-            "curator: part: turns (+ open actions)",
+            "curator: part: turns (+ related learnings, open actions)",
             batch_block,
             "chars",
             "-",
@@ -216,5 +226,12 @@ def curator_cost(batch: int = 25) -> list[Row]:
             Row(f"curator: turns: {name}", chars, "chars", "-", None, share(chars))
             for name, chars in parts.items()
         ],
-        Row("curator: turns: tags and attributes", markup, "chars", "-", None, share(markup)),
+        Row("curator: turns: line prefixes", markup, "chars", "-", None, share(markup)),
     ]
+
+
+def memory_block_text(messages: list[dict[str, object]]) -> str:
+    """The user content of a request as one text (what the rule curator reads)."""
+    content = messages[0]["content"]
+    assert isinstance(content, list)
+    return "\n".join(str(block["text"]) for block in content)

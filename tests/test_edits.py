@@ -154,3 +154,25 @@ def test_property_random_edits_and_rewrites_never_break_the_guards() -> None:
         written = {e.text for e in edits if e.op != "delete"}
         assert all(line in current or line in written for line in out.lines), round_
         assert all(len(x) <= MAX_LINE_CHARS for x in out.lines if x not in current), round_
+
+
+def test_an_add_of_a_line_the_file_already_holds_is_refused() -> None:
+    """The guards drop an add that repeats a line of the file (or of the same reply), so a
+    careless curator cannot fill a file with the same line; the refusal is recorded."""
+    from wsd.daemon.curation.guards import Caps, review
+    from wsd.daemon.curation.reply import parse_reply
+
+    text = "# User\n- Prefers tabs\n"
+    parsed = parse_reply(
+        "user.md +$: - **Prefers tabs.**\nuser.md +$: - Likes tea\nuser.md +$: - likes TEA"
+    )
+    checked = review(
+        parsed,
+        base={"user.md": text},
+        current={"user.md": text},
+        turns=1,
+        truncated=False,
+        caps=Caps(),
+    )
+    assert checked.md_updates == {"user.md": "# User\n- Prefers tabs\n- Likes tea\n"}
+    assert sum("already says it" in r for r in checked.refused) == 2

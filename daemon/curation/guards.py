@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory import files_md
-from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
+from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite
 from wsd.daemon.memory.files import LINE_LIMITS
 from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
 from wsd.daemon.store.records import Learning, learning_key
@@ -115,10 +115,27 @@ def _files(
                 continue
             edits = edits_from_rewrite(before, rewrite)
         now = _lines(current.get(name, ""))
+        edits = _new_lines_only(out, name, now, edits)
         result = apply(before, now, edits, caps.limits(name))
         out.refused += [f"{name}: {edit.describe()}: {why}" for edit, why in result.refused]
         if result.changed and result.lines != now:
             out.md_updates[name] = "\n".join(result.lines) + "\n" if result.lines else ""
+
+
+def _new_lines_only(out: Review, name: str, lines: list[str], edits: list[Edit]) -> list[Edit]:
+    """The edits without adds of a line the file already holds (case, punctuation and
+    markup aside), or that an earlier add of the reply already brings."""
+    have = {_plain(line) for line in lines if _plain(line)}
+    kept = []
+    for edit in edits:
+        plain = _plain(edit.text)
+        if edit.op == "add" and plain and plain in have:
+            out.refused.append(f"{name}: {edit.describe()}: the file already says it")
+            continue
+        if edit.op == "add" and plain:
+            have.add(plain)
+        kept.append(edit)
+    return kept
 
 
 def _lines(text: str) -> list[str]:

@@ -170,9 +170,22 @@ def curate(request_text: str) -> str:
     if last_request:
         task = _sentence(last_request.splitlines()[0])[:160]
         files["context.md"].set_line("- Latest request:", f"- Latest request: {task}")
+    lines = _once(lines)  # a fact stated in several turns is one learning
     for md in files.values():
         lines += md.edits
     return "\n".join(lines) if lines else "NONE"
+
+
+def _once(lines: list[str]) -> list[str]:
+    """The lines without a repeat of an earlier one's text (its [turn N] aside)."""
+    seen: set[str] = set()
+    out = []
+    for line in lines:
+        text = re.sub(r" \[turn \d+\]$", "", line)
+        if text not in seen:
+            seen.add(text)
+            out.append(line)
+    return out
 
 
 def responder_text(body: dict[str, Any]) -> str:
