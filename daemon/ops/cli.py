@@ -125,6 +125,9 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             "cache_read": stats["cache_read_tokens"],
         },
         "cost_usd": round(float(stats["cost_usd"]), 6),
+        "spent_today_usd": round(store.spent_since(now // 86400 * 86400), 6),
+        "daily_budget_usd": config.daily_budget_usd,
+        "budget_paused": (beat or {}).get("budget"),
     }
     if args.json:
         print(json.dumps(report, indent=2))
