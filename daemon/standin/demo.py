@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wsd.daemon.standin import rule_curator
-from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import CURATED_FILES, Layout
@@ -111,7 +111,13 @@ def _banner(title: str) -> None:
 def run(keep: bool) -> int:
     root = Path(tempfile.mkdtemp(prefix="wsd-demo-"))
     layout = Layout(str(root))
-    bridge = BridgeStandin(responder=rule_curator.responder).start()
+    replies: list[str] = []
+
+    def curator(body: dict[str, Any]) -> Any:
+        replies.append(rule_curator.responder_text(body))
+        return Reply.text(replies[-1])
+
+    bridge = BridgeStandin(responder=curator).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
     env |= {
         "WSD_WORKSPACE": str(root),
@@ -143,6 +149,8 @@ def run(keep: bool) -> int:
         while time.monotonic() < deadline and store.backlog().pending:
             time.sleep(0.2)
         subprocess.run([wsd, "flush", "--wait", "20"], env=env, check=True)
+        _banner("what the curator answered: learnings, and line edits of the md files")
+        print("\n".join(f"  {line}" for reply in replies for line in reply.splitlines()))
         _show(layout, store, wsd, env)
         return 0
     finally:
