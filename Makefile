@@ -13,12 +13,12 @@ all: test
 # adds that tree as a plain path entry: no import hook, so starting the interpreter (and so
 # every `wsd-hook` run) costs nothing extra, and an edit is live at once. A new or removed
 # module changes its folder's mtime, which re-links (the folders are prerequisites).
-CODE_DIRS := $(shell find schema hooks daemon -type d -not -name __pycache__)
+CODE_DIRS := $(shell find schema hooks daemon deploy -type d -not -name __pycache__)
 
 $(STAMP): pyproject.toml $(CODE_DIRS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --config-settings editable_mode=strict -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet --config-settings editable_mode=strict -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -36,4 +36,5 @@ exec "$venv/bin/wsd" --workspace "$workspace" bootstrap \
     --version "$version" \
     --templates "$src/deploy/templates" \
     --supervisor "$src/deploy/supervisor" \
+    --plugin "$src/deploy/claude-plugin" \
     --venv "$venv" "$@"

@@ -41,10 +41,20 @@ _SESSION_ID_MAX = 256
 MEMORY_COMMANDS = ("search", "boot-context", "pending")
 
 
+#: The memory tools, whatever server name the host gives them: ``mcp__memory__search_memory``
+#: (the SDK helper), ``mcp__plugin_workspace-memory_memory__search_memory`` (the plugin).
+MEMORY_TOOLS = ("search_memory", "resolve_action")
+
+
 def is_memory_call(name: str, tool_input: object, prefix: str = DEFAULT_MEMORY_TOOL_PREFIX) -> bool:
-    """A memory tool call: ``mcp__memory__*``, or a shell command running ``wsd search`` etc."""
+    """A memory tool call: ``mcp__memory__*`` (or a plugin's ``mcp__plugin_*_memory__*``), or a
+    shell command running ``wsd search`` etc."""
     if prefix and name.startswith(prefix):
         return True
+    if name.startswith("mcp__"):
+        server, _, tool = name[5:].rpartition("__")
+        if tool in MEMORY_TOOLS and (server == "memory" or server.endswith("_memory")):
+            return True
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if name != "Bash" or not isinstance(command, str):
         return False
@@ -272,6 +282,10 @@ class Capture:
             return outcome
 
     def _write(self, event: Event) -> str:
+        problem = self.layout.problem()
+        if problem is not None:  # nothing is created outside a workspace, not even a spool
+            _warn(f"event not captured: {problem}")
+            return "refused"
         try:
             conn = self._connection()
             try:
@@ -288,7 +302,7 @@ class Capture:
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
-            if not os.path.isdir(self.layout.memory_dir):
+            if not os.path.isdir(self.layout.memory_dir):  # .os/ is there: a workspace
                 self.layout.ensure_system_dirs()
             conn = schema.connect(
                 self.layout.transcript_db,

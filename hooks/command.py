@@ -49,10 +49,17 @@ def run(raw: bytes, env: Mapping[str, str]) -> str:
         capture.close()
 
 
-def main() -> int:
-    """Console-script entry point: always returns 0."""
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point: always returns 0. ``--workspace PATH`` (the Claude Code
+    plugin passes it) overrides ``$WSD_WORKSPACE``."""
+    args = sys.argv[1:] if argv is None else argv
+    env: Mapping[str, str] = os.environ
+    if len(args) == 2 and args[0] == "--workspace":
+        env = {**os.environ, "WSD_WORKSPACE": args[1]}
+    elif args:
+        _report(f"ignored arguments {args[:3]}: the only option is --workspace PATH")
     try:
-        run(_read_stdin(), os.environ)
+        run(_read_stdin(), env)
     except InvalidInput as exc:
         _report(f"ignored invalid hook input: {exc}")
     except BaseException as exc:

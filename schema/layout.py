@@ -64,6 +64,20 @@ class Layout:
     def md(self, name: str) -> str:
         return os.path.join(self.memory_dir, name)
 
+    def problem(self) -> str | None:
+        """Why this is not a workspace, with the fix, in one line (None if it is one).
+
+        A workspace has ``.os/``, made by ``wsd init`` or the deploy's bootstrap. Nothing
+        else creates it: a mistyped or unset path must not grow a tree of its own.
+        """
+        if os.path.lexists(self.os_dir):  # not a folder yet (a volume mounting): retried later
+            return None
+        what = "does not exist" if not os.path.isdir(self.root) else "is not a workspace (no .os/)"
+        return (
+            f"{self.root} {what}: run `wsd --workspace {self.root} init` (or the deploy"
+            " bootstrap) to make it one, or set WSD_WORKSPACE to the workspace"
+        )
+
     def ensure_system_dirs(self) -> None:
         """Create ``.os/`` and ``.os/memory/`` with mode 0700 (tightening existing ones)."""
         for path in (self.os_dir, self.memory_dir):

@@ -71,11 +71,12 @@ def _no_leaked_daemons() -> Iterator[None]:
 
 @pytest.fixture
 def layout(tmp_path: Path) -> Layout:
-    """An initialised workspace (both databases migrated) in a temporary folder."""
+    """An initialised workspace (both databases migrated, no soul.md/os.md templates, so a
+    test decides every memory file) in a temporary folder."""
     root = tmp_path / "ws"
     root.mkdir()
     lay = Layout(str(root))
-    init_workspace(lay)
+    init_workspace(lay, templates=None)
     return lay
 
 

@@ -466,7 +466,7 @@ def test_every_request_is_recorded_byte_for_byte(
 def test_command_line_runs_until_sigterm(tmp_path: Path) -> None:
     """`python -m wsd.daemon.standin.bridge` prints its URL, serves, and exits 0 on SIGTERM."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wsd.daemon.standin.bridge", "--port", "0", "--latency", "0"],
+        [sys.executable, "-m", "wsd.daemon.standin", "--port", "0", "--latency", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -288,11 +288,26 @@ def test_wrong_typed_fields_are_coerced_not_lost(layout: Layout) -> None:
     assert "a" in row[1] and '"x"' in row[2]
 
 
-def test_missing_workspace_folder_is_created(tmp_path: Path) -> None:
-    """The first event in a workspace with no .os/ creates it (0700) and migrates the database."""
-    lay = Layout(str(tmp_path / "new"))
+def test_a_folder_that_is_not_a_workspace_is_refused_and_nothing_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An event for a path with no .os/ (unset or mistyped WSD_WORKSPACE) is not captured: one
+    stderr line names the path and the fix, and nothing is created there, not even a spool."""
+    for lay in (Layout(str(tmp_path / "missing")), Layout(str(tmp_path))):
+        assert _capture(lay).handle(prompt("s", "hello")) == "refused"
+        assert not os.path.exists(lay.os_dir)
+        err = capsys.readouterr().err
+        assert lay.root in err and "wsd --workspace" in err and "init" in err
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_workspace_whose_memory_folder_is_gone_gets_it_back(tmp_path: Path) -> None:
+    """In a workspace (.os/ exists) whose memory folder was deleted, the first event makes it
+    again (0700) and migrates the database."""
+    lay = Layout(str(tmp_path / "ws"))
+    os.makedirs(lay.os_dir, mode=0o700)
     assert _capture(lay).handle(prompt("s", "hello")) == "written"
-    assert os.stat(lay.os_dir).st_mode & 0o777 == 0o700
+    assert os.stat(lay.memory_dir).st_mode & 0o777 == 0o700
     assert _rows(lay, "SELECT count(*) FROM events") == [(1,)]
 
 

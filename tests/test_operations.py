@@ -19,6 +19,7 @@ from tests.conftest import daemon_env, make_worker, running_daemon, venv_script,
 from tests.conftest import query as _q
 from tests.conftest import wait_for as _wait
 from tests.secrets_corpus import SECRETS, sensitive_part
+from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.ledger import Store
@@ -167,6 +168,7 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
     if existing:
         (root / "documents").mkdir()
         (root / "documents" / "mine.txt").write_text("user data")
+        init_workspace(Layout(str(root)), templates=None)  # a workspace from an older deploy
         write_turns(Layout(str(root)), 3, "ops")
     first = _bootstrap_sh(root, venv)
     assert first.returncode == 0, first.stderr

@@ -21,7 +21,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # Build from a copy: setuptools writes build/ and *.egg-info beside the sources.
     src = tmp_path_factory.mktemp("src")
-    for name in ("schema", "hooks", "daemon", "bin"):
+    for name in ("schema", "hooks", "daemon", "deploy", "bin"):
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)

@@ -201,7 +201,7 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     ]
     assert set(Store(layout).latest_md()) == {"user.md", "tools.md"}
     assert len(Path(layout.md("tools.md")).read_text().splitlines()) == 150
-    assert not os.path.exists(layout.md("soul.md"))
+    assert not os.path.exists(layout.md("soul.md"))  # the fixture installs no template
     (refused,) = q(layout.memory_db, "SELECT refused FROM batches")[0]
     assert "tools.md: add 0: - line 150: over the 150-line limit" in json.loads(refused)
     events = {e["event"] for e in logs}

@@ -35,6 +35,16 @@ from wsd.hooks import spool
 from wsd.schema.layout import Layout
 
 
+def package_version() -> str:
+    """The installed workspace-daemon's version (what runs, whatever .os/VERSION says)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workspace-daemon")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 class Step(StrEnum):
     """What one pass did."""
 
@@ -133,7 +143,13 @@ class Worker:
                 self.log.warning("start_retry", error=f"{type(exc).__name__}: {exc}", delay=delay)
                 self.stop.wait(delay)
                 delay = min(delay * 2, 60.0)
-        self.log.info("started", workspace=self.layout.root, pid=os.getpid(), version=self.version)
+        self.log.info(
+            "started",
+            workspace=self.layout.root,
+            pid=os.getpid(),
+            version=self.version or "none (not deployed by bootstrap)",
+            package=package_version(),
+        )
         while not self.stop.is_set():
             try:
                 result = self.run_once()

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wsd.daemon.memory.boot import load_memory
+from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.memory.search.core import TYPES, format_hits, search_memory
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
@@ -155,17 +155,25 @@ def agent_memory(
 ) -> AgentMemory:
     """Hooks, MCP server, allowed tool names and system-prompt append for ``workspace``.
 
-    ``workspace`` defaults to ``$WSD_WORKSPACE`` (then ``/workspace``). The boot context is
-    read now, once: call this at the start of each session.
+    ``workspace`` defaults to ``$WSD_WORKSPACE`` (then ``/workspace``); one that is not a
+    workspace (no ``.os/``: ``wsd init`` makes one) raises ValueError saying so. The boot
+    context is read now, once: call this at the start of each session.
     """
     from wsd.hooks.sdk import memory_hooks
 
     env = os.environ if env is None else env
     root = workspace or env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE
-    layout = Layout(root)
+    layout = Layout(os.path.abspath(root))
+    problem = layout.problem()
+    if problem is not None:
+        raise ValueError(problem)
+    # alwaysLoad: the CLI otherwise defers MCP tools behind its tool search, and the model
+    # sees only their names (calling them directly fails): search_memory is the agent's one
+    # road to its archive, so its schema is always in the request.
+    server = {**memory_server(layout), "alwaysLoad": True}
     return AgentMemory(
-        hooks=memory_hooks(root, env=env),
-        mcp_servers={SERVER_NAME: memory_server(layout)},
+        hooks=memory_hooks(layout.root, env=env),
+        mcp_servers={SERVER_NAME: server},
         allowed_tools=list(ALLOWED_TOOLS),
-        system_prompt_append=load_memory(layout),
+        system_prompt_append=load_memory(layout, tools=Tools.mcp(TOOL_PREFIX)),
     )

@@ -17,9 +17,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import apsw
@@ -42,39 +44,102 @@ LEARNING_MAX_CHARS = 400
 TRIM_ORDER = ("files.md", "tools.md", "context.md", "user.md", "os.md", "soul.md")
 PRIORITY_NAMES = {0: "urgent", 1: "high", 2: "normal"}
 
-HOW_MEMORY_WORKS = """\
-## How your memory works
-- This conversation is your mind: what you know right now.
-- The notes above, the recent learnings and the pending actions are your memory of earlier \
-sessions, kept up to date for you from what happens in your conversations.
-- Older details are in the archive: the `search_memory` tool (or `wsd search "question"` in a \
-shell) finds past learnings and past conversation turns from a question or a few keywords.
-- You never need to save anything: every turn is recorded and curated automatically.
-- When you have handled a pending action, mark it with the `resolve_action` tool (or \
-`wsd pending complete ID`; `dismiss` if it no longer applies)."""
+#: The words of a learning that say nothing of its own (a learning made of these and words a
+#: memory file line already has is not new to an agent that read that line).
+_FUNCTION_WORD_LIST = (
+    "a an the of to in on at for from with by as and or not no is are was were be been has"
+    " have had it its this that these those there user person agent s"
+    " wrote written writes created saved installed installs uses used"
+)
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORD_LIST.split())
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class Tools:
+    """How the agent reaches its archive and its actions in this host: a tool name, or (where
+    it has no such tool) a command to run in its shell."""
+
+    search: str
+    resolve: str
+    are_tools: bool = True
+
+    @classmethod
+    def mcp(cls, prefix: str) -> Tools:
+        """The MCP tools, named as the host names them (``mcp__memory__`` for the SDK helper)."""
+        return cls(f"{prefix}search_memory", f"{prefix}resolve_action")
+
+    @classmethod
+    def shell(cls, wsd: str | None = None) -> Tools:
+        """No memory tool: the ``wsd`` commands, by absolute path (the agent's PATH may lack
+        the daemon's virtual environment)."""
+        wsd = wsd or os.path.join(os.path.dirname(sys.executable), "wsd")
+        return cls(f'{wsd} search "question"', f"{wsd} pending complete ID", are_tools=False)
+
+
+def how_memory_works(tools: Tools) -> str:
+    """The closing section: mind, notes and archive, with the host's own tool names."""
+    if tools.are_tools:
+        search = f"the `{tools.search}` tool finds"
+        resolve = (
+            f"the `{tools.resolve}` tool (status `completed`, or `dismissed` if it no longer"
+            " applies)"
+        )
+    else:
+        search = f"`{tools.search}` in a shell finds"
+        resolve = (
+            f"`{tools.resolve}` in a shell (`dismiss` instead of `complete` if it no longer"
+            " applies)"
+        )
+    return (
+        "## How your memory works\n"
+        "- This conversation is your mind: what you know right now.\n"
+        "- The notes above, the recent learnings and the pending actions are your memory of"
+        " earlier sessions, kept up to date for you from what happens in your conversations.\n"
+        f"- Older details are in the archive: {search} past learnings and past conversation"
+        " turns from a question or a few keywords.\n"
+        "- You never need to save anything: every turn is recorded and curated automatically.\n"
+        f"- When you have handled a pending action, mark it with {resolve}."
+    )
 
 
 def load_memory(
     workspace: Layout | str | None = None,
     *,
+    tools: Tools | None = None,
     now: float | None = None,
     window_hours: float = WINDOW_HOURS,
     max_learnings: int = MAX_LEARNINGS,
     max_actions: int = MAX_ACTIONS,
     budget_chars: int = BUDGET_CHARS,
 ) -> str:
-    """The boot context of ``workspace`` (a Layout or root; default ``$WSD_WORKSPACE``)."""
+    """The boot context of ``workspace`` (a Layout or root; default ``$WSD_WORKSPACE``);
+    ``tools`` says how this host reaches the archive (default: shell commands)."""
     layout = _layout(workspace)
     now = time.time() if now is None else now
     files = {name: text for name in FILES if (text := _read(layout.md(name)))}
-    learnings, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
-    return _fit(files, learnings, actions, max(budget_chars, 2000))
+    recent, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
+    lines = [_WORD.findall(line.lower()) for text in files.values() for line in text.splitlines()]
+    learnings = [
+        f"- ({kind}, {_when(ts)}) {_one_line(text, LEARNING_MAX_CHARS)}"
+        for kind, ts, text in recent
+        if not reflected(text, lines)
+    ]
+    closing = how_memory_works(tools or Tools.shell())
+    return _fit(files, learnings, actions, max(budget_chars, 2000), closing)
 
 
-def hook_output(workspace: Layout | str | None = None) -> str:
+def reflected(learning: str, lines: list[list[str]]) -> bool:
+    """True if one line of the memory files holds every content word of ``learning``
+    (the agent reads that line already; the learning would only say it twice)."""
+    words = {w for w in _WORD.findall(learning.lower()) if w not in _FUNCTION_WORDS}
+    return bool(words) and any(words <= set(line) for line in lines)
+
+
+def hook_output(workspace: Layout | str | None = None, tools: Tools | None = None) -> str:
     """The Claude Code SessionStart hook answer: JSON with the boot context as
     ``additionalContext`` (the agent sees it; capture strips it by its tag)."""
-    context = load_memory(workspace)
+    context = load_memory(workspace, tools=tools)
     return json.dumps(
         {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
     )
@@ -100,7 +165,7 @@ def _read(path: str) -> str:
 
 def _from_db(
     layout: Layout, since: float, max_learnings: int, max_actions: int
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[tuple[str, float, str]], list[str]]:
     """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
     if not os.path.exists(layout.memory_db):
         return [], []
@@ -111,18 +176,16 @@ def _from_db(
     except (apsw.Error, OSError) as exc:
         _warn(f"memory.db not readable ({exc}); boot context without learnings")
         return [], []
-    learnings = [
-        f"- ({kind}, {_when(ts)}) {_one_line(text, LEARNING_MAX_CHARS)}"
-        for kind, ts, text in recent
-    ]
     actions = [
         f"- [#{aid}, {PRIORITY_NAMES.get(prio, str(prio))}] {_one_line(text, LEARNING_MAX_CHARS)}"
         for aid, prio, text in open_actions
     ]
-    return learnings, actions
+    return recent, actions
 
 
-def _fit(files: Mapping[str, str], learnings: list[str], actions: list[str], budget: int) -> str:
+def _fit(
+    files: Mapping[str, str], learnings: list[str], actions: list[str], budget: int, closing: str
+) -> str:
     """Assemble, then shed the least needed parts until it fits the budget.
 
     Oldest learnings go first, then the least urgent actions, then files are shortened in
@@ -131,7 +194,7 @@ def _fit(files: Mapping[str, str], learnings: list[str], actions: list[str], bud
     files = dict(files)
 
     def render() -> str:
-        return _render(files, learnings, actions)
+        return _render(files, learnings, actions, closing)
 
     text = render()
     while len(text) > budget and (learnings or actions):
@@ -163,7 +226,9 @@ def _drop_tail(lines: list[str], chars: int) -> list[str]:
     return lines[: min(keep, len(lines) - 1)]
 
 
-def _render(files: Mapping[str, str], learnings: list[str], actions: list[str]) -> str:
+def _render(
+    files: Mapping[str, str], learnings: list[str], actions: list[str], closing: str
+) -> str:
     parts = [f"<{TAG}>"]
     for name in FILES:
         if name in files:
@@ -174,7 +239,7 @@ def _render(files: Mapping[str, str], learnings: list[str], actions: list[str]) 
         )
     if actions:
         parts.append("## Pending actions (most urgent first)\n" + _neutral("\n".join(actions)))
-    parts.append(HOW_MEMORY_WORKS)
+    parts.append(closing)
     parts.append(f"</{TAG}>")
     return "\n\n".join(parts)
 
@@ -206,7 +271,7 @@ def _one_line(text: str, limit: int) -> str:
 
 def _when(ts: object) -> str:
     try:
-        return datetime.fromtimestamp(float(str(ts)), UTC).strftime("%Y-%m-%d %H:%M")
+        return datetime.fromtimestamp(float(str(ts)), UTC).isoformat(timespec="minutes")
     except (ValueError, OverflowError, OSError):
         return "?"
 

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 from wsd import schema
+from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.store.ledger import Store
-from wsd.schema.layout import USER_FOLDERS, Layout
+from wsd.schema.layout import DEPLOY_FILES, USER_FOLDERS, Layout
+
+#: The deploy-managed templates a workspace starts with (bootstrap installs its own).
+TEMPLATES = Path(__file__).resolve().parent.parent.parent / "deploy" / "templates"
 
 
-def init_workspace(layout: Layout, *, user_folders: bool = True) -> list[str]:
-    """Ensure ``.os/`` (0700), the user folders, and both databases (0600, migrated)."""
+def init_workspace(
+    layout: Layout, *, user_folders: bool = True, templates: Path | None = TEMPLATES
+) -> list[str]:
+    """Ensure ``.os/`` (0700), the user folders, both databases (0600, migrated), and
+    soul.md and os.md from ``templates`` where missing (never replaced: deploy-managed)."""
     done: list[str] = []
     for path in (layout.os_dir, layout.memory_dir):
         if not os.path.isdir(path):
@@ -51,4 +59,11 @@ def init_workspace(layout: Layout, *, user_folders: bool = True) -> list[str]:
                 if mode != 0o600:
                     os.chmod(target, 0o600)
                     done.append(f"chmod 0600 {target} (was {mode:04o})")
+    for name in DEPLOY_FILES:
+        target = layout.md(name)
+        if templates is None or os.path.exists(target):
+            continue
+        if (templates / name).is_file():
+            atomic_write(target, (templates / name).read_text(encoding="utf-8"))
+            done.append(f"installed {target}")
     return done

@@ -49,6 +49,12 @@ def _worker(
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    import signal
+
+    # Until the loop's handlers are in (imports take a moment), a stop is a clean exit:
+    # nothing has been written yet.
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop_signal, lambda *_: sys.exit(0))
     from wsd.daemon.runtime import log, signals
 
     config = _config(args, env)
@@ -138,12 +144,24 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.runtime.heartbeat import daemon_running
     from wsd.daemon.store.ledger import Store
 
-    store = Store(Layout(_config(args, env).workspace))
+    layout = Layout(_config(args, env).workspace)
+    store = Store(layout)
     store.migrate()
     flush_id = store.request_flush("cli", time.time())
     print(f"flush requested (#{flush_id})")
+    # Nobody to wait for: say so now (after a short grace, for a daemon just starting).
+    grace = time.monotonic() + min(args.wait, 3.0)
+    while args.wait and not daemon_running(layout) and time.monotonic() < grace:
+        time.sleep(0.2)
+    if args.wait and not daemon_running(layout):
+        print(
+            f"no daemon is running in {layout.root}: the flush is curated when it starts",
+            file=sys.stderr,
+        )
+        return 1
     deadline = time.monotonic() + args.wait
     while args.wait and time.monotonic() < deadline:
         if store.flush_handled(flush_id):
@@ -173,15 +191,16 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from pathlib import Path
 
-    from wsd.daemon.ops.deploy import DeployError, bootstrap
+    from wsd.daemon.ops.deploy import ASSETS, DeployError, bootstrap
 
     layout = Layout(_config(args, env).workspace)
     try:
         changes = bootstrap(
             layout,
             version=args.version,
-            templates=Path(args.templates),
-            supervisor=Path(args.supervisor),
+            templates=Path(args.templates) if args.templates else ASSETS / "templates",
+            supervisor=Path(args.supervisor) if args.supervisor else ASSETS / "supervisor",
+            plugin=Path(args.plugin) if args.plugin else ASSETS / "claude-plugin",
             venv=Path(args.venv),
             standalone=args.standalone,
         )
@@ -244,8 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_memory.register(sub)
     boot = sub.add_parser("bootstrap", help="deploy: layout, databases, templates, supervisord")
     boot.add_argument("--version", required=True, help="the deployed version (.os/VERSION)")
-    boot.add_argument("--templates", required=True, help="folder with soul.md and os.md")
-    boot.add_argument("--supervisor", required=True, help="folder with the *.conf.in files")
+    boot.add_argument("--templates", help="folder with soul.md and os.md (default: packaged)")
+    boot.add_argument("--supervisor", help="folder with the *.conf.in files (default: packaged)")
+    boot.add_argument("--plugin", help="the Claude Code plugin to render (default: packaged)")
     boot.add_argument("--venv", default=sys.prefix, help="the virtual environment to run")
     boot.add_argument(
         "--standalone",
@@ -272,11 +292,22 @@ COMMANDS = {
 }
 
 
+#: Commands that make a workspace; every other refuses to run outside one.
+CREATING_COMMANDS = frozenset({"init", "bootstrap"})
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Entry point of the ``wsd`` console script."""
     args = build_parser().parse_args(argv)
+    env = os.environ if env is None else env
     try:
-        return COMMANDS[args.command](args, os.environ if env is None else env)
+        if args.command not in CREATING_COMMANDS:
+            problem = Layout(_config(args, env).workspace).problem()
+            if problem is not None:  # refused, and nothing created (a mistyped path stays so)
+                print(f"wsd {args.command}: {problem}", file=sys.stderr)
+                hook = args.command == "boot-context" and getattr(args, "hook", False)
+                return 0 if hook else 2  # a hook never fails the agent's start
+        return COMMANDS[args.command](args, env)
     except (ConfigError, schema.SchemaError) as exc:
         print(f"wsd: {exc}", file=sys.stderr)
         return 2

@@ -30,16 +30,17 @@ def _layout(args: argparse.Namespace, env: Mapping[str, str]) -> Layout:
 
 def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Print the boot context; ``--hook`` prints the SessionStart hook JSON and never fails."""
-    from wsd.daemon.memory.boot import hook_output, load_memory
+    from wsd.daemon.memory.boot import Tools, hook_output, load_memory
 
     layout = _layout(args, env)
+    tools = Tools.mcp(args.tool_prefix) if args.tool_prefix else Tools.shell()
     if not args.hook:
-        print(load_memory(layout))
+        print(load_memory(layout, tools=tools))
         return 0
     try:
         if sys.stdin is not None and not sys.stdin.isatty():
             sys.stdin.read()  # the hook event; drained so Claude Code's write never blocks
-        print(hook_output(layout))
+        print(hook_output(layout, tools))
     except Exception as exc:  # a hook must never break the start
         print(f"wsd boot-context: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 0
@@ -157,11 +158,23 @@ def register(subparsers: Any) -> None:
     from wsd.daemon.ops import cli_revisions
 
     cli_revisions.register(subparsers)
+    subparsers.add_parser(
+        "mcp", help="serve search_memory and resolve_action as a stdio MCP server (Claude Code)"
+    )
+    forget = subparsers.add_parser("forget", help="retract a learning (by its id, e.g. L12)")
+    forget.add_argument("id", help="the learning's id, as search shows it (12 or L12)")
+    forget.add_argument("--reason", help="why (kept with the retraction)")
     boot = subparsers.add_parser("boot-context", help="print what a new session starts knowing")
     boot.add_argument(
         "--hook",
         action="store_true",
         help="print Claude Code SessionStart hook JSON (additionalContext)",
+    )
+    boot.add_argument(
+        "--tool-prefix",
+        metavar="PREFIX",
+        help="name the memory tools as the host does (e.g. mcp__memory__); without it the"
+        " context tells the agent to run wsd in a shell, by absolute path",
     )
     search = subparsers.add_parser("search", help="search learnings and past turns")
     search.add_argument("query", nargs="*", help="a question or keywords")
@@ -186,6 +199,33 @@ def register(subparsers: Any) -> None:
     )
 
 
+def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd forget ID``: retract a learning (search, boot context and index forget it)."""
+    from wsd.daemon.store import archive
+    from wsd.daemon.store.base import Databases
+
+    raw = str(args.id).strip().lstrip("#Ll")
+    if not raw.isdigit():
+        print(f"wsd forget: {args.id!r} is not a learning id (like 12 or L12)", file=sys.stderr)
+        return 2
+    if not archive.retract(Databases(_layout(args, env)), int(raw), time.time(), args.reason):
+        print(f"wsd forget: no learning #{raw}", file=sys.stderr)
+        return 1
+    print(
+        f"learning #{raw} retracted: gone from search, the boot context and the index; the"
+        " ledger keeps that it was, and when. The turns it came from stay in the transcript"
+        " (and in search as turns), and a memory file line saying the same is not edited."
+    )
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd mcp``: the memory tools as a stdio MCP server (Claude Code's plugin starts it)."""
+    from wsd.daemon.memory.mcp_server import serve
+
+    return serve(_layout(args, env))
+
+
 def cmd_memory(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd memory history|diff|restore FILE ...`` (see ops/cli_revisions.py)."""
     from wsd.daemon.ops import cli_revisions
@@ -200,4 +240,6 @@ HANDLERS: dict[str, Handler] = {
     "pending": cmd_pending,
     "rebuild": cmd_rebuild,
     "memory": cmd_memory,
+    "mcp": cmd_mcp,
+    "forget": cmd_forget,
 }

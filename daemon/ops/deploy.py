@@ -12,7 +12,9 @@ the same inputs changes nothing, and no user data is ever touched.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -40,12 +42,42 @@ def _install(path: Path, content: str, mode: int, changes: list[str]) -> None:
     changes.append(f"installed {path}")
 
 
+#: Where the packaged deploy assets live (deploy/ of the checkout, installed as wsd/deploy).
+ASSETS = Path(__file__).resolve().parent.parent.parent / "deploy"
+#: Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>.
+PLUGIN_NAME = "workspace-memory"
+PLUGIN_TOOL_PREFIX = f"mcp__plugin_{PLUGIN_NAME}_memory__"
+
+
+def render_plugin(
+    source: Path, dest: Path, *, venv: Path, workspace: str, version: str, changes: list[str]
+) -> None:
+    """Write the Claude Code plugin (manifest, hooks, MCP server) with the deployed paths:
+    every event to ``wsd-hook``, the boot context at SessionStart, ``wsd mcp`` always loaded."""
+    wsd = str(venv / "bin" / "wsd")
+    where = f"--workspace {shlex.quote(workspace)}"
+    quoted = f"{shlex.quote(wsd)} {where}"
+    values = {
+        "@HOOK@": f"{shlex.quote(str(venv / 'bin' / 'wsd-hook'))} {where}",
+        "@BOOT@": f"{quoted} boot-context --hook --tool-prefix {PLUGIN_TOOL_PREFIX}",
+        "@WSD@": wsd,
+        "@WORKSPACE@": workspace,
+        "@VERSION@": version,
+    }
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        for token, value in values.items():
+            text = text.replace(token, json.dumps(value)[1:-1])  # inside JSON strings
+        _install(dest / path.relative_to(source), text, 0o600, changes)
+
+
 def bootstrap(
     layout: Layout,
     *,
     version: str,
-    templates: Path,
-    supervisor: Path,
+    templates: Path = ASSETS / "templates",
+    supervisor: Path = ASSETS / "supervisor",
+    plugin: Path = ASSETS / "claude-plugin",
     venv: Path,
     standalone: bool = False,
     reload_supervisor: bool = True,
@@ -53,7 +85,7 @@ def bootstrap(
     """Bring a workspace to the deployed state; returns what changed (empty: nothing)."""
     if not version.strip() or "\n" in version.strip():
         raise DeployError(f"version {version!r}: expected one non-empty line")
-    changes = init_workspace(layout)
+    changes = init_workspace(layout, templates=None)
     os_dir = Path(layout.os_dir)
     for name in DEPLOY_FILES:
         source = templates / name
@@ -84,6 +116,14 @@ def bootstrap(
     if standalone:
         main = (supervisor / "supervisord.conf.in").read_text(encoding="utf-8").format(**values)
         _install(os_dir / "supervisor" / "supervisord.conf", main, 0o600, changes)
+    render_plugin(
+        plugin,
+        os_dir / "claude-plugin",
+        venv=venv,
+        workspace=layout.root,
+        version=version.strip(),
+        changes=changes,
+    )
     if program_changed and reload_supervisor:
         changes += _reload_supervisor(os_dir, venv)
     _install(Path(layout.version_file), version.strip() + "\n", 0o600, changes)

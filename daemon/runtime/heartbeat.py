@@ -80,3 +80,17 @@ def pid_alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def daemon_running(layout: Layout, stale: float = 60.0) -> bool:
+    """Whether a live daemon beats in this workspace: its pid alive, not stopped, and a
+    heartbeat younger than ``stale`` seconds (it beats every 10 s)."""
+    import time
+
+    beat = read_status(layout)
+    if beat is None or beat.get("state") == "stopped" or not pid_alive(beat.get("pid")):
+        return False
+    try:
+        return time.time() - float(beat.get("heartbeat_at") or 0) < stale
+    except (TypeError, ValueError):
+        return False

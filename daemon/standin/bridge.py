@@ -20,18 +20,15 @@ Contracts:
 
 from __future__ import annotations
 
-import argparse
 import json
-import signal
 import socket
 import struct
-import sys
 import threading
 import uuid
 from collections import deque
 from collections.abc import Iterable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any, Self
 
 from wsd.daemon.standin.steps import (
@@ -382,27 +379,3 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
         except OSError:
             pass  # already gone: the client gave up first
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m wsd.daemon.standin.bridge``: serve until SIGTERM/SIGINT, then exit 0."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
-    args = parser.parse_args(argv)
-    done = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    with BridgeStandin(args.port, latency=args.latency) as standin:
-        print(standin.url, flush=True)
-        while not done.wait(0.5):
-            pass
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

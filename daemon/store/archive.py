@@ -296,3 +296,34 @@ def related_learnings(
             (query, limit),
         )
     return [(int(i), str(k), float(ts), str(c)) for i, k, ts, c in rows]
+
+
+def retract(store: Databases, learning_id: int, now: float, reason: str | None = None) -> bool:
+    """``wsd forget``: delete a learning (and so its FTS entry and source links), keeping in
+    ``retractions`` that it was, when, and its key, so it is never stored again (by curation
+    or a rebuild). False if there is no such learning."""
+    with store._memory() as m, schema.write_txn(m):
+        row = schema.first(
+            m,
+            "SELECT type, content_key, batch_id, created_at FROM learnings WHERE id = ?",
+            (learning_id,),
+        )
+        if row is None:
+            return False
+        m.execute(
+            "INSERT INTO retractions (learning_id, type, content_key, batch_id, created_at,"
+            " retracted_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (learning_id, *row, now, reason),
+        )
+        # What pointed at it lets go: a learning it had replaced is current again.
+        m.execute(
+            "UPDATE learnings SET superseded_by = NULL, superseded_at = NULL"
+            " WHERE superseded_by = ?",
+            (learning_id,),
+        )
+        m.execute(
+            "UPDATE pending_actions SET source_learning_id = NULL WHERE source_learning_id = ?",
+            (learning_id,),
+        )
+        m.execute("DELETE FROM learnings WHERE id = ?", (learning_id,))
+    return True

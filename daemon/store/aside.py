@@ -34,6 +34,7 @@ CARRY_SQL = (
     "INSERT INTO main.workspace_files SELECT * FROM live.workspace_files",
     "INSERT INTO main.canvas_cards SELECT * FROM live.canvas_cards",
     "INSERT INTO main.learnings SELECT * FROM live.learnings WHERE batch_id IS NULL",
+    "INSERT INTO main.retractions SELECT * FROM live.retractions",
     "INSERT INTO main.md_revisions SELECT * FROM live.md_revisions"
     " WHERE source != 'curator' AND batch_id IS NULL",
 )
