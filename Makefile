@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: all install test lint typecheck check demo run bench clean
+.PHONY: all install test lint typecheck check demo run bench soak clean
 
 all: test
 
@@ -27,8 +27,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check schema hooks daemon tests bench
-	$(BIN)/ruff format --check schema hooks daemon tests bench
+	$(BIN)/ruff check schema hooks daemon tests bench soak
+	$(BIN)/ruff format --check schema hooks daemon tests bench soak
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -43,6 +43,11 @@ run: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The chaos soak: SOAK_MINUTES of combined faults, then every invariant (python -m soak --help).
+SOAK_MINUTES ?= 10
+soak: $(STAMP)
+	$(BIN)/python -m soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,201 @@
+"""The fault scheduler: a seeded schedule of every fault a Sprite meets, applied as it comes.
+
+The schedule (which fault, when, for how long) is drawn from the seed before anything runs,
+so a failing seed replays the same faults in the same order; only the machine's timing
+differs. ``intensity`` scales how often faults come (1.0: one every ~4 s on average).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from soak.world import VENV, World
+
+#: Fault kinds and their weights in the draw.
+KINDS = {
+    "kill9": 3,
+    "bridge": 6,
+    "disk_full": 2,
+    "freeze": 2,
+    "lock_transcript": 3,
+    "rebuild": 1,
+    "backup": 1,
+    "doctor_fix": 1,
+    "hand_edit": 1,
+    "second_run": 1,
+    "delete_memory_db": 0,  # once, placed by hand in the schedule
+}
+BRIDGE_MODES = ("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless")
+
+
+@dataclass
+class Planned:
+    at: float  # seconds after the start
+    kind: str
+    seconds: float
+    detail: str = ""
+
+
+def plan(seed: int, minutes: float, intensity: float) -> list[Planned]:
+    """The whole schedule, from the seed alone."""
+    rng = random.Random(seed)
+    kinds = [k for k, w in KINDS.items() for _ in range(w)]
+    out: list[Planned] = []
+    t = 5.0
+    end = minutes * 60
+    while True:
+        t += rng.expovariate(intensity / 4.0)
+        if t >= end:
+            break
+        kind = rng.choice(kinds)
+        detail = rng.choice(BRIDGE_MODES) if kind == "bridge" else ""
+        out.append(Planned(t, kind, rng.uniform(1.0, 8.0), detail))
+    out.append(Planned(end * rng.uniform(0.3, 0.7), "delete_memory_db", 0.0))
+    out.append(Planned(end * rng.uniform(0.1, 0.9), "hand_edit", 0.0))
+    return sorted(out, key=lambda p: p.at)
+
+
+@dataclass
+class Record:
+    """What the scheduler did, for the report and the invariants."""
+
+    done: Counter[str] = field(default_factory=Counter)
+    hand_edits: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    second_run_codes: list[int] = field(default_factory=list)
+
+
+class Scheduler:
+    """Applies a plan to a world, in a thread, until the plan ends or ``stop`` is set."""
+
+    def __init__(self, world: World, schedule: list[Planned], seed: int) -> None:
+        self.world = world
+        self.schedule = schedule
+        self.rng = random.Random(f"{seed}-apply")
+        self.stop = threading.Event()
+        #: Set while the daemon is frozen, stopped or starved by a fault (samplers hold off).
+        self.busy = threading.Event()
+        self.record = Record()
+        self._thread = threading.Thread(target=self._run, name="soak-faults", daemon=True)
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def _run(self) -> None:
+        for item in self.schedule:
+            wait = item.at - (time.monotonic() - self._started)
+            if wait > 0 and self.stop.wait(wait):
+                return
+            try:
+                if item.kind in ("freeze", "delete_memory_db", "kill9", "disk_full"):
+                    self.busy.set()
+                getattr(self, f"_{item.kind}")(item)
+                self.record.done[item.kind + (f":{item.detail}" if item.detail else "")] += 1
+            except Exception as exc:  # a fault that could not be applied is reported, not fatal
+                self.record.errors.append(f"{item.kind}: {type(exc).__name__}: {exc}"[:300])
+            finally:
+                self.busy.clear()
+
+    # -- the faults ------------------------------------------------------------------------
+
+    def _pid(self) -> int | None:
+        return self.world.daemon()[1]
+
+    def _kill9(self, _item: Planned) -> None:
+        pid = self._pid()
+        if pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _bridge(self, item: Planned) -> None:
+        self.world.spoiler.spoil(item.detail, item.seconds)
+
+    def _disk_full(self, item: Planned) -> None:
+        """RLIMIT_FSIZE on the daemon: every write past the current size of any file fails
+        (EFBIG; Python ignores SIGXFSZ) for a while, as a full disk does."""
+        pid = self._pid()
+        if not pid:
+            return
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+        with contextlib.suppress(ProcessLookupError):
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (4096, hard))
+            time.sleep(item.seconds)
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))
+
+    def _freeze(self, item: Planned) -> None:
+        pid = self._pid()
+        if not pid:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(item.seconds)
+            os.kill(pid, signal.SIGCONT)
+
+    def _lock_transcript(self, item: Planned) -> None:
+        """Hold transcript.db's write lock: hooks that cannot wait spool their events."""
+        import apsw
+
+        conn = apsw.Connection(self.world.layout.transcript_db)
+        try:
+            conn.set_busy_timeout(5000)
+            conn.execute("BEGIN IMMEDIATE")
+            time.sleep(min(item.seconds, 3.0))
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+
+    def _background(self, *args: str) -> None:
+        threading.Thread(target=self.world.wsd, args=args, daemon=True).start()
+
+    def _rebuild(self, _item: Planned) -> None:
+        self._background("rebuild", "--wait", "60")
+
+    def _backup(self, _item: Planned) -> None:
+        dest = Path(self.world.root) / "backups" / f"b{self.record.done['backup']}"
+        self._background("backup", str(dest))
+
+    def _doctor_fix(self, _item: Planned) -> None:
+        self._background("doctor", "--fix")
+
+    def _hand_edit(self, _item: Planned) -> None:
+        name = f"Soak{self.rng.randrange(10**6)}"
+        line = f"- Hand edit {len(self.record.hand_edits)}: my cat is called {name}"
+        with open(self.world.layout.md("user.md"), "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+        self.record.hand_edits.append(line)
+
+    def _second_run(self, _item: Planned) -> None:
+        """A second ``wsd run`` on the same workspace must refuse at once, not curate too."""
+        try:
+            proc = subprocess.run(
+                [str(VENV / "bin" / "wsd"), "run"],
+                env=self.world.env,
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+            self.record.second_run_codes.append(proc.returncode)
+        except subprocess.TimeoutExpired:
+            self.record.second_run_codes.append(-999)  # it ran: the invariant reports it
+
+    def _delete_memory_db(self, _item: Planned) -> None:
+        self.world.ctl("stop", "wsd")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.world.layout.memory_db + suffix)
+        self.world.ctl("start", "wsd")
+        self.world.wait_running(60)

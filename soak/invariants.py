@@ -1,0 +1,273 @@
+"""What must hold at the end of a soak, whatever the faults did: each check with its count."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from soak.faults import Record
+from soak.world import World
+from wsd.daemon.memory.files import LINE_LIMITS, canonical, read_text
+from wsd.daemon.memory.files_md import NOTES_LINE_LIMIT
+from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS, DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
+from wsd.daemon.runtime.fsio import TEMP_PREFIX
+from wsd.schema.layout import CURATED_FILES
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _rows(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(10_000)
+    try:
+        return [tuple(r) for r in conn.execute(sql, args)]
+    finally:
+        conn.close()
+
+
+def _manifests(folder: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(folder.glob("manifest-*.jsonl")):
+        out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return out
+
+
+def check_all(
+    world: World, record: Record, manifests: Path, rss_max_mb: float, status_lies: list[str]
+) -> list[Check]:
+    layout = world.layout
+    sessions = _manifests(manifests)
+    turns = [t for s in sessions for t in s["turns"]]
+    checks = [
+        _nothing_lost(layout.transcript_db, layout.spool, turns),
+        _assembled(layout.transcript_db, turns),
+        _curated_once(layout.transcript_db, layout.memory_db),
+        _learnings_once(layout.memory_db),
+        _md_files(world, record),
+        _no_secret(world, sessions),
+        _integrity(layout.transcript_db, layout.memory_db, layout.root),
+        Check("daemon RSS stayed under 120 MB", rss_max_mb < 120, f"max {rss_max_mb:.1f} MB"),
+        _cost(world),
+        Check(
+            "a second wsd run refused at once",
+            all(code not in (0, -999) for code in record.second_run_codes),
+            f"exit codes {record.second_run_codes}",
+        ),
+        Check(
+            "wsd status told the truth (sampled)",
+            not status_lies,
+            f"{len(status_lies)} mismatch(es)" + (f": {status_lies[:3]}" if status_lies else ""),
+        ),
+    ]
+    return checks
+
+
+def _events_text(db: str) -> str:
+    return "\n".join(str(p) for (p,) in _rows(db, "SELECT payload FROM events"))
+
+
+def _nothing_lost(db: str, spool: str, turns: list[dict[str, Any]]) -> Check:
+    recorded = _events_text(db)
+    rejected = Path(spool).with_name("spool.rejected.jsonl")
+    rejected_text = rejected.read_text(errors="replace") if rejected.exists() else ""
+    marks = [f"{t['mark']}P" for t in turns] + [f"{t['mark']}A" for t in turns]
+    marks += [c for t in turns for c in t["calls"]]
+    lost = [m for m in marks if m not in recorded and m not in rejected_text]
+    in_rejected = sum(m in rejected_text for m in marks)
+    return Check(
+        "every event sent is in transcript.db or the rejected spool",
+        not lost,
+        f"{len(marks)} events checked, {in_rejected} rejected, {len(lost)} lost {lost[:5]}",
+    )
+
+
+def _assembled(db: str, turns: list[dict[str, Any]]) -> Check:
+    observations = _rows(
+        db, "SELECT id, user_message, tool_calls_json, agent_response FROM observations"
+    )
+    by_prompt: dict[str, list[tuple[Any, ...]]] = {}
+    for row in observations:
+        for mark in re.findall(r"(W\d+S\d+T\d+)P", str(row[1] or "")):
+            by_prompt.setdefault(mark, []).append(row)
+    wrong = []
+    for turn in turns:
+        rows = by_prompt.get(turn["mark"], [])
+        if len(rows) != 1:
+            wrong.append(f"{turn['mark']}: in {len(rows)} turns")
+            continue
+        _id, user, calls_json, answer = rows[0]
+        calls = json.loads(calls_json or "[]")
+        seen = [m for c in calls for m in re.findall(r"W\d+S\d+T\d+C\d+", json.dumps(c))[:1]]
+        if seen != turn["calls"]:
+            wrong.append(f"{turn['mark']}: tools {seen} != {turn['calls']}")
+        elif f"{turn['mark']}A" not in str(answer or ""):
+            wrong.append(f"{turn['mark']}: answer missing")
+        elif len(re.findall(r"W\d+S\d+T\d+P", str(user))) != 1:
+            wrong.append(f"{turn['mark']}: prompt shares its turn")
+    return Check(
+        "every turn assembled exactly as sent (prompt, tools in order, answer)",
+        not wrong,
+        f"{len(turns)} turns, {len(wrong)} wrong {wrong[:3]}",
+    )
+
+
+def _curated_once(transcript: str, memory: str) -> Check:
+    (identity,) = _rows(transcript, "SELECT value FROM meta WHERE key = 'identity'")[0]
+    ids = {int(i) for (i,) in _rows(transcript, "SELECT id FROM observations")}
+    covering = Counter(
+        int(oid)
+        for (oid,) in _rows(
+            memory,
+            "SELECT t.observation_id FROM batch_turns t JOIN batches b ON b.id = t.batch_id"
+            " WHERE b.status = 'done' AND t.transcript_identity = ?",
+            (identity,),
+        )
+    )
+    missing = ids - set(covering)
+    twice = [i for i, n in covering.items() if n > 1]
+    parked = _rows(memory, "SELECT count(*) FROM batches WHERE status = 'failed'")[0][0]
+    return Check(
+        "every closed turn covered by exactly one done batch",
+        not missing and not twice and not parked,
+        f"{len(ids)} turns, {len(missing)} uncovered, {len(twice)} twice, {parked} parked",
+    )
+
+
+def _learnings_once(memory: str) -> Check:
+    rows = _rows(memory, "SELECT content_key FROM learnings")
+    doubled = [k for k, n in Counter(r[0] for r in rows).items() if n > 1]
+    return Check(
+        "no learning stored twice", not doubled, f"{len(rows)} learnings, {len(doubled)} doubled"
+    )
+
+
+def _md_files(world: World, record: Record) -> Check:
+    layout = world.layout
+    latest = {
+        str(f): str(c)
+        for f, c in _rows(
+            layout.memory_db,
+            "SELECT file, content FROM md_revisions WHERE id IN"
+            " (SELECT max(id) FROM md_revisions GROUP BY file)",
+        )
+    }
+    problems = []
+    for name in CURATED_FILES:
+        disk = read_text(layout.md(name))
+        if name not in latest:
+            continue
+        if disk is None or canonical(name, disk) != canonical(name, latest[name]):
+            problems.append(f"{name} differs from its latest revision")
+        text = canonical(name, latest[name])
+        limit = NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        if len(text.splitlines()) > limit or len(text) > DEFAULT_FILE_CHARS:
+            problems.append(f"{name} over its limits")
+    hand = [
+        str(c)
+        for (c,) in _rows(
+            layout.memory_db, "SELECT content FROM md_revisions WHERE source = 'hand'"
+        )
+    ]
+    for line in record.hand_edits:
+        if not any(line in c for c in hand):
+            problems.append(f"hand edit never adopted: {line[:40]}")
+    return Check(
+        "md files equal their latest revisions, within limits; hand edits adopted",
+        not problems,
+        f"{len(latest)} files, {len(record.hand_edits)} hand edits; {problems[:3]}",
+    )
+
+
+def _no_secret(world: World, sessions: list[dict[str, Any]]) -> Check:
+    hidden = sorted({h for s in sessions for h in s["hidden"] if len(h) >= 8})
+    blobs: list[tuple[str, bytes]] = []
+    for folder, _dirs, files in os.walk(world.layout.os_dir):
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as fh:
+                    blobs.append((path, fh.read()))
+    blobs += [(f"bridge request {i}", r.raw) for i, r in enumerate(world.bridge.requests)]
+    found = [(h, where) for h in hidden for where, data in blobs if h.encode() in data]
+    return Check(
+        "no secret or private span in any byte under .os/ or any Bridge request",
+        not found,
+        f"{len(hidden)} secrets x {len(blobs)} files and requests, {len(found)} found {found[:2]}",
+    )
+
+
+def _integrity(transcript: str, memory: str, root: str) -> Check:
+    problems = []
+    for db in (transcript, memory):
+        result = [r[0] for r in _rows(db, "PRAGMA integrity_check")]
+        if result != ["ok"]:
+            problems.append(f"{os.path.basename(db)}: {result[:2]}")
+    conn = apsw.Connection(memory)
+    try:
+        for table in ("learnings_fts", "turns_fts"):
+            try:
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+            except apsw.Error as exc:
+                problems.append(f"{table}: {exc}")
+    finally:
+        conn.close()
+    temps = [
+        os.path.join(d, n)
+        for d, _s, files in os.walk(root)
+        for n in files
+        if n.startswith(TEMP_PREFIX)
+    ]
+    return Check(
+        "integrity and FTS checks pass; no temp files left",
+        not problems and not temps,
+        f"{problems[:2]} temp files {temps[:2]}",
+    )
+
+
+def _cost(world: World) -> Check:
+    """The ledger's cost of each done batch is the cost of the answer the Bridge gave for
+    exactly that batch's turns; the total is reported beside what the Bridge was asked."""
+    with world.spoiler.lock:
+        answers = list(world.spoiler.answers)
+    by_turns: dict[tuple[int, ...], list[dict[str, int]]] = {}
+    for ids, usage, _mode in answers:
+        by_turns.setdefault(ids, []).append(usage)
+    rows = _rows(
+        world.layout.memory_db,
+        "SELECT b.id, b.cost_usd, b.input_tokens, b.output_tokens,"
+        " json_group_array(t.observation_id) FROM batches b JOIN batch_turns t ON t.batch_id = b.id"
+        " WHERE b.status = 'done' GROUP BY b.id",
+    )
+    mismatched, ledger = [], 0.0
+    for batch_id, cost, tin, tout, turns_json in rows:
+        ledger += float(cost)
+        ids = tuple(sorted(json.loads(turns_json)))
+        usages = by_turns.get(ids, [])
+        expected = (tin * DEFAULT_PRICE_INPUT + tout * DEFAULT_PRICE_OUTPUT) / 1e6
+        if (
+            not any(u["input_tokens"] == tin and u["output_tokens"] == tout for u in usages)
+            or abs(expected - float(cost)) > 1e-9
+        ):
+            mismatched.append(batch_id)
+    asked = sum(
+        (u["input_tokens"] * DEFAULT_PRICE_INPUT + u["output_tokens"] * DEFAULT_PRICE_OUTPUT) / 1e6
+        for _ids, u, _m in answers
+    )
+    return Check(
+        "total curator cost equals the ledger's (every done batch priced as its answer)",
+        not mismatched,
+        f"ledger ${ledger:.4f} for {len(rows)} batches; the Bridge answered ${asked:.4f}"
+        f" (answers lost to kills and faults are the difference); {len(mismatched)} mismatched",
+    )
