@@ -434,3 +434,22 @@ def test_folders_past_the_watch_limit_are_noticed(layout: Layout) -> None:
         assert wait_until(lambda: consistent(layout) and len(index_rows(layout)) == 5, 10)
     finally:
         child.close()
+
+
+def test_a_watcher_on_a_ready_workspace_sees_events_from_its_first_rescan(layout: Layout) -> None:
+    """With memory.db already migrated the first rescan runs at once: its producers must start
+    (they raced the thread's start and were skipped), so a new file is listed within seconds,
+    long before any periodic rescan."""
+    settings = WatchSettings(rescan_seconds=3600, debounce_ms=50, step_ms=20)
+    for _ in range(5):
+        stop = threading.Event()
+        watcher = Watcher(layout, stop, settings)
+        watcher.start()
+        try:
+            assert watcher.ready.wait(10)
+            name = f"documents/late-{time.monotonic_ns()}.txt"
+            write(layout.root, name)
+            assert wait_until(lambda name=name: name in listed(layout), 8), name
+        finally:
+            stop.set()
+            watcher.join(5)

@@ -88,12 +88,16 @@ class Watcher:
         self._rescan_reason: str | None = "start"
         self._due = {"rescan": 0.0, "checks": 0.0, "canvas": 0.0}
         self._thread: threading.Thread | None = None
+        # Set before the thread starts: its first rescan starts the producers, and must not
+        # race the assignment of _thread (it did: a started watcher then never saw an event).
+        self._running = False
         self.ready = threading.Event()  # set after the first full rescan is on disk
 
     # -- public entry points --------------------------------------------------------------
 
     def start(self) -> None:
         """Start the consumer thread; it starts the producers, then runs the first rescan."""
+        self._running = True
         self._thread = signals.background(self._run, "wsd-watcher")
 
     def rescan(self, reason: str = "manual") -> None:
@@ -326,7 +330,7 @@ class Watcher:
         return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
 
     def _sync_producers(self) -> None:
-        if self._thread is not None:  # only a started watcher has producers
+        if self._running:  # only a started watcher has producers
             self.producers.sync()
 
     def _fallback(self, name: str, why: object) -> None:
