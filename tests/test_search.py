@@ -449,24 +449,3 @@ def test_search_tool_reports_bad_arguments(memory: Layout) -> None:
 async def _via_thread(layout: Layout) -> str:
     result = await asyncio.to_thread(run_search, layout, {"query": "weekly report folder"})
     return str(result["content"][0]["text"])
-
-
-def test_a_named_date_favours_memories_from_then(layout: Layout) -> None:
-    """ "In June", "on 3 March 2024", "in 2023": memories dated then rank first, as if they
-    said the date themselves."""
-    notes = [
-        ("Went camping at the lake", "2023-06-10T09:00:00Z"),
-        ("Went camping in the hills", "2023-07-10T09:00:00Z"),
-        ("Went camping by the sea", "2024-03-03T09:00:00Z"),
-    ]
-    import_lines(
-        Store(layout),
-        [json.dumps({"type": "fact", "content": c, "created_at": t}) for c, t in notes],
-    )
-    assert "lake" in search_memory(layout, "When did we go camping in June?")[0].snippet
-    assert "hills" in search_memory(layout, "camping in July 2023")[0].snippet
-    assert "sea" in search_memory(layout, "camping on 3 March 2024")[0].snippet
-    assert "sea" in search_memory(layout, "camping 2024-03-03")[0].snippet
-    assert "sea" in search_memory(layout, "camping in 2024")[0].snippet
-    # "may" is a month only next to a number; otherwise it is just a word.
-    assert len(search_memory(layout, "may we go camping")) == 3
