@@ -95,6 +95,8 @@ class Worker:
         self.ops = Maintenance(store)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
+        #: Work done after each pass (embedding new memories); True means more is waiting.
+        self.after_pass: list[Callable[[PassResult], bool]] = []
         self.pipeline = Pipeline(
             config,
             store,
@@ -135,6 +137,9 @@ class Worker:
         while not self.stop.is_set():
             try:
                 result = self.run_once()
+                if result.action != Step.PAUSED and any([f(result) for f in self.after_pass]):
+                    result.more = True
+                    self.shedder.busy()  # the model is in use: keep it a while
             except Exception as exc:
                 self._failed("pass", exc)
                 result = PassResult(Step.ERROR)
