@@ -30,7 +30,7 @@ DENSE_K = 100
 #: The floor: below both, a candidate is not worth the agent's attention. ``words`` is the
 #: lexical score normalised by the query's ideal (1.0: every word, well matched); ``meaning``
 #: the cosine between the query's vector and the memory's.
-MIN_WORDS = 0.005
+MIN_WORDS = 0.002
 MIN_MEANING = 0.35
 #: How far a chain of successors is followed.
 MAX_LINEAGE = 8

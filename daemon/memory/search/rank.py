@@ -185,7 +185,7 @@ class Ranker(ConceptBase):
         info = {
             key: (concept, value) for concept, forms in concepts.items() for key, value in forms
         }
-        scale = 1.0 / (ideal * (K1 + 1) * ideal)
+        scale = 1.0 / (ideal * (K1 + 1))
         state.scores = {}
         for doc_id, (counts, length) in state.docs.items():
             norm = K1 * (1 - B + B * length / state.avgdl)
@@ -201,7 +201,7 @@ class Ranker(ConceptBase):
                     matched[concept] = value
             if best:
                 covered = sum(min(worth[c], v) for c, v in matched.items())
-                state.scores[doc_id] = sum(best.values()) * covered * scale
+                state.scores[doc_id] = sum(best.values()) * coordination(covered, ideal) * scale
 
     def _feedback(self, state: IndexState) -> dict[str, float]:
         """Words of the best documents (relevance-model weights) not in the query yet."""
@@ -252,6 +252,11 @@ class Ranker(ConceptBase):
                     lent[as_int(other)] = lent.get(as_int(other), 0.0) + gift
         for doc_id, extra in lent.items():
             state.scores[doc_id] = state.scores.get(doc_id, 0.0) + extra
+
+
+def coordination(covered: float, ideal: float) -> float:
+    """The share of the question's weight a document covers (1.0: every word)."""
+    return covered / ideal
 
 
 def _expandable(key: str) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from wsd.daemon.memory.semantic.model import DIMENSIONS, encoder
+from wsd.daemon.memory.semantic.model import DIMENSIONS, encoder, trim
 from wsd.daemon.store import vectors
 from wsd.daemon.store.base import Databases
 
@@ -43,7 +43,9 @@ def unpack(data: bytes) -> npt.NDArray[np.float32]:
 
 def embed_texts(texts: Sequence[str]) -> list[bytes]:
     """Vectors for storage, in order (loads the model on first use)."""
-    return [pack(v) for v in encoder().embed(texts)]
+    packed = [pack(v) for v in encoder().embed(texts)]
+    trim()  # the activations' pages go back to the system, not to the next step's peak
+    return packed
 
 
 class _Bits:

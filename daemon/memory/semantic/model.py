@@ -37,8 +37,10 @@ VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3
 DIMENSIONS = 384
 #: The model was trained on pieces of up to 256 word pieces; longer text is cut there.
 MAX_TOKENS = 256
-#: Texts per forward pass: the padding and the activations stay small.
-BATCH = 8
+#: Texts per forward pass, and padded word pieces per pass: the activations (attention grows
+#: with the square of the length) stay a few MB, so embedding costs no memory peak.
+BATCH = 16
+TOKEN_BUDGET = 512
 HEADS = 12
 VOCAB = Path(__file__).with_name("vocab.txt")
 
@@ -84,7 +86,7 @@ class Encoder:
             raise ModelUnavailable(f"{MODEL_PACKAGE} has no model.onnx")
         _checked(VOCAB, VOCAB_SHA256)
         encoder = cls(read_weights(_checked(path, MODEL_SHA256)), VOCAB)
-        _trim()  # the file's 23 MB were copied out: hand the freed heap back
+        trim()  # the file's 23 MB were copied out: hand the freed heap back
         return encoder
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -93,8 +95,7 @@ class Encoder:
         with self.lock:
             encoded = self.tokenizer.encode_batch([t or " " for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
+        for chunk in _chunks(order, [len(e.ids) for e in encoded]):
             width = max(len(encoded[i].ids) for i in chunk)
             ids = np.zeros((len(chunk), width), np.int64)
             mask = np.zeros((len(chunk), width), np.float32)
@@ -121,6 +122,21 @@ class Encoder:
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         result: npt.NDArray[np.float32] = (pooled / norms).astype(np.float32)
         return result
+
+
+def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
+    """``order`` (shortest first) cut into passes within BATCH and TOKEN_BUDGET."""
+    chunks: list[list[int]] = []
+    for i in order:
+        if (
+            chunks
+            and len(chunks[-1]) < BATCH
+            and (len(chunks[-1]) + 1) * lengths[i] <= TOKEN_BUDGET
+        ):
+            chunks[-1].append(i)
+        else:
+            chunks.append([i])
+    return chunks
 
 
 def _layer(
@@ -160,7 +176,7 @@ def _erf(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return out
 
 
-def _trim() -> None:
+def trim() -> None:
     """Return freed heap pages to the system (glibc keeps them otherwise)."""
     with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
         ctypes.CDLL(None).malloc_trim(0)
