@@ -20,13 +20,21 @@ def wire(config: Config, worker: Worker) -> SemanticServer | None:
         worker.log.info("semantic_off", reason=reason)
         return None
     embedder = Embedder(worker.store, worker.log)
+    server = SemanticServer(worker.store, on_use=worker.shedder.busy)
+    failed: list[str] = []
 
     def after_pass(result: PassResult) -> bool:
+        # Listen from the first pass on: the workspace is known to be usable by then.
+        if server.sock is None:
+            try:
+                server.start()
+            except OSError as exc:  # e.g. .os not writable: search just stays with words
+                if str(exc) not in failed:
+                    failed.append(str(exc))
+                    worker.log.warning("semantic_socket_failed", error=str(exc))
         if result.action == Step.CURATED:
             embedder.changed()
         return embedder.step() > 0
 
     worker.after_pass.append(after_pass)
-    server = SemanticServer(worker.store, on_use=worker.shedder.busy)
-    server.start()
     return server

@@ -2,8 +2,8 @@
 reads the daemon's dense search makes (schema/sql/memory/004_vectors.sql).
 
 Rows are (kind, id): kind ``L`` a learning, ``T`` a turn. The text embedded for a turn is
-what the agent and the person said, then its tool calls; the model reads only its first
-256 word pieces.
+what the person and the agent said (its tool calls only when it has nothing else: commands
+and their output drown the meaning); the model reads only the first 256 word pieces.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ KINDS = ("L", "T")
 _TABLE = {"L": ("learning_vectors", "learning_id"), "T": ("turn_vectors", "turn_id")}
 _TEXT = {
     "L": "SELECT d.id, d.content FROM learnings d",
-    "T": "SELECT d.id, d.prompt || char(10) || d.response || char(10) || d.tools FROM turns d",
+    "T": "SELECT d.id, CASE WHEN d.prompt = '' AND d.response = '' THEN d.tools"
+    " ELSE d.prompt || char(10) || d.response END FROM turns d",
 }
 _MODEL_KEY = "vectors_model"
 
