@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wsd.daemon.memory.semantic import MODEL_ID, missing
+from wsd.daemon.runtime import signals
 from wsd.daemon.store import vectors
 from wsd.daemon.store.base import Databases
 
@@ -68,12 +69,13 @@ class Embedder:
             self.dirty = False
             self._finish()
             return 0
-        from wsd.daemon.memory.semantic.dense import embed_texts
-
         if self._backfill is None:
             done, total = vectors.counts(self.store)
             self._backfill = (now, 0, done, total)
-        packed = embed_texts([text for _, _, text in rows])
+        with signals.held():  # the native threads the model starts never take SIGTERM
+            from wsd.daemon.memory.semantic.dense import embed_texts
+
+            packed = embed_texts([text for _, _, text in rows])
         written = vectors.write(
             self.store, [(kind, i, v) for (kind, i, _), v in zip(rows, packed, strict=True)]
         )

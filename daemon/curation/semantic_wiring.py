@@ -32,8 +32,9 @@ def wire(config: Config, worker: Worker) -> SemanticServer | None:
                 if str(exc) not in failed:
                     failed.append(str(exc))
                     worker.log.warning("semantic_socket_failed", error=str(exc))
-        if result.action == Step.CURATED:
+        if result.action == Step.CURATED:  # curation first: embed once the backlog is drained
             embedder.changed()
+            return False
         return embedder.step() > 0
 
     worker.after_pass.append(after_pass)

@@ -48,6 +48,9 @@ DEFAULT_SHED_MEMORY_SECONDS = 60.0
 #: Semantic matching (the [semantic] extra): the daemon embeds new memories and answers
 #: search_memory's semantic half. Without the extra installed it stays off whatever this says.
 DEFAULT_SEMANTIC = True
+#: How long `wsd search` waits for the daemon's semantic half before ranking by words alone
+#: (the agent's tool uses the same default).
+DEFAULT_SEMANTIC_TIMEOUT = 0.3
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 #: Workspace watcher: a full reconciling rescan this often (events are hints, not truth) ...
@@ -131,6 +134,7 @@ class Config:
     log_format: str = "auto"
     watch: bool = True
     semantic: bool = DEFAULT_SEMANTIC
+    semantic_timeout: float = DEFAULT_SEMANTIC_TIMEOUT
     # Workspace watcher (daemon/workspace/): full rescans, polling fallback,
     # proactive checks, and the canvas tools whose cards are mirrored to files.
     rescan_seconds: float = DEFAULT_RESCAN_SECONDS
@@ -188,6 +192,7 @@ class Config:
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
             semantic=_get(env, "WSD_SEMANTIC", DEFAULT_SEMANTIC, _bool, "true or false"),
+            semantic_timeout=_get(env, "WSD_SEMANTIC_TIMEOUT", DEFAULT_SEMANTIC_TIMEOUT, pos_float),
             rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", DEFAULT_RESCAN_SECONDS, pos_float),
             watch_polling=_get(env, "WSD_WATCH_POLLING", False, _bool, "true or false"),
             watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", DEFAULT_WATCH_POLL_MS, pos_int),

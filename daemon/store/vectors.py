@@ -9,6 +9,7 @@ and their output drown the meaning); the model reads only the first 256 word pie
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ _TEXT = {
     " ELSE d.prompt || char(10) || d.response END FROM turns d",
 }
 _MODEL_KEY = "vectors_model"
+_EPOCH_KEY = "vectors_epoch"
 
 
 def _has_vectors(conn: Any) -> bool:
@@ -45,12 +47,21 @@ def use_model(store: Databases, model: str) -> bool:
         with schema.write_txn(m):
             m.execute("DELETE FROM learning_vectors")
             m.execute("DELETE FROM turn_vectors")
-            m.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (_MODEL_KEY, model),
-            )
+            for key, value in ((_MODEL_KEY, model), (_EPOCH_KEY, uuid.uuid4().hex)):
+                m.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
     return True
+
+
+def epoch(store: Databases) -> str:
+    """Changes whenever the stored vectors start afresh (another model, a rebuilt memory.db):
+    a cache of them compares it before trusting what it holds."""
+    with store._memory(readonly=True) as m:
+        row = m.execute("SELECT value FROM meta WHERE key = ?", (_EPOCH_KEY,)).fetchone()
+    return str(row[0]) if row else ""
 
 
 def pending(store: Databases, limit: int) -> list[tuple[str, int, str]]:
@@ -110,6 +121,16 @@ def write(store: Databases, rows: Sequence[tuple[str, int, bytes]]) -> int:
             )
             written += m.changes()
     return written
+
+
+def extent(store: Databases, kind: str) -> tuple[int, int]:
+    """(how many vectors, the highest id) of one kind: what a cache compares itself with."""
+    table, key = _TABLE[kind]
+    with store._memory(readonly=True) as m:
+        if not _has_vectors(m):
+            return 0, 0
+        row = m.execute(f"SELECT count(*), coalesce(max({key}), 0) FROM {table}").fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def since(store: Databases, kind: str, after: int) -> list[tuple[int, bytes]]:

@@ -100,13 +100,15 @@ def search_memory(
     since: float | str | None = None,
     *,
     semantic: bool = True,
+    semantic_timeout: float | None = None,
 ) -> list[Hit]:
     """Hits for ``query``, best first, at most ``limit`` (capped at 100); only those that
     match by words or by meaning (search/fusion.py), so possibly none.
 
     ``layout`` is a workspace Layout or the path of a memory.db. ``type`` is a learning type
     or ``"turn"``; ``since`` an epoch, an ISO date/time, or an age such as ``"7d"``.
-    ``semantic=False`` ranks by words alone without asking the daemon.
+    ``semantic=False`` ranks by words alone without asking the daemon; ``semantic_timeout``
+    is how long to wait for it (default client.TIMEOUT).
     """
     if type is not None and type not in TYPES:
         raise ValueError(f"unknown type {type!r}: use one of {', '.join(TYPES)}")
@@ -120,7 +122,11 @@ def search_memory(
         return []
     text = clean_query(query).decode("utf-8", "replace")
     # The semantic half, from the daemon (None: not running, no extra, too slow).
-    near = client.dense(_workspace(layout), text, type, since_ts, DENSE_K) if semantic else None
+    near = (
+        client.dense(_workspace(layout), text, type, since_ts, DENSE_K, semantic_timeout)
+        if semantic
+        else None
+    )
     conn = schema.connect(path, "memory", readonly=True)
     try:
         return _Search(conn, type, since_ts).run(query, limit, near)

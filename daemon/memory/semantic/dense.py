@@ -74,14 +74,18 @@ class DenseIndex:
         self.store = store
         self.lock = threading.Lock()
         self.kinds = {kind: _Bits() for kind in vectors.KINDS}
+        self.epoch = ""
 
     def refresh(self) -> None:
         """Take in the vectors stored since the last look (all of them the first time)."""
-        for kind, bits in self.kinds.items():
-            rows = vectors.since(self.store, kind, bits.last)
-            if rows and rows[0][0] <= bits.last:  # renumbered (a rebuild): start again
-                bits.__init__()  # type: ignore[misc]
-            bits.extend(rows)
+        epoch = vectors.epoch(self.store)
+        for kind, bits in list(self.kinds.items()):
+            count, newest = vectors.extent(self.store, kind)
+            # Started afresh (a rebuild swapped in, another model), or rows deleted.
+            if epoch != self.epoch or newest < bits.last or count < len(bits.ids):
+                bits = self.kinds[kind] = _Bits()
+            bits.extend(vectors.since(self.store, kind, bits.last))
+        self.epoch = epoch
 
     def search(
         self, query: str, type_: str | None, since: float | None, k: int
