@@ -17,6 +17,8 @@ from bench import (
     idle_bench,
     memory_bench,
     render,
+    retrieval_bench,
+    semantic_bench,
     workspace_bench,
 )
 
@@ -27,9 +29,12 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "idle": idle_bench.idle,
     "flush_latency": daemon_bench.flush_latency,
     "curator_cost": curator_bench.curator_cost,
-    "memory_retrieval": memory_bench.retrieval,
+    "memory_retrieval": retrieval_bench.retrieval,
+    "memory_ablation": retrieval_bench.ablation,
     "memory_latency": memory_bench.search_latency,
     "memory_boot": memory_bench.boot_context,
+    "semantic_latency": semantic_bench.semantic_latency,
+    "semantic_memory": semantic_bench.semantic_memory,
     "workspace": workspace_bench.workspace,
 }
 

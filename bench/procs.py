@@ -103,15 +103,35 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _listening_unix_sockets() -> set[str]:
+    """``socket:[inode]`` of every listening Unix socket (the daemon's semantic socket is one:
+    an address clients may connect to, not a connection the daemon holds)."""
+    found = set()
+    try:
+        with open("/proc/net/unix", encoding="ascii") as fh:
+            next(fh)
+            for line in fh:
+                fields = line.split()
+                if len(fields) >= 7 and int(fields[3], 16) & 0x10000:  # __SO_ACCEPTCON
+                    found.add(f"socket:[{fields[6]}]")
+    except OSError:
+        pass
+    return found
+
+
 def open_fds(pid: int) -> tuple[int, int, list[str]]:
-    """(database files, sockets, all targets) among a process's open file descriptors."""
+    """(database files, sockets, all targets) among a process's open file descriptors;
+    listening Unix sockets are left out (see _listening_unix_sockets)."""
     targets = []
     folder = f"/proc/{pid}/fd"
+    listening = _listening_unix_sockets()
     for name in os.listdir(folder):
         try:
-            targets.append(os.readlink(os.path.join(folder, name)))
+            target = os.readlink(os.path.join(folder, name))
         except FileNotFoundError:
             continue  # closed while we looked
+        if target not in listening:
+            targets.append(target)
     dbs = sum(t.endswith((".db", ".db-wal", ".db-shm")) for t in targets)
     sockets = sum(t.startswith("socket:") for t in targets)
     return dbs, sockets, targets

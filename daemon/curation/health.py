@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 
 from wsd.daemon.curation.bridge import sdk_loaded
+from wsd.daemon.memory.semantic import model_loaded
 from wsd.daemon.runtime.signals import STOP_SIGNALS
 from wsd.daemon.store.ledger import Store
 
@@ -136,9 +137,12 @@ class MemoryShedder:
         self._busy_at = self.monotonic()
 
     def due(self) -> bool:
-        """The SDK is loaded and nothing was pending for ``seconds`` (0 disables)."""
+        """The SDK or the embedding model is loaded and nothing was pending for ``seconds``
+        (0 disables)."""
         return (
-            bool(self.seconds) and sdk_loaded() and self.monotonic() - self._busy_at >= self.seconds
+            bool(self.seconds)
+            and (sdk_loaded() or model_loaded())
+            and self.monotonic() - self._busy_at >= self.seconds
         )
 
     def reexec(self, stopping: Callable[[], bool], before: Callable[[], None]) -> OSError | None:

@@ -35,6 +35,7 @@ from wsd.daemon.curation.pipeline import Committed, Pipeline, plan
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store import archive, aside
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
@@ -97,6 +98,10 @@ def rebuild(
         report = _recurate(config, layout, built, bridge, identity, say)
         while archive.index_new_turns(built, identity=identity):
             pass
+        if config.semantic:  # the vectors too (nothing without the [semantic] extra)
+            from wsd.daemon.curation.embedding import Embedder
+
+            Embedder(built, get_logger(component="rebuild")).run_to_end(say)
         aside.finish(built)
         say("swapping the rebuilt memory in")
         aside.swap(layout)

@@ -109,6 +109,8 @@ class Worker:
         self._reason = ""  # what triggered the batch in hand (for its log line)
         self.md = memory_files.CuratedFiles(self.layout, store, clock)
         self.budget = Budget(store, config.daily_budget_usd)
+        #: Work done after each pass (embedding new memories); True means more is waiting.
+        self.after_pass: list[Callable[[PassResult], bool]] = []
         self.pipeline = Pipeline(
             config,
             store,
@@ -153,6 +155,9 @@ class Worker:
         while not self.stop.is_set():
             try:
                 result = self.run_once()
+                if result.action != Step.PAUSED and any([f(result) for f in self.after_pass]):
+                    result.more = True
+                    self.shedder.busy()  # the model is in use: keep it a while
             except Exception as exc:
                 self._failed("pass", exc)
                 result = PassResult(Step.ERROR)

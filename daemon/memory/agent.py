@@ -41,15 +41,24 @@ ACTION_TOOL = "resolve_action"
 ALLOWED_TOOLS = (TOOL_PREFIX + SEARCH_TOOL, TOOL_PREFIX + ACTION_TOOL)
 
 SEARCH_DESCRIPTION = (
-    "Search your long-term memory: learnings from past sessions and the archive of past "
-    "conversation turns. Ask a question or give keywords (e.g. 'how does the user want "
-    "reports formatted'). Returns the best matches with id, type, date, source and a snippet. "
-    "Read-only; you never need to save anything yourself."
+    "Search your long-term memory: learnings curated from past sessions and the archive of "
+    "past conversation turns. Ask with a few specific words or a short question, naming what "
+    "matters (a person, a project, a file, a decision): 'invoice format Anna prefers', 'when "
+    "did we move the backups?'. Matches by words and, when the daemon runs the semantic "
+    "extra, by meaning. If the first results are thin, try other words (a synonym, a name, "
+    "the file or tool involved) or use `since` to look at a period; `type` keeps one kind "
+    "('turn' for what was said, or a learning type). When nothing matches well you get one "
+    "line saying so, not weak guesses. Each hit: [id] type · date · source, then a snippet; "
+    "a learning marked 'superseded by L<n>' was replaced by that newer one. Read-only; you "
+    "never need to save anything yourself."
 )
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {"type": "string", "description": "A question or keywords."},
+        "query": {
+            "type": "string",
+            "description": "A few specific words or a short question.",
+        },
         "limit": {"type": "integer", "description": "How many results (default 10, max 100)."},
         "type": {
             "type": "string",

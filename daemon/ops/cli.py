@@ -87,8 +87,13 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     signals.install(worker.request_stop)
+    from wsd.daemon.curation.semantic_wiring import wire
+
+    semantic = wire(config, worker)  # None without the [semantic] extra
     watcher.start()
     code = int(worker.run())
+    if semantic is not None:
+        semantic.stop()
     watcher.join(5)
     return code
 

@@ -49,7 +49,12 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd search QUERY [--limit N] [--json] [--type T] [--since S]``."""
     from wsd.daemon.memory.search.core import format_hits, search_memory
+    from wsd.daemon.runtime.config import Config, ConfigError
 
+    try:
+        wait: float | None = Config.from_env(env).semantic_timeout
+    except ConfigError:
+        wait = None  # a bad setting elsewhere must not stop a search
     try:
         hits = search_memory(
             _layout(args, env),
@@ -57,6 +62,7 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             limit=args.limit,
             type=args.type,
             since=args.since,
+            semantic_timeout=wait,
         )
     except ValueError as exc:
         print(f"wsd search: {exc}", file=sys.stderr)

@@ -45,6 +45,12 @@ DEFAULT_MAINTENANCE_SECONDS = 3600.0
 #: idle daemon must stay under 80 MB on a small VM; the price is one SDK import (~0.8 s of
 #: CPU, done in the background as soon as turns are pending again) per pause in the work.
 DEFAULT_SHED_MEMORY_SECONDS = 60.0
+#: Semantic matching (the [semantic] extra): the daemon embeds new memories and answers
+#: search_memory's semantic half. Without the extra installed it stays off whatever this says.
+DEFAULT_SEMANTIC = True
+#: How long `wsd search` waits for the daemon's semantic half before ranking by words alone
+#: (the agent's tool uses the same default).
+DEFAULT_SEMANTIC_TIMEOUT = 0.3
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 #: Curator spend per UTC day after which curation pauses (turns wait; nothing is lost).
@@ -136,6 +142,8 @@ class Config:
     shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
     log_format: str = "auto"
     watch: bool = True
+    semantic: bool = DEFAULT_SEMANTIC
+    semantic_timeout: float = DEFAULT_SEMANTIC_TIMEOUT
     # Workspace watcher (daemon/workspace/): full rescans, polling fallback,
     # proactive checks, and the canvas tools whose cards are mirrored to files.
     rescan_seconds: float = DEFAULT_RESCAN_SECONDS
@@ -197,6 +205,8 @@ class Config:
             ),
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
+            semantic=_get(env, "WSD_SEMANTIC", DEFAULT_SEMANTIC, _bool, "true or false"),
+            semantic_timeout=_get(env, "WSD_SEMANTIC_TIMEOUT", DEFAULT_SEMANTIC_TIMEOUT, pos_float),
             rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", DEFAULT_RESCAN_SECONDS, pos_float),
             watch_polling=_get(env, "WSD_WATCH_POLLING", False, _bool, "true or false"),
             watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", DEFAULT_WATCH_POLL_MS, pos_int),

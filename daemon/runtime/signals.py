@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -47,6 +48,21 @@ def install(request_stop: Callable[[], None]) -> SignalPolicy:
         signal.signal(signum, policy)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     return policy
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Stop signals held back in this thread for the block (then delivered as usual).
+
+    For work in the main thread that may start native threads (numpy's BLAS pool,
+    tokenizers' Rust pool): they inherit this mask, so they never take a stop signal either,
+    and none is lost when such a thread vanishes in the re-exec's ``execv``.
+    """
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def background(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread:

@@ -1,12 +1,11 @@
 """What a query word stands for in one index: statistics, and the word's other forms.
 
-:class:`ConceptBase` holds the steps before ranking (daemon/search_rank.py ranks):
+:class:`ConceptBase` holds the steps before ranking (search/rank.py ranks):
 
 * statistics: document frequencies exact from fts5vocab when cheap, else estimated from the
   most recent rows;
-* concepts: each query word plus its other forms, scored as one: irregular verbs and plurals
-  (lose/lost), a run-together compound split in two (roadtrip), index words sharing its first
-  letters (marriage/married, typos), and a date the question names (memories dated then).
+* concepts: each query word plus the index words sharing its first letters
+  (marriage/married, typos), scored as one.
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
-
-from wsd.daemon.memory.search.text import DateHint, Term, stems
 
 #: Most recent rows sampled to estimate a common word's document frequency cheaply.
 DF_SAMPLE = 5000
@@ -56,14 +53,8 @@ class IndexState:
     phrase: dict[str, str] = field(default_factory=dict)  # stem -> FTS5 string that finds it
     group: dict[str, str] = field(default_factory=dict)  # form -> the query stem it stands for
     weights: dict[str, float] = field(default_factory=dict)
-    dates: list[DateHint] = field(default_factory=list)
     docs: dict[int, tuple[Counter[str], int]] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
-
-    @property
-    def pairs(self) -> bool:
-        """Whether a two-word form is in play (documents then count adjacent pairs too)."""
-        return any(" " in key for key in self.weights)
 
     def idf(self, stem: str) -> float:
         df = self.df.get(stem, 0)
@@ -100,13 +91,7 @@ class ConceptBase:
                 if int(seen) >= 20:
                     state.df[key] = min(state.n, round(int(seen) * state.n / DF_SAMPLE))
                     continue
-            if " " in key:  # a two-word form is not in the vocabulary: count its matches
-                (count,) = self._one(
-                    f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (state.phrase[key],)
-                )
-                state.df[key] = int(count)
-            else:
-                state.df[key] = self._vocab_df(state, key)
+            state.df[key] = self._vocab_df(state, key)
 
     def _vocab_df(self, state: IndexState, stem: str) -> int:
         row = self.conn.execute(
@@ -137,54 +122,6 @@ class ConceptBase:
         if df is not None:
             state.df[key] = df
 
-    def _forms(self, state: IndexState, terms: list[Term]) -> None:
-        """Irregular forms of the query words ("lose" -> "lost"), at full weight."""
-        for term in terms:
-            for form in term.forms:
-                found = stems(self.tok, form)
-                if len(found) == 1:
-                    self._add_form(state, found[0], phrase(form), term.weight, None, term.stem)
-
-    def _dates(self, state: IndexState) -> None:
-        """A date the question names is one concept: a document matches it by its own date
-        (or by saying the words). Its rarity is the share of documents dated in the period."""
-        for hint in state.dates:
-            key = hint.key
-            span = hint.span()
-            if span is not None:
-                (df,) = self._one(
-                    f"SELECT count(*) FROM {state.spec.table} WHERE created_at >= ?"
-                    " AND created_at < ?",
-                    span,
-                )
-                state.df[key] = as_int(df)
-            else:  # a month or day of any year: assume memories spread evenly over the year
-                state.df[key] = max(1, state.n // (365 if hint.day else 12))
-            state.weights[key] = 1.0
-            for stem in hint.stems:
-                if stem in state.weights and stem != key:
-                    state.group[stem] = key
-
-    def _compounds(self, state: IndexState, terms: list[Term]) -> None:
-        """A word unknown to the index that is two known words run together ("roadtrip")."""
-        added = []
-        for term in terms:
-            word = term.word
-            if state.df.get(term.stem, 0) or len(word) < 6 or not word.isalpha():
-                continue
-            best: tuple[int, str, str] | None = None
-            for cut in range(3, len(word) - 2):
-                parts = [stems(self.tok, word[:cut]), stems(self.tok, word[cut:])]
-                if any(len(p) != 1 for p in parts):
-                    continue
-                least = min(self._vocab_df(state, p[0]) for p in parts)
-                if least and (best is None or least > best[0]):
-                    best = (least, f"{parts[0][0]} {parts[1][0]}", f"{word[:cut]} {word[cut:]}")
-            if best is not None:
-                self._add_form(state, best[1], phrase(best[2]), term.weight, None, term.stem)
-                added.append(best[1])
-        self._doc_freqs(state, added)
-
     def _variants(self, state: IndexState) -> None:
         """Index words sharing a long query word's first letters, at a reduced weight.
 
@@ -194,7 +131,7 @@ class ConceptBase:
         vocabulary is consulted, so every variant exists somewhere.
         """
         for stem, weight in list(state.weights.items()):
-            if len(stem) < VARIANT_MIN or stem.isdigit() or " " in stem or stem in state.group:
+            if len(stem) < VARIANT_MIN or stem.isdigit() or stem in state.group:
                 continue
             if state.df.get(stem, 0) > state.n * VARIANT_MAX_SHARE:
                 continue  # a common word matches plenty as it is
@@ -222,8 +159,6 @@ class ConceptBase:
             for term, count, fts_string in found:
                 if term != stem:
                     self._add_form(state, term, fts_string, weight * VARIANT_WEIGHT, count, stem)
-
-    # -- candidates and scores -------------------------------------------------------------
 
 
 def as_int(value: object) -> int:

@@ -12,13 +12,13 @@ Contracts:
   snippet around the matched words, and its source: the import ``ref`` unchanged, else the
   session and turn it came from.
 
-Ranking, by method (nothing here knows any data set; details in daemon/search_rank.py):
+Ranking, by method (nothing here knows any data set; details in search/rank.py). Each step
+is kept because switching it off alone lowers recall on both development conversations
+(``python -m bench memory_ablation``); steps that helped only one were cut.
 
-1. The question goes through the index's own tokenizer (Porter stems). Stop words and
-   question framing ("what kind of", "how long") are dropped, light verbs count half, and the
-   rest are ORed: ANDing every word of a natural question finds almost nothing.
-2. Each word brings its other forms: irregular verbs and plurals (lose/lost), a run-together
-   compound split (roadtrip), index words sharing its first letters (marriage/married, typos).
+1. The question goes through the index's own tokenizer (Porter stems). Stop words are
+   dropped and the rest are ORed: ANDing every word of a natural question finds almost nothing.
+2. Each long word brings the index words sharing its first letters (marriage/married, typos).
 3. Candidates come from FTS5's bm25 over the rarer words within a budget of postings, so a
    query of common words over a million learnings stays fast.
 4. They are re-scored: BM25 weighted per word, times coordination (the share of the question
@@ -42,8 +42,10 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.memory.search.concepts import IndexSpec
+from wsd.daemon.memory.search.fusion import DENSE_K, Candidate, fuse, lineage, order
 from wsd.daemon.memory.search.rank import LEARNINGS, TURNS, Ranker
-from wsd.daemon.memory.search.text import analyze, make_snippet, tokenizer
+from wsd.daemon.memory.search.text import analyze, clean_query, make_snippet, tokenizer
+from wsd.daemon.memory.semantic import client
 from wsd.daemon.runtime.dates import display_date, parse_since
 from wsd.daemon.store.records import LEARNING_TYPES
 from wsd.schema.layout import Layout
@@ -70,6 +72,8 @@ class Hit:
     session_id: str | None
     turn: int | None
     score: float = 0.0
+    #: The learning that replaced this one (``L<n>``), when the curator said so.
+    superseded_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``wsd search --json`` prints for this hit."""
@@ -84,6 +88,7 @@ class Hit:
             "session_id": self.session_id,
             "turn": self.turn,
             "score": round(self.score, 4),
+            "superseded_by": self.superseded_by,
         }
 
 
@@ -93,11 +98,17 @@ def search_memory(
     limit: int = 10,
     type: str | None = None,
     since: float | str | None = None,
+    *,
+    semantic: bool = True,
+    semantic_timeout: float | None = None,
 ) -> list[Hit]:
-    """Hits for ``query``, best first, at most ``limit`` (capped at 100).
+    """Hits for ``query``, best first, at most ``limit`` (capped at 100); only those that
+    match by words or by meaning (search/fusion.py), so possibly none.
 
     ``layout`` is a workspace Layout or the path of a memory.db. ``type`` is a learning type
     or ``"turn"``; ``since`` an epoch, an ISO date/time, or an age such as ``"7d"``.
+    ``semantic=False`` ranks by words alone without asking the daemon; ``semantic_timeout``
+    is how long to wait for it (default client.TIMEOUT).
     """
     if type is not None and type not in TYPES:
         raise ValueError(f"unknown type {type!r}: use one of {', '.join(TYPES)}")
@@ -109,20 +120,43 @@ def search_memory(
     path = layout.memory_db if isinstance(layout, Layout) else layout
     if limit == 0 or not os.path.exists(path):
         return []
+    text = clean_query(query).decode("utf-8", "replace")
+    # The semantic half, from the daemon (None: not running, no extra, too slow).
+    near = (
+        client.dense(_workspace(layout), text, type, since_ts, DENSE_K, semantic_timeout)
+        if semantic
+        else None
+    )
     conn = schema.connect(path, "memory", readonly=True)
     try:
-        return _Search(conn, type, since_ts).run(query, limit)
+        return _Search(conn, type, since_ts).run(query, limit, near)
     finally:
         conn.close()
+
+
+def _workspace(layout: Layout | str) -> Layout:
+    """The workspace of a memory.db path (``<root>/.os/memory/memory.db``)."""
+    if isinstance(layout, Layout):
+        return layout
+    return Layout(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(layout)))))
+
+
+#: What the agent reads when nothing clears the floor (search/fusion.py): one line, no
+#: padding with weak matches, and what to try next.
+NOTHING = (
+    "Nothing in memory matches this well. Try other words (a name, a specific term),"
+    " a shorter question, or `since` to look at a period."
+)
 
 
 def format_hits(hits: Sequence[Hit]) -> str:
     """Compact text an agent reads: a header line and a snippet line per hit."""
     if not hits:
-        return "No matching memories."
+        return NOTHING
     lines = []
     for hit in hits:
-        lines.append(f"[{hit.id}] {hit.type} · {hit.date} · {hit.source}")
+        replaced = f" · superseded by {hit.superseded_by}" if hit.superseded_by else ""
+        lines.append(f"[{hit.id}] {hit.type} · {hit.date} · {hit.source}{replaced}")
         lines.append(f"  {hit.snippet}")
     return "\n".join(lines)
 
@@ -154,23 +188,26 @@ class _Search:
             args.append(since)
         self.filters: tuple[str, list[Any]] = (sql, args)
 
-    def run(self, query: object, limit: int) -> list[Hit]:
-        terms, dates = analyze(self.tok, query)
-        if not terms:
-            return []
-        ranker = Ranker(self.conn, self.tok, self.filters)
-        ranked: list[tuple[float, IndexSpec, int]] = []
+    def run(self, query: object, limit: int, near: client.Dense | None = None) -> list[Hit]:
+        terms = analyze(self.tok, query)
+        lexical: list[Candidate] = []
         weights: dict[str, float] = {}
-        for spec in self._indexes():
-            state = ranker.score(spec, terms, dates)
+        ranker = Ranker(self.conn, self.tok, self.filters)
+        for spec in self._indexes() if terms else []:
+            state = ranker.score(spec, terms)
             if state is not None:
                 factor = TURN_DISCOUNT if spec is TURNS else 1.0
-                ranked += [(s * factor, spec, i) for i, s in state.scores.items() if s > 0]
+                lexical += [
+                    Candidate(spec, i, s * factor, s * factor)
+                    for i, s in state.scores.items()
+                    if s > 0
+                ]
                 for key, weight in state.weights.items():
                     weights[key] = max(weight, weights.get(key, 0.0))
-        # On equal scores the learning first: it is the curated form of the same knowledge.
-        ranked.sort(key=lambda r: (-r[0], r[1].prefix != "L", -r[2]))
-        return self._hits(ranked[:limit], weights)
+        wanted = {spec.prefix for spec in self._indexes()}
+        dense = [h for h in near.hits if h[0] in wanted] if near is not None else None
+        ranked = lineage(self.conn, fuse(order(lexical), dense), self.filters)
+        return self._hits([c for c in ranked if not c.weak][:limit], weights)
 
     def _indexes(self) -> list[IndexSpec]:
         wanted = []
@@ -180,20 +217,19 @@ class _Search:
             wanted.append(TURNS)
         return wanted
 
-    def _hits(
-        self, ranked: list[tuple[float, IndexSpec, int]], weights: dict[str, float]
-    ) -> list[Hit]:
+    def _hits(self, ranked: list[Candidate], weights: dict[str, float]) -> list[Hit]:
         found: dict[tuple[str, int], Hit] = {}
         for spec in (LEARNINGS, TURNS):
-            ids = [i for _, s, i in ranked if s is spec]
+            ids = [c.id for c in ranked if c.spec is spec]
             if ids:
                 for doc_id, hit in self._fetch(spec, ids, weights):
                     found[(spec.prefix, doc_id)] = hit
         out = []
-        for score, spec, doc_id in ranked:
-            known = found.get((spec.prefix, doc_id))
+        for c in ranked:
+            known = found.get(c.key)
             if known is not None:
-                out.append(replace(known, score=score))
+                after = None if c.superseded_by is None else f"L{c.superseded_by}"
+                out.append(replace(known, score=c.score, superseded_by=after))
         return out
 
     def _fetch(

@@ -1,9 +1,9 @@
 """Ranking for search_memory: one index (learnings or turns) scored for one query.
 
-The steps, all general methods (see daemon/search.py for the overview):
+The steps, all general methods (see search/core.py for the overview):
 
 * statistics: N and the average length from FTS5's own totals; document frequencies and
-  concepts (a query word with its other forms) from daemon/search_concepts.py;
+  concepts (a query word with its other forms) from search/concepts.py;
 * candidates: FTS5 bm25 over the rarer words, within a budget of postings;
 * re-scoring: weighted BM25 times coordination, normalised by the query's ideal score;
 * pseudo-relevance feedback, then a share of each score lent to session neighbours.
@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
-from itertools import pairwise
 from typing import Any
 
 import apsw
 
 from wsd.daemon.memory.search.concepts import ConceptBase, IndexSpec, IndexState, as_int, phrase
-from wsd.daemon.memory.search.text import STOP_WORDS, DateHint, Term, spans, stems
+from wsd.daemon.memory.search.text import STOP_WORDS, Term, spans, stems
 
 # BM25's usual constants (also FTS5's own bm25()).
 K1 = 1.2
@@ -77,23 +75,14 @@ class Ranker(ConceptBase):
         super().__init__(conn, tok)
         self.filter_sql, self.filter_args = filters
 
-    def score(
-        self,
-        spec: IndexSpec,
-        terms: list[Term],
-        dates: Sequence[DateHint] = (),
-    ) -> IndexState | None:
+    def score(self, spec: IndexSpec, terms: list[Term]) -> IndexState | None:
         """Scores (normalised, higher is better) of the documents worth returning."""
         state = self._open(spec, terms)
         if state is None:
             return None
-        state.weights = {t.stem: t.weight for t in terms}
+        state.weights = {t.stem: 1.0 for t in terms}
         state.phrase.update((t.stem, phrase(t.word)) for t in terms)
-        state.dates = list(dates)
-        self._forms(state, terms)
         self._doc_freqs(state, list(state.weights))
-        self._dates(state)
-        self._compounds(state, terms)
         self._variants(state)
         self._candidates(state, state.weights)
         if not state.docs:
@@ -141,7 +130,7 @@ class Ranker(ConceptBase):
         postings = 0
         for key in sorted(weights, key=lambda k: state.df.get(k, 0)):
             df = state.df.get(key, 0)
-            if df == 0 or key not in state.phrase:  # a date concept has no words to match
+            if df == 0 or key not in state.phrase:
                 continue
             if chosen and postings + df > budget:
                 break
@@ -166,24 +155,13 @@ class Ranker(ConceptBase):
                 (*args, *self.filter_args, int(CANDIDATES * share)),
             )
         ]
-        pairs = state.pairs
-        for rowid, text, created in self.conn.execute(
-            f"SELECT d.id, {spec.text_sql.format(a='d')}, d.created_at FROM {spec.table} d"
+        for rowid, text in self.conn.execute(
+            f"SELECT d.id, {spec.text_sql.format(a='d')} FROM {spec.table} d"
             " WHERE d.id IN (SELECT value FROM json_each(?))",
             (json.dumps([i for i in ids if i not in state.docs]),),
         ):
-            counts, length = self._counts(str(text), pairs)
-            for hint in state.dates:
-                if isinstance(created, int | float) and hint.matches(float(created)):
-                    counts[hint.key] = 1
-            state.docs[as_int(rowid)] = (counts, length)
-
-    def _counts(self, text: str, pairs: bool) -> tuple[Counter[str], int]:
-        found = stems(self.tok, text)
-        counts = Counter(found)
-        if pairs:  # adjacent pairs too, for the two-word forms of _compounds ("road trip")
-            counts.update(f"{a} {b}" for a, b in pairwise(found))
-        return counts, len(found)
+            found = stems(self.tok, str(text))
+            state.docs[as_int(rowid)] = (Counter(found), len(found))
 
     def _rescore(self, state: IndexState) -> None:
         """Weighted BM25 x coordination, normalised by the query's ideal score.
@@ -207,7 +185,7 @@ class Ranker(ConceptBase):
         info = {
             key: (concept, value) for concept, forms in concepts.items() for key, value in forms
         }
-        scale = 1.0 / (ideal * (K1 + 1) * ideal)
+        scale = 1.0 / (ideal * (K1 + 1))
         state.scores = {}
         for doc_id, (counts, length) in state.docs.items():
             norm = K1 * (1 - B + B * length / state.avgdl)
@@ -223,7 +201,7 @@ class Ranker(ConceptBase):
                     matched[concept] = value
             if best:
                 covered = sum(min(worth[c], v) for c, v in matched.items())
-                state.scores[doc_id] = sum(best.values()) * covered * scale
+                state.scores[doc_id] = sum(best.values()) * coordination(covered, ideal) * scale
 
     def _feedback(self, state: IndexState) -> dict[str, float]:
         """Words of the best documents (relevance-model weights) not in the query yet."""
@@ -276,12 +254,11 @@ class Ranker(ConceptBase):
             state.scores[doc_id] = state.scores.get(doc_id, 0.0) + extra
 
 
+def coordination(covered: float, ideal: float) -> float:
+    """The share of the question's weight a document covers (1.0: every word)."""
+    return covered / ideal
+
+
 def _expandable(key: str) -> bool:
-    """Feedback words worth adding: single words, not numbers or fragments or function words."""
-    return (
-        len(key) >= 3
-        and " " not in key
-        and not key.startswith("@")
-        and not key.isdigit()
-        and key not in STOP_WORDS
-    )
+    """Feedback words worth adding: not numbers, fragments or function words."""
+    return len(key) >= 3 and not key.isdigit() and key not in STOP_WORDS
