@@ -204,8 +204,16 @@ def test_a_learning_replaced_by_a_newer_one_leaves_the_boot_context(
     drain(worker)
     rows = q(layout.memory_db, "SELECT id, superseded_by FROM learnings ORDER BY id")
     assert rows[0] == (old_id, rows[1][0]) and rows[1][1] is None
-    boot = wsd({"WSD_WORKSPACE": layout.root, "PATH": "/usr/bin"}, "boot-context").stdout
+    env = {"WSD_WORKSPACE": layout.root, "PATH": "/usr/bin", "WSD_SEMANTIC": "false"}
+    boot = wsd(env, "boot-context").stdout
     assert "moved to Lisbon" in boot and "Rua das Flores" not in boot
+    # Search keeps the old one, flagged and ranked below its successor.
+    hits = json.loads(wsd(env, "search", "team office Porto Lisbon", "--json").stdout)
+    ids = [h["id"] for h in hits]
+    new_id = f"L{rows[1][0]}"
+    assert ids.index(new_id) < ids.index(f"L{old_id}")
+    assert next(h for h in hits if h["id"] == f"L{old_id}")["superseded_by"] == new_id
+    assert f"superseded by {new_id}" in wsd(env, "search", "team office Porto").stdout
 
 
 def test_the_daily_budget_pauses_curation_and_a_new_day_resumes_it(

@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.conftest import drain, flush, make_worker, venv_script
+from tests.conftest import drain, flush, make_worker, venv_script, write_turns
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
@@ -577,3 +577,15 @@ def test_a_query_nothing_matches_gets_one_line(memory: Layout) -> None:
     result = run_search(memory, {"query": "quantum chromodynamics lecture"})
     text = result["content"][0]["text"]
     assert "is_error" not in result and "\n" not in text and text.startswith("Nothing in memory")
+
+
+def test_hits_name_a_session_by_its_first_eight_characters(layout: Layout) -> None:
+    """A hit's source shows a 36-character session id as its first 8 characters (enough to
+    tell sessions apart in a list); the JSON keeps the whole id."""
+    session = "3f2b9c1e-8d4a-4c7e-9b1f-0a2d3e4f5a6b"
+    write_turns(layout, 1, session=session, prompt="the quarterly zeppelin maintenance plan")
+    while index_new_turns(Store(layout)):
+        pass
+    (hit,) = search_memory(layout, "zeppelin maintenance")
+    assert hit.source == "session 3f2b9c1e, turn 1" and hit.session_id == session
+    assert session not in format_hits([hit])

@@ -296,4 +296,7 @@ def _source(ref: object, session: object, seq: object) -> str:
         return str(ref)
     if session is None:
         return "curated" if ref is None else "imported"
-    return f"session {session}" + ("" if seq is None else f", turn {seq}")
+    # A session id is a 36-character UUID: its first 8 tell sessions apart in a result list,
+    # and the whole id stays in the hit's JSON (session_id).
+    short = str(session)[:8]
+    return f"session {short}" + ("" if seq is None else f", turn {seq}")
