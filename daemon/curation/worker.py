@@ -21,6 +21,7 @@ import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, MemoryShedder, WakeDetector
+from wsd.daemon.curation.md_sync import MdSync
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
 from wsd.daemon.curation.rebuild import pause_requested
 from wsd.daemon.memory import files as memory_files
@@ -93,6 +94,7 @@ class Worker:
         self._started = False
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
+        self.md = MdSync(store, self.status, self.log, clock)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
         self.pipeline = Pipeline(
@@ -112,7 +114,7 @@ class Worker:
         self.store.migrate()
         self.version = self._read_version()
         self._check_identity()
-        repaired = memory_files.repair(self.layout, self.store.latest_md())
+        repaired = self.md.repair()
         if repaired:
             self.log.info("md_repaired", files=repaired)
         self.backoff.load()
@@ -171,6 +173,7 @@ class Worker:
             return PassResult(Step.PAUSED)
         now = self.clock() if now is None else now
         self._detect_wake(now)
+        self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be
         if self._version_changed():
             self.request_stop("version changed")
             return PassResult(Step.VERSION_CHANGED)
@@ -189,7 +192,7 @@ class Worker:
         self.status.update(state="idle", pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.pending == 0:
             if backlog.flush_upto is not None:
-                self.store.mark_flushes_handled(backlog.flush_upto, now)
+                self.store.mark_flushes_handled(backlog.flush_upto, now, self.md.error())
             self._maintain(now)
             return PassResult(Step.IDLE)
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
@@ -265,10 +268,7 @@ class Worker:
             return
         self._log_reply_problems(done)
         if done.result.files_updated:
-            latest = self.store.latest_md()
-            memory_files.materialise(
-                self.layout, {n: latest[n] for n in done.result.files_updated if n in latest}
-            )
+            self.md.write(done.result.files_updated)
         self.store.mark_processed(ids)
         self._recovered()
         self._log_batch(done, now)

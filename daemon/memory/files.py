@@ -15,8 +15,11 @@ import os
 from collections.abc import Mapping
 
 from wsd.daemon.memory import files_md
-from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
+from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write, read_text
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
+
+#: Reads of a memory file stop here (a file this large is not one the daemon wrote).
+MD_READ_LIMIT = 4 * 1024 * 1024
 
 #: Line limits of every memory file (SPEC.md section 2).
 LINE_LIMITS = {
@@ -44,31 +47,45 @@ def read_all(layout: Layout) -> dict[str, str]:
     """Current text of all six memory files ("" for a missing one)."""
     out = {}
     for name in DEPLOY_FILES + CURATED_FILES:
-        try:
-            with open(layout.md(name), encoding="utf-8", errors="replace") as fh:
-                out[name] = fh.read()
-        except FileNotFoundError:
+        try:  # a FIFO, a link or a huge file reads as missing: never blocks the loop
+            out[name] = read_text(layout.md(name), MD_READ_LIMIT) or ""
+        except OSError:
             out[name] = ""
     return out
 
 
-def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
-    """Write each curated file whose disk content differs from its latest revision."""
-    written = []
+def materialise_each(layout: Layout, latest: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Write each curated file whose disk content differs from its latest revision.
+
+    Returns (files written, {file: error} for each write that failed). One failure (disk
+    full, a FIFO or a folder where the file should be) does not stop the others.
+    """
+    written: list[str] = []
+    failed: dict[str, str] = {}
     for name, content in sorted(latest.items()):
-        path = curated_path(layout, name)
-        if name == "files.md":  # the notes part only: the inventory belongs to the watcher
-            if files_md.write_notes(path, content):
-                written.append(name)
-            continue
         try:
-            with open(path, encoding="utf-8") as fh:
-                if fh.read() == content:
-                    continue
-        except (FileNotFoundError, UnicodeDecodeError):
-            pass
-        atomic_write(path, content)
-        written.append(name)
+            if _materialise_one(layout, name, content):
+                written.append(name)
+        except OSError as exc:
+            failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+    return written, failed
+
+
+def _materialise_one(layout: Layout, name: str, content: str) -> bool:
+    path = curated_path(layout, name)
+    if name == "files.md":  # the notes part only: the inventory belongs to the watcher
+        return files_md.write_notes(path, content)
+    if read_text(path, MD_READ_LIMIT) == content:
+        return False
+    atomic_write(path, content)
+    return True
+
+
+def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
+    """:func:`materialise_each`, raising the first failure (after trying every file)."""
+    written, failed = materialise_each(layout, latest)
+    if failed:
+        raise OSError(f"md files not written: {failed}")
     return written
 
 
@@ -80,11 +97,13 @@ def stray_temp_files(layout: Layout) -> list[str]:
     return [os.path.join(layout.memory_dir, n) for n in names if n.startswith(TEMP_PREFIX)]
 
 
-def repair(layout: Layout, latest: Mapping[str, str]) -> list[str]:
-    """Start-up repair: remove temp files a crash left, then re-materialise."""
+def repair(layout: Layout, latest: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Start-up repair: remove temp files a crash left, then re-materialise; (what was
+    removed or written, {file: error} of each file that could not be written)."""
     removed = []
     for path in stray_temp_files(layout):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
             removed.append(os.path.basename(path))
-    return removed + materialise(layout, latest)
+    written, failed = materialise_each(layout, latest)
+    return removed + written, failed

@@ -143,7 +143,11 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     print(f"flush requested (#{flush_id})")
     deadline = time.monotonic() + args.wait
     while args.wait and time.monotonic() < deadline:
-        if store.flush_handled(flush_id):
+        handled, error = store.flush_outcome(flush_id)
+        if handled and error:
+            print(f"flush done, but {error}", file=sys.stderr)
+            return 1
+        if handled:
             print("flush done")
             return 0
         time.sleep(0.2)

@@ -20,6 +20,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.memory import files as memory_files
+from wsd.daemon.runtime.fsio import read_text
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
@@ -153,7 +154,10 @@ class Doctor:
             self.add("ok", "md files", "match their latest revisions")
             return
         if self.fix:
-            memory_files.repair(self.layout, latest)
+            _done, failed = memory_files.repair(self.layout, latest)
+            if failed:
+                self.add("fail", "md files", f"could not rewrite: {failed}")
+                return
             self.add("warn", "md files", f"rewrote {drifted}, removed {len(stray)} temp", True)
         else:
             self.add(
@@ -224,8 +228,7 @@ class Doctor:
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
+    try:  # never blocks on a FIFO nor reads a device: an unreadable file "differs"
+        return read_text(path, memory_files.MD_READ_LIMIT)
+    except OSError as exc:
+        return f"<unreadable: {exc}>"

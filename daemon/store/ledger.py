@@ -115,15 +115,25 @@ class Store(Databases):
 
     def flush_handled(self, flush_id: int) -> bool:
         """Whether the loop has handled flush request ``flush_id`` (read-only)."""
-        with self._transcript(readonly=True) as t:
-            row = schema.first(t, "SELECT handled_at FROM flush_requests WHERE id = ?", (flush_id,))
-        return row is not None and row[0] is not None
+        return self.flush_outcome(flush_id)[0]
 
-    def mark_flushes_handled(self, upto: int, now: float) -> None:
+    def flush_outcome(self, flush_id: int) -> tuple[bool, str | None]:
+        """(handled, what went wrong) of flush request ``flush_id`` (read-only)."""
+        with self._transcript(readonly=True) as t:
+            row = schema.first(
+                t, "SELECT handled_at, error FROM flush_requests WHERE id = ?", (flush_id,)
+            )
+        if row is None or row[0] is None:
+            return False, None
+        return True, None if row[1] is None else str(row[1])
+
+    def mark_flushes_handled(self, upto: int, now: float, error: str | None = None) -> None:
+        """Answer every open flush request up to ``upto``; ``error`` says what failed."""
         with self._transcript() as t, schema.write_txn(t):
             t.execute(
-                "UPDATE flush_requests SET handled_at = ? WHERE id <= ? AND handled_at IS NULL",
-                (now, upto),
+                "UPDATE flush_requests SET handled_at = ?, error = ?"
+                " WHERE id <= ? AND handled_at IS NULL",
+                (now, error, upto),
             )
 
     def rederive_processed(self, identity: str) -> tuple[int, int]:
