@@ -78,19 +78,40 @@ class Event:
 
     @classmethod
     def from_json(cls, line: str) -> Event:
-        """Parse a spool line; raises ValueError/TypeError/KeyError on a damaged one."""
+        """Parse a spool line; raises ValueError/TypeError/KeyError on a damaged one.
+
+        Only a line :meth:`to_json` could have written passes: a uid and a session id that
+        are non-empty strings, a known kind, a finite time (a number of seconds since the
+        epoch), a payload object. Anything else (``"ts": "NaN"``, a list for a session id)
+        could never be recorded and would be retried for ever.
+        """
         raw = loads(line)
         if not isinstance(raw, dict) or not isinstance(raw.get("payload"), dict):
             raise ValueError("spool line is not an event object")
-        tool = raw.get("tool_name")
-        return cls(
-            uid=str(raw["uid"]),
-            ts=float(raw["ts"]),
-            session_id=str(raw["session_id"]),
-            kind=str(raw["kind"]),
-            tool_name=None if tool is None else str(tool),
-            payload=raw["payload"],
-        )
+        uid, session, kind, tool = raw["uid"], raw["session_id"], raw["kind"], raw.get("tool_name")
+        if not isinstance(uid, str) or not 0 < len(uid) <= 200:
+            raise ValueError("bad uid")
+        if not isinstance(session, str) or not 0 < len(session) <= 1024:
+            raise ValueError("bad session_id")
+        if kind not in KNOWN_EVENTS:
+            raise ValueError(f"unknown kind {str(kind)[:40]!r}")
+        if tool is not None and not isinstance(tool, str):
+            raise ValueError("bad tool_name")
+        return cls(uid, event_time(raw["ts"]), session, kind, tool, raw["payload"])
+
+
+#: Event times outside [0, this) are not times (the year 5138 and beyond, or garbage).
+MAX_TS = 1e11
+
+
+def event_time(value: object) -> float:
+    """A recordable event time from a number (or numeric string); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"ts is a {type(value).__name__}")
+    ts = float(value)
+    if not 0 <= ts < MAX_TS:  # NaN fails every comparison, inf fails the bound
+        raise ValueError(f"ts {str(value)[:40]!r} is not a time")
+    return ts
 
 
 def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:

@@ -416,13 +416,25 @@ class Worker:
             self.log.info("markers_rederived", marked=marked, cleared=cleared)
 
     def _ingest(self, taken: str) -> None:
-        report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
+        """Record a taken spool file; a failure is logged and the pass goes on to curate."""
+        try:
+            report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
+        except Exception as exc:  # transient (busy, disk full): the file stays for next pass
+            self._failed("spool", exc)
+            return
         self.log.info(
             "spool_ingested",
             recorded=report.recorded,
             duplicates=report.duplicates,
             rejected=report.rejected,
         )
+        if report.rejected:
+            self.log.error(
+                "spool_lines_rejected",
+                count=report.rejected,
+                reasons=report.reasons[:5],
+                file=spool.REJECTED_NAME,
+            )
 
     def _read_version(self) -> str:
         try:

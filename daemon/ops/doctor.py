@@ -20,6 +20,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.memory import files as memory_files
+from wsd.daemon.ops import doctor_states
 from wsd.daemon.runtime.fsio import read_text
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
@@ -66,6 +67,7 @@ class Doctor:
             self.processing()
             self.md_files()
         self.disk_and_spool()
+        doctor_states.check_states(self)
         self.daemon()
         self.bridge()
         return self.findings
