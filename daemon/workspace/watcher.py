@@ -302,9 +302,18 @@ class Watcher:
         return False
 
     def _render(self) -> None:
-        self._notes = files_md.write_inventory(
-            self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
-        )
+        """Re-render files.md's inventory. A files.md that cannot be written (a FIFO or a
+        link in its place, disk full) is logged (rate-limited): the index is still kept."""
+        try:
+            self._notes = files_md.write_inventory(
+                self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
+            )
+        except OSError as exc:
+            suppressed = self.throttle.failed("files_md", self.clock())
+            if suppressed is not None:
+                self.log.error("files_md_write_failed", error=str(exc)[:300], suppressed=suppressed)
+        else:
+            self.throttle.recovered("files_md")
         self._files_md_stat = self._stat_files_md()
 
     def _stat_files_md(self) -> tuple[int, int] | None:
@@ -323,7 +332,10 @@ class Watcher:
         if seen == self._files_md_stat:
             return False
         self._files_md_stat = seen
-        return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
+        try:
+            return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
+        except OSError:  # not a regular file: _render says so (rate-limited)
+            return True
 
     def _sync_producers(self) -> None:
         if self._thread is not None:  # only a started watcher has producers
