@@ -49,16 +49,24 @@ def _worker(
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from wsd.daemon.runtime import log, signals
+    from wsd.daemon.runtime import instance, log, signals
 
     config = _config(args, env)
     config.validate_for_run()
     log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
+    stop, nudge = threading.Event(), threading.Event()
+    on_signal = [stop.set]  # the worker's request_stop once it exists
+    signals.install(lambda: on_signal[0]())
+    try:  # held (open) until this process ends: the kernel releases it however we die
+        if not instance.hold(Layout(config.workspace), env, stop, log.get_logger()):
+            return 0  # stopped while the workspace was not ready yet
+    except instance.AlreadyRunning as exc:
+        print(f"wsd: {exc}", file=sys.stderr)
+        return 3
     from wsd.daemon.workspace.canvas import CanvasTools
     from wsd.daemon.workspace.checks import CheckSettings
     from wsd.daemon.workspace.watcher import WatchSettings, workspace_watcher
 
-    stop, nudge = threading.Event(), threading.Event()
     watcher = workspace_watcher(
         Layout(config.workspace),
         stop,
@@ -80,7 +88,9 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     )
     worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
-    signals.install(worker.request_stop)
+    on_signal[0] = worker.request_stop
+    if stop.is_set():
+        worker.request_stop()
     watcher.start()
     code = int(worker.run())
     watcher.join(5)

@@ -13,11 +13,13 @@ import stat
 import time
 from typing import Protocol
 
+from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.fsio import kind_of
+from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.hooks import spool
-from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
+from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
 #: A taken spool file still there after this long keeps failing to be ingested.
 STUCK_SPOOL_SECONDS = 600.0
@@ -97,7 +99,75 @@ def _not_regular(path: str) -> str | None:
     return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
+def instances(doctor: Reporter) -> None:
+    """Who holds the instance lock, and any ``wsd run`` of this workspace beside it."""
+    held = instance.holders(doctor.layout)
+    beat = read_status(doctor.layout) or {}
+    daemon = beat.get("pid") if pid_alive(beat.get("pid")) else None
+    runs = _wsd_runs(doctor.layout.root)
+    others = [p for p in runs if p not in held]
+    if len(held) > 1 or others:
+        doctor.add(
+            "fail",
+            "instances",
+            f"more than one daemon for this workspace: lock held by {held or 'nobody'},"
+            f" other `wsd run` processes: {others or 'none'} (stop all but one)",
+        )
+    elif held and held[0] not in runs:
+        doctor.add(
+            "fail",
+            "instances",
+            f"the instance lock ({instance.lock_path(doctor.layout)}) is held by pid"
+            f" {held[0]}, which is not a `wsd run` of this workspace: no daemon can start",
+        )
+    elif held and daemon is not None and held != [daemon]:
+        doctor.add(
+            "fail",
+            "instances",
+            f"the instance lock ({instance.lock_path(doctor.layout)}) is held by pid"
+            f" {held[0]}, not by the daemon of the heartbeat (pid {daemon})",
+        )
+    elif held:
+        doctor.add("ok", "instances", f"one daemon, pid {held[0]}, holds the instance lock")
+    else:
+        doctor.add("ok", "instances", "no daemon holds the instance lock")
+
+
+def _wsd_runs(root: str) -> list[int]:
+    """Pids of ``wsd run`` processes whose workspace is ``root`` (those we may inspect)."""
+    found = []
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if b"run" not in argv or not any(a.endswith(b"wsd") for a in argv):
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        workspace = next(
+            (e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"WSD_WORKSPACE=")),
+            None,
+        )
+        if _workspace_of(argv, workspace, cwd) == os.path.realpath(root):
+            found.append(int(pid))
+    return found
+
+
+def _workspace_of(argv: list[bytes], workspace: str | None, cwd: str) -> str:
+    args = [a.decode(errors="replace") for a in argv]
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--workspace":
+            workspace = args[i + 1]
+    return os.path.realpath(os.path.join(cwd, workspace or DEFAULT_WORKSPACE))
+
+
 def check_states(doctor: Reporter) -> None:
     """Every check of this module, in order."""
     spool_damage(doctor)
     special_files(doctor)
+    instances(doctor)
