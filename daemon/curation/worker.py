@@ -88,7 +88,9 @@ class Worker:
         self.status = StatusFile(self.layout, clock)
         self.identity = ""
         self.version = ""
-        self.backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max)
+        self.backoff = Backoff(  # through self: a test may swap the monotonic clock
+            store, config.outage_backoff, config.outage_backoff_max, lambda: self.monotonic()
+        )
         self.wake = WakeDetector(config.wake_jump_seconds)
         self._indexed_upto = -1  # newest turn id known to be in the search index
         self._started = False
@@ -117,7 +119,7 @@ class Worker:
         repaired = self.md.repair()
         if repaired:
             self.log.info("md_repaired", files=repaired)
-        self.backoff.load()
+        self.backoff.load(self.clock())
         self._started = True
         self.status.update(state="running", version=self.version, force=True)
 
@@ -196,7 +198,7 @@ class Worker:
             self._maintain(now)
             return PassResult(Step.IDLE)
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
-        if self.backoff.waiting(now):
+        if self.backoff.waiting():
             return PassResult(Step.BACKOFF)
         reason = self._trigger(
             backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
