@@ -129,6 +129,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),
         "next_attempt_at": (beat or {}).get("next_attempt_at"),
         "last_error": (beat or {}).get("last_error"),
+        "md_write_failed": (beat or {}).get("md_write_failed"),
         "tokens": {
             "input": stats["input_tokens"],
             "output": stats["output_tokens"],

@@ -8,6 +8,7 @@ write that keeps failing, a lock another process holds, a rebuild's leftovers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -16,6 +17,7 @@ from typing import Protocol
 from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.fsio import kind_of
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.store import aside
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.hooks import spool
@@ -166,8 +168,47 @@ def _workspace_of(argv: list[bytes], workspace: str | None, cwd: str) -> str:
     return os.path.realpath(os.path.join(cwd, workspace or DEFAULT_WORKSPACE))
 
 
+def rebuild_leftovers(doctor: Reporter) -> None:
+    """A live rebuild (the daemon waits for it), or what a rebuild that died left behind."""
+    pid = aside.rebuild_pid(doctor.layout)
+    if pid is not None:
+        doctor.add("warn", "rebuild", f"wsd rebuild (pid {pid}) running: curation is paused")
+        return
+    left = aside.leftovers(doctor.layout)
+    names = ", ".join(os.path.basename(p) for p in left)
+    if not left:
+        doctor.add("ok", "rebuild", "none running, nothing left behind")
+    elif doctor.fix:
+        aside.remove(aside.aside_path(doctor.layout))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(aside.pause_path(doctor.layout))
+        doctor.add("warn", "rebuild", f"removed what a rebuild that died left: {names}", True)
+    else:
+        doctor.add(
+            "fail",
+            "rebuild",
+            f"a wsd rebuild died and left {names} (the live memory is unchanged;"
+            " --fix removes them)",
+        )
+
+
+def md_failures(doctor: Reporter) -> None:
+    """Curated files the running daemon could not write (it retries every pass)."""
+    beat = read_status(doctor.layout) or {}
+    failed = beat.get("md_write_failed")
+    if failed and pid_alive(beat.get("pid")) and beat.get("state") != "stopped":
+        doctor.add(
+            "fail",
+            "md writes",
+            f"the daemon cannot write {failed}; the boot context serves the old files until"
+            " it can (it retries every pass)",
+        )
+
+
 def check_states(doctor: Reporter) -> None:
     """Every check of this module, in order."""
     spool_damage(doctor)
     special_files(doctor)
+    md_failures(doctor)
     instances(doctor)
+    rebuild_leftovers(doctor)

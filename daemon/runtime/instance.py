@@ -108,14 +108,23 @@ def _recorded_pid(path: str) -> int | None:
 
 
 def holders(layout: Layout) -> list[int]:
-    """Pids holding a flock on the lock file, read from ``/proc/locks`` (empty if none, or
-    where ``/proc/locks`` cannot be read)."""
+    """Pids holding the instance lock (empty if none, or where ``/proc/locks`` is unreadable)."""
+    return flock_holders(lock_path(layout)) or []
+
+
+def flock_holders(path: str) -> list[int] | None:
+    """Pids holding a flock on ``path``, read from ``/proc/locks`` without touching the lock
+    (a probe that took it, even briefly, could make its owner's own attempt fail); None when
+    ``/proc/locks`` cannot be read, [] when the file is missing or nobody holds it."""
     try:
-        st = os.stat(lock_path(layout))
+        st = os.stat(path)
+    except OSError:
+        return []
+    try:
         with open("/proc/locks", encoding="ascii", errors="replace") as fh:
             lines = fh.read().splitlines()
     except OSError:
-        return []
+        return None
     want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     found = []
     for line in lines:

@@ -39,6 +39,7 @@ from typing import Any
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
+from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
@@ -155,7 +156,13 @@ class Watcher:
         now = self.monotonic()
         if self._rescan_reason or now >= self._due["rescan"]:
             self._full_rescan(self._rescan_reason or "periodic")
-        if self.canvas is not None and (canvas_now or now >= self._due["canvas"]):
+        # A `wsd rebuild` is about to replace memory.db: write nothing there until it is done
+        # (index changes wait in memory; the card mirror and the checks wait their turn).
+        paused = pause_requested(self.layout)
+        if paused:
+            canvas_now = False
+            self._due["canvas"] = self._due["checks"] = now
+        if self.canvas is not None and not paused and (canvas_now or now >= self._due["canvas"]):
             # With events, transcript writes trigger the sync: the poll is only a safety net.
             every = s.canvas_poll_seconds * (
                 1 if self.producers.polling or not s.use_events else 15
@@ -165,7 +172,7 @@ class Watcher:
         if self._notes_changed():
             self._render()
         self._flush()
-        if self.checks is not None and now >= self._due["checks"]:
+        if self.checks is not None and not paused and now >= self._due["checks"]:
             report = self.checks.run()
             self._due["checks"] = now + (1.0 if report.hashes_pending else s.check_seconds)
 
@@ -349,8 +356,9 @@ class Watcher:
         self._rescan_reason = self._rescan_reason or "fallback"
 
     def _flush(self) -> None:
-        """Persist the pending index changes; on failure they stay pending for the next round."""
-        if not self._upserts and not self._removed:
+        """Persist the pending index changes; on failure (or while a rebuild holds memory.db)
+        they stay pending for the next round."""
+        if (not self._upserts and not self._removed) or pause_requested(self.layout):
             return
         upserts = [(p, s, t) for p, (s, t) in self._upserts.items()]
         self.store.apply_index(upserts, sorted(self._removed), self.clock())
