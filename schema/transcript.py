@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import apsw
 
-from wsd.schema import one, rows, write_txn
+from wsd.schema import rows, write_txn
 from wsd.schema.fastjson import dumps, loads
+from wsd.schema.turns import close_open, place_late
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,12 +115,17 @@ def event_time(value: object) -> float:
     return ts
 
 
-def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
+def record(
+    conn: apsw.Connection, event: Event, via: str = "direct", refolded: list[int] | None = None
+) -> bool:
     """Write one event and everything it implies; False if its uid was already recorded.
 
-    ``UserPromptSubmit`` closes any turn still open in the session (the agent
-    was interrupted before ``Stop``); ``Stop`` closes the open turn into one
-    observation; ``PreCompact``/``SessionEnd`` add a flush request.
+    A direct event arrives as it happens: ``UserPromptSubmit`` closes any turn still open
+    in the session (the agent was interrupted before ``Stop``); ``Stop`` closes the open
+    turn into one observation; ``PreCompact``/``SessionEnd`` add a flush request. A spooled
+    event (``via="spool"``) may come after its turn was closed: it is placed by its own time
+    (see :mod:`wsd.schema.turns`), and the observations folded again are appended to
+    ``refolded``.
     """
     payload = dumps(event.payload)
     source = event.payload.get("source") if event.kind == "SessionStart" else None
@@ -144,14 +150,17 @@ def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
             return False
         event_id = conn.last_insert_rowid()
         if event.kind == "UserPromptSubmit":
-            _close_turn(conn, event.session_id, "next_prompt", None, event.ts, before_id=event_id)
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?",
                 (event.session_id,),
             )
+        if via == "spool" and (event.kind in TURN_EVENTS or event.kind == "Stop"):
+            place_late(conn, event.session_id, event.kind, event.ts, event_id, refolded)
+        elif event.kind == "UserPromptSubmit":
+            close_open(conn, event.session_id, "next_prompt", None, event.ts, before_id=event_id)
         elif event.kind == "Stop":
             message = event.payload.get("last_assistant_message")
-            obs = _close_turn(
+            obs = close_open(
                 conn,
                 event.session_id,
                 "stop",
@@ -173,70 +182,6 @@ def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
     return True
 
 
-def _close_turn(
-    conn: apsw.Connection,
-    session_id: str,
-    closed_by: str,
-    response: str | None,
-    ts: float,
-    before_id: int | None = None,
-) -> int | None:
-    """Fold the session's open turn events into one observation; None if there are none.
-
-    Must run inside a write transaction. Tool calls keep their order; a turn
-    with no new activity (a second ``Stop``) produces nothing.
-    """
-    found = rows(
-        conn,
-        "SELECT id, kind, tool_name, payload, ts FROM events"
-        " WHERE session_id = ? AND observation_id IS NULL"
-        "  AND kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
-        "  AND id < ? ORDER BY ts, id",
-        (session_id, before_id if before_id is not None else 2**62),
-    )
-    if not found:
-        return None
-    prompts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for _id, kind, tool_name, payload_json, event_ts in found:
-        payload = loads(str(payload_json))
-        if kind == "UserPromptSubmit":
-            prompt = payload.get("prompt")
-            if isinstance(prompt, str) and prompt:
-                prompts.append(prompt)
-        else:
-            call: dict[str, Any] = {"name": tool_name, "input": payload.get("tool_input")}
-            if kind == "PostToolUseFailure":
-                call["error"] = payload.get("error")
-            else:
-                call["output"] = payload.get("tool_response")
-            call["ts"] = event_ts
-            calls.append(call)
-    (seq,) = one(conn, "SELECT observation_count + 1 FROM sessions WHERE id = ?", (session_id,))
-    conn.execute(
-        "INSERT INTO observations (timestamp, session_id, sequence_num, user_message,"
-        " tool_calls_json, agent_response, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            ts,
-            session_id,
-            seq,
-            "\n\n".join(prompts) if prompts else None,
-            dumps(calls),
-            response,
-            closed_by,
-        ),
-    )
-    obs_id = conn.last_insert_rowid()
-    conn.executemany(
-        "UPDATE events SET observation_id = ? WHERE id = ?", [(obs_id, r[0]) for r in found]
-    )
-    conn.execute(
-        "UPDATE sessions SET observation_count = observation_count + 1 WHERE id = ?",
-        (session_id,),
-    )
-    return int(obs_id)
-
-
 def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     """Close turns whose agent never sent ``Stop``; return the new observation ids.
 
@@ -250,7 +195,7 @@ def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     closed: list[int] = []
     with write_txn(conn):
         for session_id, reason, last_ts in _due(conn, quiet_before):
-            obs = _close_turn(conn, session_id, reason, None, last_ts)
+            obs = close_open(conn, session_id, reason, None, last_ts)
             if obs is not None:
                 closed.append(obs)
     return closed

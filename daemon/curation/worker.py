@@ -21,6 +21,7 @@ import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, MemoryShedder, WakeDetector
+from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.md_sync import MdSync
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
 from wsd.daemon.curation.rebuild import pause_requested
@@ -31,7 +32,6 @@ from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
-from wsd.hooks import spool
 from wsd.schema.layout import Layout
 
 
@@ -97,6 +97,7 @@ class Worker:
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
         self.md = MdSync(store, self.status, self.log, clock)
+        self.intake = SpoolIntake(store, stop, self.log, self._failed)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
         self.pipeline = Pipeline(
@@ -179,9 +180,7 @@ class Worker:
         if self._version_changed():
             self.request_stop("version changed")
             return PassResult(Step.VERSION_CHANGED)
-        for taken in [*spool.pending_files(self.layout.spool), spool.take(self.layout.spool)]:
-            if taken and not self.stop.is_set():
-                self._ingest(taken)
+        self.intake.run(self.identity)
         closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
@@ -211,6 +210,10 @@ class Worker:
             self.store.mark_processed(sorted(covered))
             return PassResult(Step.REMARKED, more=True)
         batch = plan(turns, self.config.batch_chars)[0]
+        # Claimed and read again in one transaction: a late event cannot change them now.
+        batch = plan(
+            self.store.claim_turns([t.id for t in batch.turns], now), self.config.batch_chars
+        )[0]
         self.status.update(state="curating", force=True)
         outcome, ids = self._curate(batch, reason, now)
         if outcome != Step.BACKOFF:
@@ -416,27 +419,6 @@ class Worker:
         marked, cleared = self.store.rederive_processed(identity)
         if marked or cleared:
             self.log.info("markers_rederived", marked=marked, cleared=cleared)
-
-    def _ingest(self, taken: str) -> None:
-        """Record a taken spool file; a failure is logged and the pass goes on to curate."""
-        try:
-            report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
-        except Exception as exc:  # transient (busy, disk full): the file stays for next pass
-            self._failed("spool", exc)
-            return
-        self.log.info(
-            "spool_ingested",
-            recorded=report.recorded,
-            duplicates=report.duplicates,
-            rejected=report.rejected,
-        )
-        if report.rejected:
-            self.log.error(
-                "spool_lines_rejected",
-                count=report.rejected,
-                reasons=report.reasons[:5],
-                file=spool.REJECTED_NAME,
-            )
 
     def _read_version(self) -> str:
         try:

@@ -47,9 +47,12 @@ class Store(Databases):
         with self._transcript() as t:
             return schema.identity(t)
 
-    def record_event(self, event: Event, via: str = "spool") -> bool:
+    def record_event(
+        self, event: Event, via: str = "spool", refolded: list[int] | None = None
+    ) -> bool:
+        """Record one (spooled) event; the turns it folded again are appended to ``refolded``."""
         with self._transcript() as t:
-            return record(t, event, via=via)
+            return record(t, event, via=via, refolded=refolded)
 
     def close_stale_turns(self, quiet_before: float) -> list[int]:
         with self._transcript() as t:
@@ -77,10 +80,26 @@ class Store(Databases):
         with self._transcript() as t:
             rows = schema.rows(
                 t,
-                "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
-                " agent_response, closed_by FROM observations WHERE processed = 0"
-                " ORDER BY id LIMIT ?",
+                f"SELECT {_TURN_COLS} FROM observations WHERE processed = 0 ORDER BY id LIMIT ?",
                 (limit,),
+            )
+        return [_turn(r) for r in rows]
+
+    def claim_turns(self, ids: Sequence[int], now: float) -> list[Turn]:
+        """Mark these turns as taken into a batch and read them, in one transaction: from
+        now on a late event never folds into them (it becomes an addendum), so what the
+        curator is sent is what gets curated."""
+        with self._transcript() as t, schema.write_txn(t):
+            t.execute(
+                "UPDATE observations SET claimed_at = ? WHERE claimed_at IS NULL"
+                " AND id IN (SELECT value FROM json_each(?))",
+                (now, json.dumps(list(ids))),
+            )
+            rows = schema.rows(
+                t,
+                f"SELECT {_TURN_COLS} FROM observations"
+                " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (json.dumps(list(ids)),),
             )
         return [_turn(r) for r in rows]
 
@@ -88,8 +107,7 @@ class Store(Databases):
         with self._transcript() as t:
             rows = schema.rows(
                 t,
-                "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
-                " agent_response, closed_by FROM observations"
+                f"SELECT {_TURN_COLS} FROM observations"
                 " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
                 (json.dumps(list(ids)),),
             )
@@ -316,8 +334,14 @@ class Store(Databases):
         return out
 
 
+_TURN_COLS = (
+    "id, session_id, sequence_num, timestamp, user_message, tool_calls_json, agent_response,"
+    " closed_by, amends"
+)
+
+
 def _turn(row: tuple[Any, ...]) -> Turn:
-    oid, session, seq, ts, user, calls, response, closed_by = row
+    oid, session, seq, ts, user, calls, response, closed_by, amends = row
     try:
         parsed = json.loads(calls) if calls else []
     except ValueError:
@@ -331,6 +355,7 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         parsed if isinstance(parsed, list) else [],
         response,
         str(closed_by),
+        None if amends is None else int(amends),
     )
 
 
