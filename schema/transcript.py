@@ -12,7 +12,6 @@ import apsw
 
 from wsd.schema import rows, write_txn
 from wsd.schema.fastjson import dumps, loads
-from wsd.schema.turns import close_open, place_late
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -154,11 +153,19 @@ def record(
                 "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?",
                 (event.session_id,),
             )
+        # (schema.turns is imported where needed: a direct tool call, the commonest event,
+        # only joins the open turn and the hook process need not load it.)
         if via == "spool" and (event.kind in TURN_EVENTS or event.kind == "Stop"):
+            from wsd.schema.turns import place_late
+
             place_late(conn, event.session_id, event.kind, event.ts, event_id, refolded)
         elif event.kind == "UserPromptSubmit":
+            from wsd.schema.turns import close_open
+
             close_open(conn, event.session_id, "next_prompt", None, event.ts, before_id=event_id)
         elif event.kind == "Stop":
+            from wsd.schema.turns import close_open
+
             message = event.payload.get("last_assistant_message")
             obs = close_open(
                 conn,
@@ -192,6 +199,8 @@ def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     # must not take the write lock (which hooks then wait for) for nothing.
     if not _due(conn, quiet_before):
         return []
+    from wsd.schema.turns import close_open
+
     closed: list[int] = []
     with write_txn(conn):
         for session_id, reason, last_ts in _due(conn, quiet_before):
