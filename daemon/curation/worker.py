@@ -211,9 +211,12 @@ class Worker:
             return PassResult(Step.REMARKED, more=True)
         batch = plan(turns, self.config.batch_chars)[0]
         # Claimed and read again in one transaction: a late event cannot change them now.
-        batch = plan(
+        claimed = plan(
             self.store.claim_turns([t.id for t in batch.turns], now), self.config.batch_chars
-        )[0]
+        )
+        if not claimed:  # gone meanwhile (transcript.db replaced): look again next pass
+            return PassResult(Step.WAITING)
+        batch = claimed[0]
         self.status.update(state="curating", force=True)
         outcome, ids = self._curate(batch, reason, now)
         if outcome != Step.BACKOFF:
