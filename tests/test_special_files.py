@@ -106,3 +106,16 @@ def test_checks_and_canvas_refuse_special_and_huge_files(layout: Layout) -> None
     update(layout, "c2", "bigger")
     assert sync.sync() == []
     assert {"canvas_refused:c1", "canvas_refused:c2"} <= set(open_actions(layout))
+
+
+def test_doctor_names_and_fixes_a_fifo_in_place_of_a_memory_file(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A FIFO at user.md: doctor fails naming it without blocking on it; --fix removes it."""
+    os.mkfifo(layout.md("user.md"))
+    env = daemon_env(layout, standin)
+    doctor = wsd(env, "doctor", check=False, timeout=30)
+    assert doctor.returncode == 1 and f"{layout.md('user.md')} is a FIFO" in doctor.stdout
+    fixed = wsd(env, "doctor", "--fix", check=False, timeout=30)
+    assert f"removed {layout.md('user.md')} (a FIFO)" in fixed.stdout
+    assert not os.path.lexists(layout.md("user.md"))

@@ -69,11 +69,16 @@ def spool_damage(doctor: Reporter) -> None:
 
 def special_files(doctor: Reporter) -> None:
     """Memory files and canvas mirrors that are not regular files: the daemon refuses them."""
-    found = []
+    found: list[str] = []
+    removed = 0
     for name in DEPLOY_FILES + CURATED_FILES:
         path = doctor.layout.md(name)
         what = _not_regular(path)
-        if what is not None:
+        if what is not None and doctor.fix and what != "a folder":
+            os.unlink(path)  # a link, a FIFO, a device: never the daemon's data (rewritten next)
+            doctor.add("warn", "refused files", f"removed {path} ({what})", True)
+            removed += 1
+        elif what is not None:
             found.append(f"{path} is {what}")
     try:
         cards = [c.path for c in WorkspaceStore(doctor.layout).open_cards()]
@@ -87,9 +92,10 @@ def special_files(doctor: Reporter) -> None:
         doctor.add(
             "fail",
             "refused files",
-            "; ".join(found) + ": the daemon neither reads nor replaces these; remove them",
+            "; ".join(found) + ": the daemon neither reads nor replaces these; remove them"
+            " (--fix removes links, FIFOs and devices among the memory files)",
         )
-    else:
+    elif not removed:
         doctor.add("ok", "refused files", "memory files and canvas mirrors are regular files")
 
 
