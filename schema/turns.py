@@ -220,7 +220,9 @@ def place_late(
     point = (ts, eid)
     if kind == "UserPromptSubmit":
         nxt = _neighbour(conn, session_id, ts, eid, True, _TURN_SQL)
-        if nxt is None or nxt.obs is None:  # a turn still open: close what came before it
+        if nxt is None or nxt.obs is None or nxt.kind == "UserPromptSubmit":
+            # Its turn is still open, or wholly late (the next event starts the next turn):
+            # it starts its own; what is open before it is an earlier turn, closed now.
             close_open(conn, session_id, "next_prompt", None, ts, before=point)
             _answer_open(conn, session_id, nxt)
             return

@@ -309,3 +309,28 @@ def test_eight_writers_curated_as_they_write_lose_and_double_nothing(
           f" for {len(want)} turns; {exact} exact")  # fmt: skip
     assert sorted(parts) == sorted(sent)  # "\n\n"-joined prompts would show up here
     assert exact >= len(want) - 2 * addenda
+
+
+def test_a_wholly_late_turn_is_a_turn_of_its_own_even_after_the_next_was_curated(
+    layout: Layout,
+) -> None:
+    """Every event of turn 1 spooled, turn 2 written and curated meanwhile: turn 1 comes in as
+    its own observation (its prompt, tool call and answer), not as addenda to turn 2."""
+    t0 = time.time() - 60
+    first = [
+        Event("p1", t0 + 1, "s", "UserPromptSubmit", None, {"prompt": "prompt 1"}),
+        Event("t1", t0 + 2, "s", "PostToolUse", "Bash", {"tool_input": {"c": "one"}}),
+        Event("s1", t0 + 3, "s", "Stop", None, {"last_assistant_message": "answer 1"}),
+    ]
+    conn = schema.connect(layout.transcript_db, "transcript")
+    record(conn, Event("p2", t0 + 4, "s", "UserPromptSubmit", None, {"prompt": "prompt 2"}))
+    record(conn, Event("s2", t0 + 5, "s", "Stop", None, {"last_assistant_message": "answer 2"}))
+    conn.close()
+    store = Store(layout)
+    store.claim_turns([1], t0 + 6)
+    store.mark_processed([1])
+    for event in first:
+        store.record_event(event)
+    assert sorted(_turns(layout), key=str) == sorted(
+        [("prompt 2", (), "answer 2", None), ("prompt 1", ("one",), "answer 1", None)], key=str
+    )
