@@ -89,12 +89,14 @@ class Watcher:
         self._rescan_reason: str | None = "start"
         self._due = {"rescan": 0.0, "checks": 0.0, "canvas": 0.0}
         self._thread: threading.Thread | None = None
+        self._started = False  # set before the thread starts: it may run before start() returns
         self.ready = threading.Event()  # set after the first full rescan is on disk
 
     # -- public entry points --------------------------------------------------------------
 
     def start(self) -> None:
         """Start the consumer thread; it starts the producers, then runs the first rescan."""
+        self._started = True
         self._thread = signals.background(self._run, "wsd-watcher")
 
     def rescan(self, reason: str = "manual") -> None:
@@ -345,7 +347,7 @@ class Watcher:
             return True
 
     def _sync_producers(self) -> None:
-        if self._thread is not None:  # only a started watcher has producers
+        if self._started:  # only a started watcher has producers
             self.producers.sync()
 
     def _fallback(self, name: str, why: object) -> None:
