@@ -15,7 +15,6 @@ import time
 import apsw
 
 from wsd import schema
-from wsd.hooks import spool
 from wsd.hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value
 from wsd.schema.fastjson import dumps
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
@@ -295,6 +294,8 @@ class Capture:
                     self._close()
         except (apsw.Error, OSError, schema.SchemaError) as exc:
             self._close()
+            from wsd.hooks import spool  # only now: most hook runs never spool
+
             os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
             spool.append(self.layout.spool, event.to_json())
             _warn(f"transcript.db unavailable ({type(exc).__name__}: {exc}); event spooled")

@@ -17,20 +17,17 @@ Contracts:
 
 from __future__ import annotations
 
-import math
-
 from wsd.hooks.redact import (  # package-internal helpers shared with the redactor
     _MARGIN,
-    _SENSITIVE_KEY_WORDS,
     _UNSAFE,
     BOOT_CONTEXT_TAG,
     _drop_orphan_pem,
-    _plausible_secret,
     _redactions,
     _sm,
     _specific_kind,
     redact,
 )
+from wsd.hooks.redact_rules import _SENSITIVE_KEY_WORDS, _plausible_secret
 
 # typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
 TYPE_CHECKING = False
@@ -54,6 +51,82 @@ _BUDGET_FACTOR = 3  # clean_value keeps about this many max_chars of content in 
 _OMITTED = "…"
 
 _CONTROL = bytes(i for i in range(32) if i not in (9, 10, 13))
+_INF = float("inf")  # (math.isfinite without importing math: the hook's start-up counts)
+
+
+# -- terminal colour codes and JSON's escaped slash -------------------------------------------
+# A token printed in colour (``\x1b[32mghp_…``) is preceded by the ``m`` of the escape sequence,
+# which defeats the word boundary a secret rule starts with; a Slack webhook inside a JSON
+# document reads ``https:\/\/hooks.slack.com\/…``. So before anything is matched, ANSI escape
+# sequences go, real or spelled out (``\x1b[``, ``\033[``, ``\u001b[``, ``\e[``, ``^[[``), and
+# ``\/`` becomes ``/`` (the same JSON string). No ``re``: this runs on every field.
+
+#: How a CSI sequence's introducer may be written: the real one and its common spellings.
+_CSI = ("\x1b[", "\\x1b[", "\\033[", "\\u001b[", "\\e[", "^[[")
+_PARAMS = frozenset("0123456789;:?<=>")
+_INTERMEDIATE = frozenset(" !\"#$%&'()*+,-./")
+
+
+def _plain(text: str) -> str:
+    """``text`` without ANSI escape sequences, with ``\\/`` as ``/`` (see the module docstring)."""
+    if "\\/" in text:
+        text = text.replace("\\/", "/")
+    if "\x1b" in text or ("[" in text and any(s in text for s in _CSI[1:])):
+        text = _strip_escapes(text)
+    return text
+
+
+def _strip_escapes(text: str) -> str:
+    for intro in _CSI:
+        if intro in text:
+            text = _strip_csi(text, intro)
+    if "\x1b" in text:
+        text = _strip_other(text)
+    return text
+
+
+def _strip_csi(text: str, intro: str) -> str:
+    """Remove every ``intro`` params intermediates final-byte sequence (a lone intro stays)."""
+    out: list[str] = []
+    pos = 0
+    n = len(text)
+    while True:
+        i = text.find(intro, pos)
+        if i < 0:
+            break
+        j = i + len(intro)
+        while j < n and j - i < 64 and text[j] in _PARAMS:
+            j += 1
+        while j < n and j - i < 64 and text[j] in _INTERMEDIATE:
+            j += 1
+        if j < n and "@" <= text[j] <= "~":
+            out.append(text[pos:i])
+            pos = j + 1
+        else:  # not a sequence after all: keep it
+            out.append(text[pos : i + len(intro)])
+            pos = i + len(intro)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _strip_other(text: str) -> str:
+    """Remove OSC sequences (ESC ] … BEL or ESC \\) and two-character escapes (ESC x)."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        i = text.find("\x1b", pos)
+        if i < 0 or i + 1 >= len(text):
+            break
+        out.append(text[pos:i])
+        if text[i + 1] == "]":
+            ends = [e for e in (text.find("\x07", i, i + 512), text.find("\x1b\\", i + 1, i + 512))]
+            found = [e for e in ends if e >= 0]
+            end = min(found) if found else i + 1
+            pos = end + (2 if text.startswith("\x1b\\", end) else 1)
+        else:
+            pos = i + 2
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _safe(text: str) -> str:
@@ -116,7 +189,7 @@ def _head(text: str, need: int) -> tuple[str, int]:
     """
     end = need + _MARGIN
     ws = max(text.rfind(" ", end - 256, end), text.rfind("\n", end - 256, end))
-    window = _drop_orphan_pem(_safe(text[: ws + 1 if ws >= 0 else end]))
+    window = _drop_orphan_pem(_safe(_plain(text[: ws + 1 if ws >= 0 else end])))
     safe = len(window) - _UNSAFE
     out: list[str] = []
     have = pos = 0
@@ -144,7 +217,7 @@ def _tail(text: str, need: int) -> tuple[str, int]:
         for i in (text.find(" ", start, start + 256), text.find("\n", start, start + 256))
         if i >= 0
     ]
-    window = _safe(text[min(breaks) + 1 if breaks else start :])
+    window = _safe(_plain(text[min(breaks) + 1 if breaks else start :]))
     pieces: list[tuple[str, int, bool]] = []  # (output, input chars covered, is plain text)
     pos = _UNSAFE
     for s, e, rep in _redactions(window):
@@ -193,7 +266,7 @@ def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
             head, head_used = _head(text, room - room // 2)
             tail, tail_used = _tail(text, room // 2)
             return head + _marker(n - head_used - tail_used) + tail
-    text = redact(_remove_spans(_safe(text)))
+    text = redact(_remove_spans(_safe(_plain(text))))
     n = len(text)
     if n <= max_chars:
         return text
@@ -248,7 +321,9 @@ class _Walker:
             return _OMITTED
         if src is None or isinstance(src, bool | float):
             self.budget -= 8
-            return src if not isinstance(src, float) or math.isfinite(src) else str(float(src))
+            if isinstance(src, float) and not -_INF < src < _INF:  # NaN fails too
+                return str(float(src))
+            return src
         if isinstance(src, int):
             self.budget -= src.bit_length() // 3 + 6
             if src.bit_length() > 1000:  # str() of it raises (int_max_str_digits), json too

@@ -10,6 +10,9 @@ Contract: :func:`redact` replaces each recognised secret with
 
 from __future__ import annotations
 
+from wsd.hooks import redact_rules
+from wsd.hooks.redact_rules import _classes, _plausible_secret  # shared with the provider rules
+
 # typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,11 +28,6 @@ _UNSAFE = _PEM_BODY + 512  # edge zone of a window where a cut secret may hide u
 _MARGIN = 16_384  # window length beyond the kept head/tail; must exceed _UNSAFE
 
 # fmt: off
-_PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "str", "string",
-                           "bytes", "int", "optional", "any", "required", "redacted", "hidden"})
-_REFERENCES = ("os.", "process.env", "env.", "getenv", "self.", "args.", "config.", "settings.")
-_LENIENT_WORDS = ("secret", "passw", "passphrase", "authorization", "cookie")
-_SENSITIVE_KEY_WORDS = ("key", "token", *_LENIENT_WORDS)
 # fmt: on
 
 # Value of a NAME=value assignment: quoted (spaces allowed) or a bare run up to a delimiter.
@@ -55,18 +53,18 @@ _ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
     ("openai_key", "-", "sk", 2, True, r"(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,300}",
      "random"),
     ("pypi_token", "-", "pypi", 4, True, r"AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,300}", ""),
-    ("stripe_key", "_", "[sr]k", 2, True, r"(?:live|test)_[A-Za-z0-9]{10,250}", ""),
+    ("stripe_key", "_", "[sr]k", 2, True, r"(?:live|test|prod)_[A-Za-z0-9]{10,250}", ""),
     ("stripe_key", "_", "whsec", 5, True, r"[A-Za-z0-9+/=]{20,100}", ""),
     ("github_token", "_", "gh[pousr]", 3, True, r"[A-Za-z0-9]{36,255}", ""),
     ("github_token", "_", "github", 6, True, r"pat_[A-Za-z0-9_]{22,255}", ""),
-    ("huggingface_token", "_", "hf", 2, True, r"[A-Za-z0-9]{30,40}(?![A-Za-z0-9])", "random"),
+    ("huggingface_token", "_", "hf", 2, True, r"[A-Za-z0-9]{30,40}(?![A-Za-z0-9])", ""),
     ("npm_token", "_", "npm", 3, True, r"[A-Za-z0-9]{36}(?![A-Za-z0-9])", ""),
     ("aws_access_key", "A", "", 0, True, r"(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", ""),
     ("google_api_key", "A", "", 0, True, r"Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])", ""),
     ("gitlab_token", "g", "", 0, True, r"l(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-"
                                        r"[A-Za-z0-9_.-]{20,200}", ""),
     ("gitlab_token", "G", "", 0, True, r"R1348941[A-Za-z0-9_-]{20,64}", ""),
-    ("sendgrid_key", "G", "S", 1, True, r"\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", ""),
+    ("sendgrid_key", "G", "S", 1, True, r"\.[A-Za-z0-9_=.-]{66}(?![A-Za-z0-9_=.-])", ""),
     ("slack_token", "x", "", 0, True, r"(?:ox[abposre]-[A-Za-z0-9-]{10,250}|app-\d-[A-Za-z0-9-]"
                                       r"{10,250})", ""),
     ("slack_webhook", ":", "https", 5, False, r"//hooks\.slack\.com/(?:services|workflows"
@@ -94,8 +92,8 @@ _ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
 # these skips it, so a short-lived hook process whose fields hold no candidate never pays for
 # ``import re`` and the compile (~7 ms). Keep this a superset when editing the table.
 _BY_CHAR = {
-    "_": ("k_live_", "k_test_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
-          "hf_", "npm_"),
+    "_": ("k_live_", "k_test_", "k_prod_", "whsec_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+          "github_pat_", "hf_", "npm_"),
     "-": ("PRIVATE KEY", "sk-", "pypi-", "xox", "xapp-", "glpat-", "gldt-", "glrt-", "glptt-",
           "glcbt-", "glft-", "glimt-", "glagent-", "gloas-", "glsoat-", "glffct-"),
     "A": ("AKIA", "ASIA", "ABIA", "ACCA", "AIza"),
@@ -182,40 +180,9 @@ def _sm() -> _Small:
     return _small
 
 
-def _classes(s: str) -> int:
-    """How many of lower case, upper case and digits occur in ``s``."""
-    return (s.upper() != s) + (s.lower() != s) + any(d in s for d in "0123456789")
-
-
 def _random_enough(s: str) -> bool:
     """Generated credentials mix character classes; words like ``sk-learn-…`` do not."""
     return _classes(s) >= 2
-
-
-def _plausible_secret(value: str, name: str) -> bool:
-    """Whether the value of a sensitive-looking name is worth redacting.
-
-    Never: under 4 chars, placeholders (``None``, ``str``, ``****``), references (``$VAR``,
-    ``${{…}}``, ``os.environ``, ``self.token``), already redacted. ``KEY``/``TOKEN`` names are
-    common in code (``key=lambda``, ``max_tokens=4096``), so their values must also look
-    generated (8+ chars mixing two of lower/upper/digits, not a path); ``PASSWORD``/``SECRET``/
-    ``Authorization``/``Cookie`` values need nothing more.
-    """
-    low = value.lower()
-    if len(value) < 4 or low in _PLACEHOLDERS or value.startswith("[REDACTED"):
-        return False
-    if (
-        value[0] in "$%<{[(*#)]},;"
-        or value.count(value[0]) == len(value)
-        or low.startswith(_REFERENCES)
-    ):
-        return False  # a reference, template or mask, not a value
-    ident = value.replace(".", "_").isidentifier() and not any(d in value for d in "0123456789")
-    if ident and any(w in low for w in _SENSITIVE_KEY_WORDS):
-        return False  # password=password, token=self.token: passing a variable along
-    if any(w in name.lower() for w in _LENIENT_WORDS):
-        return True
-    return len(value) >= 8 and _classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
 
 
 def _specific_kind(value: str, default: str) -> str:
@@ -226,7 +193,7 @@ def _specific_kind(value: str, default: str) -> str:
         i = int(m.lastgroup[1:])
         if m.start() == c.back[i]:
             return c.kinds[i]
-    return default
+    return redact_rules.kind_of(value) or default
 
 
 def _name_before(text: str, start: int) -> str:
@@ -281,8 +248,16 @@ def _redaction(m: re.Match[str]) -> tuple[int, int, str] | None:
     return None
 
 
-def _redactions(text: str) -> Iterator[tuple[int, int, str]]:
-    """Non-overlapping (start, end, replacement) of the secrets in ``text``, left to right."""
+def _redactions(text: str) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, replacement) of the secrets in ``text``, left to right:
+    this table's and those of the provider rules and the entropy net (:mod:`redact_rules`)."""
+    mine = list(_table_redactions(text))
+    theirs = redact_rules.find(text)
+    return redact_rules.merge(mine + theirs) if theirs else mine
+
+
+def _table_redactions(text: str) -> Iterator[tuple[int, int, str]]:
+    """Non-overlapping (start, end, replacement) of this module's table, left to right."""
     if _compiled is None and not _may_hold_secret(text):
         return
     last = 0

@@ -3,8 +3,15 @@
 Hooks append one JSON line per event; the daemon takes the whole file (an
 atomic rename under the same lock) and records each line with the same verb
 the hooks use. Lines carry the event's uid, so ingesting a file twice after a
-crash records nothing twice. A line that cannot be parsed is moved to
-``spool.rejected.jsonl`` beside it: kept for a human, never silently dropped.
+crash records nothing twice.
+
+Damage is contained to the line it is on. A writer killed mid-line leaves a torn line
+without its newline: the next writer ends it first, and the reader, finding a torn line
+fused with a whole event (a file damaged before), keeps the event and rejects only the torn
+part. A line that cannot be parsed, or holds an event that can never be recorded (``"ts":
+"NaN"``, a constraint it breaks), is moved to ``spool.rejected.jsonl`` beside it: kept for a
+human (``wsd doctor`` counts it), never silently dropped, never retried for ever. Only a
+transient failure (the database busy, the disk full) leaves the file for the next pass.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import fcntl
 import os
 import time
 
+import apsw
+
 from wsd.schema.transcript import Event
 
 TYPE_CHECKING = False
@@ -20,17 +29,34 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 INGESTING_SUFFIX = ".ingesting"
+REJECTED_NAME = "spool.rejected.jsonl"
+#: How every spool line starts (Event.to_json): where a whole event may begin in a torn line.
+_EVENT_START = '{"uid":'
+#: Errors of ``record`` that the same line would raise again on every attempt.
+PERMANENT_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    OverflowError,
+    apsw.ConstraintError,
+    apsw.MismatchError,
+    apsw.TooBigError,
+)
 
 
 class IngestReport:
     """What ingesting one spool file did."""
 
-    __slots__ = ("duplicates", "recorded", "rejected")
+    __slots__ = ("duplicates", "reasons", "recorded", "rejected")
 
-    def __init__(self, recorded: int, duplicates: int, rejected: int) -> None:
+    def __init__(
+        self, recorded: int, duplicates: int, rejected: int, reasons: list[str] | None = None
+    ) -> None:
         self.recorded = recorded
         self.duplicates = duplicates
         self.rejected = rejected
+        #: Why each rejected line was rejected (not compared by ==).
+        self.reasons = reasons if reasons is not None else []
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IngestReport) and (
@@ -57,7 +83,7 @@ def append(path: str, line: str) -> None:
     """
     data = (line.replace("\n", " ") + "\n").encode("utf-8", "replace")
     for _attempt in range(5):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # read: a torn end
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             mine = os.fstat(fd)
@@ -68,8 +94,11 @@ def append(path: str, line: str) -> None:
             if (current.st_ino, current.st_dev) != (mine.st_ino, mine.st_dev):
                 continue
             start = mine.st_size
+            # A writer killed mid-line left it without its newline: end it, so this event
+            # stays a line of its own instead of being fused with (and lost with) it.
+            torn = start > 0 and os.pread(fd, 1, start - 1) != b"\n"
             try:
-                view = memoryview(data)
+                view = memoryview(b"\n" + data if torn else data)
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
@@ -123,27 +152,60 @@ def ingest_file(
 ) -> IngestReport:
     """Record every event of a taken spool file, then delete it.
 
-    ``record`` writes one event and returns False for a duplicate uid. If it
-    raises (database busy, disk full), or ``should_stop`` says so, the file
-    stays for the next attempt (uids make re-reading it harmless).
+    ``record`` writes one event and returns False for a duplicate uid. A line that does not
+    parse, or whose event ``record`` refuses for good (:data:`PERMANENT_ERRORS`), goes to the
+    rejected file. If ``record`` fails otherwise (database busy, disk full), or
+    ``should_stop`` says so, the file stays for the next attempt (uids make re-reading it
+    harmless).
     """
-    recorded = duplicates = rejected = 0
-    rejected_path = os.path.join(os.path.dirname(taken), "spool.rejected.jsonl")
+    report = IngestReport(0, 0, 0)
+    rejected_path = os.path.join(os.path.dirname(taken), REJECTED_NAME)
+
+    def reject(text: str, why: str) -> None:
+        append(rejected_path, text)
+        report.rejected += 1
+        report.reasons.append(why)
+
     with open(taken, encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if should_stop is not None and should_stop():
-                return IngestReport(recorded, duplicates, rejected)
+                return report
+            line = line.rstrip("\n")
             if not line.strip():
                 continue
-            try:
-                event = Event.from_json(line)
-            except (ValueError, TypeError, KeyError):
-                append(rejected_path, line.rstrip("\n"))
-                rejected += 1
+            torn, event, why = parse_line(line)
+            if torn:
+                reject(torn, why or "torn line")
+            if event is None:
                 continue
-            if record(event):
-                recorded += 1
+            try:
+                fresh = record(event)
+            except PERMANENT_ERRORS as exc:
+                reject(line[len(torn) :], f"not recordable: {type(exc).__name__}: {exc}"[:200])
+                continue
+            if fresh:
+                report.recorded += 1
             else:
-                duplicates += 1
+                report.duplicates += 1
     os.unlink(taken)
-    return IngestReport(recorded, duplicates, rejected)
+    return report
+
+
+def parse_line(line: str) -> tuple[str, Event | None, str | None]:
+    """(torn text to reject, the event, why the torn text is rejected) of one spool line.
+
+    A whole event is ``("", event, None)``; a line that is no event at all is
+    ``(line, None, why)``; a torn line fused with a whole event (the event starting at one
+    of its later ``{"uid":``) is ``(torn part, event, why)``.
+    """
+    try:
+        return "", Event.from_json(line), None
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        why = f"{type(exc).__name__}: {exc}"[:200]
+    start = line.find(_EVENT_START, 1)
+    while start > 0:
+        try:
+            return line[:start], Event.from_json(line[start:]), f"torn line ({why})"
+        except (ValueError, TypeError, KeyError, RecursionError):
+            start = line.find(_EVENT_START, start + 1)
+    return line, None, why

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import apsw
 
-from wsd.schema import one, rows, write_txn
+from wsd.schema import rows, write_txn
 from wsd.schema.fastjson import dumps, loads
 
 TYPE_CHECKING = False
@@ -78,27 +78,53 @@ class Event:
 
     @classmethod
     def from_json(cls, line: str) -> Event:
-        """Parse a spool line; raises ValueError/TypeError/KeyError on a damaged one."""
+        """Parse a spool line; raises ValueError/TypeError/KeyError on a damaged one.
+
+        Only a line :meth:`to_json` could have written passes: a uid and a session id that
+        are non-empty strings, a known kind, a finite time (a number of seconds since the
+        epoch), a payload object. Anything else (``"ts": "NaN"``, a list for a session id)
+        could never be recorded and would be retried for ever.
+        """
         raw = loads(line)
         if not isinstance(raw, dict) or not isinstance(raw.get("payload"), dict):
             raise ValueError("spool line is not an event object")
-        tool = raw.get("tool_name")
-        return cls(
-            uid=str(raw["uid"]),
-            ts=float(raw["ts"]),
-            session_id=str(raw["session_id"]),
-            kind=str(raw["kind"]),
-            tool_name=None if tool is None else str(tool),
-            payload=raw["payload"],
-        )
+        uid, session, kind, tool = raw["uid"], raw["session_id"], raw["kind"], raw.get("tool_name")
+        if not isinstance(uid, str) or not 0 < len(uid) <= 200:
+            raise ValueError("bad uid")
+        if not isinstance(session, str) or not 0 < len(session) <= 1024:
+            raise ValueError("bad session_id")
+        if kind not in KNOWN_EVENTS:
+            raise ValueError(f"unknown kind {str(kind)[:40]!r}")
+        if tool is not None and not isinstance(tool, str):
+            raise ValueError("bad tool_name")
+        return cls(uid, event_time(raw["ts"]), session, kind, tool, raw["payload"])
 
 
-def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
+#: Event times outside [0, this) are not times (the year 5138 and beyond, or garbage).
+MAX_TS = 1e11
+
+
+def event_time(value: object) -> float:
+    """A recordable event time from a number (or numeric string); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"ts is a {type(value).__name__}")
+    ts = float(value)
+    if not 0 <= ts < MAX_TS:  # NaN fails every comparison, inf fails the bound
+        raise ValueError(f"ts {str(value)[:40]!r} is not a time")
+    return ts
+
+
+def record(
+    conn: apsw.Connection, event: Event, via: str = "direct", refolded: list[int] | None = None
+) -> bool:
     """Write one event and everything it implies; False if its uid was already recorded.
 
-    ``UserPromptSubmit`` closes any turn still open in the session (the agent
-    was interrupted before ``Stop``); ``Stop`` closes the open turn into one
-    observation; ``PreCompact``/``SessionEnd`` add a flush request.
+    A direct event arrives as it happens: ``UserPromptSubmit`` closes any turn still open
+    in the session (the agent was interrupted before ``Stop``); ``Stop`` closes the open
+    turn into one observation; ``PreCompact``/``SessionEnd`` add a flush request. A spooled
+    event (``via="spool"``) may come after its turn was closed: it is placed by its own time
+    (see :mod:`wsd.schema.turns`), and the observations folded again are appended to
+    ``refolded``.
     """
     payload = dumps(event.payload)
     source = event.payload.get("source") if event.kind == "SessionStart" else None
@@ -123,14 +149,25 @@ def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
             return False
         event_id = conn.last_insert_rowid()
         if event.kind == "UserPromptSubmit":
-            _close_turn(conn, event.session_id, "next_prompt", None, event.ts, before_id=event_id)
             conn.execute(
                 "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?",
                 (event.session_id,),
             )
+        # (schema.turns is imported where needed: a direct tool call, the commonest event,
+        # only joins the open turn and the hook process need not load it.)
+        if via == "spool" and (event.kind in TURN_EVENTS or event.kind == "Stop"):
+            from wsd.schema.turns import place_late
+
+            place_late(conn, event.session_id, event.kind, event.ts, event_id, refolded)
+        elif event.kind == "UserPromptSubmit":
+            from wsd.schema.turns import close_open
+
+            close_open(conn, event.session_id, "next_prompt", None, event.ts, before_id=event_id)
         elif event.kind == "Stop":
+            from wsd.schema.turns import close_open
+
             message = event.payload.get("last_assistant_message")
-            obs = _close_turn(
+            obs = close_open(
                 conn,
                 event.session_id,
                 "stop",
@@ -152,70 +189,6 @@ def record(conn: apsw.Connection, event: Event, via: str = "direct") -> bool:
     return True
 
 
-def _close_turn(
-    conn: apsw.Connection,
-    session_id: str,
-    closed_by: str,
-    response: str | None,
-    ts: float,
-    before_id: int | None = None,
-) -> int | None:
-    """Fold the session's open turn events into one observation; None if there are none.
-
-    Must run inside a write transaction. Tool calls keep their order; a turn
-    with no new activity (a second ``Stop``) produces nothing.
-    """
-    found = rows(
-        conn,
-        "SELECT id, kind, tool_name, payload, ts FROM events"
-        " WHERE session_id = ? AND observation_id IS NULL"
-        "  AND kind IN ('UserPromptSubmit', 'PostToolUse', 'PostToolUseFailure')"
-        "  AND id < ? ORDER BY ts, id",
-        (session_id, before_id if before_id is not None else 2**62),
-    )
-    if not found:
-        return None
-    prompts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for _id, kind, tool_name, payload_json, event_ts in found:
-        payload = loads(str(payload_json))
-        if kind == "UserPromptSubmit":
-            prompt = payload.get("prompt")
-            if isinstance(prompt, str) and prompt:
-                prompts.append(prompt)
-        else:
-            call: dict[str, Any] = {"name": tool_name, "input": payload.get("tool_input")}
-            if kind == "PostToolUseFailure":
-                call["error"] = payload.get("error")
-            else:
-                call["output"] = payload.get("tool_response")
-            call["ts"] = event_ts
-            calls.append(call)
-    (seq,) = one(conn, "SELECT observation_count + 1 FROM sessions WHERE id = ?", (session_id,))
-    conn.execute(
-        "INSERT INTO observations (timestamp, session_id, sequence_num, user_message,"
-        " tool_calls_json, agent_response, closed_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            ts,
-            session_id,
-            seq,
-            "\n\n".join(prompts) if prompts else None,
-            dumps(calls),
-            response,
-            closed_by,
-        ),
-    )
-    obs_id = conn.last_insert_rowid()
-    conn.executemany(
-        "UPDATE events SET observation_id = ? WHERE id = ?", [(obs_id, r[0]) for r in found]
-    )
-    conn.execute(
-        "UPDATE sessions SET observation_count = observation_count + 1 WHERE id = ?",
-        (session_id,),
-    )
-    return int(obs_id)
-
-
 def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     """Close turns whose agent never sent ``Stop``; return the new observation ids.
 
@@ -226,10 +199,12 @@ def close_stale_turns(conn: apsw.Connection, quiet_before: float) -> list[int]:
     # must not take the write lock (which hooks then wait for) for nothing.
     if not _due(conn, quiet_before):
         return []
+    from wsd.schema.turns import close_open
+
     closed: list[int] = []
     with write_txn(conn):
         for session_id, reason, last_ts in _due(conn, quiet_before):
-            obs = _close_turn(conn, session_id, reason, None, last_ts)
+            obs = close_open(conn, session_id, reason, None, last_ts)
             if obs is not None:
                 closed.append(obs)
     return closed

@@ -113,6 +113,65 @@ _add("npm_token", "//registry.npmjs.org/:_authToken=npm_{s}", _r(36))
 _add("huggingface_token", "HF_TOKEN=hf_{s}", _r(34))
 _add("sendgrid_key", "SENDGRID=SG.{s}", f"{_r(22, _B64URL)}.{_r(43, _B64URL)}")
 _add("pypi_token", "password = pypi-AgEIcHlwaS5vcmc{s}", _r(120, _B64URL))
+# Forms issue 13 found stored verbatim (and sent to the Bridge).
+_LOWER_DIGITS = "abcdefghijklmnopqrstuvwxyz0123456789"
+_add("twilio_api_key", "twilio api key SK{s} for the SMS webhook", _r(32, _HEX))
+_add("digitalocean_pat", "doctl auth init -t dop_v1_{s}", _r(64, _HEX))
+_add("shopify_access_token", "X-Shopify-Access-Token: shpat_{s}", _r(32, _HEX))
+_add(
+    "discord_bot_token",
+    "discord client.run('{s}')",
+    f"M{_r(23, _B64URL)}.{_r(6, _B64URL)}.{_r(38, _B64URL)}",
+)
+_add(
+    "telegram_bot_token",
+    "curl https://api.telegram.org/bot{s}/getMe",
+    f"{_r(10, '0123456789')}:AA{_r(33, _B64URL)}",
+)
+_add("mailgun_key", "curl -s --user api:key-{s} https://api.mailgun.net/v3", _r(32, _HEX))
+_add("google_oauth_token", "access token: ya29.{s}", _r(120, _B64URL))
+_add("google_client_secret", '{{"client_secret": "GOCSPX-{s}"}}', _r(28, _B64URL))
+_add("atlassian_api_token", "jira token ATATT3{s}", _r(186, _ALNUM + "_-"))
+_add("linear_api_key", "LINEAR=lin_api_{s}", _r(40, _LOWER_DIGITS))
+_add("grafana_service_account_token", "grafana: glsa_{s}", f"{_r(32)}_{_r(8, _HEX)}")
+_add("databricks_api_token", "databricks configure --token dapi{s}", _r(32, _HEX))
+_add("postman_api_token", "postman: PMAK-{s}", f"{_r(24, _HEX)}-{_r(34, _HEX)}")
+_add("tailscale_key", "tailscale up --authkey tskey-auth-{s}", f"k{_r(10)}CNTRL-{_r(33)}")
+_add("notion_api_token", "notion: ntn_{s}", f"{_r(11, '0123456789')}{_r(35)}")
+_add("doppler_token", "DOPPLER=dp.st.prd.{s}", _r(43))
+_add("age_secret_key", "age key: AGE-SECRET-KEY-1{s}", _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"))
+_add(
+    "private_key",
+    "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 2\n"
+    "AAAAC3NzaC1lZDI1NTE5AAAAI\nPrivate-Lines: 1\n{s}\nPrivate-MAC: 3f2a9c1e5b7d4a6f",
+    _r(44, _B64),
+)
+_add(
+    "secret_assignment",
+    '{{"auths": {{"ghcr.io": {{"auth": "{s}"}}}}}}',
+    base64.b64encode(f"me:{_r(20)}".encode()).decode(),
+)
+_add("netrc_password", "machine api.example.com login deploy password {s}", _r(20))
+_add("basic_auth", "curl -u admin:{s} https://api.example.com/status", _r(18))
+_add("mysql_password", "mysql -u root -p{s} -h db.internal shop", _r(16))
+_add("sshpass_password", "sshpass -p '{s}' ssh deploy@10.0.0.5", _r(14))
+_add("openssl_password", "openssl pkcs12 -in cert.p12 -passin pass:{s} -nodes", _r(16))
+_add("cookie", "Cookie: sessionid={s}; csrftoken=abc", _r(32, _LOWER_DIGITS))
+_add("secret_assignment", "export DB_PASS={s}", _r(16))
+_add("secret_assignment", "SMTP_PWD={s}", _r(14))
+_add("secret_assignment", '{{"user": "deploy", "pass": "{s}"}}', _r(14))
+_add(
+    "azure_sas_signature",
+    "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&se=2026-01-01&sp=r&sig={s}",
+    _r(43, _ALNUM + "%") + "%3D",
+)
+_add(
+    "slack_webhook",
+    '{{"url": "https:\\/\\/hooks.slack.com\\/services\\/{s}"}}',
+    f"T0{_r(8, _UPPER_DIGITS)}\\/B0{_r(8, _UPPER_DIGITS)}\\/{_r(24)}",
+)
+_add("github_token", "\x1b[32mghp_{s}\x1b[0m printed in green", _r(36))
+_add("openai_key", "key: \x1b[1;33msk-proj-{s}\x1b[0m", _r(120, _B64URL))
 _rsa, _rsa_body = _pem("RSA PRIVATE KEY", 25)
 _ssh, _ssh_body = _pem("OPENSSH PRIVATE KEY", 6)
 _ec, _ec_body = _pem("EC PRIVATE KEY", 3)

@@ -265,9 +265,10 @@ def test_private_span_hides_secret_and_is_removed_before_truncation() -> None:
 
 
 def test_controls_surrogates_and_nul_are_made_safe() -> None:
-    """NUL and other C0 controls go (tab, newline, CR stay); lone surrogates become U+FFFD."""
+    """NUL and other C0 controls go (tab, newline, CR stay), an ANSI colour code whole; lone
+    surrogates become U+FFFD."""
     out = clean_text("a\x00b\x1b[31mc\x7f\td\r\ne\ud800f\udfffg\ud83d\ude00")
-    assert out == "ab[31mc\x7f\td\r\ne\ufffdf\ufffdg\U0001f600"
+    assert out == "abc\x7f\td\r\ne\ufffdf\ufffdg\U0001f600"  # the colour code goes whole
     out.encode("utf-8")
 
 

@@ -128,15 +128,37 @@ def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeS
     assert not Path(aside.aside_path(layout)).exists()
 
 
+def _holding_pause(layout: Layout) -> subprocess.Popen[str]:
+    """A process that holds the pause file as a live ``wsd rebuild`` does."""
+    code = (
+        "import sys; from wsd.schema.layout import Layout; from wsd.daemon.store import aside\n"
+        "assert aside.take_pause(Layout(sys.argv[1])) is not None\n"
+        "print('held', flush=True); sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, layout.root],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
 def test_one_rebuild_at_a_time_and_stale_pause_files(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """A live pause file refuses a second rebuild; one left by a dead process is taken over."""
     curated(layout, standin, n=2)
     config = make_config(layout, standin)
-    Path(pause_path(layout)).write_text(f"{os.getpid()} 0\n")
-    with pytest.raises(RebuildError, match="another wsd rebuild"):
-        rebuild.rebuild(config, progress=lambda _line: None)
+    holder = _holding_pause(layout)  # a live rebuild: its pause file is locked
+    try:
+        with pytest.raises(RebuildError, match="another wsd rebuild"):
+            rebuild.rebuild(config, progress=lambda _line: None)
+    finally:
+        holder.kill()
+        holder.wait()
+    Path(pause_path(layout)).unlink()
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,

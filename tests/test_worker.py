@@ -287,8 +287,9 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
         Reply(({"type": "text", "text": "USER_MD_UPDATE:\n# User\n- half a fi"},), "max_tokens"),
     ]
     standin.script(*faults)
-    now = time.time()
+    now, mono = time.time(), time.monotonic()
     for step in range(60):
+        worker.monotonic = lambda step=step: mono + step * 30  # both clocks move on
         worker.run_once(now + step * 30)
         if not q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][
             0
@@ -312,17 +313,22 @@ def test_long_outage_backs_off_and_survives_restart(layout: Layout, standin: Bri
     worker = make_worker(layout, standin, batch_turns=1, retry_attempts=2, outage_backoff=30)
     write_turns(layout, 1)
     standin.script(Fault.overloaded(), Fault.overloaded())
-    now = time.time()
+    now, mono = time.time(), [1000.0]
+    worker.clock, worker.monotonic = lambda: now, lambda: mono[0]
     with capture_logs() as logs:
         assert worker.run_once(now).action == "backoff"
     assert any(e["event"] == "bridge_unavailable" for e in logs)
     assert len(standin.requests) == 2
+    mono[0] += 5
     assert worker.run_once(now + 5).action == "backoff"  # no call while backing off
     assert len(standin.requests) == 2
     state = dict(q(layout.memory_db, "SELECT key, value FROM state"))
-    assert float(state["next_attempt_at"]) == pytest.approx(now + 30)
+    assert float(state["next_attempt_at"]) == pytest.approx(now + 30, abs=1)
     restarted = make_worker(layout, standin, batch_turns=1)
+    restart_mono = [0.0]  # a new process: its monotonic clock has nothing to do with ours
+    restarted.clock, restarted.monotonic = lambda: now + 10, lambda: restart_mono[0]
     assert restarted.run_once(now + 10).action == "backoff"
+    restart_mono[0] += 21
     with capture_logs() as logs:
         assert restarted.run_once(now + 31).action == "curated"
     assert any(e["event"] == "bridge_recovered" for e in logs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 
 from wsd.daemon.curation.bridge import sdk_loaded
@@ -20,34 +21,50 @@ from wsd.daemon.store.ledger import Store
 class Backoff:
     """When the next curator call may be made after the Bridge failed, doubling each time.
 
-    Persisted in memory.db (``state``), so a long outage is remembered across
-    restarts and sleep instead of hammering the Bridge on every start.
+    The deadline is kept on the monotonic clock, so a wall clock set back (NTP, a restored
+    VM) cannot stretch a 30-second backoff into an hour, nor one set forward cut it short.
+    It is persisted in memory.db (``state``) as wall time, so a long outage is remembered
+    across restarts instead of hammering the Bridge on every start; read back, the time
+    left is clamped to the longest backoff.
     """
 
-    def __init__(self, store: Store, initial: float, maximum: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        initial: float,
+        maximum: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
         self.initial = initial
         self.maximum = maximum
-        self.next_attempt_at = 0.0
+        self.monotonic = monotonic
+        self.next_attempt_at = 0.0  # wall time, for status and restarts
+        self.deadline: float | None = None  # monotonic time of the next attempt
         self.delay = initial
 
-    def load(self) -> None:
-        """Read the persisted state (start-up)."""
+    def load(self, now: float) -> None:
+        """Read the persisted state (start-up, at wall time ``now``)."""
         at = self.store.get_state("next_attempt_at")
         delay = self.store.get_state("backoff_seconds")
         self.next_attempt_at = float(at) if at else 0.0
         self.delay = float(delay) if delay else self.initial
+        if self.next_attempt_at:
+            left = min(max(self.next_attempt_at - now, 0.0), self.maximum)
+            self.deadline = self.monotonic() + left
 
     @property
     def active(self) -> bool:
         return self.next_attempt_at > 0
 
-    def waiting(self, now: float) -> bool:
-        return now < self.next_attempt_at
+    def waiting(self) -> bool:
+        """True until the backoff's monotonic deadline has passed."""
+        return self.deadline is not None and self.monotonic() < self.deadline
 
     def enter(self, now: float, hint: float | None) -> float:
         """Back off after a failure (at least ``hint``, the server's retry-after); the delay."""
         delay = max(self.delay, hint or 0.0)
+        self.deadline = self.monotonic() + delay
         self.next_attempt_at = now + delay
         self.delay = min(self.delay * 2, self.maximum)
         self.store.set_state(
@@ -59,6 +76,7 @@ class Backoff:
     def clear(self, now: float) -> None:
         """Healthy again (or woken from sleep): the next call may happen at once."""
         self.next_attempt_at = 0.0
+        self.deadline = None
         self.delay = self.initial
         self.store.set_state({"next_attempt_at": None, "backoff_seconds": None}, now)
 
@@ -94,9 +112,10 @@ class Budget:
 class WakeDetector:
     """Notices that the process was frozen (VM sleep, SIGSTOP) between two passes.
 
-    Either the wall clock moved far more than the monotonic clock (a suspended
-    VM: CLOCK_MONOTONIC stops), or the monotonic gap far exceeds the wait the
-    loop asked for (a stopped process: both clocks run on).
+    Either the wall clock moved far more (or far less: set back) than the monotonic
+    clock (a suspended VM: CLOCK_MONOTONIC stops; a clock corrected by NTP or a restored
+    VM), or the monotonic gap far exceeds the wait the loop asked for (a stopped
+    process: both clocks run on). Either way connections and deadlines may be stale.
     """
 
     def __init__(self, jump_seconds: float) -> None:
@@ -114,7 +133,7 @@ class WakeDetector:
         woke = None
         if self._wall is not None:
             wall_gap, mono_gap = wall - self._wall, mono - self._mono
-            if wall_gap - mono_gap > self.jump or mono_gap - self._expected > self.jump * 5:
+            if abs(wall_gap - mono_gap) > self.jump or mono_gap - self._expected > self.jump * 5:
                 woke = (wall_gap, mono_gap)
         self._wall, self._mono, self._expected = wall, mono, 0.0
         return woke

@@ -33,34 +33,23 @@ from dataclasses import dataclass
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import Committed, Pipeline, plan
 from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store import archive, aside
+from wsd.daemon.store.aside import pause_path, pause_requested
+
+__all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
-PAUSE_NAME = "rebuild.pause"
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
 STALE = 60.0
 
 
 class RebuildError(Exception):
     """The rebuild could not start or finish; the live memory is unchanged (message says why)."""
-
-
-def pause_path(layout: Layout) -> str:
-    return os.path.join(layout.memory_dir, PAUSE_NAME)
-
-
-def pause_requested(layout: Layout) -> bool:
-    """True while a live ``wsd rebuild`` holds the pause file (a stale one is ignored)."""
-    try:
-        with open(pause_path(layout), encoding="utf-8") as fh:
-            pid = int(fh.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return False
-    return pid_alive(pid)
 
 
 @dataclass
@@ -90,7 +79,7 @@ def rebuild(
     live.migrate()
     stop = stop or threading.Event()
     bridge = bridge or BridgeClient(config, stop)
-    _take_pause(layout)
+    pause = _take_pause(layout)  # locked for our life: a rebuild that dies leaves it stale
     try:
         _wait_for_daemon(layout, wait_seconds, say)
         built = aside.open_aside(layout)
@@ -111,6 +100,7 @@ def rebuild(
         aside.remove(aside.aside_path(layout))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pause_path(layout))
+        os.close(pause)
     report.seconds = time.monotonic() - started
     return report
 
@@ -165,20 +155,16 @@ def _recurate(
 # -- the pause ---------------------------------------------------------------------------------
 
 
-def _take_pause(layout: Layout) -> None:
+def _take_pause(layout: Layout) -> int:
     path = pause_path(layout)
     for _ in range(2):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            if pause_requested(layout):
-                raise RebuildError("another wsd rebuild is running") from None
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)  # left by a rebuild that died
-            continue
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(f"{os.getpid()} {time.time()}\n")
-        return
+        fd = aside.take_pause(layout)
+        if fd is not None:
+            return fd
+        if pause_requested(layout):
+            raise RebuildError("another wsd rebuild is running")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # left by a rebuild that died
     raise RebuildError(f"could not create {path}")
 
 
@@ -222,8 +208,12 @@ def _rewrite_md(layout: Layout, latest: dict[str, str]) -> tuple[tuple[str, ...]
     (it came from the memory just replaced)."""
     written = memory_files.materialise(layout, latest)
     removed = []
+    files = memory_files.curated_path(layout, "files.md")
+    # No notes in the rebuilt memory: they go, the watcher's inventory below them stays.
+    if "files.md" not in latest and files_md.write_notes(files, ""):
+        written.append("files.md")
     for name in CURATED_FILES:
-        if name not in latest:
+        if name not in latest and name != "files.md":
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(memory_files.curated_path(layout, name))
                 removed.append(name)

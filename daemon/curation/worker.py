@@ -22,16 +22,16 @@ import apsw
 from wsd.daemon.curation import reporting
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
+from wsd.daemon.curation.intake import SpoolIntake
+from wsd.daemon.curation.md_sync import MdSync
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
 from wsd.daemon.curation.rebuild import pause_requested
-from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
-from wsd.hooks import spool
 from wsd.schema.layout import Layout
 
 
@@ -99,15 +99,18 @@ class Worker:
         self.status = StatusFile(self.layout, clock)
         self.identity = ""
         self.version = ""
-        self.backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max)
+        self.backoff = Backoff(  # through self: a test may swap the monotonic clock
+            store, config.outage_backoff, config.outage_backoff_max, lambda: self.monotonic()
+        )
         self.wake = WakeDetector(config.wake_jump_seconds)
         self._indexed_upto = -1  # newest turn id known to be in the search index
         self._started = False
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
+        self.md = MdSync(store, self.status, self.log, clock)
+        self.intake = SpoolIntake(store, stop, self.log, self._failed)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
-        self.md = memory_files.CuratedFiles(self.layout, store, clock)
         self.budget = Budget(store, config.daily_budget_usd)
         #: Work done after each pass (embedding new memories); True means more is waiting.
         self.after_pass: list[Callable[[PassResult], bool]] = []
@@ -128,8 +131,8 @@ class Worker:
         self.store.migrate()
         self.version = self._read_version()
         self._check_identity()
-        self.md.start()
-        self.backoff.load()
+        self.md.repair()
+        self.backoff.load(self.clock())
         self._started = True
         self.status.update(state="running", version=self.version, force=True)
 
@@ -194,12 +197,11 @@ class Worker:
             return PassResult(Step.PAUSED)
         now = self.clock() if now is None else now
         self._detect_wake(now)
+        self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be
         if self._version_changed():
             self.request_stop("version changed")
             return PassResult(Step.VERSION_CHANGED)
-        for taken in [*spool.pending_files(self.layout.spool), spool.take(self.layout.spool)]:
-            if taken and not self.stop.is_set():
-                self._ingest(taken)
+        self.intake.run(self.identity)
         closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
@@ -214,11 +216,11 @@ class Worker:
         if backlog.pending == 0:
             self.status.update(state="idle")
             if backlog.flush_upto is not None:
-                self.store.mark_flushes_handled(backlog.flush_upto, now)
+                self.store.mark_flushes_handled(backlog.flush_upto, now, self.md.error())
             self._maintain(now)
             return PassResult(Step.IDLE)
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
-        if self.backoff.waiting(now):
+        if self.backoff.waiting():
             return PassResult(Step.BACKOFF)
         reason = self._trigger(
             backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
@@ -234,6 +236,13 @@ class Worker:
             self.store.mark_processed(sorted(covered))
             return PassResult(Step.REMARKED, more=True)
         batch = plan(turns, self.config.batch_chars)[0]
+        # Claimed and read again in one transaction: a late event cannot change them now.
+        claimed = plan(
+            self.store.claim_turns([t.id for t in batch.turns], now), self.config.batch_chars
+        )
+        if not claimed:  # gone meanwhile (transcript.db replaced): look again next pass
+            return PassResult(Step.WAITING)
+        batch = claimed[0]
         self.status.update(state="curating", force=True)
         outcome, ids = self._curate(batch, reason, now)
         if outcome != Step.BACKOFF:
@@ -404,15 +413,6 @@ class Worker:
         marked, cleared = self.store.rederive_processed(identity)
         if marked or cleared:
             self.log.info("markers_rederived", marked=marked, cleared=cleared)
-
-    def _ingest(self, taken: str) -> None:
-        report = spool.ingest_file(taken, self.store.record_event, self.stop.is_set)
-        self.log.info(
-            "spool_ingested",
-            recorded=report.recorded,
-            duplicates=report.duplicates,
-            rejected=report.rejected,
-        )
 
     def _read_version(self) -> str:
         try:

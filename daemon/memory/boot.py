@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 
 import apsw
 
+from wsd.daemon.runtime.fsio import read_text
 from wsd.daemon.store import archive
 from wsd.daemon.store.base import Databases
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
@@ -152,10 +153,9 @@ def _layout(workspace: Layout | str | None) -> Layout:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(FILE_MAX_CHARS + 1)
-    except OSError:  # missing, unreadable, a directory: skipped without noise
+    try:  # never through a link, never a FIFO or a device: the agent's start must not hang
+        text = read_text(path, 4 * (FILE_MAX_CHARS + 1), head=True) or ""
+    except OSError:  # missing, unreadable, a directory, too large: skipped without noise
         return ""
     text = text.strip()
     if len(text) > FILE_MAX_CHARS:

@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wsd.daemon.memory import files_md
+from wsd.daemon.runtime import fsio
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
-from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import sha256
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
-#: A memory file larger than this is not read whole (the byte budget is ~12 KB).
-MAX_READ_BYTES = 1 << 20
+#: Reads of a memory file stop here (a file this large is not one the daemon wrote).
+MD_READ_LIMIT = 4 * 1024 * 1024
 
 #: Line limits of every memory file (SPEC.md section 2).
 LINE_LIMITS = {
@@ -56,23 +55,18 @@ def curated_path(layout: Layout, name: str) -> str:
 
 
 def read_text(path: str) -> str | None:
-    """A regular file's text (invalid UTF-8 replaced), None if missing or not a regular
-    file. Never follows a link or blocks on a FIFO; reads at most MAX_READ_BYTES."""
+    """A memory file's text, or None when it is missing or not a regular file (a link, a
+    FIFO, a device, or larger than MD_READ_LIMIT): read without following links or
+    blocking (:func:`wsd.daemon.runtime.fsio.read_text`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return fsio.read_text(path, MD_READ_LIMIT)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read(MAX_READ_BYTES).decode("utf-8", errors="replace")
-    finally:
-        os.close(fd)
 
 
 def read_all(layout: Layout) -> dict[str, str]:
-    """Current text of all six memory files ("" for a missing one)."""
+    """Current text of all six memory files ("" for a missing one, or one that is not a
+    regular file: a FIFO, a link or a huge file never blocks the loop)."""
     return {name: read_text(layout.md(name)) or "" for name in DEPLOY_FILES + CURATED_FILES}
 
 
@@ -112,19 +106,38 @@ def adopt_hand_edits(layout: Layout, store: Store, now: float) -> list[str]:
     return adopted
 
 
-def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
-    """Write each curated file whose disk content differs from its latest revision."""
-    written = []
+def materialise_each(layout: Layout, latest: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """Write each curated file whose disk content differs from its latest revision.
+
+    Returns (files written, {file: error} for each write that failed). One failure (disk
+    full, a FIFO or a folder where the file should be) does not stop the others.
+    """
+    written: list[str] = []
+    failed: dict[str, str] = {}
     for name, content in sorted(latest.items()):
-        path = curated_path(layout, name)
-        if name == "files.md":  # the notes part only: the inventory belongs to the watcher
-            if files_md.write_notes(path, content):
+        try:
+            if _materialise_one(layout, name, content):
                 written.append(name)
-            continue
-        if read_text(path) == content:
-            continue
-        atomic_write(path, content)
-        written.append(name)
+        except OSError as exc:
+            failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+    return written, failed
+
+
+def _materialise_one(layout: Layout, name: str, content: str) -> bool:
+    path = curated_path(layout, name)
+    if name == "files.md":  # the notes part only: the inventory belongs to the watcher
+        return files_md.write_notes(path, content)
+    if read_text(path) == content:
+        return False
+    atomic_write(path, content)
+    return True
+
+
+def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
+    """:func:`materialise_each`, raising the first failure (after trying every file)."""
+    written, failed = materialise_each(layout, latest)
+    if failed:
+        raise OSError(f"md files not written: {failed}")
     return written
 
 
@@ -143,6 +156,8 @@ class Synced:
     adopted: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     temp_removed: list[str] = field(default_factory=list)
+    #: file -> why it could not be written (the revision is safe; the loop retries).
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def sync(layout: Layout, store: Store, now: float, *, temp_files: bool = False) -> Synced:
@@ -155,7 +170,7 @@ def sync(layout: Layout, store: Store, now: float, *, temp_files: bool = False) 
                 os.unlink(path)
                 done.temp_removed.append(os.path.basename(path))
     done.adopted = adopt_hand_edits(layout, store, now)
-    done.written = materialise(layout, store.latest_md())
+    done.written, done.failed = materialise_each(layout, store.latest_md())
     return done
 
 
@@ -181,47 +196,3 @@ def _stat(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_size, st.st_mtime_ns, st.st_ino
-
-
-class CuratedFiles:
-    """The loop's side of the md files: a person's edits adopted as soon as the disk changed
-    (and before every curator request and commit), revisions written after a batch."""
-
-    def __init__(self, layout: Layout, store: Store, clock: Callable[[], float]) -> None:
-        self.layout = layout
-        self.store = store
-        self.clock = clock
-        self.disk = DiskWatch(layout)
-        self.log = get_logger(component="memory")
-
-    def start(self) -> Synced:
-        """Start-up: temp files removed, hand edits adopted, missing or stale files written."""
-        self.disk.changed()
-        done = sync(self.layout, self.store, self.clock(), temp_files=True)
-        self._report(done.adopted)
-        if done.written or done.temp_removed:
-            self.log.info("md_repaired", files=done.written, temp_removed=done.temp_removed)
-        return done
-
-    def adopt(self) -> list[str]:
-        """Adopt hand edits if any curated file changed on disk since the last look."""
-        if not self.disk.changed():
-            return []
-        adopted = adopt_hand_edits(self.layout, self.store, self.clock())
-        self._report(adopted)
-        return adopted
-
-    def current(self) -> dict[str, str]:
-        """The memory files as the curator should see them now (hand edits adopted)."""
-        self.adopt()
-        return memory_files(self.layout, self.store)
-
-    def write(self, names: Sequence[str]) -> list[str]:
-        """Materialise the latest revisions of ``names`` (after a batch committed them)."""
-        self.adopt()  # a person who edited during the call wins: their edit is the latest
-        latest = self.store.latest_md()
-        return materialise(self.layout, {n: latest[n] for n in names if n in latest})
-
-    def _report(self, adopted: list[str]) -> None:
-        if adopted:
-            self.log.info("md_adopted", files=adopted, source="hand")

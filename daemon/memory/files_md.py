@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from wsd.daemon.runtime.fsio import atomic_write
+from wsd.daemon.runtime.fsio import atomic_write, read_text
 
 LINE_LIMIT = 200
 #: The curator's notes may use this many lines (tell it so in the prompt).
@@ -31,6 +31,8 @@ NOTES_LINE_LIMIT = 150
 MIN_INVENTORY_LINES = LINE_LIMIT - NOTES_LINE_LIMIT - 1
 MARKER = "<!-- wsd:inventory: kept by the daemon from the disk; edits below are replaced -->"
 HEADING = "## Workspace files"
+#: files.md is read back before each write; one larger than this was not written by us.
+READ_LIMIT = 4 * 1024 * 1024
 
 _LOCK = threading.Lock()
 
@@ -67,11 +69,8 @@ def compose(notes: str, inventory: list[str]) -> str:
 
 
 def read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return ""
+    """files.md as text ("" when missing); UnsafeFile for a FIFO, a link, a huge file."""
+    return read_text(path, READ_LIMIT) or ""
 
 
 def _write_if_changed(path: str, old: str, new: str, durable: bool) -> bool:

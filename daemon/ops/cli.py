@@ -49,22 +49,24 @@ def _worker(
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    import signal
-
-    # Until the loop's handlers are in (imports take a moment), a stop is a clean exit:
-    # nothing has been written yet.
-    for stop_signal in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(stop_signal, lambda *_: sys.exit(0))
-    from wsd.daemon.runtime import log, signals
+    from wsd.daemon.runtime import instance, log, signals
 
     config = _config(args, env)
     config.validate_for_run()
     log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
+    stop, nudge = threading.Event(), threading.Event()
+    on_signal = [stop.set]  # the worker's request_stop once it exists
+    signals.install(lambda: on_signal[0]())
+    try:  # held (open) until this process ends: the kernel releases it however we die
+        if not instance.hold(Layout(config.workspace), env, stop, log.get_logger()):
+            return 0  # stopped while the workspace was not ready yet
+    except instance.AlreadyRunning as exc:
+        print(f"wsd: {exc}", file=sys.stderr)
+        return 3
     from wsd.daemon.workspace.canvas import CanvasTools
     from wsd.daemon.workspace.checks import CheckSettings
     from wsd.daemon.workspace.watcher import WatchSettings, workspace_watcher
 
-    stop, nudge = threading.Event(), threading.Event()
     watcher = workspace_watcher(
         Layout(config.workspace),
         stop,
@@ -86,7 +88,9 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     )
     worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
-    signals.install(worker.request_stop)
+    on_signal[0] = worker.request_stop
+    if stop.is_set():
+        worker.request_stop()
     from wsd.daemon.curation.semantic_wiring import wire
 
     semantic = wire(config, worker)  # None without the [semantic] extra
@@ -130,6 +134,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),
         "next_attempt_at": (beat or {}).get("next_attempt_at"),
         "last_error": (beat or {}).get("last_error"),
+        "md_write_failed": (beat or {}).get("md_write_failed"),
         "tokens": {
             "input": stats["input_tokens"],
             "output": stats["output_tokens"],
@@ -169,7 +174,11 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 1
     deadline = time.monotonic() + args.wait
     while args.wait and time.monotonic() < deadline:
-        if store.flush_handled(flush_id):
+        handled, error = store.flush_outcome(flush_id)
+        if handled and error:
+            print(f"flush done, but {error}", file=sys.stderr)
+            return 1
+        if handled:
             print("flush done")
             return 0
         time.sleep(0.2)

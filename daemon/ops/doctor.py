@@ -20,6 +20,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.memory import files as memory_files
+from wsd.daemon.ops import doctor_states
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
@@ -66,6 +67,7 @@ class Doctor:
             self.processing()
             self.md_files()
         self.disk_and_spool()
+        doctor_states.check_states(self)
         self.daemon()
         self.bridge()
         return self.findings
@@ -171,6 +173,9 @@ class Doctor:
             return
         if self.fix:
             done = memory_files.sync(self.layout, self.store, time.time(), temp_files=True)
+            if done.failed:
+                self.add("fail", "md files", f"could not rewrite: {done.failed}")
+                return
             detail = f"adopted {done.adopted}, wrote {done.written}, removed {len(stray)} temp"
             self.add("warn", "md files", detail, True)
             return

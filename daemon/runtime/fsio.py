@@ -1,42 +1,181 @@
-"""Writing a file so that a reader or a crash sees the old content or the new, never half.
+"""Files the daemon writes or reads: whole or not at all, regular files only, never through a link.
 
-Used for every file the daemon writes: the curated md files, files.md's inventory, canvas
-mirrors, the heartbeat and deploy's templates. Temp files live beside their target (same
-file system, so the rename is atomic) and carry :data:`TEMP_PREFIX`, which the watcher never
-indexes and start-up repair removes.
+Used for every file the daemon writes (the curated md files, files.md's inventory, canvas
+mirrors, the heartbeat, deploy's templates) and for the files it reads back or hashes in
+places another user of the workspace can reach (canvas mirrors, checks, md files).
+
+Writing (:func:`atomic_write`): a temp file beside the target (same file system, so the
+rename is atomic) is created exclusively (``O_EXCL|O_NOFOLLOW``) under an unpredictable name
+(:data:`TEMP_PREFIX`, the target's name, a random token), so a link planted at a temp name
+can neither be written through nor renamed into place. The folder is opened once and every
+step goes through its descriptor; with ``root`` every folder from ``root`` down is opened
+without following links, so a confined caller stays confined even if a folder on the way is
+swapped for a link after its checks. A target that exists and is not a regular file (a
+link, a FIFO, a device, a folder) is refused with :class:`UnsafeFile`.
+
+Reading (:func:`read_regular`): ``O_NOFOLLOW|O_NONBLOCK``, then ``fstat``: a FIFO, a device
+or a link is refused at once (never blocks, never spins), a file over ``limit`` bytes too.
+The watcher never indexes temp files; start-up repair removes them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 
 TEMP_PREFIX = ".wsd-tmp-"
+#: Reads of workspace and memory files stop here unless a caller says otherwise.
+DEFAULT_READ_LIMIT = 16 * 1024 * 1024
+_NAME_BYTES = 200  # of the target's name kept in a temp name (255 bytes at most in all)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def atomic_write(path: str, text: str, mode: int = 0o600, durable: bool = True) -> None:
-    """Replace ``path`` with ``text`` atomically (and, if ``durable``, fsynced)."""
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f"{TEMP_PREFIX}{name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        data = text.encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    except BaseException:
+class UnsafeFile(OSError):
+    """A path the daemon will not write or read: not a regular file, a link on the way, or
+    too large. The message says which and why."""
+
+
+def _open_folder(folder: str, root: str | None) -> int:
+    """A descriptor of ``folder``; with ``root``, every component below it opened without
+    following a link (so the folder is inside ``root`` when the descriptor is used)."""
+    if root is None:
+        return os.open(folder, _DIR_FLAGS)
+    rel = os.path.relpath(folder, root)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        raise UnsafeFile(f"{folder} is outside {root}")
+    fd = os.open(root, _DIR_FLAGS)
+    for part in [] if rel == os.curdir else rel.split(os.sep):
+        try:
+            inner = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError as exc:
+            os.close(fd)
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise UnsafeFile(f"{folder}: {part!r} is not a folder (a link?)") from exc
         os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
-    if not durable:
-        return
-    dir_fd = os.open(folder, os.O_RDONLY)
+        fd = inner
+    return fd
+
+
+def _check_target(name: str, dir_fd: int, path: str) -> None:
     try:
-        os.fsync(dir_fd)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFile(f"{path} is {kind_of(st.st_mode)}, not a regular file: not replaced")
+
+
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words (for messages)."""
+    for test, words in (
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return words
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
+def atomic_write(
+    path: str, text: str, mode: int = 0o600, durable: bool = True, root: str | None = None
+) -> None:
+    """Replace ``path`` with ``text`` atomically (and, if ``durable``, fsynced).
+
+    Raises :class:`UnsafeFile` if ``path`` exists and is not a regular file, or (with
+    ``root``) if a folder between ``root`` and ``path`` is a link or outside it.
+    """
+    folder, name = os.path.split(path)
+    dir_fd = _open_folder(folder or os.curdir, root)
+    try:
+        _check_target(name, dir_fd, path)
+        stem = name.encode("utf-8", "surrogateescape")[:_NAME_BYTES].decode("utf-8", "ignore")
+        tmp = f"{TEMP_PREFIX}{stem}.{os.urandom(8).hex()}"  # unpredictable
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, mode, dir_fd=dir_fd)
+        try:
+            data = text.encode("utf-8")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        os.close(fd)
+        try:
+            _check_target(name, dir_fd, path)  # again: nothing planted while we wrote
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        if durable:
+            os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def read_regular(
+    path: str, limit: int = DEFAULT_READ_LIMIT, root: str | None = None, head: bool = False
+) -> bytes:
+    """The bytes of the regular file at ``path``; never follows a link, never blocks.
+
+    Raises FileNotFoundError if nothing is there, :class:`UnsafeFile` for a link, a FIFO, a
+    device, a folder or (unless ``head``: then its first ``limit`` bytes are returned) a file
+    over ``limit`` bytes; with ``root``, for a link on the way too.
+    """
+    folder, name = os.path.split(path)
+    dir_fd = _open_folder(folder or os.curdir, root) if root is not None else None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        try:
+            fd = os.open(name if dir_fd is not None else path, flags, dir_fd=dir_fd)
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError | NotADirectoryError):
+                raise FileNotFoundError(exc.errno, exc.strerror, path) from None
+            try:
+                st = os.stat(name if dir_fd is not None else path, dir_fd=dir_fd,
+                             follow_symlinks=False)  # fmt: skip
+            except OSError:
+                raise exc from None
+            raise UnsafeFile(f"{path} is {kind_of(st.st_mode)}: not read") from exc
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFile(f"{path} is {kind_of(st.st_mode)}: not read")
+        if st.st_size > limit and not head:
+            raise UnsafeFile(f"{path} is {st.st_size} bytes, over the {limit} byte limit")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit and not head:  # grew while we read
+            raise UnsafeFile(f"{path} grew past the {limit} byte limit while read")
+        return b"".join(chunks)[:limit]
+    finally:
+        os.close(fd)
+
+
+def read_text(
+    path: str, limit: int = DEFAULT_READ_LIMIT, root: str | None = None, head: bool = False
+) -> str | None:
+    """:func:`read_regular` decoded (invalid UTF-8 replaced); None when nothing is there."""
+    try:
+        return read_regular(path, limit, root, head).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None

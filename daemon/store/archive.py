@@ -80,6 +80,35 @@ def index_new_turns(store: Databases, batch: int = INDEX_BATCH, identity: str | 
     return len(rows)
 
 
+def reindex_turns(store: Databases, ids: Iterable[int], identity: str) -> int:
+    """Index these turns again (a late event folded into them changed their text); how many."""
+    wanted = json.dumps(sorted(set(ids)))
+    with store._transcript() as t:
+        rows = t.execute(
+            "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
+            " agent_response FROM observations WHERE id IN (SELECT value FROM json_each(?))",
+            (wanted,),
+        ).fetchall()
+    with store._memory() as m:
+        if not rows or not _has_turns(m):
+            return 0
+        with schema.write_txn(m):
+            m.execute(
+                "DELETE FROM turns WHERE transcript_identity = ?"
+                " AND observation_id IN (SELECT value FROM json_each(?))",
+                (identity, wanted),
+            )
+            m.executemany(
+                "INSERT INTO turns (transcript_identity, observation_id, session_id, sequence_num,"
+                " created_at, prompt, response, tools) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (identity, oid, sid, seq, ts, *turn_text(user, calls, response))
+                    for oid, sid, seq, ts, user, calls, response in rows
+                ],
+            )
+    return len(rows)
+
+
 def _has_turns(conn: apsw.Connection) -> bool:
     return (
         conn.execute(

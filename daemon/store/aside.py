@@ -14,7 +14,9 @@ stays consistent (renaming a file under a WAL database would not be safe).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,11 +24,15 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.runtime.heartbeat import pid_alive
+from wsd.daemon.runtime.instance import flock_holders
 from wsd.daemon.store import actions
 from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.workspace import CANVAS_CURSOR_KEY
 from wsd.schema.layout import Layout
 
 ASIDE_NAME = "memory.rebuild.db"
+PAUSE_NAME = "rebuild.pause"
 #: Tables (or their rows) that curation does not produce, copied from the live database.
 CARRY_SQL = (
     "INSERT INTO main.meta SELECT * FROM live.meta WHERE key NOT IN (SELECT key FROM main.meta)",
@@ -40,8 +46,69 @@ CARRY_SQL = (
 )
 
 
+#: Rows the watcher writes while a rebuild runs (it holds them back while the pause file is
+#: live, but one write may land between the pause and the first carry): carried again
+#: right before the swap, so the swap loses none of them.
+RECARRY_SQL = (
+    "DELETE FROM main.workspace_files",
+    "INSERT INTO main.workspace_files SELECT * FROM live.workspace_files",
+    "DELETE FROM main.canvas_cards",
+    "INSERT INTO main.canvas_cards SELECT * FROM live.canvas_cards",
+    f"DELETE FROM main.state WHERE key = '{CANVAS_CURSOR_KEY}'",
+    f"INSERT INTO main.state SELECT * FROM live.state WHERE key = '{CANVAS_CURSOR_KEY}'",
+)
+
+
 def aside_path(layout: Layout) -> str:
     return os.path.join(layout.memory_dir, ASIDE_NAME)
+
+
+def pause_path(layout: Layout) -> str:
+    return os.path.join(layout.memory_dir, PAUSE_NAME)
+
+
+def rebuild_pid(layout: Layout) -> int | None:
+    """The pid of the live ``wsd rebuild`` holding the pause file; None when there is no
+    pause file or the rebuild that made it is gone (its flock died with it, so a reused pid
+    cannot keep the daemon paused)."""
+    path = pause_path(layout)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            recorded: int | None = int(fh.read().split()[0])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError):
+        recorded = None
+    held = flock_holders(path)
+    if held is None:  # no /proc/locks here: the recorded pid is all there is to go on
+        return recorded if pid_alive(recorded) else None
+    return held[0] if held else None
+
+
+def pause_requested(layout: Layout) -> bool:
+    """True while a live ``wsd rebuild`` holds the pause file (a stale one is ignored)."""
+    return rebuild_pid(layout) is not None
+
+
+def take_pause(layout: Layout) -> int | None:
+    """Create the pause file exclusively and lock it (the descriptor, to keep open for the
+    whole rebuild); None if another file is there (live or stale: the caller decides)."""
+    try:
+        fd = os.open(pause_path(layout), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: a reader's probe never makes us fail
+    os.write(fd, f"{os.getpid()} {time.time()}\n".encode())
+    return fd
+
+
+def leftovers(layout: Layout) -> list[str]:
+    """Files a rebuild that died left behind (none while a rebuild is alive)."""
+    if pause_requested(layout):
+        return []
+    base = aside_path(layout)
+    paths = [base + s for s in ("", "-wal", "-shm", "-journal")] + [pause_path(layout)]
+    return [p for p in paths if os.path.lexists(p)]
 
 
 def open_aside(layout: Layout) -> Store:
@@ -65,10 +132,13 @@ def open_aside(layout: Layout) -> Store:
 
 
 def finish(aside: Store) -> None:
-    """Carry the live closed status of curator actions, and leave no WAL behind."""
+    """Carry the live closed status of curator actions and the watcher's rows again, and
+    leave no WAL behind (the swap follows at once)."""
     with aside._memory() as m:
         with _attached(m, aside.layout.memory_db), schema.write_txn(m):
             actions.carry_closed_status(m)
+            for sql in RECARRY_SQL:
+                m.execute(sql)
         m.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

@@ -49,9 +49,12 @@ class Store(Revisions, Databases):
         with self._transcript() as t:
             return schema.identity(t)
 
-    def record_event(self, event: Event, via: str = "spool") -> bool:
+    def record_event(
+        self, event: Event, via: str = "spool", refolded: list[int] | None = None
+    ) -> bool:
+        """Record one (spooled) event; the turns it folded again are appended to ``refolded``."""
         with self._transcript() as t:
-            return record(t, event, via=via)
+            return record(t, event, via=via, refolded=refolded)
 
     def close_stale_turns(self, quiet_before: float) -> list[int]:
         with self._transcript() as t:
@@ -79,10 +82,26 @@ class Store(Revisions, Databases):
         with self._transcript() as t:
             rows = schema.rows(
                 t,
-                "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
-                " agent_response, closed_by FROM observations WHERE processed = 0"
-                " ORDER BY id LIMIT ?",
+                f"SELECT {_TURN_COLS} FROM observations WHERE processed = 0 ORDER BY id LIMIT ?",
                 (limit,),
+            )
+        return [_turn(r) for r in rows]
+
+    def claim_turns(self, ids: Sequence[int], now: float) -> list[Turn]:
+        """Mark these turns as taken into a batch and read them, in one transaction: from
+        now on a late event never folds into them (it becomes an addendum), so what the
+        curator is sent is what gets curated."""
+        with self._transcript() as t, schema.write_txn(t):
+            t.execute(
+                "UPDATE observations SET claimed_at = ? WHERE claimed_at IS NULL"
+                " AND id IN (SELECT value FROM json_each(?))",
+                (now, json.dumps(list(ids))),
+            )
+            rows = schema.rows(
+                t,
+                f"SELECT {_TURN_COLS} FROM observations"
+                " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (json.dumps(list(ids)),),
             )
         return [_turn(r) for r in rows]
 
@@ -90,8 +109,7 @@ class Store(Revisions, Databases):
         with self._transcript() as t:
             rows = schema.rows(
                 t,
-                "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
-                " agent_response, closed_by FROM observations"
+                f"SELECT {_TURN_COLS} FROM observations"
                 " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
                 (json.dumps(list(ids)),),
             )
@@ -117,15 +135,25 @@ class Store(Revisions, Databases):
 
     def flush_handled(self, flush_id: int) -> bool:
         """Whether the loop has handled flush request ``flush_id`` (read-only)."""
-        with self._transcript(readonly=True) as t:
-            row = schema.first(t, "SELECT handled_at FROM flush_requests WHERE id = ?", (flush_id,))
-        return row is not None and row[0] is not None
+        return self.flush_outcome(flush_id)[0]
 
-    def mark_flushes_handled(self, upto: int, now: float) -> None:
+    def flush_outcome(self, flush_id: int) -> tuple[bool, str | None]:
+        """(handled, what went wrong) of flush request ``flush_id`` (read-only)."""
+        with self._transcript(readonly=True) as t:
+            row = schema.first(
+                t, "SELECT handled_at, error FROM flush_requests WHERE id = ?", (flush_id,)
+            )
+        if row is None or row[0] is None:
+            return False, None
+        return True, None if row[1] is None else str(row[1])
+
+    def mark_flushes_handled(self, upto: int, now: float, error: str | None = None) -> None:
+        """Answer every open flush request up to ``upto``; ``error`` says what failed."""
         with self._transcript() as t, schema.write_txn(t):
             t.execute(
-                "UPDATE flush_requests SET handled_at = ? WHERE id <= ? AND handled_at IS NULL",
-                (now, upto),
+                "UPDATE flush_requests SET handled_at = ?, error = ?"
+                " WHERE id <= ? AND handled_at IS NULL",
+                (now, error, upto),
             )
 
     def rederive_processed(self, identity: str) -> tuple[int, int]:
@@ -317,8 +345,14 @@ class Store(Revisions, Databases):
         return out
 
 
+_TURN_COLS = (
+    "id, session_id, sequence_num, timestamp, user_message, tool_calls_json, agent_response,"
+    " closed_by, amends"
+)
+
+
 def _turn(row: tuple[Any, ...]) -> Turn:
-    oid, session, seq, ts, user, calls, response, closed_by = row
+    oid, session, seq, ts, user, calls, response, closed_by, amends = row
     try:
         parsed = json.loads(calls) if calls else []
     except ValueError:
@@ -332,6 +366,7 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         parsed if isinstance(parsed, list) else [],
         response,
         str(closed_by),
+        None if amends is None else int(amends),
     )
 
 

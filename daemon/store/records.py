@@ -31,6 +31,8 @@ class Turn:
     tool_calls: list[dict[str, Any]]
     agent_response: str | None
     closed_by: str
+    #: For an addendum (events that came after the turn was curated): the turn it adds to.
+    amends: int | None = None
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,14 @@ from wsd.daemon.runtime.config import (
     DEFAULT_CANVAS_FOLDER,
     DEFAULT_CANVAS_UPDATE_TOOL,
 )
-from wsd.daemon.runtime.fsio import atomic_write
+from wsd.daemon.runtime.fsio import UnsafeFile, atomic_write, read_regular
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.actions import ActionRequest
 from wsd.daemon.store.workspace import Card, ToolEvent, WorkspaceStore
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+#: A mirror larger than this is not read: it cannot hold a card's text, so it was edited.
+CARD_MAX_BYTES = 4 * 1024 * 1024
 SLUG_BYTES = 80
 TRUNCATION_NOTE = (
     "<!-- wsd: this card was mirrored from a truncated capture (tool inputs are cut to"
@@ -209,11 +211,12 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _file_sha(path: str) -> str | None:
+def _file_sha(path: str, root: str) -> str | None:
+    """sha256 of the regular file at ``path`` (None if missing); anything else (a FIFO, a
+    device, a link, a folder, a huge file) raises UnsafeFile: never blocks, never spins."""
     try:
-        with open(path, "rb") as fh:
-            return _sha(fh.read())
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return _sha(read_regular(path, CARD_MAX_BYTES, root))
+    except FileNotFoundError:
         return None
 
 
@@ -233,6 +236,7 @@ class CanvasSync:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.root = root
+        self.real_root = os.path.realpath(root)  # resolve() answers under it
         self.store = store
         self.tools = tools or CanvasTools()
         self.clock = clock
@@ -332,9 +336,16 @@ class CanvasSync:
                 return None
             if rel in taken:
                 continue
-            if not os.path.lexists(full) or (os.path.isfile(full) and _file_sha(full) == want):
+            if not os.path.lexists(full) or self._holds(full, want):
                 return rel
         return None
+
+    def _holds(self, full: str, want: str) -> bool:
+        """Whether the regular file at ``full`` holds exactly the text hashed to ``want``."""
+        try:
+            return _file_sha(full, self.real_root) == want
+        except UnsafeFile:
+            return False
 
     def _refused(self, card_id: str, title: str, path: object, why: str, ts: float) -> None:
         shown = repr(path)[:120]
@@ -358,13 +369,18 @@ class CanvasSync:
             self._refused(card.card_id, card.title or "", card.path, str(why), now)
             self.store.save_card(card, now, cursor)
             return []
-        current = _file_sha(full)
+        try:
+            current = _file_sha(full, self.real_root)
+        except UnsafeFile as why:  # a FIFO, a device, a huge file: neither read nor replaced
+            self._refused(card.card_id, card.title or "", card.path, str(why), now)
+            self.store.save_card(card, now, cursor)
+            return []
         if current == new_sha or current is None or current == card.last_synced_sha256:
             written = [] if current == new_sha else [card.path]
             if written:
                 os.makedirs(os.path.dirname(full), exist_ok=True)
                 resolve(self.root, card.path)  # re-check: nothing swapped in meanwhile
-                atomic_write(full, text, mode=0o644)
+                atomic_write(full, text, mode=0o644, root=self.real_root)
             self.store.save_card(replace(card, last_synced_sha256=new_sha, last_synced_at=now),
                                  now, cursor)  # fmt: skip
             return written
@@ -376,17 +392,20 @@ class CanvasSync:
         rel = conflict_path(card.path, card.card_id)
         full = resolve(self.root, confine(rel))
         try:
-            with open(full, encoding="utf-8", errors="replace") as fh:
-                ours = fh.read(len(CONFLICT_MARK)) == CONFLICT_MARK
+            ours = read_regular(full, CARD_MAX_BYTES, self.real_root).startswith(
+                CONFLICT_MARK.encode()
+            )
         except FileNotFoundError:
             ours = True
+        except UnsafeFile:  # not ours to replace: the action below still tells the agent
+            ours = False
         if ours:
             head = (
                 f"{CONFLICT_MARK} of {card.path} (card {card.card_id.replace('--', '- -')}):"
                 " the card changed after"
                 " the file was edited by hand. Merge the two, then delete this file. -->\n\n"
             )
-            atomic_write(full, head + text, mode=0o644)
+            atomic_write(full, head + text, mode=0o644, root=self.real_root)
         self.log.warning("canvas_conflict", card_id=card.card_id, path=card.path, copy=rel)
         content = (
             f"Canvas card “{_title(card.title)}” changed, but {card.path} was edited since the"

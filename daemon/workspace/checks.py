@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -31,10 +32,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from wsd.daemon.runtime.config import DEFAULT_UNPROCESSED_SECONDS
+from wsd.daemon.runtime.fsio import UnsafeFile, kind_of, read_text
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.actions import ActionRequest
 from wsd.daemon.store.workspace import WorkspaceStore
-from wsd.daemon.workspace.canvas import CONFLICT_MARK, conflict_path
+from wsd.daemon.workspace.canvas import CARD_MAX_BYTES, CONFLICT_MARK, conflict_path
 
 SOURCE = "checks"
 _SEPARATORS = "._- "
@@ -49,6 +51,9 @@ class CheckSettings:
     outputs: tuple[str, ...] = ("ocr/", "extractions/")
     duplicate_min_bytes: int = 1
     hash_budget_seconds: float = 0.5
+    #: Files larger than this are not hashed (so not compared for duplicates): one hash must
+    #: not hold the watcher's thread for minutes.
+    hash_max_bytes: int = 512 * 1024 * 1024
     #: At most this many open actions per check; the rest are summed up in one more.
     max_actions: int = 20
 
@@ -81,13 +86,28 @@ def _doc_key(path: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name[1:] else name
 
 
-def file_sha256(path: str) -> str:
-    """sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
+def file_sha256(path: str, limit: int | None = None) -> str:
+    """sha256 of a regular file, read in 1 MiB chunks; never follows a link, never blocks.
+
+    Raises UnsafeFile for a FIFO, a device, a link or (with ``limit``) a larger file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFile(f"{path} is {kind_of(st.st_mode)}: not hashed")
+        if limit is not None and st.st_size > limit:
+            raise UnsafeFile(f"{path} is over {limit} bytes: not hashed")
+        digest = hashlib.sha256()
+        read = 0
+        while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
-    return digest.hexdigest()
+            read += len(chunk)
+            if limit is not None and read > limit:
+                raise UnsafeFile(f"{path} grew past {limit} bytes while hashed")
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
 
 
 class Checks:
@@ -206,8 +226,8 @@ class Checks:
             st = os.lstat(full)
             if (st.st_size, st.st_mtime_ns) != (size, mtime):
                 return None  # changed since indexed: the watcher will re-index it first
-            return file_sha256(full)
-        except OSError:
+            return file_sha256(full, self.settings.hash_max_bytes)
+        except OSError:  # gone, unreadable, a FIFO swapped in, too large: not a candidate
             return None
 
     def canvas_drift(self) -> list[ActionRequest]:
@@ -217,14 +237,18 @@ class Checks:
             if card.last_synced_sha256 is None:
                 continue
             full = os.path.join(self.root, card.path)
+            st: os.stat_result | None = None
             try:
                 st = os.lstat(full)
-                sha = file_sha256(full)
+                sha = file_sha256(full, CARD_MAX_BYTES)
+                what = "was edited"
             except OSError:
-                st, sha = None, None
+                sha = None
+                what = "was deleted" if st is None else f"was replaced by {kind_of(st.st_mode)}"
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    what = "grew too large to be a card (or became unreadable)"
             if sha == card.last_synced_sha256:
                 continue
-            what = "was deleted" if st is None else "was edited"
             title = (card.title or card.card_id)[:80]
             content = (
                 f"{card.path} (mirror of canvas card “{title}”) {what} since its last sync:"
@@ -243,17 +267,17 @@ class Checks:
                 done.append(key)
                 continue
             copy = os.path.join(self.root, conflict_path(card.path, card.card_id))
-            try:
-                with open(copy, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
+            try:  # never through a link, never blocking on a FIFO
+                text = read_text(copy, CARD_MAX_BYTES)
             except OSError:
+                text = None
+            if text is None:
                 done.append(key)
                 continue
             body = text.split("-->\n\n", 1)[1] if text.startswith(CONFLICT_MARK) else text
             try:
-                with open(os.path.join(self.root, card.path), encoding="utf-8") as fh:
-                    if fh.read() == body:
-                        done.append(key)
-            except (OSError, UnicodeDecodeError):
+                if read_text(os.path.join(self.root, card.path), CARD_MAX_BYTES) == body:
+                    done.append(key)
+            except OSError:
                 pass
         return done

@@ -39,6 +39,7 @@ from typing import Any
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
+from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
@@ -88,16 +89,14 @@ class Watcher:
         self._rescan_reason: str | None = "start"
         self._due = {"rescan": 0.0, "checks": 0.0, "canvas": 0.0}
         self._thread: threading.Thread | None = None
-        # Set before the thread starts: its first rescan starts the producers, and must not
-        # race the assignment of _thread (it did: a started watcher then never saw an event).
-        self._running = False
+        self._started = False  # set before the thread starts: it may run before start() returns
         self.ready = threading.Event()  # set after the first full rescan is on disk
 
     # -- public entry points --------------------------------------------------------------
 
     def start(self) -> None:
         """Start the consumer thread; it starts the producers, then runs the first rescan."""
-        self._running = True
+        self._started = True
         self._thread = signals.background(self._run, "wsd-watcher")
 
     def rescan(self, reason: str = "manual") -> None:
@@ -159,7 +158,13 @@ class Watcher:
         now = self.monotonic()
         if self._rescan_reason or now >= self._due["rescan"]:
             self._full_rescan(self._rescan_reason or "periodic")
-        if self.canvas is not None and (canvas_now or now >= self._due["canvas"]):
+        # A `wsd rebuild` is about to replace memory.db: write nothing there until it is done
+        # (index changes wait in memory; the card mirror and the checks wait their turn).
+        paused = pause_requested(self.layout)
+        if paused:
+            canvas_now = False
+            self._due["canvas"] = self._due["checks"] = now
+        if self.canvas is not None and not paused and (canvas_now or now >= self._due["canvas"]):
             # With events, transcript writes trigger the sync: the poll is only a safety net.
             every = s.canvas_poll_seconds * (
                 1 if self.producers.polling or not s.use_events else 15
@@ -169,7 +174,7 @@ class Watcher:
         if self._notes_changed():
             self._render()
         self._flush()
-        if self.checks is not None and now >= self._due["checks"]:
+        if self.checks is not None and not paused and now >= self._due["checks"]:
             report = self.checks.run()
             self._due["checks"] = now + (1.0 if report.hashes_pending else s.check_seconds)
 
@@ -306,9 +311,18 @@ class Watcher:
         return False
 
     def _render(self) -> None:
-        self._notes = files_md.write_inventory(
-            self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
-        )
+        """Re-render files.md's inventory. A files.md that cannot be written (a FIFO or a
+        link in its place, disk full) is logged (rate-limited): the index is still kept."""
+        try:
+            self._notes = files_md.write_inventory(
+                self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
+            )
+        except OSError as exc:
+            suppressed = self.throttle.failed("files_md", self.clock())
+            if suppressed is not None:
+                self.log.error("files_md_write_failed", error=str(exc)[:300], suppressed=suppressed)
+        else:
+            self.throttle.recovered("files_md")
         self._files_md_stat = self._stat_files_md()
 
     def _stat_files_md(self) -> tuple[int, int] | None:
@@ -327,10 +341,13 @@ class Watcher:
         if seen == self._files_md_stat:
             return False
         self._files_md_stat = seen
-        return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
+        try:
+            return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
+        except OSError:  # not a regular file: _render says so (rate-limited)
+            return True
 
     def _sync_producers(self) -> None:
-        if self._running:  # only a started watcher has producers
+        if self._started:  # only a started watcher has producers
             self.producers.sync()
 
     def _fallback(self, name: str, why: object) -> None:
@@ -341,8 +358,9 @@ class Watcher:
         self._rescan_reason = self._rescan_reason or "fallback"
 
     def _flush(self) -> None:
-        """Persist the pending index changes; on failure they stay pending for the next round."""
-        if not self._upserts and not self._removed:
+        """Persist the pending index changes; on failure (or while a rebuild holds memory.db)
+        they stay pending for the next round."""
+        if (not self._upserts and not self._removed) or pause_requested(self.layout):
             return
         upserts = [(p, s, t) for p, (s, t) in self._upserts.items()]
         self.store.apply_index(upserts, sorted(self._removed), self.clock())

@@ -1,0 +1,68 @@
+"""The loop's intake of spooled events: every taken spool file recorded, damage set aside.
+
+Each pass first records what hooks spooled while transcript.db was busy (files a crash left
+half-ingested first). A failure to ingest (the database busy, the disk full) is logged and the
+pass goes on to curate: the file stays for the next pass. Lines that can never be recorded are
+set aside by :func:`wsd.hooks.spool.ingest_file` and logged here. Turns a late event folded
+again are indexed again for search.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from wsd.daemon.store import archive
+from wsd.daemon.store.ledger import Store
+from wsd.hooks import spool
+
+
+class SpoolIntake:
+    """Ingests the workspace's spool each pass (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        stop: threading.Event,
+        log: Any,
+        failed: Callable[[str, BaseException], None],
+    ) -> None:
+        self.store = store
+        self.path = store.layout.spool
+        self.stop = stop
+        self.log = log
+        self.failed = failed
+
+    def run(self, identity: str) -> None:
+        """Ingest every spool file waiting (older taken ones first, then the live spool)."""
+        for taken in [*spool.pending_files(self.path), spool.take(self.path)]:
+            if taken and not self.stop.is_set():
+                self.ingest(taken, identity)
+
+    def ingest(self, taken: str, identity: str) -> None:
+        """Record one taken spool file; a failure is logged and the pass goes on."""
+        refolded: list[int] = []
+        try:
+            report = spool.ingest_file(
+                taken, lambda e: self.store.record_event(e, "spool", refolded), self.stop.is_set
+            )
+        except Exception as exc:  # transient (busy, disk full): the file stays for next pass
+            self.failed("spool", exc)
+            return
+        finally:
+            if refolded:  # late events changed these turns' text: search must see it
+                archive.reindex_turns(self.store, refolded, identity)
+        self.log.info(
+            "spool_ingested",
+            recorded=report.recorded,
+            duplicates=report.duplicates,
+            rejected=report.rejected,
+        )
+        if report.rejected:
+            self.log.error(
+                "spool_lines_rejected",
+                count=report.rejected,
+                reasons=report.reasons[:5],
+                file=spool.REJECTED_NAME,
+            )

@@ -1,0 +1,220 @@
+"""Doctor checks of states the daemon can be left in without failing: damage it set aside,
+files it refuses, a second instance, a rebuild that died (issue 13).
+
+Each is a state in which the daemon keeps running (so nothing else reports it) but
+something needs a person: a spool line rejected, a file it will not read or write, a
+write that keeps failing, a lock another process holds, a rebuild's leftovers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from typing import Protocol
+
+from wsd.daemon.runtime import instance
+from wsd.daemon.runtime.fsio import kind_of
+from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.store import aside
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.hooks import spool
+from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
+
+#: A taken spool file still there after this long keeps failing to be ingested.
+STUCK_SPOOL_SECONDS = 600.0
+
+
+class Reporter(Protocol):
+    """What these checks need of the doctor."""
+
+    layout: Layout
+    store: Store
+    fix: bool
+
+    def add(self, level: str, check: str, detail: str, fixed: bool = False) -> None: ...
+
+
+def spool_damage(doctor: Reporter) -> None:
+    """Rejected spool lines (a person must look) and taken spool files that stay stuck."""
+    path = os.path.join(doctor.layout.memory_dir, spool.REJECTED_NAME)
+    try:
+        with open(path, "rb") as fh:
+            lines = sum(1 for line in fh if line.strip())
+    except OSError:
+        lines = 0
+    if lines:
+        doctor.add(
+            "fail",
+            "spool rejected",
+            f"{lines} line(s) could not be recorded (torn, or not a valid event): see {path};"
+            " re-feed what is worth keeping, then move the file away",
+        )
+    now = time.time()
+    for taken in spool.pending_files(doctor.layout.spool):
+        try:
+            age = now - os.stat(taken).st_mtime
+        except OSError:
+            continue
+        if age > STUCK_SPOOL_SECONDS:
+            doctor.add(
+                "fail",
+                "spool stuck",
+                f"{os.path.basename(taken)} not ingested after {age:.0f}s"
+                " (see pass_failed in the daemon's log)",
+            )
+
+
+def special_files(doctor: Reporter) -> None:
+    """Memory files and canvas mirrors that are not regular files: the daemon refuses them."""
+    found: list[str] = []
+    removed = 0
+    for name in DEPLOY_FILES + CURATED_FILES:
+        path = doctor.layout.md(name)
+        what = _not_regular(path)
+        if what is not None and doctor.fix and what != "a folder":
+            os.unlink(path)  # a link, a FIFO, a device: never the daemon's data (rewritten next)
+            doctor.add("warn", "refused files", f"removed {path} ({what})", True)
+            removed += 1
+        elif what is not None:
+            found.append(f"{path} is {what}")
+    try:
+        cards = [c.path for c in WorkspaceStore(doctor.layout).open_cards()]
+    except Exception:  # a missing, old or damaged memory.db: the database checks say so
+        cards = []
+    for rel in cards:
+        what = _not_regular(os.path.join(doctor.layout.root, rel))
+        if what is not None:
+            found.append(f"{rel} (a canvas card's mirror) is {what}")
+    if found:
+        doctor.add(
+            "fail",
+            "refused files",
+            "; ".join(found) + ": the daemon neither reads nor replaces these; remove them"
+            " (--fix removes links, FIFOs and devices among the memory files)",
+        )
+    elif not removed:
+        doctor.add("ok", "refused files", "memory files and canvas mirrors are regular files")
+
+
+def _not_regular(path: str) -> str | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else kind_of(mode)
+
+
+def instances(doctor: Reporter) -> None:
+    """Who holds the instance lock, and any ``wsd run`` of this workspace beside it."""
+    held = instance.holders(doctor.layout)
+    beat = read_status(doctor.layout) or {}
+    daemon = beat.get("pid") if pid_alive(beat.get("pid")) else None
+    runs = _wsd_runs(doctor.layout.root)
+    others = [p for p in runs if p not in held]
+    if len(held) > 1 or others:
+        doctor.add(
+            "fail",
+            "instances",
+            f"more than one daemon for this workspace: lock held by {held or 'nobody'},"
+            f" other `wsd run` processes: {others or 'none'} (stop all but one)",
+        )
+    elif held and held[0] not in runs:
+        doctor.add(
+            "fail",
+            "instances",
+            f"the instance lock ({instance.lock_path(doctor.layout)}) is held by pid"
+            f" {held[0]}, which is not a `wsd run` of this workspace: no daemon can start",
+        )
+    elif held and daemon is not None and held != [daemon]:
+        doctor.add(
+            "fail",
+            "instances",
+            f"the instance lock ({instance.lock_path(doctor.layout)}) is held by pid"
+            f" {held[0]}, not by the daemon of the heartbeat (pid {daemon})",
+        )
+    elif held:
+        doctor.add("ok", "instances", f"one daemon, pid {held[0]}, holds the instance lock")
+    else:
+        doctor.add("ok", "instances", "no daemon holds the instance lock")
+
+
+def _wsd_runs(root: str) -> list[int]:
+    """Pids of ``wsd run`` processes whose workspace is ``root`` (those we may inspect)."""
+    found = []
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if b"run" not in argv or not any(a.endswith(b"wsd") for a in argv):
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        workspace = next(
+            (e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"WSD_WORKSPACE=")),
+            None,
+        )
+        if _workspace_of(argv, workspace, cwd) == os.path.realpath(root):
+            found.append(int(pid))
+    return found
+
+
+def _workspace_of(argv: list[bytes], workspace: str | None, cwd: str) -> str:
+    args = [a.decode(errors="replace") for a in argv]
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--workspace":
+            workspace = args[i + 1]
+    return os.path.realpath(os.path.join(cwd, workspace or DEFAULT_WORKSPACE))
+
+
+def rebuild_leftovers(doctor: Reporter) -> None:
+    """A live rebuild (the daemon waits for it), or what a rebuild that died left behind."""
+    pid = aside.rebuild_pid(doctor.layout)
+    if pid is not None:
+        doctor.add("warn", "rebuild", f"wsd rebuild (pid {pid}) running: curation is paused")
+        return
+    left = aside.leftovers(doctor.layout)
+    names = ", ".join(os.path.basename(p) for p in left)
+    if not left:
+        doctor.add("ok", "rebuild", "none running, nothing left behind")
+    elif doctor.fix:
+        aside.remove(aside.aside_path(doctor.layout))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(aside.pause_path(doctor.layout))
+        doctor.add("warn", "rebuild", f"removed what a rebuild that died left: {names}", True)
+    else:
+        doctor.add(
+            "fail",
+            "rebuild",
+            f"a wsd rebuild died and left {names} (the live memory is unchanged;"
+            " --fix removes them)",
+        )
+
+
+def md_failures(doctor: Reporter) -> None:
+    """Curated files the running daemon could not write (it retries every pass)."""
+    beat = read_status(doctor.layout) or {}
+    failed = beat.get("md_write_failed")
+    if failed and pid_alive(beat.get("pid")) and beat.get("state") != "stopped":
+        doctor.add(
+            "fail",
+            "md writes",
+            f"the daemon cannot write {failed}; the boot context serves the old files until"
+            " it can (it retries every pass)",
+        )
+
+
+def check_states(doctor: Reporter) -> None:
+    """Every check of this module, in order."""
+    spool_damage(doctor)
+    special_files(doctor)
+    md_failures(doctor)
+    instances(doctor)
+    rebuild_leftovers(doctor)

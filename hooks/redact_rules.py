@@ -1,0 +1,239 @@
+"""Running the provider rules and the entropy net of :mod:`wsd.hooks.secret_rules`.
+
+:func:`find` returns the secrets these rules see in a text as non-overlapping
+``(start, end, replacement)`` spans, left to right; :mod:`wsd.hooks.redact` merges them with
+its own table's. A rule runs only when one of its anchors is in the text, and is compiled on
+its first use: a hook process whose text holds no anchor never imports ``re``.
+"""
+
+from __future__ import annotations
+
+from wsd.hooks.secret_rules import (
+    EXTRA,
+    GITLEAKS,
+    NET_ENTROPY,
+    NET_LENIENT,
+    NET_REGEX,
+    NET_WORDS,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+
+#: (kind, secret group, minimum entropy, regex, check) of every rule, gitleaks' first.
+RULES: tuple[tuple[str, int, float, str, str], ...] = (
+    *((rid.replace("-", "_"), group, ent, rx, "") for rid, _a, group, ent, rx in GITLEAKS),
+    *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in EXTRA),
+)
+_ANCHORS: tuple[tuple[str, ...], ...] = (
+    *(a for _r, a, _g, _e, _x in GITLEAKS),
+    *(a for _k, a, _g, _e, _x, _c in EXTRA),
+)
+#: anchor -> rules it triggers; exact ones (with a capital letter) are looked for as written,
+#: the others in the lower-cased text (gitleaks' keywords are matched that way).
+_EXACT: dict[str, list[int]] = {}
+_LOWER: dict[str, list[int]] = {}
+for _i, _anchors in enumerate(_ANCHORS):
+    for _anchor in _anchors:
+        _table = _LOWER if _anchor == _anchor.lower() else _EXACT
+        _table.setdefault(_anchor.lower() if _table is _LOWER else _anchor, []).append(_i)
+#: The shortest text any rule can match (shorter fields are not scanned).
+MIN_CHARS = 12
+# fmt: off
+_PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "str", "string",
+                           "bytes", "int", "optional", "any", "required", "redacted", "hidden"})
+_REFERENCES = ("os.", "process.env", "env.", "getenv", "self.", "args.", "config.", "settings.")
+_LENIENT_WORDS = ("secret", "passw", "passphrase", "authorization", "cookie")
+_SENSITIVE_KEY_WORDS = ("key", "token", *_LENIENT_WORDS)
+# fmt: on
+
+_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "bot", "apikey"})
+#: Values that are paths, URLs, integrity hashes or file contents (PNG, JPEG, GIF, PDF).
+_NOT_SECRET_PREFIXES = ("/", "./", "~/", "http:", "https:", "sha1-", "sha256-", "sha384-",
+                        "sha512-", "data:", "iVBORw0KGgo", "/9j/", "R0lGOD", "JVBERi0")  # fmt: skip
+
+_compiled: dict[int, re.Pattern[str]] = {}
+
+
+def _rx(i: int) -> re.Pattern[str]:
+    found = _compiled.get(i)
+    if found is None:
+        import re
+
+        source = NET_REGEX if i < 0 else RULES[i][3]
+        found = _compiled[i] = re.compile(source)
+    return found
+
+
+def _triggered(text: str, low: str) -> list[int]:
+    hits = {i for a, rules in _EXACT.items() if a in text for i in rules}
+    hits.update(i for a, rules in _LOWER.items() if a in low for i in rules)
+    if ("=" in text or ":" in text) and any(w in low for w in NET_WORDS):
+        hits.add(-1)
+    return sorted(hits, key=lambda i: (i < 0, i))  # the entropy net last: named rules win ties
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy of ``s`` in bits per character."""
+    import math
+
+    n = len(s)
+    counts: dict[str, int] = {}
+    for c in s:
+        counts[c] = counts.get(c, 0) + 1
+    return -sum(k / n * math.log2(k / n) for k in counts.values()) if n else 0.0
+
+
+def _classes(s: str) -> int:
+    """How many of lower case, upper case and digits occur in ``s``."""
+    return (s.upper() != s) + (s.lower() != s) + any(d in s for d in "0123456789")
+
+
+def _plausible_secret(value: str, name: str) -> bool:
+    """Whether the value of a sensitive-looking name is worth redacting.
+
+    Never: under 4 chars, placeholders (``None``, ``str``, ``****``), references (``$VAR``,
+    ``${{…}}``, ``os.environ``, ``self.token``), already redacted. ``KEY``/``TOKEN`` names are
+    common in code (``key=lambda``, ``max_tokens=4096``), so their values must also look
+    generated (8+ chars mixing two of lower/upper/digits, not a path); ``PASSWORD``/``SECRET``/
+    ``Authorization``/``Cookie`` values need nothing more.
+    """
+    low = value.lower()
+    if len(value) < 4 or low in _PLACEHOLDERS or value.startswith("[REDACTED"):
+        return False
+    if (
+        value[0] in "$%<{[(*#)]},;"
+        or value.count(value[0]) == len(value)
+        or low.startswith(_REFERENCES)
+    ):
+        return False  # a reference, template or mask, not a value
+    ident = value.replace(".", "_").isidentifier() and not any(d in value for d in "0123456789")
+    if ident and any(w in low for w in _SENSITIVE_KEY_WORDS):
+        return False  # password=password, token=self.token: passing a variable along
+    if any(w in name.lower() for w in _LENIENT_WORDS):
+        return True
+    return len(value) >= 8 and _classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
+
+
+def _lenient_name(name: str) -> bool:
+    """A password's name: ends in ``pass``/``pwd`` as a word (``DB_PASS``, not ``bypass``), or
+    holds one of :data:`_LENIENT_WORDS`."""
+    name = name.strip("\"'`").lower()
+    for end in NET_LENIENT:
+        cut = name.rfind(end)
+        if (
+            cut >= 0
+            and not name[cut + len(end) :].strip("_.-")
+            and not name[cut - 1 : cut].isalpha()
+        ):
+            return True
+    return any(w in name for w in _LENIENT_WORDS)
+
+
+def _wordy(v: str) -> bool:
+    """A run of words (``user_profile_settings_v2``), not a generated value."""
+    parts = [p for p in v.replace("-", "_").replace(".", "_").replace("/", "_").split("_") if p]
+    words = [p for p in parts if p.isalpha() and (p.islower() or p.isupper()) and len(p) >= 3]
+    return len(parts) >= 2 and 2 * len(words) >= len(parts)
+
+
+def _generated(v: str) -> bool:
+    """What a key or token value looks like: long, random, not a path, URL, date or word run."""
+    return (
+        10 <= len(v) <= 150
+        and entropy(v) >= NET_ENTROPY
+        and not v.startswith(_NOT_SECRET_PREFIXES)
+        and not v.replace(".", "").replace("-", "").replace(":", "").isdigit()
+        and not _wordy(v)
+    )
+
+
+def _name_before(text: str, start: int) -> str:
+    i = start
+    while i > 0 and start - i < 64 and (text[i - 1].isalnum() or text[i - 1] in "_.-"):
+        i -= 1
+    return text[i:start]
+
+
+def _net(m: re.Match[str]) -> tuple[int, int, str] | None:
+    value = m.group("v")
+    if value.split(" ", 1)[0].lower() in _SCHEMES or "[REDACTED:" in value:
+        return None  # "Authorization: Bearer …": the token after it is another rule's
+    name = (_name_before(m.string, m.start()) + m.group(0)[: m.start("v") - m.start()]).lower()
+    if _lenient_name(name):  # but not a bare lower-case word: ``bypass = use_cache``
+        ok = _plausible_secret(value, "password") and not value.replace("_", "").islower()
+    else:
+        ok = _plausible_secret(value, name) and _generated(value)
+    return (m.start("v"), m.end("v"), "[REDACTED:secret_assignment]") if ok else None
+
+
+def _cookie(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """Each value of a ``Cookie:`` header's ``name=value`` pairs (attributes kept)."""
+    spans: list[tuple[int, int, str]] = []
+    pos = start
+    while pos < end:
+        stop = text.find(";", pos, end)
+        stop = end if stop < 0 else stop
+        eq = text.find("=", pos, stop)
+        name = text[pos:eq].strip().lower() if eq >= 0 else ""
+        if eq >= 0 and name not in ("path", "domain", "expires", "max-age", "samesite"):
+            value = text[eq + 1 : stop].strip()
+            if _plausible_secret(value, "cookie"):
+                vs = text.index(value, eq + 1)
+                spans.append((vs, vs + len(value), "[REDACTED:cookie]"))
+        pos = stop + 1
+    return spans
+
+
+def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
+    if i < 0:
+        found = _net(m)
+        return [found] if found else []
+    kind, group, min_entropy, _rx_source, check = RULES[i]
+    if group == 0:  # gitleaks: the first group that matched, else the whole match ...
+        group = next((g for g in range(1, (m.re.groups or 0) + 1) if m.group(g)), 0)
+        if len(m.group(group)) < MIN_CHARS:  # ... unless that is a repeated part of the token
+            group = 0
+    start, end = m.span(group)
+    secret = m.group(group) or ""
+    if check == "cookie":
+        return _cookie(m.string, start, end)
+    if check == "lenient":
+        ok = _plausible_secret(secret.strip("'\""), "password")
+    else:
+        ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")
+    return [(start, end, f"[REDACTED:{kind}]")] if ok and end > start else []
+
+
+def find(text: str) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, replacement) of the secrets these rules see, in order."""
+    if len(text) < MIN_CHARS:
+        return []
+    triggered = _triggered(text, text.lower())
+    if not triggered:
+        return []
+    found: list[tuple[int, int, str]] = []
+    for i in triggered:
+        for m in _rx(i).finditer(text):
+            found += _spans(i, m)
+    return merge(found)
+
+
+def merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """``spans`` in order without overlaps: of two overlapping, the earlier (then longer)."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, rep in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if out and start < out[-1][1]:
+            continue
+        out.append((start, end, rep))
+    return out
+
+
+def kind_of(value: str) -> str | None:
+    """The kind of the one token ``value`` is exactly (quotes aside), if a rule knows it."""
+    found = find(value)
+    stripped = value.strip("'\"` ")
+    if len(found) == 1 and found[0][1] - found[0][0] >= len(stripped):
+        return found[0][2][len("[REDACTED:") : -1]
+    return None

@@ -1,0 +1,121 @@
+"""A FIFO, a device link or a huge file where the daemon reads never wedges it (issue 13, item
+7): the watcher, the canvas mirror and the checks read and hash regular files only, with size
+limits, and ``wsd doctor`` names what the daemon refuses."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import daemon_env, running_daemon, wait_for, wsd
+from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
+from tests.test_spool_damage import _hook
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.workspace.canvas import CanvasSync
+from wsd.daemon.workspace.checks import Checks, CheckSettings
+from wsd.daemon.workspace.watcher import Watcher
+from wsd.schema.layout import Layout
+
+
+def _plant(path: Path, kind: str) -> None:
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+
+
+def _tool(env: dict[str, str], name: str, tool_input: dict[str, object], response: object) -> None:
+    _hook(
+        env,
+        {
+            "hook_event_name": "PostToolUse",
+            "session_id": "special",
+            "tool_name": name,
+            "tool_input": tool_input,
+            "tool_response": response,
+        },
+    )
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text() if path.is_file() and not path.is_symlink() else ""
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_special_file_at_a_card_path_never_wedges_the_running_daemon(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path, kind: str
+) -> None:
+    """A FIFO (or a link to /dev/zero) put at a mirrored card's path, then the card updated:
+    new files still reach files.md, new cards still mirror, and doctor names the file."""
+    env = daemon_env(layout, standin, WSD_CHECK_SECONDS="1")
+    canvas = Path(layout.root, "artifacts/canvas")
+    files_md = Path(layout.md("files.md"))
+    with running_daemon(env, tmp_path / "wsd.log"):
+        blocks = [{"type": "text", "content": "first"}]
+        _tool(env, CREATE, {"title": "Notes", "blocks": blocks}, {"card_id": "c1"})
+        assert wait_for(lambda: _text(canvas / "notes.md") == "first\n", timeout=20)
+        _plant(canvas / "notes.md", kind)
+        _tool(env, UPDATE, {"card_id": "c1", "blocks": [{"type": "text", "content": "2nd"}]}, "ok")
+        time.sleep(2)  # the sync and a check period pass over the planted file
+        Path(layout.root, "documents/after.txt").write_text("still watched")
+        blocks = [{"type": "text", "content": "other card"}]
+        _tool(env, CREATE, {"title": "Other", "blocks": blocks}, {"card_id": "c2"})
+        assert wait_for(lambda: _text(canvas / "other.md") == "other card\n", timeout=20)
+        assert wait_for(lambda: "after.txt" in _text(files_md), timeout=20)
+    doctor = wsd(env, "doctor", check=False)
+    what = "a FIFO" if kind == "fifo" else "a symlink"
+    assert f"artifacts/canvas/notes.md (a canvas card's mirror) is {what}" in doctor.stdout
+
+
+def test_checks_and_canvas_refuse_special_and_huge_files(layout: Layout) -> None:
+    """In-process: drift check, duplicate hashing and the mirror each return at once on a FIFO,
+    a /dev/zero link and a file over the limits; the agent is told about the card."""
+    store = WorkspaceStore(layout)
+    sync = CanvasSync(layout.root, store)
+    create(layout, "c1", "Notes", "first")
+    create(layout, "c2", "Big", "small")
+    sync.sync()
+    canvas = Path(layout.root, "artifacts/canvas")
+    os.unlink(canvas / "notes.md")
+    os.mkfifo(canvas / "notes.md")
+    with open(canvas / "big.md", "wb") as fh:
+        fh.truncate(5 * 1024 * 1024)  # sparse: over the card limit at no cost
+    docs = Path(layout.root, "documents")
+    (docs / "a.bin").write_bytes(b"same")
+    (docs / "b.bin").write_bytes(b"same")
+    watcher = Watcher(layout, threading.Event(), store=store)
+    watcher.rescan()
+    os.unlink(docs / "b.bin")
+    (docs / "b.bin").symlink_to("/dev/zero")  # swapped in after indexing, before hashing
+    checks = Checks(layout.root, store, CheckSettings(unprocessed_seconds=1e9))
+    checks.run()
+    actions = open_actions(layout)
+    assert "FIFO" in actions["canvas_drift:c1"]
+    assert "too large" in actions["canvas_drift:c2"]
+    update(layout, "c1", "second")
+    update(layout, "c2", "bigger")
+    assert sync.sync() == []
+    assert {"canvas_refused:c1", "canvas_refused:c2"} <= set(open_actions(layout))
+
+
+def test_doctor_names_and_fixes_a_fifo_in_place_of_a_memory_file(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A FIFO at user.md: doctor fails naming it without blocking on it; --fix removes it."""
+    os.mkfifo(layout.md("user.md"))
+    env = daemon_env(layout, standin)
+    doctor = wsd(env, "doctor", check=False, timeout=30)
+    assert doctor.returncode == 1 and f"{layout.md('user.md')} is a FIFO" in doctor.stdout
+    fixed = wsd(env, "doctor", "--fix", check=False, timeout=30)
+    assert f"removed {layout.md('user.md')} (a FIFO)" in fixed.stdout
+    assert not os.path.lexists(layout.md("user.md"))

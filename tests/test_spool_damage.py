@@ -1,0 +1,157 @@
+"""A damaged spool costs only its damaged line (issue 13, items 4 and 6): a torn line never eats
+the next event, a line that can never be recorded is set aside instead of halting curation,
+and ``wsd doctor`` reports both."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import daemon_env, query, running_daemon, scalar, venv_script, wait_for, wsd
+from wsd import schema
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.hooks import spool
+from wsd.schema.layout import Layout
+from wsd.schema.transcript import Event, record
+
+
+def _hook(env: dict[str, str], event: dict[str, Any]) -> None:
+    subprocess.run([venv_script("wsd-hook")], input=json.dumps(event).encode(), env=env, check=True)
+
+
+def _prompt(session: str, text: str) -> dict[str, Any]:
+    return {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": text}
+
+
+def _stop(session: str, text: str) -> dict[str, Any]:
+    return {"hook_event_name": "Stop", "session_id": session, "last_assistant_message": text}
+
+
+def _rejected(layout: Layout) -> list[str]:
+    path = Path(layout.memory_dir, spool.REJECTED_NAME)
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _spool_through_locked_db(layout: Layout, env: dict[str, str], events: list[Any]) -> None:
+    """Run wsd-hook for each event while transcript.db is write-locked: every one spools."""
+    blocker = schema.connect(layout.transcript_db, "transcript")
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        for event in events:
+            _hook({**env, "WSD_HOOK_TIMEOUT_MS": "10"}, event)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+
+
+def test_torn_spool_line_does_not_eat_the_next_event(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """A writer killed mid-line, then the next hook spools ``B prompt 0``: the daemon records
+    B's turn, rejects only the torn part, and doctor reports the rejected line."""
+    env = daemon_env(layout, standin)
+    torn = Event("uid-torn", 1.0, "A", "UserPromptSubmit", None, {"prompt": "A prompt"})
+    with open(layout.spool, "w") as fh:
+        fh.write(torn.to_json()[:40])  # killed mid-write: no newline
+    _spool_through_locked_db(layout, env, [_prompt("B", "B prompt 0"), _stop("B", "B answer 0")])
+    with running_daemon(env, tmp_path / "wsd.log"):
+        assert wait_for(lambda: not os.path.exists(layout.spool), timeout=20)
+        assert wait_for(
+            lambda: (
+                query(layout.transcript_db, "SELECT user_message FROM observations")
+                == [("B prompt 0",)]
+            ),
+            timeout=20,
+        )
+    assert _rejected(layout) == [torn.to_json()[:40]]
+    doctor = wsd(env, "doctor", check=False)
+    assert doctor.returncode == 1
+    assert "spool rejected: 1 line(s)" in doctor.stdout
+
+
+def test_ingest_splits_a_torn_line_fused_with_a_whole_event(layout: Layout) -> None:
+    """A spool file damaged before the fix (torn text fused with a whole event on one line):
+    the event is recorded, only the torn text is rejected."""
+    whole = Event("uid-b", 2.0, "B", "UserPromptSubmit", None, {"prompt": "B prompt 0", "n": {}})
+    nested = Event(
+        "uid-c", 3.0, "B", "Stop", None, {"x": {"uid": "inner"}, "last_assistant_message": "a"}
+    )
+    torn = '{"uid": "uid-a", "ts": 1.0, "session_id": "A", "kind": "User'
+    with open(layout.spool, "w") as fh:
+        fh.write(torn + whole.to_json() + "\n" + torn + nested.to_json() + "\n")
+    taken = spool.take(layout.spool)
+    assert taken is not None
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        report = spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
+    finally:
+        conn.close()
+    assert (report.recorded, report.rejected) == (2, 2)
+    assert _rejected(layout) == [torn, torn]
+    got = query(layout.transcript_db, "SELECT uid FROM events ORDER BY id")
+    assert got == [("uid-b",), ("uid-c",)]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"ts": "NaN"},
+        {"ts": float("inf")},
+        {"ts": [1]},
+        {"session_id": ["s"]},
+        {"kind": "Nope"},
+        {"uid": ""},
+        {"payload": {"n": float("nan")}},
+    ],
+)
+def test_unrecordable_spool_line_is_rejected_not_retried(
+    layout: Layout, bad: dict[str, Any]
+) -> None:
+    """A parseable line whose event can never be recorded goes to the rejected file at once;
+    the taken file is consumed and the valid events around it are recorded."""
+    good = [
+        Event(f"uid-{i}", 10.0 + i, "s", "UserPromptSubmit", None, {"prompt": f"p{i}"})
+        for i in range(2)
+    ]
+    line = json.loads(good[0].to_json()) | {"uid": "uid-bad"} | bad
+    with open(layout.spool, "w") as fh:
+        fh.write(good[0].to_json() + "\n" + json.dumps(line) + "\n" + good[1].to_json() + "\n")
+    taken = spool.take(layout.spool)
+    assert taken is not None
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        report = spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
+    finally:
+        conn.close()
+    assert (report.recorded, report.rejected) == (2, 1)
+    assert not os.path.exists(taken)
+    assert len(_rejected(layout)) == 1
+
+
+def test_nan_spool_line_never_halts_curation(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """One ``"ts": "NaN"`` line among spooled turns: the daemon curates every turn, sets the line
+    aside, and doctor exits non-zero naming it."""
+    env = daemon_env(layout, standin, WSD_BATCH_TURNS="3")
+    events = []
+    for i in range(9):
+        events += [_prompt("s", f"Task {i}: I prefer tabs in file {i}"), _stop("s", f"Done {i}.")]
+    _spool_through_locked_db(layout, env, events[:4])
+    bad = json.loads(Path(layout.spool).read_text().splitlines()[0]) | {"uid": "nan", "ts": "NaN"}
+    spool.append(layout.spool, json.dumps(bad))
+    _spool_through_locked_db(layout, env, events[4:])
+    with running_daemon(env, tmp_path / "wsd.log"):
+        assert wait_for(
+            lambda: scalar(layout.memory_db, "SELECT coalesce(sum(turns), 0) FROM batches") == 9,
+            timeout=30,
+        )
+    assert standin.requests, "the Bridge was never called"
+    assert len(_rejected(layout)) == 1 and '"NaN"' in _rejected(layout)[0]
+    doctor = wsd(env, "doctor", check=False)
+    assert doctor.returncode == 1 and "spool rejected: 1 line(s)" in doctor.stdout
