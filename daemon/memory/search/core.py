@@ -28,6 +28,10 @@ is kept because switching it off alone lowers recall on both development convers
 6. Learnings and turns are merged on scores normalised by the query's ideal score in each
    index, so neither crowds the other out by scale alone; turns count a little less, so for
    equally good matches the curated learning comes first.
+7. With the [semantic] extra, the daemon is asked (over its socket, while the words are
+   ranked here) for the memories nearest in meaning, and the two orders are merged by
+   reciprocal rank; without an answer in time, the words alone decide (search/fusion.py, with
+   the floor below which nothing is shown and the order of superseded learnings).
 """
 
 from __future__ import annotations
