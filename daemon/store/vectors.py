@@ -56,14 +56,6 @@ def use_model(store: Databases, model: str) -> bool:
     return True
 
 
-def epoch(store: Databases) -> str:
-    """Changes whenever the stored vectors start afresh (another model, a rebuilt memory.db):
-    a cache of them compares it before trusting what it holds."""
-    with store._memory(readonly=True) as m:
-        row = m.execute("SELECT value FROM meta WHERE key = ?", (_EPOCH_KEY,)).fetchone()
-    return str(row[0]) if row else ""
-
-
 def pending(store: Databases, limit: int) -> list[tuple[str, int, str]]:
     """Up to ``limit`` memories without a vector, learnings first, newest first."""
     out: list[tuple[str, int, str]] = []
@@ -123,28 +115,26 @@ def write(store: Databases, rows: Sequence[tuple[str, int, bytes]]) -> int:
     return written
 
 
-def extent(store: Databases, kind: str) -> tuple[int, int]:
-    """(how many vectors, the highest id) of one kind: what a cache compares itself with."""
-    table, key = _TABLE[kind]
+def newer(
+    store: Databases, after: dict[str, int]
+) -> tuple[str, dict[str, tuple[int, list[tuple[int, bytes]]]]]:
+    """What a cache of the vectors needs, in one read: the epoch (it changes whenever the
+    stored vectors start afresh: another model, a rebuilt memory.db), and per kind the
+    highest id and the (id, vector) rows above ``after[kind]``, in id order."""
+    out: dict[str, tuple[int, list[tuple[int, bytes]]]] = {}
     with store._memory(readonly=True) as m:
         if not _has_vectors(m):
-            return 0, 0
-        row = m.execute(f"SELECT count(*), coalesce(max({key}), 0) FROM {table}").fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
-
-
-def since(store: Databases, kind: str, after: int) -> list[tuple[int, bytes]]:
-    """(id, vector) of the vectors with an id above ``after``, in id order."""
-    table, key = _TABLE[kind]
-    with store._memory(readonly=True) as m:
-        if not _has_vectors(m):
-            return []
-        return [
-            (int(i), bytes(v))
-            for i, v in m.execute(
-                f"SELECT {key}, vector FROM {table} WHERE {key} > ? ORDER BY {key}", (after,)
+            return "", {kind: (0, []) for kind in KINDS}
+        row = m.execute("SELECT value FROM meta WHERE key = ?", (_EPOCH_KEY,)).fetchone()
+        for kind in KINDS:
+            table, key = _TABLE[kind]
+            (top,) = m.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone() or (0,)
+            rows = m.execute(
+                f"SELECT {key}, vector FROM {table} WHERE {key} > ? ORDER BY {key}",
+                (after.get(kind, 0),),
             )
-        ]
+            out[kind] = (int(top), [(int(i), bytes(v)) for i, v in rows])
+    return ("" if row is None else str(row[0])), out
 
 
 def fetch(

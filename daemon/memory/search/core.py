@@ -28,13 +28,18 @@ is kept because switching it off alone lowers recall on both development convers
 6. Learnings and turns are merged on scores normalised by the query's ideal score in each
    index, so neither crowds the other out by scale alone; turns count a little less, so for
    equally good matches the curated learning comes first.
+7. With the [semantic] extra, the daemon is asked (over its socket, while the words are
+   ranked here) for the memories nearest in meaning, and the two orders are merged by
+   reciprocal rank; without an answer in time, the words alone decide (search/fusion.py, with
+   the floor below which nothing is shown and the order of superseded learnings).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -121,17 +126,30 @@ def search_memory(
     if limit == 0 or not os.path.exists(path):
         return []
     text = clean_query(query).decode("utf-8", "replace")
-    # The semantic half, from the daemon (None: not running, no extra, too slow).
-    near = (
-        client.dense(_workspace(layout), text, type, since_ts, DENSE_K, semantic_timeout)
-        if semantic
-        else None
-    )
+    # The semantic half is asked of the daemon while the words are ranked here (None: not
+    # running, no extra, too slow).
+    answer: list[client.Dense | None] = [None]
+
+    def ask() -> None:
+        answer[0] = client.dense(
+            _workspace(layout), text, type, since_ts, DENSE_K, semantic_timeout
+        )
+
+    asking = threading.Thread(target=ask, daemon=True) if semantic else None
+    if asking is not None:
+        asking.start()
+
+    def near() -> client.Dense | None:
+        if asking is not None:
+            asking.join()
+        return answer[0]
+
     conn = schema.connect(path, "memory", readonly=True)
     try:
         return _Search(conn, type, since_ts).run(query, limit, near)
     finally:
         conn.close()
+        near()  # never leave the thread behind
 
 
 def _workspace(layout: Layout | str) -> Layout:
@@ -188,7 +206,7 @@ class _Search:
             args.append(since)
         self.filters: tuple[str, list[Any]] = (sql, args)
 
-    def run(self, query: object, limit: int, near: client.Dense | None = None) -> list[Hit]:
+    def run(self, query: object, limit: int, near: Callable[[], client.Dense | None]) -> list[Hit]:
         terms = analyze(self.tok, query)
         lexical: list[Candidate] = []
         weights: dict[str, float] = {}
@@ -205,7 +223,8 @@ class _Search:
                 for key, weight in state.weights.items():
                     weights[key] = max(weight, weights.get(key, 0.0))
         wanted = {spec.prefix for spec in self._indexes()}
-        dense = [h for h in near.hits if h[0] in wanted] if near is not None else None
+        answer = near()
+        dense = [h for h in answer.hits if h[0] in wanted] if answer is not None else None
         ranked = lineage(self.conn, fuse(order(lexical), dense), self.filters)
         return self._hits([c for c in ranked if not c.weak][:limit], weights)
 

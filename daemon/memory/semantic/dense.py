@@ -78,14 +78,15 @@ class DenseIndex:
 
     def refresh(self) -> None:
         """Take in the vectors stored since the last look (all of them the first time)."""
-        epoch = vectors.epoch(self.store)
-        for kind, bits in list(self.kinds.items()):
-            count, newest = vectors.extent(self.store, kind)
-            # Started afresh (a rebuild swapped in, another model), or rows deleted.
-            if epoch != self.epoch or newest < bits.last or count < len(bits.ids):
-                bits = self.kinds[kind] = _Bits()
-            bits.extend(vectors.since(self.store, kind, bits.last))
-        self.epoch = epoch
+        epoch, found = vectors.newer(self.store, {k: b.last for k, b in self.kinds.items()})
+        # Started afresh (a rebuild swapped in, another model): everything again. Deleted
+        # rows may stay here meanwhile: the exact pass reads only rows that still exist.
+        if epoch != self.epoch or any(top < self.kinds[k].last for k, (top, _) in found.items()):
+            self.epoch = epoch
+            self.kinds = {kind: _Bits() for kind in vectors.KINDS}
+            epoch, found = vectors.newer(self.store, {})
+        for kind, (_top, rows) in found.items():
+            self.kinds[kind].extend(rows)
 
     def search(
         self, query: str, type_: str | None, since: float | None, k: int
