@@ -94,32 +94,45 @@ def _nothing_lost(db: str, spool: str, turns: list[dict[str, Any]]) -> Check:
 
 
 def _assembled(db: str, turns: list[dict[str, Any]]) -> Check:
-    observations = _rows(
-        db, "SELECT id, user_message, tool_calls_json, agent_response FROM observations"
+    """Each turn sent is one observation (plus the addenda that amend it, for events that
+    came late to a turn already curated) with its prompt, its tool calls in order (calls
+    that came late as addenda in any order) and its answer."""
+    rows = _rows(
+        db, "SELECT id, user_message, tool_calls_json, agent_response, amends FROM observations"
     )
-    by_prompt: dict[str, list[tuple[Any, ...]]] = {}
-    for row in observations:
-        for mark in re.findall(r"(W\d+S\d+T\d+)P", str(row[1] or "")):
-            by_prompt.setdefault(mark, []).append(row)
-    wrong = []
+    groups: dict[int, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(int(row[4]) if row[4] is not None else int(row[0]), []).append(row)
+    by_prompt: dict[str, list[int]] = {}
+    for base, members in groups.items():
+        user = " ".join(str(m[1] or "") for m in members)
+        for mark in re.findall(r"(W\d+S\d+T\d+)P", user):
+            by_prompt.setdefault(mark, []).append(base)
+    wrong, via_addenda = [], 0
     for turn in turns:
-        rows = by_prompt.get(turn["mark"], [])
-        if len(rows) != 1:
-            wrong.append(f"{turn['mark']}: in {len(rows)} turns")
+        bases = by_prompt.get(turn["mark"], [])
+        if len(bases) != 1:
+            wrong.append(f"{turn['mark']}: in {len(bases)} turns")
             continue
-        _id, user, calls_json, answer = rows[0]
-        calls = json.loads(calls_json or "[]")
-        seen = [m for c in calls for m in re.findall(r"W\d+S\d+T\d+C\d+", json.dumps(c))[:1]]
-        if seen != turn["calls"]:
+        members = sorted(groups[bases[0]], key=lambda m: int(m[0]))
+        via_addenda += len(members) > 1
+        calls = [c for m in members for c in json.loads(m[2] or "[]")]
+        seen = [x for c in calls for x in re.findall(r"W\d+S\d+T\d+C\d+", json.dumps(c))[:1]]
+        in_order = seen == turn["calls"] or (
+            len(members) > 1 and sorted(seen) == sorted(turn["calls"])
+        )
+        answers = " ".join(str(m[3] or "") for m in members)
+        prompts = " ".join(str(m[1] or "") for m in members)
+        if not in_order:
             wrong.append(f"{turn['mark']}: tools {seen} != {turn['calls']}")
-        elif f"{turn['mark']}A" not in str(answer or ""):
+        elif f"{turn['mark']}A" not in answers:
             wrong.append(f"{turn['mark']}: answer missing")
-        elif len(re.findall(r"W\d+S\d+T\d+P", str(user))) != 1:
+        elif len(re.findall(r"W\d+S\d+T\d+P", prompts)) != 1:
             wrong.append(f"{turn['mark']}: prompt shares its turn")
     return Check(
         "every turn assembled exactly as sent (prompt, tools in order, answer)",
         not wrong,
-        f"{len(turns)} turns, {len(wrong)} wrong {wrong[:3]}",
+        f"{len(turns)} turns ({via_addenda} completed by addenda), {len(wrong)} wrong {wrong[:3]}",
     )
 
 
