@@ -296,8 +296,32 @@ def _join_or_split(
     if kind != "UserPromptSubmit" or not split:
         conn.execute("UPDATE events SET observation_id = ? WHERE id = ?", (obs_id, eid))
     fold(conn, obs_id, retime=bool(split))
+    _whole_turn_is_no_addendum(conn, obs_id)
     if refolded is not None:
         refolded.append(obs_id)
+
+
+def _whole_turn_is_no_addendum(conn: apsw.Connection, obs_id: int) -> None:
+    """An addendum that has gathered a prompt and a ``Stop`` of its own, all earlier than the
+    turn it amends, is a whole turn that came late (its prompt arrived before its other
+    events, and was placed by the next turn's events): it amends nothing.
+
+    Found by the soak: a session whose turns 1 and 2's prompt were spooled while turn 2's
+    tool call and Stop were written directly and curated; turn 1 was sent to the curator
+    as "the rest of turn 2".
+    """
+    (amends,) = one(conn, "SELECT amends FROM observations WHERE id = ?", (obs_id,))
+    if amends is None:
+        return
+    kinds = {m.kind for m in _members(conn, obs_id)}
+    if "UserPromptSubmit" not in kinds or "Stop" not in kinds:
+        return
+    (last,) = one(conn, "SELECT max(ts) FROM events WHERE observation_id = ?", (obs_id,))
+    (first_of_amended,) = one(
+        conn, "SELECT min(ts) FROM events WHERE observation_id = ?", (int(amends),)
+    )
+    if first_of_amended is None or float(last) < float(first_of_amended):
+        conn.execute("UPDATE observations SET amends = NULL WHERE id = ?", (obs_id,))
 
 
 def _split(conn: apsw.Connection, obs_id: int, moved: list[_Ev], prompt: int | None) -> None:

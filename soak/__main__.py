@@ -32,6 +32,9 @@ SETTINGS = {
     "WSD_OUTAGE_BACKOFF_MAX": "4",
     "WSD_WAKE_JUMP_SECONDS": "30",
     "WSD_DAILY_BUDGET_USD": "0",
+    # As deploy/bootstrap.sh installs it: without the [semantic] extra (the dev venv has it;
+    # its model alone would take the daemon past the 120 MB the soak holds it to).
+    "WSD_SEMANTIC": "false",
 }
 
 

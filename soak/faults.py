@@ -179,7 +179,14 @@ class Scheduler:
         self.record.hand_edits.append(line)
 
     def _second_run(self, _item: Planned) -> None:
-        """A second ``wsd run`` on the same workspace must refuse at once, not curate too."""
+        """A second ``wsd run`` on the same workspace must refuse at once, not curate too.
+
+        Only tried while the supervised daemon runs: with the first one dead (killed, not
+        yet restarted) the second rightly takes over, and the lock then refuses the restart.
+        """
+        state, pid = self.world.daemon()
+        if state != "RUNNING" or not pid:
+            return
         try:
             proc = subprocess.run(
                 [str(VENV / "bin" / "wsd"), "run"],

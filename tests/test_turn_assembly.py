@@ -334,3 +334,34 @@ def test_a_wholly_late_turn_is_a_turn_of_its_own_even_after_the_next_was_curated
     assert sorted(_turns(layout), key=str) == sorted(
         [("prompt 2", (), "answer 2", None), ("prompt 1", ("one",), "answer 1", None)], key=str
     )
+
+
+def test_a_late_turn_before_a_curated_turn_whose_prompt_is_late_too_amends_nothing(
+    layout: Layout,
+) -> None:
+    """Found by the soak: turn 1 and turn 2's prompt spooled, turn 2's tool call and Stop
+    written and curated meanwhile. Turn 1 comes in as a turn of its own (not "the rest of
+    turn 2"); only turn 2's prompt is an addendum to turn 2."""
+    t0 = time.time() - 60
+    conn = schema.connect(layout.transcript_db, "transcript")
+    record(conn, Event("t2", t0 + 5, "s", "PostToolUse", "Bash", {"tool_input": {"c": "two"}}))
+    record(conn, Event("s2", t0 + 6, "s", "Stop", None, {"last_assistant_message": "answer 2"}))
+    conn.close()
+    store = Store(layout)
+    store.claim_turns([1], t0 + 7)
+    store.mark_processed([1])
+    for event in (
+        Event("p1", t0 + 1, "s", "UserPromptSubmit", None, {"prompt": "prompt 1"}),
+        Event("t1", t0 + 2, "s", "PostToolUse", "Bash", {"tool_input": {"c": "one"}}),
+        Event("s1", t0 + 3, "s", "Stop", None, {"last_assistant_message": "answer 1"}),
+        Event("p2", t0 + 4, "s", "UserPromptSubmit", None, {"prompt": "prompt 2"}),
+    ):
+        store.record_event(event)
+    assert sorted(_turns(layout), key=str) == sorted(
+        [
+            (None, ("two",), "answer 2", None),
+            ("prompt 1", ("one",), "answer 1", None),
+            ("prompt 2", (), None, 1),
+        ],
+        key=str,
+    )
