@@ -302,25 +302,29 @@ def _join_or_split(
 
 
 def _whole_turn_is_no_addendum(conn: apsw.Connection, obs_id: int) -> None:
-    """An addendum that has gathered a prompt and a ``Stop`` of its own, all earlier than the
-    turn it amends, is a whole turn that came late (its prompt arrived before its other
-    events, and was placed by the next turn's events): it amends nothing.
+    """An addendum that has gathered a whole turn, its prompt first and its ``Stop`` last
+    with no other turn's event between them, is a turn that came late (its prompt arrived
+    before its other events, and was placed by a curated turn's events): it amends nothing.
 
-    Found by the soak: a session whose turns 1 and 2's prompt were spooled while turn 2's
-    tool call and Stop were written directly and curated; turn 1 was sent to the curator
-    as "the rest of turn 2".
+    Found by the soak: turns spooled while a later turn's events, written directly, were
+    folded and curated; each late whole turn was sent to the curator as "the rest of" that
+    later turn.
     """
     (amends,) = one(conn, "SELECT amends FROM observations WHERE id = ?", (obs_id,))
     if amends is None:
         return
-    kinds = {m.kind for m in _members(conn, obs_id)}
-    if "UserPromptSubmit" not in kinds or "Stop" not in kinds:
+    members = _members(conn, obs_id)
+    if len(members) < 2 or members[0].kind != "UserPromptSubmit" or members[-1].kind != "Stop":
         return
-    (last,) = one(conn, "SELECT max(ts) FROM events WHERE observation_id = ?", (obs_id,))
-    (first_of_amended,) = one(
-        conn, "SELECT min(ts) FROM events WHERE observation_id = ?", (int(amends),)
+    (session_id,) = one(conn, "SELECT session_id FROM observations WHERE id = ?", (obs_id,))
+    (between,) = one(
+        conn,
+        "SELECT count(*) FROM events WHERE session_id = ?1 AND observation_id != ?2"
+        f" AND kind IN {_TURN_SQL} AND (ts > ?3 OR (ts = ?3 AND id > ?4))"
+        " AND (ts < ?5 OR (ts = ?5 AND id < ?6))",
+        (session_id, obs_id, members[0].ts, members[0].id, members[-1].ts, members[-1].id),
     )
-    if first_of_amended is None or float(last) < float(first_of_amended):
+    if not between:
         conn.execute("UPDATE observations SET amends = NULL WHERE id = ?", (obs_id,))
 
 

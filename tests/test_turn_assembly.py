@@ -365,3 +365,39 @@ def test_a_late_turn_before_a_curated_turn_whose_prompt_is_late_too_amends_nothi
         ],
         key=str,
     )
+
+
+def test_whole_late_turns_inside_a_curated_turns_span_amend_nothing(layout: Layout) -> None:
+    """Found by the soak: turn 0's prompt and tool call folded, then turn 3's Stop (direct)
+    closed them and the turn was curated; turn 0's Stop, turns 1 and 2 whole and turn 3's
+    prompt came late. Turns 1 and 2 are turns of their own; turn 0's answer and turn 3's
+    prompt are addenda to the curated turn."""
+    t0 = time.time() - 60
+    conn = schema.connect(layout.transcript_db, "transcript")
+    record(conn, Event("p0", t0 + 1, "s", "UserPromptSubmit", None, {"prompt": "prompt 0"}))
+    record(conn, Event("c0", t0 + 2, "s", "PostToolUse", "Bash", {"tool_input": {"c": "zero"}}))
+    record(conn, Event("s3", t0 + 10, "s", "Stop", None, {"last_assistant_message": "answer 3"}))
+    conn.close()
+    store = Store(layout)
+    store.claim_turns([1], t0 + 11)
+    store.mark_processed([1])
+    for event in (
+        Event("s0", t0 + 3, "s", "Stop", None, {"last_assistant_message": "answer 0"}),
+        Event("p1", t0 + 4, "s", "UserPromptSubmit", None, {"prompt": "prompt 1"}),
+        Event("c1", t0 + 5, "s", "PostToolUse", "Bash", {"tool_input": {"c": "one"}}),
+        Event("s1", t0 + 6, "s", "Stop", None, {"last_assistant_message": "answer 1"}),
+        Event("p2", t0 + 7, "s", "UserPromptSubmit", None, {"prompt": "prompt 2"}),
+        Event("s2", t0 + 8, "s", "Stop", None, {"last_assistant_message": "answer 2"}),
+        Event("p3", t0 + 9, "s", "UserPromptSubmit", None, {"prompt": "prompt 3"}),
+    ):
+        store.record_event(event)
+    assert sorted(_turns(layout), key=str) == sorted(
+        [
+            ("prompt 0", ("zero",), "answer 3", None),
+            (None, (), "answer 0", 1),
+            ("prompt 1", ("one",), "answer 1", None),
+            ("prompt 2", (), "answer 2", None),
+            ("prompt 3", (), None, 1),
+        ],
+        key=str,
+    )

@@ -45,6 +45,10 @@ def package_version() -> str:
         return "unknown"
 
 
+#: Seconds a turn holding spooled events rests before it may be curated.
+LATE_SETTLE_SECONDS = 5.0
+
+
 class Step(StrEnum):
     """What one pass did."""
 
@@ -231,6 +235,13 @@ class Worker:
         if self._over_budget(now):
             return PassResult(Step.BUDGET)
         turns = self.store.pending_turns(self.config.batch_turns)
+        # A turn with spooled events waits LATE_SETTLE_SECONDS after its newest one: the rest
+        # of a spooled burst (an earlier Stop, whole earlier turns) is placed before it is
+        # claimed, not sent later as addenda to a mis-assembled turn (found by the soak).
+        settled = self.store.pending_turns(self.config.batch_turns, now - LATE_SETTLE_SECONDS)
+        if [t.id for t in settled] != [t.id for t in turns]:
+            self.status.update(state="idle")
+            return PassResult(Step.WAITING)
         covered = self.store.covered(self.identity, [t.id for t in turns])
         if covered:  # markers lagging behind the ledger (crash between the two commits)
             self.store.mark_processed(sorted(covered))

@@ -77,13 +77,23 @@ class Store(Revisions, Databases):
             identity = schema.identity(t)
         return Backlog(int(pending), oldest, last_activity, flush_upto, identity, int(last_turn))
 
-    def pending_turns(self, limit: int) -> list[Turn]:
-        """The oldest unprocessed turns, in id order."""
+    def pending_turns(self, limit: int, settled_before: float | None = None) -> list[Turn]:
+        """The oldest unprocessed turns, in id order; with ``settled_before``, a turn holding
+        a spooled event is left out until its newest event is older than that: the rest of
+        a burst spooled with it is then in (ingested and placed), not on its way."""
+        unsettled = (
+            ""
+            if settled_before is None
+            else " AND NOT (EXISTS (SELECT 1 FROM events e WHERE e.observation_id = o.id"
+            "  AND e.via = 'spool') AND (SELECT max(ts) FROM events e"
+            "  WHERE e.observation_id = o.id) >= ?2)"
+        )
         with self._transcript() as t:
             rows = schema.rows(
                 t,
-                f"SELECT {_TURN_COLS} FROM observations WHERE processed = 0 ORDER BY id LIMIT ?",
-                (limit,),
+                f"SELECT {_TURN_COLS} FROM observations o WHERE processed = 0{unsettled}"
+                " ORDER BY id LIMIT ?1",
+                (limit,) if settled_before is None else (limit, settled_before),
             )
         return [_turn(r) for r in rows]
 
