@@ -46,6 +46,8 @@ from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
 STALE = 60.0
+#: As the loop: a turn holding spooled events rests this long before it is curated.
+LATE_SETTLE_SECONDS = 5.0
 
 
 class RebuildError(Exception):
@@ -113,8 +115,10 @@ def _recurate(
     identity: str,
     say: Callable[[str], None],
 ) -> RebuildReport:
-    """Every turn through the loop's pipeline into the aside store."""
-    ids = built.turn_ids()
+    """Every turn through the loop's pipeline into the aside store. A turn still settling
+    (spooled events just in) is left to the daemon; each turn is claimed as it is read, so a
+    late event becomes an addendum instead of changing a turn the curator was already sent."""
+    ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
     report = RebuildReport(turns=len(ids))
     deploy = {name: memory_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
 
@@ -135,7 +139,7 @@ def _recurate(
     )
     done = 0
     for start in range(0, len(ids), config.batch_turns):
-        turns = built.turns_by_id(ids[start : start + config.batch_turns])
+        turns = built.claim_turns(ids[start : start + config.batch_turns], time.time())
         for batch in plan(turns, config.batch_chars):
             learnings, parked = report.learnings, report.parked
             try:

@@ -25,7 +25,7 @@ from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetec
 from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.md_sync import MdSync
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
-from wsd.daemon.curation.rebuild import pause_requested
+from wsd.daemon.curation.rebuild import LATE_SETTLE_SECONDS, pause_requested
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
@@ -43,10 +43,6 @@ def package_version() -> str:
         return version("workspace-daemon")
     except PackageNotFoundError:
         return "unknown"
-
-
-#: Seconds a turn holding spooled events rests before it may be curated.
-LATE_SETTLE_SECONDS = 5.0
 
 
 class Step(StrEnum):

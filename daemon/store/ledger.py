@@ -16,6 +16,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store import actions
 from wsd.daemon.store.base import Databases
+from wsd.daemon.store.flushes import Flushes
 from wsd.daemon.store.records import (
     AlreadyCovered,
     Backlog,
@@ -27,10 +28,10 @@ from wsd.daemon.store.records import (
     sha256,
 )
 from wsd.daemon.store.revisions import Revisions
-from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
+from wsd.schema.transcript import Event, close_stale_turns, record
 
 
-class Store(Revisions, Databases):
+class Store(Flushes, Revisions, Databases):
     """Both databases of one workspace: turns, the ledger, state, revisions, actions."""
 
     def migrate(self) -> dict[schema.Kind, tuple[int, int]]:
@@ -81,13 +82,7 @@ class Store(Revisions, Databases):
         """The oldest unprocessed turns, in id order; with ``settled_before``, a turn holding
         a spooled event is left out until its newest event is older than that: the rest of
         a burst spooled with it is then in (ingested and placed), not on its way."""
-        unsettled = (
-            ""
-            if settled_before is None
-            else " AND NOT (EXISTS (SELECT 1 FROM events e WHERE e.observation_id = o.id"
-            "  AND e.via = 'spool') AND (SELECT max(ts) FROM events e"
-            "  WHERE e.observation_id = o.id) >= ?2)"
-        )
+        unsettled = "" if settled_before is None else f" AND NOT {_SETTLING.format(n=2)}"
         with self._transcript() as t:
             rows = schema.rows(
                 t,
@@ -125,10 +120,16 @@ class Store(Revisions, Databases):
             )
         return [_turn(r) for r in rows]
 
-    def turn_ids(self) -> list[int]:
-        """Every turn's id, oldest first (``wsd rebuild`` re-curates them all)."""
+    def turn_ids(self, settled_before: float | None = None) -> list[int]:
+        """Every turn's id, oldest first (``wsd rebuild`` re-curates them all); with
+        ``settled_before``, a turn not curated yet that holds a spooled event newer than that
+        is left out (as :meth:`pending_turns` does: the daemon curates it once settled)."""
+        settling = f"processed = 0 AND {_SETTLING.format(n=1)}"
+        unsettled = "" if settled_before is None else f" WHERE NOT ({settling})"
+        args = () if settled_before is None else (settled_before,)
         with self._transcript() as t:
-            return [int(r[0]) for r in schema.rows(t, "SELECT id FROM observations ORDER BY id")]
+            rows = schema.rows(t, f"SELECT id FROM observations o{unsettled} ORDER BY id", args)
+        return [int(r[0]) for r in rows]
 
     def mark_processed(self, ids: Sequence[int]) -> None:
         with self._transcript() as t, schema.write_txn(t):
@@ -136,34 +137,6 @@ class Store(Revisions, Databases):
                 "UPDATE observations SET processed = 1"
                 " WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps(list(ids)),),
-            )
-
-    def request_flush(self, reason: str, now: float) -> int:
-        """Ask the loop to curate everything pending now (``wsd flush``); the request's id."""
-        with self._transcript() as t:
-            return request_flush(t, reason, now)
-
-    def flush_handled(self, flush_id: int) -> bool:
-        """Whether the loop has handled flush request ``flush_id`` (read-only)."""
-        return self.flush_outcome(flush_id)[0]
-
-    def flush_outcome(self, flush_id: int) -> tuple[bool, str | None]:
-        """(handled, what went wrong) of flush request ``flush_id`` (read-only)."""
-        with self._transcript(readonly=True) as t:
-            row = schema.first(
-                t, "SELECT handled_at, error FROM flush_requests WHERE id = ?", (flush_id,)
-            )
-        if row is None or row[0] is None:
-            return False, None
-        return True, None if row[1] is None else str(row[1])
-
-    def mark_flushes_handled(self, upto: int, now: float, error: str | None = None) -> None:
-        """Answer every open flush request up to ``upto``; ``error`` says what failed."""
-        with self._transcript() as t, schema.write_txn(t):
-            t.execute(
-                "UPDATE flush_requests SET handled_at = ?, error = ?"
-                " WHERE id <= ? AND handled_at IS NULL",
-                (now, error, upto),
             )
 
     def rederive_processed(self, identity: str) -> tuple[int, int]:
@@ -355,6 +328,11 @@ class Store(Revisions, Databases):
         return out
 
 
+#: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
+_SETTLING = (
+    "(EXISTS (SELECT 1 FROM events e WHERE e.observation_id = o.id AND e.via = 'spool')"
+    " AND (SELECT max(ts) FROM events e WHERE e.observation_id = o.id) >= ?{n})"
+)
 _TURN_COLS = (
     "id, session_id, sequence_num, timestamp, user_message, tool_calls_json, agent_response,"
     " closed_by, amends"
