@@ -39,7 +39,8 @@ SETTINGS = {
 
 
 class Samplers:
-    """The daemon's RSS every second, and ``wsd status`` against supervisord every ~10 s."""
+    """The daemon's RSS every second; ``wsd status`` (every ~10 s) and ``wsd doctor`` (every
+    ~30 s) against supervisord while the daemon runs undisturbed."""
 
     def __init__(self, world: World, scheduler: faults.Scheduler) -> None:
         self.world = world
@@ -47,6 +48,7 @@ class Samplers:
         self.rss_max_mb = 0.0
         self.lies: list[str] = []
         self.samples = 0
+        self.doctor_samples = 0
         self.stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -59,6 +61,7 @@ class Samplers:
 
     def _run(self) -> None:
         last: tuple[str, int | None, float] = ("", None, 0.0)
+        doctor_at = time.monotonic()
         while not self.stop.wait(1.0):
             state, pid = self.world.daemon()
             if pid:
@@ -72,6 +75,12 @@ class Samplers:
                 self.samples += 1
                 if status.get("daemon_running") is not True:
                     self.lies.append(f"pid {pid} RUNNING but status says {status}"[:200])
+                if now - doctor_at >= 30:
+                    doctor_at = now
+                    said = self.world.doctor_says("daemon")
+                    self.doctor_samples += 1
+                    if not said.startswith("ok ") and self.world.daemon() == (state, pid):
+                        self.lies.append(f"pid {pid} RUNNING but doctor says {said}"[:200])
             last = (state, pid, now)
 
 
@@ -100,6 +109,17 @@ def _drain(world: World, deadline: float) -> None:
                 return
         time.sleep(2)
     raise RuntimeError(f"the soak did not drain: {world.status()}")
+
+
+def _doctor_lies(world: World, record: faults.Record) -> list[str]:
+    """What ``wsd doctor`` got wrong: the daemon stopped but not reported so, or, once all is
+    drained and healthy, any problem reported (a false alarm)."""
+    lies = [f"daemon stopped but doctor says {s}" for s in record.doctor_stopped if "FAIL" not in s]
+    final = world.wsd("doctor", timeout=60)
+    if final.returncode != 0:
+        fails = [line for line in final.stdout.splitlines() if line.startswith("FAIL")]
+        lies.append(f"drained and healthy but doctor says {fails}"[:300])
+    return lies
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,9 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         scheduler.join()
         _drain(world, time.monotonic() + 900)
         samplers.join()
-        checks = invariants.check_all(
-            world, scheduler.record, root, samplers.rss_max_mb, samplers.lies
-        )
+        lies = samplers.lies + _doctor_lies(world, scheduler.record)
+        checks = invariants.check_all(world, scheduler.record, root, samplers.rss_max_mb, lies)
         ok = all(c.ok for c in checks)
         _report(seed, scheduler.record, samplers, checks, world)
     finally:
@@ -171,7 +190,10 @@ def _report(
         print(f"  {kind:<22} {count}")
     for error in record.errors[:5]:
         print(f"  (fault not applied: {error})")
-    print(f"Bridge requests {events}; status samples {samplers.samples}")
+    print(
+        f"Bridge requests {events}; status samples {samplers.samples}, doctor samples"
+        f" {samplers.doctor_samples} running + {len(record.doctor_stopped)} stopped + 1 drained"
+    )
     width = max(len(c.name) for c in checks)
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.name:<{width}}  {c.detail}")

@@ -33,8 +33,12 @@ KINDS = {
     "doctor_fix": 1,
     "hand_edit": 1,
     "second_run": 1,
+    "clock_jump": 2,
     "delete_memory_db": 0,  # once, placed by hand in the schedule
 }
+#: Wall-clock jumps of the daemon: forward (a VM thawed after a day, an hour, a minute) and
+#: back (an NTP step); each lasts the fault's seconds, then the clock is right again.
+CLOCK_JUMPS = ("+86400", "+3600", "+90", "-60", "-600")
 BRIDGE_MODES = ("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless")
 
 
@@ -59,6 +63,8 @@ def plan(seed: int, minutes: float, intensity: float) -> list[Planned]:
             break
         kind = rng.choice(kinds)
         detail = rng.choice(BRIDGE_MODES) if kind == "bridge" else ""
+        if kind == "clock_jump":
+            detail = rng.choice(CLOCK_JUMPS)
         out.append(Planned(t, kind, rng.uniform(1.0, 8.0), detail))
     out.append(Planned(end * rng.uniform(0.3, 0.7), "delete_memory_db", 0.0))
     out.append(Planned(end * rng.uniform(0.1, 0.9), "hand_edit", 0.0))
@@ -73,6 +79,8 @@ class Record:
     hand_edits: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     second_run_codes: list[int] = field(default_factory=list)
+    #: ``wsd doctor`` while the daemon was stopped: what it said of the daemon.
+    doctor_stopped: list[str] = field(default_factory=list)
 
 
 class Scheduler:
@@ -101,7 +109,7 @@ class Scheduler:
             if wait > 0 and self.stop.wait(wait):
                 return
             try:
-                if item.kind in ("freeze", "delete_memory_db", "kill9", "disk_full"):
+                if item.kind in ("freeze", "delete_memory_db", "kill9", "disk_full", "clock_jump"):
                     self.busy.set()
                 getattr(self, f"_{item.kind}")(item)
                 self.record.done[item.kind + (f":{item.detail}" if item.detail else "")] += 1
@@ -135,6 +143,13 @@ class Scheduler:
             resource.prlimit(pid, resource.RLIMIT_FSIZE, (4096, hard))
             time.sleep(item.seconds)
             resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))
+
+    def _clock_jump(self, item: Planned) -> None:
+        self.world.shift_clock(float(item.detail))
+        try:
+            time.sleep(item.seconds)
+        finally:
+            self.world.shift_clock(0.0)
 
     def _freeze(self, item: Planned) -> None:
         pid = self._pid()
@@ -201,6 +216,7 @@ class Scheduler:
 
     def _delete_memory_db(self, _item: Planned) -> None:
         self.world.ctl("stop", "wsd")
+        self.record.doctor_stopped.append(self.world.doctor_says("daemon"))
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.world.layout.memory_db + suffix)

@@ -66,7 +66,7 @@ def check_all(
             f"exit codes {record.second_run_codes}",
         ),
         Check(
-            "wsd status told the truth (sampled)",
+            "wsd status and wsd doctor told the truth (sampled)",
             not status_lies,
             f"{len(status_lies)} mismatch(es)" + (f": {status_lies[:3]}" if status_lies else ""),
         ),

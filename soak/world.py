@@ -109,8 +109,23 @@ class World:
                 "ANTHROPIC_BASE_URL": self.bridge.url,
                 "WSD_BRIDGE_TOKEN": "soak-sprite-token",
                 "WSD_LOG_FORMAT": "json",
+                # The clock seam (soak/clock/sitecustomize.py): only ``wsd run`` uses it.
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (str(REPO / "soak" / "clock"), os.environ.get("PYTHONPATH")) if p
+                ),
+                "SOAK_CLOCK_FILE": str(self.clock_file),
             }
         )
+
+    @property
+    def clock_file(self) -> Path:
+        """Seconds added to the daemon's wall clock (see soak/clock/sitecustomize.py)."""
+        return self.root / "clock-offset"
+
+    def shift_clock(self, seconds: float) -> None:
+        tmp = self.root / "clock-offset.tmp"
+        tmp.write_text(f"{seconds}\n", encoding="ascii")
+        os.replace(tmp, self.clock_file)
 
     def start(self) -> None:
         self.bridge.start()
@@ -172,6 +187,11 @@ class World:
             timeout=timeout,
             check=False,
         )
+
+    def doctor_says(self, check: str) -> str:
+        """``wsd doctor``'s line about ``check`` (``ok   daemon: ...`` or ``FAIL daemon: ...``)."""
+        out = self.wsd("doctor", timeout=60).stdout.splitlines()
+        return next((line for line in out if line[5:].startswith(check + ":")), f"no {check} line")
 
     def status(self) -> dict[str, Any]:
         out = self.wsd("status", "--json", timeout=60)

@@ -275,7 +275,7 @@ def test_reset_is_a_connection_error_not_a_timeout(
         ask(client)
     assert not isinstance(err.value, anthropic.APITimeoutError)
     assert "reset" in str(err.value.__cause__).lower()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10.0  # not the 60 s hang
     assert len(standin.requests) == 1  # the request was read (and recorded) before the RST
 
 
@@ -286,7 +286,7 @@ def test_hang_outlasts_the_client_timeout(standin: BridgeStandin) -> None:
         started = time.monotonic()
         with pytest.raises(anthropic.APITimeoutError):
             ask(c)
-        assert 0.4 < time.monotonic() - started < 3.0
+        assert 0.4 < time.monotonic() - started < 10.0  # the timeout, not a hang
 
 
 def test_stop_does_not_wait_for_a_hanging_request(standin: BridgeStandin) -> None:
@@ -310,7 +310,7 @@ def test_stop_does_not_wait_for_a_hanging_request(standin: BridgeStandin) -> Non
         time.sleep(0.01)
     started = time.monotonic()
     standin.stop()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10.0  # not the 60 s hang
     caller.join(5)
     assert not caller.is_alive()
     assert [type(e) for e in errors] == [anthropic.APIConnectionError]

@@ -196,6 +196,21 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
         assert _q(layout.transcript_db, "SELECT count(*) FROM observations") == [(3,)]
 
 
+def test_standalone_bootstrap_refuses_a_path_too_long_for_supervisords_socket(
+    tmp_path: Path,
+) -> None:
+    """wsd bootstrap --standalone under a path whose socket cannot bind exits 2 naming the
+    path and the limit, and creates nothing (supervisord would start and never listen)."""
+    root = tmp_path / ("deep-" * 20) / "ws"
+    root.mkdir(parents=True)
+    venv = str(Path(sys.executable).parent.parent)
+    args = ["--workspace", str(root), "bootstrap", "--version", "1.0", "--standalone"]
+    result = wsd(dict(os.environ), *args, "--venv", venv, check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "supervisor.sock" in result.stderr and "107" in result.stderr
+    assert list(root.iterdir()) == []
+
+
 def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
     """doctor fails on loose permissions, a damaged FTS index and a missing md file, warns of a
     hand edit not yet adopted; --fix heals all and adopts the edit (never reverts it)."""

@@ -22,7 +22,7 @@ from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store import aside
+from wsd.daemon.store import archive, aside
 from wsd.daemon.store.archive import import_lines
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import Layout
@@ -105,6 +105,54 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     assert len(store.open_actions()) == open_before
     assert ("Check the new scan",) in q(layout.memory_db, "SELECT content FROM pending_actions")
     assert q(layout.memory_db, "SELECT path FROM workspace_files") == [("documents/a.pdf",)]
+
+
+def test_what_people_do_during_a_rebuild_survives_the_swap(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A hand edit made (or adopted by a restarted daemon) mid-rebuild, a wsd import, a wsd
+    forget and a watcher action: all are in the swapped-in memory; no edit is reverted."""
+    curated(layout, standin)
+    store = Store(layout)
+    forgotten = q(layout.memory_db, "SELECT id, content FROM learnings ORDER BY id LIMIT 1")[0]
+    done: list[str] = []
+
+    lines: list[str] = []
+
+    def meanwhile(line: str) -> None:
+        lines.append(line)
+        if not line.startswith("batch 1:") or done:
+            return
+        done.append(line)
+        user = Path(layout.md("user.md"))
+        user.write_text(user.read_text() + "- Hand edit: my cat is called Rebuild\n")
+        context = Store(layout).latest_md().get("context.md", "")
+        store.add_revision("context.md", context + "- Adopted by a restarted daemon\n", "hand", 1.0)
+        import_lines(store, [json.dumps({"type": "fact", "content": "Imported midway"})])
+        assert archive.retract(store, int(forgotten[0]), time.time(), "test")
+        conn = apsw.Connection(layout.memory_db)
+        conn.execute(
+            "INSERT INTO pending_actions (created_at, updated_at, content, source,"
+            " dedup_key) VALUES (2, 2, 'Look at the new scan', 'watcher', 'w2')"
+        )
+        conn.close()
+
+    rebuild.rebuild(make_config(layout, standin, batch_turns=3), progress=meanwhile)
+    assert done and "kept your edits of user.md" in lines
+    latest = Store(layout).latest_md()
+    assert "my cat is called Rebuild" in latest["user.md"]
+    assert "my cat is called Rebuild" in Path(layout.md("user.md")).read_text()
+    assert "Adopted by a restarted daemon" in latest["context.md"]
+    assert "Adopted by a restarted daemon" in Path(layout.md("context.md")).read_text()
+    contents = [c for (c,) in q(layout.memory_db, "SELECT content FROM learnings")]
+    assert "Imported midway" in contents and forgotten[1] not in contents
+    assert q(layout.memory_db, "SELECT count(*) FROM retractions") == [(1,)]
+    assert ("Look at the new scan",) in q(layout.memory_db, "SELECT content FROM pending_actions")
+    assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
+    assert (
+        q(layout.memory_db, "INSERT INTO learnings_fts(learnings_fts) VALUES ('integrity-check')")
+        == []
+    )
 
 
 def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeStandin) -> None:

@@ -386,7 +386,7 @@ def test_transcript_writes_nudge_the_loop(layout: Layout) -> None:
         assert not nudge.wait(1.0), "a read woke the loop"
         with open(layout.spool, "a", encoding="utf-8") as fh:
             fh.write("{}\n")
-        assert nudge.wait(5.0), "a spool append did not wake the loop"
+        assert nudge.wait(30.0), "a spool append did not wake the loop"
 
 
 def test_inventory_rolls_up_within_the_line_limit() -> None:

@@ -13,7 +13,9 @@ How it stays safe next to a running daemon:
    transcript and a deterministic curator give the same learnings every time.
 3. What curation does not produce is carried over from the live database: imported learnings,
    non-curator actions and revisions, daemon state, the watcher's tables; the closed status of
-   curator actions (matched by their de-duplication key) too.
+   curator actions (matched by their de-duplication key) too. What the live database gains
+   while the rebuild runs (a person's edit of a file, ``wsd import``, ``wsd forget``) is
+   carried again right before the swap, on top of the rebuilt revisions.
 4. Only when complete is it copied over the live memory.db in one write transaction. Then the
    ``processed`` markers are re-derived from the new ledger, the md files are rewritten from
    the new revisions, and the pause file is removed. Any failure before the copy leaves the
@@ -93,6 +95,11 @@ def rebuild(
             from wsd.daemon.curation.embedding import Embedder
 
             Embedder(built, get_logger(component="rebuild")).run_to_end(say)
+        # A person's edit made while we ran is theirs to keep: recorded in the live memory
+        # first (as the daemon would), it is carried on top of the rebuilt revisions.
+        adopted = memory_files.adopt_hand_edits(layout, live, time.time())
+        if adopted:
+            say(f"kept your edits of {', '.join(adopted)}")
         aside.finish(built)
         say("swapping the rebuilt memory in")
         aside.swap(layout)

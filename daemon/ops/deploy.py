@@ -85,8 +85,10 @@ def bootstrap(
     """Bring a workspace to the deployed state; returns what changed (empty: nothing)."""
     if not version.strip() or "\n" in version.strip():
         raise DeployError(f"version {version!r}: expected one non-empty line")
-    changes = init_workspace(layout, templates=None)
     os_dir = Path(layout.os_dir)
+    if standalone:
+        _check_socket_path(os_dir / "run" / "supervisor.sock")
+    changes = init_workspace(layout, templates=None)
     for name in DEPLOY_FILES:
         source = templates / name
         try:
@@ -128,6 +130,22 @@ def bootstrap(
         changes += _reload_supervisor(os_dir, venv)
     _install(Path(layout.version_file), version.strip() + "\n", 0o600, changes)
     return changes
+
+
+#: The longest path a Unix socket may have on Linux (sun_path is 108 bytes with its NUL).
+MAX_SOCKET_PATH = 107
+
+
+def _check_socket_path(sock: Path) -> None:
+    """Refuse a workspace whose supervisord socket path is too long to bind: supervisord
+    then starts, logs nothing and never listens, and every supervisorctl call fails with a
+    bare ``<class 'socket.error'>`` (found by the soak under a deep pytest tmp folder)."""
+    size = len(os.fsencode(sock))
+    if size > MAX_SOCKET_PATH:
+        raise DeployError(
+            f"socket path {sock} is {size} bytes, longer than the {MAX_SOCKET_PATH} a Unix"
+            " socket allows: choose a shorter workspace path"
+        )
 
 
 def _reload_supervisor(os_dir: Path, venv: Path) -> list[str]:

@@ -160,6 +160,27 @@ def carry_uncurated(m: apsw.Connection) -> None:
     )
 
 
+def carry_late(m: apsw.Connection) -> None:
+    """Right before the swap: the non-curator actions opened in the live database since
+    :func:`carry_uncurated` ran, and the live status of those it carried."""
+    m.execute(
+        "UPDATE main.pending_actions AS a SET status = l.status, updated_at = l.updated_at"
+        " FROM live.pending_actions AS l WHERE a.source != 'curator' AND l.id = a.id"
+        " AND l.dedup_key = a.dedup_key AND l.updated_at > a.updated_at"
+    )
+    m.execute(
+        "INSERT INTO main.pending_actions (created_at, updated_at, content, priority, status,"
+        " source, dedup_key, batch_id, source_learning_id)"
+        " SELECT created_at, updated_at, content, priority, status, source, dedup_key,"
+        " batch_id, NULL FROM live.pending_actions AS l"
+        " WHERE source != 'curator' AND batch_id IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM main.pending_actions a WHERE a.dedup_key = l.dedup_key"
+        "   AND a.created_at = l.created_at)"
+        " AND (status != 'pending' OR NOT EXISTS (SELECT 1 FROM main.pending_actions a"
+        "   WHERE a.dedup_key = l.dedup_key AND a.status = 'pending')) ORDER BY id"
+    )
+
+
 def carry_closed_status(m: apsw.Connection) -> None:
     """Keep the agent's and operators' decisions: a curator action closed in the live
     database stays closed when curation produces it again."""

@@ -131,11 +131,44 @@ def open_aside(layout: Layout) -> Store:
     return aside
 
 
+#: What people and the CLI wrote to the live database while the rebuild ran (a hand edit
+#: the daemon adopted when it restarted, ``wsd import``, ``wsd forget``, ``wsd memory
+#: restore``, a watcher action): carried right before the swap. Found by the soak: a hand
+#: edit adopted mid-rebuild was lost at the swap and the rewritten file reverted it.
+LATE_CARRY_SQL = (
+    # Non-curator revisions not carried at the start, on top (fresh ids: the latest wins).
+    "INSERT INTO main.md_revisions (file, content, sha256, created_at, batch_id, source)"
+    " SELECT file, content, sha256, created_at, batch_id, source FROM live.md_revisions"
+    " WHERE source != 'curator' AND batch_id IS NULL AND id NOT IN"
+    " (SELECT id FROM main.md_revisions WHERE source != 'curator') ORDER BY id",
+    # Learnings imported meanwhile (the rebuild may have curated the same one: kept once).
+    "INSERT INTO main.learnings (created_at, session_id, type, content, content_key,"
+    " source_observation_id, confidence, batch_id, ref)"
+    " SELECT created_at, session_id, type, content, content_key, source_observation_id,"
+    " confidence, batch_id, ref FROM live.learnings WHERE batch_id IS NULL"
+    " AND content_key NOT IN (SELECT content_key FROM main.learnings) ORDER BY id",
+    # Forgotten meanwhile: recorded, and gone from the rebuilt learnings as wsd forget does.
+    "INSERT INTO main.retractions SELECT * FROM live.retractions"
+    " WHERE learning_id NOT IN (SELECT learning_id FROM main.retractions)",
+    "UPDATE main.learnings SET superseded_by = NULL, superseded_at = NULL"
+    " WHERE superseded_by IN (SELECT id FROM main.learnings"
+    "   WHERE content_key IN (SELECT content_key FROM main.retractions))",
+    "UPDATE main.pending_actions SET source_learning_id = NULL WHERE source_learning_id IN"
+    " (SELECT id FROM main.learnings WHERE content_key IN"
+    "   (SELECT content_key FROM main.retractions))",
+    "DELETE FROM main.learnings WHERE content_key IN (SELECT content_key FROM main.retractions)",
+)
+
+
 def finish(aside: Store) -> None:
-    """Carry the live closed status of curator actions and the watcher's rows again, and
-    leave no WAL behind (the swap follows at once)."""
+    """Carry what the live database gained meanwhile (:data:`LATE_CARRY_SQL`), the live
+    closed status of curator actions and the watcher's rows again, and leave no WAL behind
+    (the swap follows at once)."""
     with aside._memory() as m:
         with _attached(m, aside.layout.memory_db), schema.write_txn(m):
+            for sql in LATE_CARRY_SQL:
+                m.execute(sql)
+            actions.carry_late(m)
             actions.carry_closed_status(m)
             for sql in RECARRY_SQL:
                 m.execute(sql)
