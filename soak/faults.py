@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import apsw
+
 from soak.world import VENV, World
 
 #: Fault kinds and their weights in the draw.
@@ -79,6 +81,8 @@ class Record:
     hand_edits: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     second_run_codes: list[int] = field(default_factory=list)
+    #: Hand revisions in memory.db right before it was deleted (their adoption is checked).
+    hand_revisions_deleted: list[str] = field(default_factory=list)
     #: ``wsd doctor`` while the daemon was stopped: what it said of the daemon.
     doctor_stopped: list[str] = field(default_factory=list)
 
@@ -217,6 +221,16 @@ class Scheduler:
     def _delete_memory_db(self, _item: Planned) -> None:
         self.world.ctl("stop", "wsd")
         self.record.doctor_stopped.append(self.world.doctor_says("daemon"))
+        # The hand revisions go with the file: what was adopted so far is checked here.
+        conn = apsw.Connection(self.world.layout.memory_db, flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.set_busy_timeout(10_000)
+            self.record.hand_revisions_deleted += [
+                str(c)
+                for (c,) in conn.execute("SELECT content FROM md_revisions WHERE source = 'hand'")
+            ]
+        finally:
+            conn.close()
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.world.layout.memory_db + suffix)

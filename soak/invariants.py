@@ -193,6 +193,7 @@ def _md_files(world: World, record: Record) -> Check:
             layout.memory_db, "SELECT content FROM md_revisions WHERE source = 'hand'"
         )
     ]
+    hand += record.hand_revisions_deleted  # adopted, then deleted with memory.db by the soak
     for line in record.hand_edits:
         if not any(line in c for c in hand):
             problems.append(f"hand edit never adopted: {line[:40]}")

@@ -9,9 +9,11 @@ from structlog.testing import capture_logs
 
 from tests.conftest import flush, make_worker, write_turns
 from tests.conftest import query as q
+from tests.test_capture import prompt, stop, tool
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
 from wsd.daemon.store.ledger import Store
+from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 
 
@@ -88,3 +90,38 @@ def test_restart_clamps_a_backoff_stored_by_a_clock_that_ran_ahead(
     clocks.mono += 121
     clocks.wall += 121
     assert clocks.run(restarted) == "curated"
+
+
+def test_a_turn_open_across_a_thaw_is_not_closed_as_an_orphan(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A VM frozen for a day mid-turn: on the thaw the open turn is not closed as quiet (its
+    agent was frozen too); its Stop then completes it whole. Once the orphan timeout has
+    passed after the thaw, a turn that truly went quiet is closed as before."""
+    clocks = Clocks()
+    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=900))
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    cap.handle(prompt("s", "Rename the invoices folder"))
+    cap.handle(tool("s", "Bash", {"command": "mv invoices bills"}, ""))
+    clocks.run(worker)
+    clocks.wall += 86_400  # the thaw: the wall clock leaps, the monotonic one stood still
+    clocks.mono += 1
+    clocks.run(worker)
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations") == [(0,)]
+    cap.handle(tool("s", "Read", {"file_path": "bills/a.pdf"}, "ok"))
+    cap.handle(stop("s", "Renamed."))
+    clocks.run(worker)
+    assert q(
+        layout.transcript_db,
+        "SELECT count(DISTINCT observation_id), count(*) FROM events WHERE session_id = 's'",
+    ) == [(1, 4)]
+    cap.handle(prompt("t", "A prompt whose agent then crashed"))
+    clocks.run(worker)
+    clocks.wall += 901
+    clocks.mono += 901
+    clocks.run(worker)
+    assert q(
+        layout.transcript_db,
+        "SELECT count(*) FROM events WHERE session_id = 't' AND observation_id IS NOT NULL",
+    ) == [(1,)]
+    cap.close()

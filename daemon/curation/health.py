@@ -118,11 +118,14 @@ class WakeDetector:
     process: both clocks run on). Either way connections and deadlines may be stale.
     """
 
-    def __init__(self, jump_seconds: float) -> None:
+    def __init__(self, jump_seconds: float, remember_seconds: float = 900.0) -> None:
         self.jump = jump_seconds
+        self.remember = remember_seconds
         self._wall: float | None = None
         self._mono = 0.0
         self._expected = 0.0
+        #: (monotonic time seen, wall seconds unexplained by the monotonic clock) per jump.
+        self._jumps: list[tuple[float, float]] = []
 
     def expect_wait(self, seconds: float) -> None:
         """The loop is about to wait this long: not a sign of sleep."""
@@ -135,8 +138,21 @@ class WakeDetector:
             wall_gap, mono_gap = wall - self._wall, mono - self._mono
             if abs(wall_gap - mono_gap) > self.jump or mono_gap - self._expected > self.jump * 5:
                 woke = (wall_gap, mono_gap)
+                if abs(wall_gap - mono_gap) > self.jump:
+                    self._jumps.append((mono, wall_gap - mono_gap))
         self._wall, self._mono, self._expected = wall, mono, 0.0
         return woke
+
+    def suspended(self, mono: float) -> float:
+        """Wall seconds the machine spent suspended (or its clock stepped forward) within
+        the last ``remember_seconds`` of monotonic time, net of steps back; never below 0.
+
+        Why: a VM frozen mid-turn freezes its agent too, so on the thaw the open turn looks
+        hours quiet although its agent is about to carry on; the loop adds this to its
+        orphan timeout (found by the soak: each forward jump closed every open turn, and
+        their remaining tool calls became turns of their own)."""
+        self._jumps = [(m, s) for m, s in self._jumps if mono - m <= self.remember]
+        return max(0.0, sum(s for _, s in self._jumps))
 
 
 class MemoryShedder:

@@ -102,7 +102,7 @@ class Worker:
         self.backoff = Backoff(  # through self: a test may swap the monotonic clock
             store, config.outage_backoff, config.outage_backoff_max, lambda: self.monotonic()
         )
-        self.wake = WakeDetector(config.wake_jump_seconds)
+        self.wake = WakeDetector(config.wake_jump_seconds, config.orphan_seconds)
         self._indexed_upto = -1  # newest turn id known to be in the search index
         self._started = False
         self.stop_reason = "stop requested"
@@ -202,7 +202,8 @@ class Worker:
             self.request_stop("version changed")
             return PassResult(Step.VERSION_CHANGED)
         self.intake.run(self.identity)
-        closed = self.store.close_stale_turns(now - self.config.orphan_seconds)
+        quiet = self.config.orphan_seconds + self.wake.suspended(self.monotonic())
+        closed = self.store.close_stale_turns(now - quiet)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
         backlog = self.store.backlog()
