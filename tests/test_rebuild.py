@@ -155,6 +155,29 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
     )
 
 
+def test_a_rebuild_counts_its_spend_and_keeps_the_days_spend_for_the_daily_cap(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """After a rebuild of turns from three days ago, today's spend for the daily cap is what
+    the replaced batches cost plus what the rebuild's calls cost, not the rebuilt ledger's
+    old-dated batches (which would reset the day's spend to 0)."""
+    curated(layout, standin)
+    today = time.time() // 86400 * 86400
+    before = Store(layout).spent_since(today)
+    assert before > 0
+    conn = apsw.Connection(layout.transcript_db)
+    conn.execute("UPDATE observations SET timestamp = timestamp - 3 * 86400")
+    conn.close()
+    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    ((rebuilt, newest),) = q(
+        layout.memory_db, "SELECT sum(cost_usd), max(finished_at) FROM batches"
+    )
+    assert rebuilt > 0 and newest < today
+    assert Store(layout).spent_since(today) == pytest.approx(before + rebuilt)
+    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    assert Store(layout).spent_since(today) == pytest.approx(before + 2 * rebuilt)
+
+
 def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeStandin) -> None:
     """A Bridge outage mid-rebuild raises; the live memory, files and markers are unchanged."""
     curated(layout, standin)

@@ -201,10 +201,14 @@ class Store(Flushes, Revisions, Databases):
         return {int(r[0]) for r in rows}
 
     def spent_since(self, since: float) -> float:
-        """What the curator calls finished since ``since`` cost, in USD (the daily cap)."""
+        """What the curator calls finished since ``since`` cost, in USD (the daily cap):
+        the batches, and the spend no batch here carries (see ``spend_elsewhere``)."""
         with self._memory() as m:
             (spent,) = schema.one(
-                m, "SELECT coalesce(sum(cost_usd), 0) FROM batches WHERE finished_at >= ?", (since,)
+                m,
+                "SELECT (SELECT coalesce(sum(cost_usd), 0) FROM batches WHERE finished_at >= ?)"
+                " + (SELECT coalesce(sum(usd), 0) FROM spend_elsewhere WHERE at >= ?)",
+                (since, since),
             )
         return float(spent)
 
