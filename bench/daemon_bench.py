@@ -95,6 +95,7 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
                 batch_turns=batch_turns,
                 watch=False,
                 request_timeout=30.0,
+                daily_budget_usd=0.0,  # off: 10,000 turns cost more than the default $1 a day
             )
             stop = threading.Event()
             worker = Worker(config, Store(layout), BridgeClient(config, stop), stop)
