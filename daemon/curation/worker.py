@@ -105,6 +105,7 @@ class Worker:
         self.wake = WakeDetector(config.wake_jump_seconds, config.orphan_seconds)
         self._indexed_upto = -1  # newest turn id known to be in the search index
         self._started = False
+        self._started_wall = 0.0  # wall clock at start (orphans: see _close_orphans)
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
         self.md = MdSync(store, self.status, self.log, clock)
@@ -133,6 +134,7 @@ class Worker:
         self._check_identity()
         self.md.repair()
         self.backoff.load(self.clock())
+        self._started_wall = self.clock()
         self._started = True
         self.status.update(state="running", version=self.version, force=True)
 
@@ -202,8 +204,7 @@ class Worker:
             self.request_stop("version changed")
             return PassResult(Step.VERSION_CHANGED)
         self.intake.run(self.identity)
-        quiet = self.config.orphan_seconds + self.wake.suspended(self.monotonic())
-        closed = self.store.close_stale_turns(now - quiet)
+        closed = self._close_orphans(now)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
         backlog = self.store.backlog()
@@ -389,6 +390,17 @@ class Worker:
                 suppressed=suppressed,
                 exc_info=suppressed == 0,
             )
+
+    def _close_orphans(self, now: float) -> list[int]:
+        """Close turns quiet for the orphan timeout, counting only quiet this process has
+        watched: the wall seconds a wake leapt do not count, and a turn open when the daemon
+        started waits a full timeout after the start (found by the soak: a daemon restarted
+        during a clock leap closed every open turn at once, its first reading being the
+        leapt clock)."""
+        leapt = self.wake.suspended(self.monotonic())
+        if now - leapt - self._started_wall < self.config.orphan_seconds:
+            return []
+        return self.store.close_stale_turns(now - self.config.orphan_seconds - leapt)
 
     def _detect_wake(self, now: float) -> None:
         """On a wake: log it once, drop the HTTP client, end any backoff, rescan (callbacks)."""
