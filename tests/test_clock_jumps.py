@@ -125,3 +125,22 @@ def test_a_turn_open_across_a_thaw_is_not_closed_as_an_orphan(
         "SELECT count(*) FROM events WHERE session_id = 't' AND observation_id IS NOT NULL",
     ) == [(1,)]
     cap.close()
+
+
+def test_a_daemon_started_on_a_leapt_clock_waits_a_full_timeout_before_closing(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A daemon (re)started when its clock already reads a day ahead of the open turn's last
+    event does not close it at once: only after one orphan timeout of its own watching."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    cap.handle(prompt("s", "Sort the receipts"))
+    cap.close()
+    clocks = Clocks()
+    clocks.wall += 86_400
+    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=900))
+    clocks.run(worker)
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations") == [(0,)]
+    clocks.wall += 901
+    clocks.mono += 901
+    clocks.run(worker)
+    assert q(layout.transcript_db, "SELECT closed_by FROM observations") == [("quiet",)]
