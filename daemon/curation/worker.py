@@ -135,6 +135,9 @@ class Worker:
         self.md.repair()
         self.backoff.load(self.clock())
         self._started_wall = self.clock()
+        # The wake detector's first reading: a leap between start-up and the first pass is
+        # then a wake like any other (found by the soak: one there closed every open turn).
+        self.wake.check(self._started_wall, self.monotonic())
         self._started = True
         self.status.update(state="running", version=self.version, force=True)
 
