@@ -144,3 +144,20 @@ def test_a_daemon_started_on_a_leapt_clock_waits_a_full_timeout_before_closing(
     clocks.mono += 901
     clocks.run(worker)
     assert q(layout.transcript_db, "SELECT closed_by FROM observations") == [("quiet",)]
+
+
+def test_a_leap_between_start_up_and_the_first_pass_is_a_wake(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """The clock leaps a day after start-up but before the first pass: a wake, so an open
+    turn is not closed as quiet on that pass."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    cap.handle(prompt("s", "Sort the receipts"))
+    cap.close()
+    clocks = Clocks()
+    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=900))
+    worker.start()
+    clocks.wall += 86_400
+    clocks.mono += 1
+    clocks.run(worker)
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations") == [(0,)]
