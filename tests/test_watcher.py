@@ -16,10 +16,12 @@ from pathlib import Path
 
 import apsw
 import pytest
+from watchfiles import Change
 
 from wsd.daemon.memory import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.workspace.inventory import is_noise, render_inventory
+from wsd.daemon.workspace.producers import is_write
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings
 from wsd.schema.layout import Layout
 
@@ -387,6 +389,21 @@ def test_transcript_writes_nudge_the_loop(layout: Layout) -> None:
         with open(layout.spool, "a", encoding="utf-8") as fh:
             fh.write("{}\n")
         assert nudge.wait(30.0), "a spool append did not wake the loop"
+
+
+def test_a_wal_reported_only_as_added_counts_as_a_write_once_it_holds_data(
+    layout: Layout,
+) -> None:
+    """watchfiles folds "created then written" into one "added": a WAL with frames is a write,
+    an empty one (a reader's open) or a vanished one is not."""
+    wal = layout.transcript_db + "-wal"
+    Path(wal).write_bytes(b"")
+    assert not is_write(Change.added, wal)
+    Path(wal).write_bytes(b"x" * 32)
+    assert is_write(Change.added, wal) and is_write(Change.modified, wal)
+    os.unlink(wal)
+    assert not is_write(Change.added, wal)
+    assert not is_write(Change.added, layout.md("files.md"))
 
 
 def test_inventory_rolls_up_within_the_line_limit() -> None:

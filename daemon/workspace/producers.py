@@ -36,13 +36,23 @@ def is_write(kind: object, path: str) -> bool:
     """A change that means someone wrote: a database file modified, the spool appended.
 
     Opening and closing a connection creates and deletes the WAL file (and the
-    checkpoint-on-close of an empty WAL writes nothing), so only modifications
-    of the database files count: a read-only pass never wakes anyone again.
+    checkpoint-on-close of an empty WAL writes nothing), so a read-only pass must
+    never wake anyone: a modification counts, and so does an "added" file that
+    already holds data, because watchfiles reports a file created and written in
+    one debounce window as added only (a hook's first write after the daemon's
+    connections closed the WAL arrived like that: the canvas mirror then waited
+    for its 30 s safety poll, seen 2 runs in 40 under load).
     """
     name = os.path.basename(path)
     if name == "spool.jsonl":
         return kind != Change.deleted
-    return name in TRANSCRIPT_FILES and kind == Change.modified
+    if name not in TRANSCRIPT_FILES:
+        return False
+    if kind == Change.added:
+        with contextlib.suppress(OSError):
+            return os.lstat(path).st_size > 0
+        return False
+    return kind == Change.modified
 
 
 def watch_limit() -> int | None:
