@@ -22,13 +22,13 @@ import time
 
 import apsw
 
+from wsd.schema.layout import INGESTING_SUFFIX
 from wsd.schema.transcript import Event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-INGESTING_SUFFIX = ".ingesting"
 REJECTED_NAME = "spool.rejected.jsonl"
 #: How every spool line starts (Event.to_json): where a whole event may begin in a torn line.
 _EVENT_START = '{"uid":'

@@ -155,6 +155,65 @@ def test_any_spooled_events_join_their_own_turns(tmp_path: Path) -> None:
                       " WHERE observation_id IS NULL") == 0, (seed, sorted(spooled))  # fmt: skip
 
 
+def test_a_hook_follows_the_spool_while_spooled_events_wait(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """The soak's case: turn 0's Stop, turn 1 and turn 2's prompt spooled, then the lock goes;
+    turn 2's tool call and Stop spool too (not written past them into turn 0), so every turn
+    reaches the curator whole, once, with nothing left over as an addendum."""
+    config = CaptureConfig(workspace=layout.root, busy_timeout_ms=5)
+    cap = Capture(config)
+    t0 = time.time() - 60
+    steps = [
+        _prompt("s", "prompt 0"),
+        _stop("s", "answer 0"),
+        _prompt("s", "prompt 1"),
+        _tool("s", "ls one"),
+        _stop("s", "answer 1"),
+        _prompt("s", "prompt 2"),
+        _tool("s", "ls two"),
+        _stop("s", "answer 2"),
+    ]
+    events = [build_event(data, config, now=t0 + i) for i, data in enumerate(steps)]
+    assert cap.write(events[0]) == "written"  # type: ignore[arg-type]
+    blocker = schema.connect(layout.transcript_db, "transcript")
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        assert [cap.write(e) for e in events[1:6]] == ["spooled"] * 5  # type: ignore[arg-type]
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert [cap.write(e) for e in events[6:]] == ["spooled"] * 2  # type: ignore[arg-type]
+    cap.close()
+    flush(layout)
+    drain(make_worker(layout, standin, batch_turns=10))
+    assert _turns(layout) == [
+        ("prompt 0", (), "answer 0", None),
+        ("prompt 1", ("ls one",), "answer 1", None),
+        ("prompt 2", ("ls two",), "answer 2", None),
+    ]
+    covered = query(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns GROUP BY 1")
+    assert covered == [(1, 1), (2, 1), (3, 1)]
+
+
+def test_a_taken_spool_still_ingesting_diverts_hooks_and_an_empty_one_does_not(
+    layout: Layout,
+) -> None:
+    """While the daemon ingests a taken spool file a hook spools (its events come after);
+    an empty spool left by a failed append never diverts anything."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    Path(layout.spool).write_text("")
+    assert cap.handle(_prompt("s", "prompt 0")) == "written"
+    spool.append(layout.spool, "{}")
+    taken = spool.take(layout.spool)
+    assert taken is not None and not os.path.exists(layout.spool)
+    assert cap.handle(_prompt("s", "prompt 1")) == "spooled"
+    os.unlink(taken)
+    os.unlink(layout.spool)
+    assert cap.handle(_prompt("s", "prompt 2")) == "written"
+    cap.close()
+
+
 def test_late_answer_of_a_curated_turn_is_an_addendum_the_next_batch_carries(
     layout: Layout, standin: BridgeStandin
 ) -> None:
