@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from wsd.daemon.curation.bridge import sdk_loaded
 from wsd.daemon.memory.semantic import model_loaded
+from wsd.daemon.runtime.config import DEFAULT_ORPHAN_SECONDS
 from wsd.daemon.runtime.signals import STOP_SIGNALS
 from wsd.daemon.store.ledger import Store
 
@@ -118,7 +119,9 @@ class WakeDetector:
     process: both clocks run on). Either way connections and deadlines may be stale.
     """
 
-    def __init__(self, jump_seconds: float, remember_seconds: float = 900.0) -> None:
+    def __init__(
+        self, jump_seconds: float, remember_seconds: float = DEFAULT_ORPHAN_SECONDS
+    ) -> None:
         self.jump = jump_seconds
         self.remember = remember_seconds
         self._wall: float | None = None

@@ -38,6 +38,17 @@ def address(path: str) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
 
 
+def read_line(sock: socket.socket, cap: int) -> bytes:
+    """Read until a newline ends the data, the peer closes, or ``cap`` bytes are in."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < cap:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 @dataclass(frozen=True)
 class Dense:
     """The daemon's answer: (kind ``L``/``T``, id, cosine) nearest first."""
@@ -65,12 +76,7 @@ def dense(
             sock.settimeout(TIMEOUT if timeout is None else timeout)
             sock.connect(target)
             sock.sendall(request.encode("utf-8", "replace"))
-            data = b""
-            while not data.endswith(b"\n") and len(data) < MAX_REPLY:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_line(sock, MAX_REPLY)
         reply = json.loads(data)
         hits = [(str(kind), int(i), float(cos)) for kind, i, cos in reply["hits"]]
         return Dense(hits, str(reply.get("model", "")))

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wsd.daemon.memory.semantic import MODEL_ID
-from wsd.daemon.memory.semantic.client import address, socket_path
+from wsd.daemon.memory.semantic.client import address, read_line, socket_path
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.runtime.signals import background
 from wsd.daemon.store.base import Databases
@@ -85,12 +85,7 @@ class SemanticServer:
 
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(READ_TIMEOUT)
-        data = b""
-        while not data.endswith(b"\n") and len(data) < MAX_REQUEST:
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_line(conn, MAX_REQUEST)
         try:
             reply = {"model": MODEL_ID, "hits": self.search(json.loads(data))}
         except (ValueError, TypeError, KeyError) as exc:
