@@ -155,3 +155,24 @@ def test_nan_spool_line_never_halts_curation(
     assert len(_rejected(layout)) == 1 and '"NaN"' in _rejected(layout)[0]
     doctor = wsd(env, "doctor", check=False)
     assert doctor.returncode == 1 and "spool rejected: 1 line(s)" in doctor.stdout
+
+
+def test_doctor_names_a_spool_the_daemon_leaves_waiting(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A live spool whose first event is older than the stuck limit, and a taken file left
+    that long, each make doctor fail naming it; a fresh spool does not."""
+    env = daemon_env(layout, standin)
+    _spool_through_locked_db(layout, env, [_prompt("s", "prompt 0")])
+    assert "spool stuck" not in wsd(env, "doctor", check=False).stdout
+    old = json.loads(Path(layout.spool).read_text()) | {"uid": "old", "ts": 1000.0}
+    Path(layout.spool).write_text(json.dumps(old) + "\n")
+    doctor = wsd(env, "doctor", check=False)
+    assert doctor.returncode == 1
+    assert "spool stuck: spool.jsonl holds events waiting" in doctor.stdout
+    taken = spool.take(layout.spool)
+    assert taken is not None
+    os.utime(taken, (1000.0, 1000.0))
+    doctor = wsd(env, "doctor", check=False)
+    assert doctor.returncode == 1
+    assert f"spool stuck: {os.path.basename(taken)} not ingested" in doctor.stdout

@@ -9,13 +9,15 @@ write that keeps failing, a lock another process holds, a rebuild's leftovers.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import stat
 import time
 from typing import Protocol
 
 from wsd.daemon.runtime import instance
-from wsd.daemon.runtime.fsio import kind_of
+from wsd.daemon.runtime.fsio import kind_of, read_regular
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store import aside
 from wsd.daemon.store.ledger import Store
@@ -53,6 +55,17 @@ def spool_damage(doctor: Reporter) -> None:
             " re-feed what is worth keeping, then move the file away",
         )
     now = time.time()
+    oldest = _oldest_spooled(doctor.layout.spool)
+    if oldest is not None and now - oldest > STUCK_SPOOL_SECONDS:
+        # Hooks spool every event while the spool waits (to keep each session's order), so a
+        # spool the daemon never takes holds back everything captured since.
+        doctor.add(
+            "fail",
+            "spool stuck",
+            f"spool.jsonl holds events waiting {now - oldest:.0f}s that the daemon has not"
+            " taken (is it running? see pass_failed in its log); until it does, hooks spool"
+            " every new event",
+        )
     for taken in spool.pending_files(doctor.layout.spool):
         try:
             age = now - os.stat(taken).st_mtime
@@ -65,6 +78,24 @@ def spool_damage(doctor: Reporter) -> None:
                 f"{os.path.basename(taken)} not ingested after {age:.0f}s"
                 " (see pass_failed in the daemon's log)",
             )
+
+
+def _oldest_spooled(path: str) -> float | None:
+    """When the live spool's first event happened (its file's mtime if that line is torn);
+    None when nothing waits. Reads at most the first 64 kB, never follows a link."""
+    try:
+        head = read_regular(path, 1 << 16, head=True)
+        modified = os.stat(path, follow_symlinks=False).st_mtime
+    except OSError:  # nothing there, or not a regular file (the daemon refuses it too)
+        return None
+    if not head.strip():
+        return None
+    first = head.split(b"\n", 1)[0]
+    with contextlib.suppress(ValueError, TypeError, KeyError, RecursionError):
+        when = float(json.loads(first)["ts"])
+        if math.isfinite(when):
+            return min(when, modified)
+    return modified
 
 
 def special_files(doctor: Reporter) -> None:
