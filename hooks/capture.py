@@ -285,8 +285,6 @@ class Capture:
         if problem is not None:  # nothing is created outside a workspace, not even a spool
             _warn(f"event not captured: {problem}")
             return "refused"
-        if self.layout.spool_waiting():
-            return self._spool(event, None)
         try:
             conn = self._connection()
             try:
@@ -296,17 +294,12 @@ class Capture:
                     self._close()
         except (apsw.Error, OSError, schema.SchemaError) as exc:
             self._close()
-            return self._spool(event, exc)
+            from wsd.hooks import spool  # only now: most hook runs never spool
 
-    def _spool(self, event: Event, exc: BaseException | None) -> str:
-        """Append ``event`` to the spool: the database failed (``exc``) or spooled events wait."""
-        from wsd.hooks import spool  # only now: most hook runs never spool
-
-        os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
-        spool.append(self.layout.spool, event.to_json())
-        if exc is not None:  # following the spool is routine, not worth a warning
+            os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
+            spool.append(self.layout.spool, event.to_json())
             _warn(f"transcript.db unavailable ({type(exc).__name__}: {exc}); event spooled")
-        return "spooled"
+            return "spooled"
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:

@@ -16,19 +16,20 @@ transient failure (the database busy, the disk full) leaves the file for the nex
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
 
 import apsw
 
-from wsd.schema.layout import INGESTING_SUFFIX
 from wsd.schema.transcript import Event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+INGESTING_SUFFIX = ".ingesting"
 REJECTED_NAME = "spool.rejected.jsonl"
 #: How every spool line starts (Event.to_json): where a whole event may begin in a torn line.
 _EVENT_START = '{"uid":'
@@ -143,6 +144,14 @@ def pending_files(path: str) -> list[str]:
         for n in names
         if n.startswith(base + ".") and n.endswith(INGESTING_SUFFIX)
     )
+
+
+def waiting(path: str) -> bool:
+    """True while spooled events wait to be recorded: in the spool or a taken part of it."""
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_size > 0:  # a failed append can leave it empty
+            return True
+    return bool(pending_files(path))
 
 
 def ingest_file(

@@ -13,9 +13,6 @@ DEFAULT_WORKSPACE = "/workspace"
 CURATED_FILES = ("tools.md", "files.md", "user.md", "context.md")
 DEPLOY_FILES = ("soul.md", "os.md")
 USER_FOLDERS = ("documents", "ocr", "extractions", "artifacts")
-SPOOL_NAME = "spool.jsonl"
-#: A spool file the daemon took for ingestion is renamed ``spool.jsonl.<ns>.ingesting``.
-INGESTING_SUFFIX = ".ingesting"
 
 
 class Layout:
@@ -58,30 +55,7 @@ class Layout:
     @property
     def spool(self) -> str:
         """Append-only JSON lines of events that could not be written in time."""
-        return os.path.join(self.memory_dir, SPOOL_NAME)
-
-    def spool_waiting(self) -> bool:
-        """True while spooled events wait to be recorded: in the spool or a taken part of it.
-
-        A hook then spools too, so one session's events reach transcript.db in the order
-        they happened: a direct write that overtook its session's spooled events once joined
-        an earlier open turn whose Stop was still in the spool (found by the soak). One
-        ``listdir`` of ``.os/memory/`` (a few dozen names), cheap beside the write itself.
-        """
-        try:
-            names = os.listdir(self.memory_dir)
-        except OSError:
-            return False
-        for name in names:
-            if name == SPOOL_NAME:
-                try:
-                    if os.stat(self.spool).st_size > 0:  # a failed append can leave it empty
-                        return True
-                except OSError:
-                    pass
-            elif name.startswith(SPOOL_NAME + ".") and name.endswith(INGESTING_SUFFIX):
-                return True
-        return False
+        return os.path.join(self.memory_dir, "spool.jsonl")
 
     @property
     def version_file(self) -> str:

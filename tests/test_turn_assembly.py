@@ -20,6 +20,7 @@ from tests.conftest import (
     daemon_env,
     drain,
     flush,
+    make_config,
     make_worker,
     query,
     running_daemon,
@@ -29,6 +30,7 @@ from tests.conftest import (
 )
 from tests.test_spool_damage import _hook, _prompt, _spool_through_locked_db, _stop
 from wsd import schema
+from wsd.daemon.curation import rebuild
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.ledger import Store
 from wsd.hooks import spool
@@ -155,14 +157,11 @@ def test_any_spooled_events_join_their_own_turns(tmp_path: Path) -> None:
                       " WHERE observation_id IS NULL") == 0, (seed, sorted(spooled))  # fmt: skip
 
 
-def test_a_hook_follows_the_spool_while_spooled_events_wait(
-    layout: Layout, standin: BridgeStandin
-) -> None:
-    """The soak's case: turn 0's Stop, turn 1 and turn 2's prompt spooled, then the lock goes;
-    turn 2's tool call and Stop spool too (not written past them into turn 0), so every turn
-    reaches the curator whole, once, with nothing left over as an addendum."""
-    config = CaptureConfig(workspace=layout.root, busy_timeout_ms=5)
-    cap = Capture(config)
+def _split_session(layout: Layout) -> list[Event]:
+    """The soak's case, half written: turn 0's prompt and turn 2's tool call and Stop were
+    written directly (so they joined turn 0 and closed it); the events between them
+    (turn 0's Stop, turn 1, turn 2's prompt) were spooled and are returned, in order."""
+    config = CaptureConfig(workspace=layout.root)
     t0 = time.time() - 60
     steps = [
         _prompt("s", "prompt 0"),
@@ -175,43 +174,78 @@ def test_a_hook_follows_the_spool_while_spooled_events_wait(
         _stop("s", "answer 2"),
     ]
     events = [build_event(data, config, now=t0 + i) for i, data in enumerate(steps)]
-    assert cap.write(events[0]) == "written"  # type: ignore[arg-type]
-    blocker = schema.connect(layout.transcript_db, "transcript")
-    blocker.execute("BEGIN IMMEDIATE")
-    try:
-        assert [cap.write(e) for e in events[1:6]] == ["spooled"] * 5  # type: ignore[arg-type]
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
-    assert [cap.write(e) for e in events[6:]] == ["spooled"] * 2  # type: ignore[arg-type]
+    assert all(e is not None for e in events)
+    cap = Capture(config)
+    for event in (events[0], events[6], events[7]):
+        assert cap.write(event) == "written"  # type: ignore[arg-type]
     cap.close()
+    return events[1:6]  # type: ignore[return-value]
+
+
+_WHOLE = [
+    ("prompt 0", (), "answer 0", None),
+    ("prompt 1", ("ls one",), "answer 1", None),
+    ("prompt 2", ("ls two",), "answer 2", None),
+]
+
+
+def test_no_turn_is_claimed_while_spooled_events_wait(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A hook spools between a pass's intake and its claim: the pass claims nothing; the next
+    ingests the spool first, so each turn reaches the curator whole, once, without addenda."""
+    spooled = _split_session(layout)
+    worker = make_worker(layout, standin, batch_turns=10)
+    real_run = worker.intake.run
+
+    def intake_then_spool(identity: str) -> None:
+        real_run(identity)
+        while spooled:  # as a hook whose write timed out would, right after the intake
+            spool.append(layout.spool, spooled.pop(0).to_json())
+
+    worker.intake.run = intake_then_spool  # type: ignore[method-assign]
     flush(layout)
-    drain(make_worker(layout, standin, batch_turns=10))
-    assert _turns(layout) == [
-        ("prompt 0", (), "answer 0", None),
-        ("prompt 1", ("ls one",), "answer 1", None),
-        ("prompt 2", ("ls two",), "answer 2", None),
-    ]
+    assert worker.run_once().action == "waiting" and not standin.requests
+    drain(worker)
+    assert _turns(layout) == _WHOLE
+    covered = query(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns GROUP BY 1")
+    assert covered == [(1, 1), (2, 1), (3, 1)]
+    assert (
+        "prompt 0" in _sent(standin, 0) and "ls two" not in _sent(standin, 0).split("[turn 2 ")[0]
+    )
+
+
+def test_a_rebuild_records_spooled_events_before_it_claims_turns(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A rebuild started while events wait in the spool (and in a taken file a crash left)
+    records them first: it curates each turn whole, none as the wrong mix."""
+    spooled = _split_session(layout)
+    spool.append(layout.spool, spooled[0].to_json())
+    taken = spool.take(layout.spool)
+    assert taken is not None
+    for event in spooled[1:]:
+        spool.append(layout.spool, event.to_json())
+    rebuild.rebuild(make_config(layout, standin, batch_turns=10), progress=lambda _line: None)
+    assert _turns(layout) == _WHOLE
+    assert not spool.waiting(layout.spool)
     covered = query(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns GROUP BY 1")
     assert covered == [(1, 1), (2, 1), (3, 1)]
 
 
-def test_a_taken_spool_still_ingesting_diverts_hooks_and_an_empty_one_does_not(
+def test_spool_waiting_sees_the_spool_and_taken_files_but_not_an_empty_spool(
     layout: Layout,
 ) -> None:
-    """While the daemon ingests a taken spool file a hook spools (its events come after);
-    an empty spool left by a failed append never diverts anything."""
-    cap = Capture(CaptureConfig(workspace=layout.root))
+    """An empty spool (a failed append leaves one) waits for nothing; a line in it, or a
+    taken file not yet ingested, does."""
     Path(layout.spool).write_text("")
-    assert cap.handle(_prompt("s", "prompt 0")) == "written"
+    assert not spool.waiting(layout.spool)
     spool.append(layout.spool, "{}")
+    assert spool.waiting(layout.spool)
     taken = spool.take(layout.spool)
-    assert taken is not None and not os.path.exists(layout.spool)
-    assert cap.handle(_prompt("s", "prompt 1")) == "spooled"
+    assert taken is not None and spool.waiting(layout.spool)
     os.unlink(taken)
-    os.unlink(layout.spool)
-    assert cap.handle(_prompt("s", "prompt 2")) == "written"
-    cap.close()
+    assert not spool.waiting(layout.spool)
 
 
 def test_late_answer_of_a_curated_turn_is_an_addendum_the_next_batch_carries(

@@ -40,6 +40,10 @@ class SpoolIntake:
             if taken and not self.stop.is_set():
                 self.ingest(taken, identity)
 
+    def waiting(self) -> bool:
+        """True while spooled events wait to be recorded (see :func:`spool.waiting`)."""
+        return spool.waiting(self.path)
+
     def ingest(self, taken: str, identity: str) -> None:
         """Record one taken spool file; a failure is logged and the pass goes on."""
         refolded: list[int] = []

@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import apsw
+
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import Committed, Pipeline, plan
 from wsd.daemon.memory import files as memory_files
@@ -44,6 +46,7 @@ from wsd.daemon.store.aside import pause_path, pause_requested
 
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
 from wsd.daemon.store.ledger import Store
+from wsd.hooks import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
@@ -125,6 +128,14 @@ def _recurate(
     """Every turn through the loop's pipeline into the aside store. A turn still settling
     (spooled events just in) is left to the daemon; each turn is claimed as it is read, so a
     late event becomes an addendum instead of changing a turn the curator was already sent."""
+    # Spooled events first (the paused daemon cannot ingest them): one may belong before a
+    # turn claimed here, which would then be curated whole but wrong.
+    for taken in [*spool.pending_files(layout.spool), spool.take(layout.spool)]:
+        try:
+            if taken:
+                spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
+        except (apsw.Error, OSError) as exc:
+            raise RebuildError(f"spooled events could not be recorded ({exc}): try again") from exc
     ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
     report = RebuildReport(turns=len(ids))
     deploy = {name: memory_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}

@@ -1,10 +1,9 @@
 """The daemon's loop: ``run()`` is ``while not stopped: run_once()``.
 
-Each pass ingests the spool, closes turns whose agent never sent ``Stop``,
-then decides whether to curate (batch threshold, flush request, or idle) and
-curates at most one batch, so a test can drive it one step at a time and a
-SIGTERM never waits for more than one batch. Nothing is held between passes:
-no database connection, no HTTP connection once the backlog is drained.
+Each pass ingests the spool, closes turns whose agent never sent ``Stop``, then decides
+whether to curate (batch threshold, flush request, or idle) and curates at most one batch,
+so a test can drive it one step at a time and a SIGTERM never waits for more than one batch.
+Nothing is held between passes: no database connection, no HTTP connection once drained.
 """
 
 from __future__ import annotations
@@ -236,11 +235,12 @@ class Worker:
         if self._over_budget(now):
             return PassResult(Step.BUDGET)
         turns = self.store.pending_turns(self.config.batch_turns)
-        # A turn with spooled events waits LATE_SETTLE_SECONDS after its newest one: the rest
-        # of a spooled burst (an earlier Stop, whole earlier turns) is placed before it is
-        # claimed, not sent later as addenda to a mis-assembled turn (found by the soak).
+        # Nothing is claimed while a turn with spooled events is younger than LATE_SETTLE_SECONDS
+        # or spooled events wait unrecorded (a hook spooled since this pass's intake): the rest
+        # of a spooled burst (an earlier Stop, whole earlier turns) is placed first, not sent
+        # later as addenda to a turn that a direct write joined and closed (found by the soak).
         settled = self.store.pending_turns(self.config.batch_turns, now - LATE_SETTLE_SECONDS)
-        if [t.id for t in settled] != [t.id for t in turns]:
+        if [t.id for t in settled] != [t.id for t in turns] or self.intake.waiting():
             self.status.update(state="idle")
             return PassResult(Step.WAITING)
         covered = self.store.covered(self.identity, [t.id for t in turns])

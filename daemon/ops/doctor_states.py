@@ -57,14 +57,13 @@ def spool_damage(doctor: Reporter) -> None:
     now = time.time()
     oldest = _oldest_spooled(doctor.layout.spool)
     if oldest is not None and now - oldest > STUCK_SPOOL_SECONDS:
-        # Hooks spool every event while the spool waits (to keep each session's order), so a
-        # spool the daemon never takes holds back everything captured since.
+        # The loop curates nothing while spooled events wait (one may belong before the turn
+        # it would claim), so a spool the daemon never takes holds curation back.
         doctor.add(
             "fail",
             "spool stuck",
             f"spool.jsonl holds events waiting {now - oldest:.0f}s that the daemon has not"
-            " taken (is it running? see pass_failed in its log); until it does, hooks spool"
-            " every new event",
+            " taken (is it running? see pass_failed in its log); nothing is curated until then",
         )
     for taken in spool.pending_files(doctor.layout.spool):
         try:
