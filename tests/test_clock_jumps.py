@@ -13,7 +13,7 @@ from tests.test_capture import prompt, stop, tool
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
 from wsd.daemon.store.ledger import Store
-from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.hooks.capture import Capture, CaptureConfig, build_event
 from wsd.schema.layout import Layout
 
 
@@ -161,3 +161,33 @@ def test_a_leap_between_start_up_and_the_first_pass_is_a_wake(
     clocks.mono += 1
     clocks.run(worker)
     assert q(layout.transcript_db, "SELECT count(*) FROM observations") == [(0,)]
+
+
+def test_a_step_back_cancels_only_the_leap_it_undid(layout: Layout, standin: BridgeStandin) -> None:
+    """The soak's schedule: +1 h, back 5 s later, then 17 s on a +90 s leap. The step back
+    undid the hour, so it must not also cancel the +90 s credit: the turn open during the
+    leap is not closed as an orphan, and its Stop completes it after the clock is right."""
+    clocks = Clocks()
+    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=20, wake_jump_seconds=30))
+    config = CaptureConfig(workspace=layout.root)
+    cap = Capture(config)
+    clocks.run(worker)
+    for wall, mono in ((3600.4, 0.4), (-3595.0, 5.0), (17.0, 17.0)):
+        clocks.wall += wall
+        clocks.mono += mono
+        clocks.run(worker)
+    assert (
+        cap.write(build_event(prompt("s", "Rename the invoices"), config, clocks.wall)) == "written"
+    )  # type: ignore[arg-type]
+    clocks.run(worker)
+    clocks.wall += 91.5  # the leap: +90 s on the wall clock, 1.5 s really
+    clocks.mono += 1.5
+    clocks.run(worker)
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations") == [(0,)]
+    clocks.wall += -87.0  # the clock is right again, 3 s later
+    clocks.mono += 3.0
+    clocks.run(worker)
+    assert cap.write(build_event(stop("s", "Renamed."), config, clocks.wall)) == "written"  # type: ignore[arg-type]
+    clocks.run(worker)
+    assert q(layout.transcript_db, "SELECT closed_by FROM observations") == [("stop",)]
+    cap.close()

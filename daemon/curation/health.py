@@ -142,20 +142,39 @@ class WakeDetector:
             if abs(wall_gap - mono_gap) > self.jump or mono_gap - self._expected > self.jump * 5:
                 woke = (wall_gap, mono_gap)
                 if abs(wall_gap - mono_gap) > self.jump:
-                    self._jumps.append((mono, wall_gap - mono_gap))
+                    self._leapt(mono, wall_gap - mono_gap)
         self._wall, self._mono, self._expected = wall, mono, 0.0
         return woke
 
+    def _leapt(self, mono: float, seconds: float) -> None:
+        """Remember a forward leap; a step back cancels the latest forward leaps it undoes.
+
+        A step back kept as an entry of its own outlived the leap it undid (each expires
+        ``remember_seconds`` after it was seen), and then cancelled the credit of the next
+        leap: found by the soak, +1 h, back 5 s later, +90 s 17 s after that: every turn
+        open during the +90 s was closed as an orphan. A step back with no leap left to undo
+        (an NTP correction) needs no credit: it makes turns look younger, not older.
+        """
+        if seconds > 0:
+            self._jumps.append((mono, seconds))
+            return
+        back = -seconds
+        while back > 0 and self._jumps:
+            seen, leap = self._jumps.pop()
+            if leap > back:
+                self._jumps.append((seen, leap - back))
+            back -= leap
+
     def suspended(self, mono: float) -> float:
         """Wall seconds the machine spent suspended (or its clock stepped forward) within
-        the last ``remember_seconds`` of monotonic time, net of steps back; never below 0.
+        the last ``remember_seconds`` of monotonic time, net of the steps back that undid them.
 
         Why: a VM frozen mid-turn freezes its agent too, so on the thaw the open turn looks
         hours quiet although its agent is about to carry on; the loop adds this to its
         orphan timeout (found by the soak: each forward jump closed every open turn, and
         their remaining tool calls became turns of their own)."""
         self._jumps = [(m, s) for m, s in self._jumps if mono - m <= self.remember]
-        return max(0.0, sum(s for _, s in self._jumps))
+        return sum(s for _, s in self._jumps)
 
 
 class MemoryShedder:
