@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import query as _rows
 from tests.conftest import venv_script
 from wsd.daemon.memory import files as memory_files
+from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import Layout
@@ -44,6 +45,16 @@ for i in range(turns):
 """
 
 _TURN_ID = re.compile(r"^\[turn (\d+) ", re.M)
+
+
+def _wait_started(layout: Layout, pid: int, timeout: float = 30.0) -> None:
+    """Until the daemon ``pid`` has written its first heartbeat (at most ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        beat = read_status(layout)
+        if beat is not None and beat.get("pid") == pid:
+            return
+        time.sleep(0.02)
 
 
 def _curator(body: dict[str, Any]) -> Reply:
@@ -78,7 +89,10 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
         try:
             while kills < KILLS:
                 daemon = subprocess.Popen([wsd, "run"], env=env, stdout=log, stderr=log)
-                time.sleep(rng.uniform(0.3, 2.0))
+                # Timed from its start-up, not its launch: on a loaded machine Python's own
+                # start-up ate the whole window and no kill landed in a curator call.
+                _wait_started(layout, daemon.pid)
+                time.sleep(rng.uniform(0.05, 1.5))
                 daemon.send_signal(signal.SIGKILL)
                 daemon.wait()
                 kills += 1
