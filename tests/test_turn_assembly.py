@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 
 from tests.conftest import (
     daemon_env,
@@ -231,6 +232,32 @@ def test_a_rebuild_records_spooled_events_before_it_claims_turns(
     assert not spool.waiting(layout.spool)
     covered = query(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns GROUP BY 1")
     assert covered == [(1, 1), (2, 1), (3, 1)]
+
+
+def test_a_rebuild_records_what_hooks_spool_while_it_ingests(
+    layout: Layout, standin: BridgeStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The soak's rebuild case: while the rebuild ingests the spool, a hook spools a burst and
+    a direct Stop closes the turn it belongs to; the rebuild records that burst too before it
+    claims, so the turn is curated whole, not as the wrong mix."""
+    config = CaptureConfig(workspace=layout.root)
+    other = build_event(_prompt("o", "another session"), config, now=time.time() - 120)
+    assert other is not None
+    spool.append(layout.spool, other.to_json())
+    real_ingest = spool.ingest_file
+    burst: list[Event] = []
+
+    def ingest_while_a_hook_spools(*args: Any, **kwargs: Any) -> spool.IngestReport:
+        report = real_ingest(*args, **kwargs)
+        if not burst:
+            burst.extend(_split_session(layout))
+            for event in burst:
+                spool.append(layout.spool, event.to_json())
+        return report
+
+    monkeypatch.setattr(spool, "ingest_file", ingest_while_a_hook_spools)
+    rebuild.rebuild(make_config(layout, standin, batch_turns=10), progress=lambda _line: None)
+    assert _turns(layout, "s") == _WHOLE
 
 
 def test_spool_waiting_sees_the_spool_and_taken_files_but_not_an_empty_spool(

@@ -117,6 +117,23 @@ def rebuild(
     return report
 
 
+def _record_spooled(layout: Layout, built: Store, rounds: int = 20) -> None:
+    """Record every spooled event (the paused daemon cannot): one may belong before a turn
+    about to be claimed, which would then be curated whole but wrong. Checked before every
+    claim, not once: found by the soak, a spooled burst that arrived while the rebuild ran
+    (its first ingest took seconds) left a turn that a direct Stop had closed mis-assembled."""
+    for _ in range(rounds):
+        if not spool.waiting(layout.spool):
+            return
+        for taken in [*spool.pending_files(layout.spool), spool.take(layout.spool)]:
+            try:
+                if taken:
+                    spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
+            except (apsw.Error, OSError) as exc:
+                raise RebuildError(f"spooled events could not be recorded ({exc}): retry") from exc
+    raise RebuildError("hooks keep spooling (is transcript.db held locked?): try again later")
+
+
 def _recurate(
     config: Config,
     layout: Layout,
@@ -128,14 +145,7 @@ def _recurate(
     """Every turn through the loop's pipeline into the aside store. A turn still settling
     (spooled events just in) is left to the daemon; each turn is claimed as it is read, so a
     late event becomes an addendum instead of changing a turn the curator was already sent."""
-    # Spooled events first (the paused daemon cannot ingest them): one may belong before a
-    # turn claimed here, which would then be curated whole but wrong.
-    for taken in [*spool.pending_files(layout.spool), spool.take(layout.spool)]:
-        try:
-            if taken:
-                spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
-        except (apsw.Error, OSError) as exc:
-            raise RebuildError(f"spooled events could not be recorded ({exc}): try again") from exc
+    _record_spooled(layout, built)
     ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
     report = RebuildReport(turns=len(ids))
     deploy = {name: memory_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
@@ -157,6 +167,7 @@ def _recurate(
     )
     done = 0
     for start in range(0, len(ids), config.batch_turns):
+        _record_spooled(layout, built)  # hooks spool on while we run: before every claim
         turns = built.claim_turns(ids[start : start + config.batch_turns], time.time())
         for batch in plan(turns, config.batch_chars):
             learnings, parked = report.learnings, report.parked
