@@ -146,6 +146,12 @@ def pending_files(path: str) -> list[str]:
     )
 
 
+def to_ingest(path: str) -> list[str]:
+    """Taken files a crash left half-ingested (oldest first), then the live spool, taken now
+    if it holds anything: what an ingester records, in this order."""
+    return [f for f in [*pending_files(path), take(path)] if f]
+
+
 def waiting(path: str) -> bool:
     """True while spooled events wait to be recorded: in the spool or a taken part of it."""
     with contextlib.suppress(OSError):

@@ -36,8 +36,8 @@ class SpoolIntake:
 
     def run(self, identity: str) -> None:
         """Ingest every spool file waiting (older taken ones first, then the live spool)."""
-        for taken in [*spool.pending_files(self.path), spool.take(self.path)]:
-            if taken and not self.stop.is_set():
+        for taken in spool.to_ingest(self.path):
+            if not self.stop.is_set():
                 self.ingest(taken, identity)
 
     def waiting(self) -> bool:

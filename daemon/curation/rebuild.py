@@ -125,10 +125,9 @@ def _record_spooled(layout: Layout, built: Store, rounds: int = 20) -> None:
     for _ in range(rounds):
         if not spool.waiting(layout.spool):
             return
-        for taken in [*spool.pending_files(layout.spool), spool.take(layout.spool)]:
+        for taken in spool.to_ingest(layout.spool):
             try:
-                if taken:
-                    spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
+                spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
             except (apsw.Error, OSError) as exc:
                 raise RebuildError(f"spooled events could not be recorded ({exc}): retry") from exc
     raise RebuildError("hooks keep spooling (is transcript.db held locked?): try again later")
