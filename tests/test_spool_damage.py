@@ -164,12 +164,13 @@ def test_doctor_names_a_spool_the_daemon_leaves_waiting(
     that long, each make doctor fail naming it; a fresh spool does not."""
     env = daemon_env(layout, standin)
     _spool_through_locked_db(layout, env, [_prompt("s", "prompt 0")])
-    assert "spool stuck" not in wsd(env, "doctor", check=False).stdout
+    assert "ok   spool: " in wsd(env, "doctor", check=False).stdout
     old = json.loads(Path(layout.spool).read_text()) | {"uid": "old", "ts": 1000.0}
     Path(layout.spool).write_text(json.dumps(old) + "\n")
     doctor = wsd(env, "doctor", check=False)
     assert doctor.returncode == 1
-    assert "spool stuck: spool.jsonl holds events waiting" in doctor.stdout
+    assert "FAIL spool: " in doctor.stdout and "the daemon is not taking it" in doctor.stdout
+    assert "ok   spool:" not in doctor.stdout
     taken = spool.take(layout.spool)
     assert taken is not None
     os.utime(taken, (1000.0, 1000.0))

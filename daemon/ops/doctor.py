@@ -206,6 +206,18 @@ class Doctor:
         for name in os.listdir(folder) if os.path.isdir(folder) else []:
             if name.startswith("spool.jsonl") and not name.endswith("rejected.jsonl"):
                 total += os.path.getsize(os.path.join(folder, name))
+        oldest = doctor_states.oldest_spooled(self.layout.spool)
+        age = time.time() - oldest if oldest is not None else 0.0
+        if age > doctor_states.STUCK_SPOOL_SECONDS:
+            # The loop curates nothing while spooled events wait (one may belong before the
+            # turn it would claim), so a spool the daemon never takes holds curation back.
+            self.add(
+                "fail",
+                "spool",
+                f"{total} bytes waiting, the first event for {age:.0f}s: the daemon is not"
+                " taking it (is it running? see pass_failed in its log); nothing is curated",
+            )
+            return
         self.add(
             "ok" if total <= MAX_SPOOL_BYTES else "warn",
             "spool",

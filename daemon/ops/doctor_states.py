@@ -55,16 +55,6 @@ def spool_damage(doctor: Reporter) -> None:
             " re-feed what is worth keeping, then move the file away",
         )
     now = time.time()
-    oldest = _oldest_spooled(doctor.layout.spool)
-    if oldest is not None and now - oldest > STUCK_SPOOL_SECONDS:
-        # The loop curates nothing while spooled events wait (one may belong before the turn
-        # it would claim), so a spool the daemon never takes holds curation back.
-        doctor.add(
-            "fail",
-            "spool stuck",
-            f"spool.jsonl holds events waiting {now - oldest:.0f}s that the daemon has not"
-            " taken (is it running? see pass_failed in its log); nothing is curated until then",
-        )
     for taken in spool.pending_files(doctor.layout.spool):
         try:
             age = now - os.stat(taken).st_mtime
@@ -79,7 +69,7 @@ def spool_damage(doctor: Reporter) -> None:
             )
 
 
-def _oldest_spooled(path: str) -> float | None:
+def oldest_spooled(path: str) -> float | None:
     """When the live spool's first event happened (its file's mtime if that line is torn);
     None when nothing waits. Reads at most the first 64 kB, never follows a link."""
     try:
