@@ -4,17 +4,33 @@ and ``wsd doctor`` reports both."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import daemon_env, query, running_daemon, scalar, venv_script, wait_for, wsd
+from tests.conftest import (
+    daemon_env,
+    make_config,
+    query,
+    running_daemon,
+    scalar,
+    venv_script,
+    wait_for,
+    wsd,
+)
 from wsd import schema
+from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.worker import Worker
+from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.ledger import Store
 from wsd.hooks import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, record
@@ -177,3 +193,27 @@ def test_doctor_names_a_spool_the_daemon_leaves_waiting(
     doctor = wsd(env, "doctor", check=False)
     assert doctor.returncode == 1
     assert f"spool stuck: {os.path.basename(taken)} not ingested" in doctor.stdout
+
+
+def test_a_long_spool_ingest_keeps_the_heartbeat_fresh(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Recording a spool that grew while a lock was held rewrites the heartbeat as it goes
+    (state ``ingesting``), so doctor does not call a busy daemon stuck."""
+    ticks = itertools.count(time.time(), 1.0)  # each reading of the clock is one second later
+    stop = threading.Event()
+    config = make_config(layout, standin)
+    worker = Worker(
+        config, Store(layout), BridgeClient(config, stop), stop, clock=lambda: next(ticks)
+    )
+    worker.start()
+    started = read_status(layout)
+    assert started is not None
+    for i in range(300):
+        event = Event(f"uid-{i}", 10.0 + i, "s", "UserPromptSubmit", None, {"prompt": f"p{i}"})
+        spool.append(layout.spool, event.to_json())
+    worker.intake.run(worker.identity)
+    beat = read_status(layout)
+    assert beat is not None and beat["state"] == "ingesting"
+    assert beat["heartbeat_at"] >= started["heartbeat_at"] + 250
+    assert scalar(layout.transcript_db, "SELECT count(*) FROM events") == 300

@@ -108,7 +108,7 @@ class Worker:
         self.stop_reason = "stop requested"
         self.ops = Maintenance(store)
         self.md = MdSync(store, self.status, self.log, clock)
-        self.intake = SpoolIntake(store, stop, self.log, self._failed)
+        self.intake = SpoolIntake(store, stop, self.log, self._failed, self.status)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
         self.budget = Budget(store, config.daily_budget_usd)
