@@ -12,13 +12,21 @@ part. A line that cannot be parsed, or holds an event that can never be recorded
 "NaN"``, a constraint it breaks), is moved to ``spool.rejected.jsonl`` beside it: kept for a
 human (``wsd doctor`` counts it), never silently dropped, never retried for ever. Only a
 transient failure (the database busy, the disk full) leaves the file for the next pass.
+
+The spool is read and written like every file in user space: never through a link, never
+blocking. Something that is not a regular file at the spool's path (a link out of the
+workspace, a FIFO that would block a hook's write and the daemon's read) is renamed aside
+unread, to ``spool.jsonl.<ns>.refused`` (``wsd doctor`` names it), and a fresh spool takes its
+place. A line longer than any event a hook writes is rejected without being held whole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import time
 
 import apsw
@@ -28,8 +36,15 @@ from wsd.schema.transcript import Event
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import BinaryIO
 
 INGESTING_SUFFIX = ".ingesting"
+REFUSED_SUFFIX = ".refused"
+#: A spool line longer than this is damage, not an event: hook fields are capped far below it
+#: (WSD_MAX_FIELD_CHARS), and reading it whole could exhaust the daemon's memory.
+MAX_LINE_BYTES = 16 << 20
+#: How much of an over-long line the rejected file keeps (enough to tell what it was).
+_REJECTED_HEAD = 4096
 REJECTED_NAME = "spool.rejected.jsonl"
 #: How every spool line starts (Event.to_json): where a whole event may begin in a torn line.
 _EVENT_START = '{"uid":'
@@ -74,6 +89,45 @@ class IngestReport:
         )
 
 
+class NotRegular(OSError):
+    """A path that must be a regular file is something else (a link, a FIFO, a device)."""
+
+
+def _open_regular(path: str, flags: int, mode: int = 0o600) -> int:
+    """``os.open`` that never follows a link and never blocks; NotRegular for a special file."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+            raise NotRegular(errno.ELOOP, "a symbolic link, not a regular file", path) from None
+        if exc.errno == errno.EISDIR:  # opened for writing
+            raise NotRegular(errno.EISDIR, "a folder, not a regular file", path) from None
+        raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise NotRegular(errno.EINVAL, f"not a regular file (mode {stat.filemode(kind)})", path)
+    return fd
+
+
+def refuse(path: str) -> str | None:
+    """Rename the special file at ``path`` aside, unread (see the module docstring); returns
+    its new path, None if it was gone already."""
+    target = f"{path}.{time.time_ns()}{REFUSED_SUFFIX}"
+    try:
+        os.rename(path, target)  # renames the link or FIFO itself, never what it points to
+    except FileNotFoundError:
+        return None
+    return target
+
+
+def refused_files(path: str) -> list[str]:
+    """Special files found where the spool, a taken part of it or the rejected file belongs,
+    and set aside (their names all start as the spool's does: ``spool.``)."""
+    folder, base = os.path.split(path)
+    return _siblings(os.path.join(folder, base.split(".")[0]), REFUSED_SUFFIX)
+
+
 def append(path: str, line: str) -> None:
     """Append one line durably enough for a hook (no fsync), safe against concurrent writers.
 
@@ -84,7 +138,11 @@ def append(path: str, line: str) -> None:
     """
     data = (line.replace("\n", " ") + "\n").encode("utf-8", "replace")
     for _attempt in range(5):
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # read: a torn end
+        try:  # read as well: to see a torn end
+            fd = _open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        except NotRegular:
+            refuse(path)  # then create a regular spool in its place on the next attempt
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             mine = os.fstat(fd)
@@ -116,10 +174,14 @@ def append(path: str, line: str) -> None:
 
 
 def take(path: str) -> str | None:
-    """Atomically move the spool aside for ingestion; None when there is nothing to take."""
+    """Atomically move the spool aside for ingestion; None when there is nothing to take
+    (a special file at its path is refused aside instead: nothing in it is an event)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
+        return None
+    except NotRegular:
+        refuse(path)
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -134,15 +196,17 @@ def take(path: str) -> str | None:
 
 def pending_files(path: str) -> list[str]:
     """Spool files taken but not fully ingested (a crash mid-ingest leaves them)."""
+    return _siblings(path, INGESTING_SUFFIX)
+
+
+def _siblings(path: str, suffix: str) -> list[str]:
     folder, base = os.path.split(path)
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
         return []
     return sorted(
-        os.path.join(folder, n)
-        for n in names
-        if n.startswith(base + ".") and n.endswith(INGESTING_SUFFIX)
+        os.path.join(folder, n) for n in names if n.startswith(base + ".") and n.endswith(suffix)
     )
 
 
@@ -155,7 +219,8 @@ def to_ingest(path: str) -> list[str]:
 def waiting(path: str) -> bool:
     """True while spooled events wait to be recorded: in the spool or a taken part of it."""
     with contextlib.suppress(OSError):
-        if os.stat(path).st_size > 0:  # a failed append can leave it empty
+        found = os.lstat(path)  # a special file holds no event: the next take refuses it
+        if stat.S_ISREG(found.st_mode) and found.st_size > 0:  # a failed append leaves it empty
             return True
     return bool(pending_files(path))
 
@@ -181,11 +246,23 @@ def ingest_file(
         report.rejected += 1
         report.reasons.append(why)
 
-    with open(taken, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+    try:
+        fd = _open_regular(taken, os.O_RDONLY)
+    except NotRegular as exc:  # someone put a link or FIFO where a taken file was: not ours
+        refuse(taken)
+        report.rejected += 1
+        report.reasons.append(f"{os.path.basename(taken)}: {exc.strerror}; set aside unread")
+        return report
+    with os.fdopen(fd, "rb") as fh:
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
             if should_stop is not None and should_stop():
                 return report
-            line = line.rstrip("\n")
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                size = len(raw) + _skip_line(fh)
+                head = raw[:_REJECTED_HEAD].decode("utf-8", "replace")
+                reject(head, f"a line of {size} bytes, over {MAX_LINE_BYTES}: only its start kept")
+                continue
+            line = raw.decode("utf-8", "replace").rstrip("\n")
             if not line.strip():
                 continue
             torn, event, why = parse_line(line)
@@ -204,6 +281,16 @@ def ingest_file(
                 report.duplicates += 1
     os.unlink(taken)
     return report
+
+
+def _skip_line(fh: BinaryIO) -> int:
+    """Read past the rest of the current line without holding it; returns its byte count."""
+    skipped = 0
+    while chunk := fh.readline(1 << 20):
+        skipped += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
 
 
 def parse_line(line: str) -> tuple[str, Event | None, str | None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 import subprocess
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 from tests.conftest import (
     daemon_env,
     make_config,
+    make_worker,
     query,
     running_daemon,
     scalar,
@@ -217,3 +219,78 @@ def test_a_long_spool_ingest_keeps_the_heartbeat_fresh(
     assert beat is not None and beat["state"] == "ingesting"
     assert beat["heartbeat_at"] >= started["heartbeat_at"] + 250
     assert scalar(layout.transcript_db, "SELECT count(*) FROM events") == 300
+
+
+def _within(seconds: float, call: Any) -> None:
+    """Run ``call`` in a thread; fail (instead of hanging the suite) if it blocks."""
+    done = threading.Thread(target=call, daemon=True)
+    done.start()
+    done.join(seconds)
+    assert not done.is_alive(), f"{call} blocked for {seconds}s"
+
+
+def test_a_fifo_at_the_spool_blocks_neither_hook_nor_daemon_and_loses_nothing(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A FIFO where the spool belongs: a hook that must spool sets it aside and spools to a
+    fresh file, the daemon records the event, and doctor warns until --fix removes it."""
+    env = daemon_env(layout, standin)
+    os.mkfifo(layout.spool)
+    _within(60, lambda: _spool_through_locked_db(layout, env, [_prompt("s", "through a fifo")]))
+    refused = spool.refused_files(layout.spool)
+    assert len(refused) == 1 and stat.S_ISFIFO(os.lstat(refused[0]).st_mode)
+    assert stat.S_ISREG(os.lstat(layout.spool).st_mode)
+    os.mkfifo(layout.spool + ".1.ingesting")  # and one where a taken part of it would be
+    worker = make_worker(layout, standin)
+    _within(60, worker.run_once)
+    assert query(layout.transcript_db, "SELECT payload ->> 'prompt' FROM events") == [
+        ("through a fifo",)
+    ]
+    assert not spool.waiting(layout.spool) and len(spool.refused_files(layout.spool)) == 2
+    doctor = wsd(env, "doctor", check=False)
+    assert "WARN spool refused: " in doctor.stdout and "a FIFO" in doctor.stdout
+    fixed = wsd(env, "doctor", "--fix", check=False)
+    assert "removed" in fixed.stdout and spool.refused_files(layout.spool) == []
+
+
+def test_a_link_at_the_spool_is_never_followed_out(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """A symlink where the spool belongs, pointing out of the workspace: a hook's event never
+    lands in its target, and the daemon records it from a fresh spool instead."""
+    env = daemon_env(layout, standin)
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("not the daemon's\n")
+    os.symlink(outside, layout.spool)
+    _spool_through_locked_db(layout, env, [_prompt("s", "never out")])
+    assert outside.read_text() == "not the daemon's\n"
+    assert [os.readlink(p) for p in spool.refused_files(layout.spool)] == [str(outside)]
+    os.symlink(outside, layout.spool + ".1.ingesting")
+    make_worker(layout, standin).run_once()
+    assert query(layout.transcript_db, "SELECT payload ->> 'prompt' FROM events") == [
+        ("never out",)
+    ]
+    assert outside.read_text() == "not the daemon's\n" and not spool.waiting(layout.spool)
+
+
+def test_an_overlong_spool_line_is_rejected_without_costing_its_neighbours(
+    layout: Layout,
+) -> None:
+    """A 17 MB line with no newline between two events: both events are recorded, the line is
+    rejected with only its first 4 kB kept."""
+    first, last = (
+        Event(f"uid-{i}", 10.0 + i, "s", "UserPromptSubmit", None, {"prompt": f"p{i}"})
+        for i in range(2)
+    )
+    with open(layout.spool, "w") as fh:
+        fh.write(first.to_json() + "\n" + "x" * (17 << 20) + "\n" + last.to_json() + "\n")
+    taken = spool.take(layout.spool)
+    assert taken is not None
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        report = spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
+    finally:
+        conn.close()
+    assert (report.recorded, report.rejected) == (2, 1)
+    assert "over 16777216" in report.reasons[0]
+    assert _rejected(layout) == ["x" * 4096]

@@ -9,6 +9,7 @@ temp files a crash left. It never deletes user data or rewrites history.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -25,6 +26,7 @@ from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
 from wsd.daemon.store.records import sha256
+from wsd.hooks import spool
 from wsd.schema.layout import Layout
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
@@ -204,8 +206,10 @@ class Doctor:
         total = 0
         folder = self.layout.memory_dir
         for name in os.listdir(folder) if os.path.isdir(folder) else []:
-            if name.startswith("spool.jsonl") and not name.endswith("rejected.jsonl"):
-                total += os.path.getsize(os.path.join(folder, name))
+            if name.startswith("spool.jsonl") and not name.endswith(spool.REFUSED_SUFFIX):
+                with contextlib.suppress(OSError):  # gone meanwhile (the daemon took it)
+                    found = os.lstat(os.path.join(folder, name))
+                    total += found.st_size if stat.S_ISREG(found.st_mode) else 0
         oldest = doctor_states.oldest_spooled(self.layout.spool)
         age = time.time() - oldest if oldest is not None else 0.0
         if age > doctor_states.STUCK_SPOOL_SECONDS:

@@ -27,6 +27,8 @@ from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, La
 
 #: A taken spool file still there after this long keeps failing to be ingested.
 STUCK_SPOOL_SECONDS = 600.0
+#: How much of the rejected-lines file doctor reads to count them (it only says "how many").
+REJECTED_READ_LIMIT = 64 << 20
 
 
 class Reporter(Protocol):
@@ -43,9 +45,9 @@ def spool_damage(doctor: Reporter) -> None:
     """Rejected spool lines (a person must look) and taken spool files that stay stuck."""
     path = os.path.join(doctor.layout.memory_dir, spool.REJECTED_NAME)
     try:
-        with open(path, "rb") as fh:
-            lines = sum(1 for line in fh if line.strip())
-    except OSError:
+        kept = read_regular(path, REJECTED_READ_LIMIT, head=True)
+        lines = sum(1 for line in kept.splitlines() if line.strip())
+    except OSError:  # nothing there; a special file there is refused aside by the next append
         lines = 0
     if lines:
         doctor.add(
@@ -66,6 +68,28 @@ def spool_damage(doctor: Reporter) -> None:
                 "spool stuck",
                 f"{os.path.basename(taken)} not ingested after {age:.0f}s"
                 " (see pass_failed in the daemon's log)",
+            )
+
+
+def spool_refused(doctor: Reporter) -> None:
+    """Special files (a link, a FIFO) found at the spool's paths: set aside unread, nothing
+    lost, but something put them there; ``--fix`` removes them."""
+    for path in spool.refused_files(doctor.layout.spool):
+        name = os.path.basename(path)
+        try:
+            kind = kind_of(os.lstat(path).st_mode)
+        except OSError:
+            continue
+        if doctor.fix and kind != "a folder":  # a folder may hold someone's files
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)  # the link or FIFO itself, never what a link points to
+            doctor.add("warn", "spool refused", f"removed {name} ({kind})", True)
+        else:
+            doctor.add(
+                "warn",
+                "spool refused",
+                f"{name} is {kind}, found where the spool belongs and set aside unread"
+                " (nothing lost); remove it (wsd doctor --fix)",
             )
 
 
@@ -234,6 +258,7 @@ def md_failures(doctor: Reporter) -> None:
 def check_states(doctor: Reporter) -> None:
     """Every check of this module, in order."""
     spool_damage(doctor)
+    spool_refused(doctor)
     special_files(doctor)
     md_failures(doctor)
     instances(doctor)
