@@ -211,6 +211,32 @@ def test_standalone_bootstrap_refuses_a_path_too_long_for_supervisords_socket(
     assert list(root.iterdir()) == []
 
 
+def test_backup_skips_a_link_or_fifo_among_the_md_files(layout: Layout, tmp_path: Path) -> None:
+    """A FIFO at user.md and a link out at context.md: wsd backup neither blocks nor copies the
+    link's target; it names both as skipped and copies the rest."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the workspace's")
+    Path(layout.md("soul.md")).write_text("# Soul\n")
+    os.mkfifo(layout.md("user.md"))
+    os.symlink(outside, layout.md("context.md"))
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        env = _env(layout, bridge)
+        result = subprocess.run(
+            [venv_script("wsd"), "backup", str(tmp_path / "bk")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "skipped user.md" in result.stderr and "skipped context.md" in result.stderr
+    manifest = json.loads((tmp_path / "bk" / "manifest.json").read_text())
+    assert sorted(manifest["skipped"]) == ["context.md", "user.md"]
+    assert not (tmp_path / "bk" / "user.md").exists()
+    assert not (tmp_path / "bk" / "context.md").exists()
+    assert "soul.md" in manifest["md_files"] and (tmp_path / "bk" / "soul.md").exists()
+
+
 def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
     """doctor fails on loose permissions, a damaged FTS index and a missing md file, warns of a
     hand edit not yet adopted; --fix heals all and adopts the edit (never reverts it)."""

@@ -4,17 +4,28 @@ limits, and ``wsd doctor`` names what the daemon refuses."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import daemon_env, running_daemon, wait_for, wsd
+from tests.conftest import (
+    daemon_env,
+    make_worker,
+    running_daemon,
+    venv_script,
+    wait_for,
+    wsd,
+)
 from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
 from tests.test_spool_damage import _hook
+from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.aside import pause_path
 from wsd.daemon.store.workspace import WorkspaceStore
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.daemon.workspace.checks import Checks, CheckSettings
@@ -119,3 +130,27 @@ def test_doctor_names_and_fixes_a_fifo_in_place_of_a_memory_file(
     fixed = wsd(env, "doctor", "--fix", check=False, timeout=30)
     assert f"removed {layout.md('user.md')} (a FIFO)" in fixed.stdout
     assert not os.path.lexists(layout.md("user.md"))
+
+
+def test_a_fifo_at_the_daemons_own_small_files_blocks_no_reader(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """FIFOs at .os/VERSION, the heartbeat file and the rebuild pause file: a daemon pass,
+    ``wsd status`` and ``wsd doctor`` (which read them every time) all still return."""
+    worker = make_worker(layout, standin)
+    worker.run_once()
+    for path in (layout.version_file, status_path(layout), pause_path(layout)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.mkfifo(path)
+    passes: list[object] = []
+    runner = threading.Thread(target=lambda: passes.append(worker.run_once()), daemon=True)
+    runner.start()
+    runner.join(60)
+    assert passes, "a daemon pass blocked on a FIFO"
+    env = daemon_env(layout, standin)
+    for command in ("status", "doctor"):
+        done = subprocess.run(
+            [venv_script("wsd"), command], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert "Traceback" not in done.stderr, done.stderr

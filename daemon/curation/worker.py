@@ -26,6 +26,7 @@ from wsd.daemon.curation.md_sync import MdSync
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
 from wsd.daemon.curation.rebuild import LATE_SETTLE_SECONDS, pause_requested
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
@@ -436,11 +437,7 @@ class Worker:
             self.log.info("markers_rederived", marked=marked, cleared=cleared)
 
     def _read_version(self) -> str:
-        try:
-            with open(self.layout.version_file, encoding="utf-8") as fh:
-                return fh.read().strip()
-        except FileNotFoundError:
-            return ""
+        return (read_small(self.layout.version_file) or "").strip()
 
     def _version_changed(self) -> bool:
         current = self._read_version()

@@ -3,37 +3,54 @@
 Both databases through SQLite's backup API (each copy is one consistent snapshot), the six md
 files and ``.os/VERSION``, and a ``manifest.json`` saying what was copied, into ``DEST``
 (created 0700; the databases 0600). Restoring is described in the README.
+
+An md file that is not a regular file (a link, a FIFO someone put there) is not copied: it
+is named under ``skipped`` in the manifest, so a backup never blocks on it or copies what a
+link points to.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from typing import Any
 
+from wsd.daemon.runtime.fsio import UnsafeFile, read_regular
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
+
+#: How a copy is created in DEST: never through a link someone left there.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def backup(layout: Layout, dest: str) -> dict[str, Any]:
     """Copy ``layout``'s databases and memory files into ``dest``; returns the manifest."""
     os.makedirs(dest, mode=0o700, exist_ok=True)
     pages = Maintenance(Store(layout)).backup(dest)
-    copied = []
-    for name in (*DEPLOY_FILES, *CURATED_FILES):
-        if os.path.exists(layout.md(name)):
-            shutil.copy2(layout.md(name), os.path.join(dest, name))
+    copied: list[str] = []
+    skipped: dict[str, str] = {}
+    for name, source in [*((n, layout.md(n)) for n in (*DEPLOY_FILES, *CURATED_FILES)),
+                         ("VERSION", layout.version_file)]:  # fmt: skip
+        try:
+            data = read_regular(source)
+        except FileNotFoundError:
+            continue
+        except UnsafeFile as exc:
+            skipped[name] = str(exc)
+            continue
+        fd = os.open(os.path.join(dest, name), _CREATE, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        if name != "VERSION":
             copied.append(name)
-    if os.path.exists(layout.version_file):
-        shutil.copy2(layout.version_file, os.path.join(dest, "VERSION"))
     manifest = {
         "created_at": time.time(),
         "workspace": layout.root,
         "pages": pages,
         "md_files": copied,
+        "skipped": skipped,
     }
     with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1)

@@ -252,6 +252,8 @@ def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f"backed up {layout.root} to {dest}: databases {manifest['pages']},"
         f" files {manifest['md_files']}"
     )
+    for name, why in manifest["skipped"].items():
+        print(f"skipped {name}: {why}", file=sys.stderr)
     return 0
 
 

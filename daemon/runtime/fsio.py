@@ -179,3 +179,13 @@ def read_text(
         return read_regular(path, limit, root, head).decode("utf-8", "replace")
     except FileNotFoundError:
         return None
+
+
+def read_small(path: str, limit: int = 1 << 20) -> str | None:
+    """The text of a small file the daemon keeps for itself (VERSION, a pid, the heartbeat):
+    None when nothing is there, "" when it cannot be read or is not a regular file (a FIFO
+    there must not block the loop that reads it every pass)."""
+    try:
+        return read_text(path, limit)
+    except OSError:
+        return ""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from wsd.daemon.runtime.fsio import atomic_write
+from wsd.daemon.runtime.fsio import atomic_write, read_small
 from wsd.schema.layout import Layout
 
 STATUS_NAME = "daemon.status.json"
@@ -62,9 +62,8 @@ class StatusFile:
 def read_status(layout: Layout) -> dict[str, Any] | None:
     """The last heartbeat written, or None if there is none (daemon never ran)."""
     try:
-        with open(status_path(layout), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (FileNotFoundError, ValueError):
+        data = json.loads(read_small(status_path(layout)) or "null")
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 

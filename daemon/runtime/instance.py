@@ -25,6 +25,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from wsd.daemon.runtime.fsio import read_small
 from wsd.schema.layout import Layout
 
 LOCK_NAME = "wsd.lock"
@@ -102,8 +103,8 @@ def hold(layout: Layout, env: Mapping[str, str], stop: threading.Event, log: Any
 
 
 def _recorded_pid(path: str) -> int | None:
-    with contextlib.suppress(OSError, ValueError), open(path, encoding="utf-8") as fh:
-        return int(fh.read().split()[0])
+    with contextlib.suppress(ValueError, IndexError):
+        return int((read_small(path) or "").split()[0])
     return None
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.daemon.runtime.instance import flock_holders
 from wsd.daemon.store import actions
@@ -72,12 +73,12 @@ def rebuild_pid(layout: Layout) -> int | None:
     pause file or the rebuild that made it is gone (its flock died with it, so a reused pid
     cannot keep the daemon paused)."""
     path = pause_path(layout)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            recorded: int | None = int(fh.read().split()[0])
-    except FileNotFoundError:
+    text = read_small(path)
+    if text is None:
         return None
-    except (OSError, ValueError, IndexError):
+    try:
+        recorded: int | None = int(text.split()[0])
+    except (ValueError, IndexError):
         recorded = None
     held = flock_holders(path)
     if held is None:  # no /proc/locks here: the recorded pid is all there is to go on
