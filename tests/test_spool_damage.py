@@ -55,6 +55,17 @@ def _rejected(layout: Layout) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def _ingest_spool(layout: Layout) -> spool.IngestReport:
+    """Take the spool and record it, as the daemon's intake does."""
+    taken = spool.take(layout.spool)
+    assert taken is not None
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        return spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
+    finally:
+        conn.close()
+
+
 def _spool_through_locked_db(layout: Layout, env: dict[str, str], events: list[Any]) -> None:
     """Run wsd-hook for each event while transcript.db is write-locked: every one spools."""
     blocker = schema.connect(layout.transcript_db, "transcript")
@@ -102,13 +113,7 @@ def test_ingest_splits_a_torn_line_fused_with_a_whole_event(layout: Layout) -> N
     torn = '{"uid": "uid-a", "ts": 1.0, "session_id": "A", "kind": "User'
     with open(layout.spool, "w") as fh:
         fh.write(torn + whole.to_json() + "\n" + torn + nested.to_json() + "\n")
-    taken = spool.take(layout.spool)
-    assert taken is not None
-    conn = schema.connect(layout.transcript_db, "transcript")
-    try:
-        report = spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
-    finally:
-        conn.close()
+    report = _ingest_spool(layout)
     assert (report.recorded, report.rejected) == (2, 2)
     assert _rejected(layout) == [torn, torn]
     got = query(layout.transcript_db, "SELECT uid FROM events ORDER BY id")
@@ -139,15 +144,9 @@ def test_unrecordable_spool_line_is_rejected_not_retried(
     line = json.loads(good[0].to_json()) | {"uid": "uid-bad"} | bad
     with open(layout.spool, "w") as fh:
         fh.write(good[0].to_json() + "\n" + json.dumps(line) + "\n" + good[1].to_json() + "\n")
-    taken = spool.take(layout.spool)
-    assert taken is not None
-    conn = schema.connect(layout.transcript_db, "transcript")
-    try:
-        report = spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
-    finally:
-        conn.close()
+    report = _ingest_spool(layout)
     assert (report.recorded, report.rejected) == (2, 1)
-    assert not os.path.exists(taken)
+    assert spool.pending_files(layout.spool) == []  # the taken file was consumed
     assert len(_rejected(layout)) == 1
 
 
@@ -284,13 +283,7 @@ def test_an_overlong_spool_line_is_rejected_without_costing_its_neighbours(
     )
     with open(layout.spool, "w") as fh:
         fh.write(first.to_json() + "\n" + "x" * (17 << 20) + "\n" + last.to_json() + "\n")
-    taken = spool.take(layout.spool)
-    assert taken is not None
-    conn = schema.connect(layout.transcript_db, "transcript")
-    try:
-        report = spool.ingest_file(taken, lambda ev: record(conn, ev, via="spool"))
-    finally:
-        conn.close()
+    report = _ingest_spool(layout)
     assert (report.recorded, report.rejected) == (2, 1)
     assert "over 16777216" in report.reasons[0]
     assert _rejected(layout) == ["x" * 4096]
