@@ -110,15 +110,11 @@ def _open_regular(path: str, flags: int, mode: int = 0o600) -> int:
     return fd
 
 
-def refuse(path: str) -> str | None:
-    """Rename the special file at ``path`` aside, unread (see the module docstring); returns
-    its new path, None if it was gone already."""
-    target = f"{path}.{time.time_ns()}{REFUSED_SUFFIX}"
-    try:
-        os.rename(path, target)  # renames the link or FIFO itself, never what it points to
-    except FileNotFoundError:
-        return None
-    return target
+def refuse(path: str) -> None:
+    """Rename the special file at ``path`` aside, unread (see the module docstring)."""
+    with contextlib.suppress(FileNotFoundError):  # gone already: nothing to set aside
+        # Renames the link or FIFO itself, never what it points to.
+        os.rename(path, f"{path}.{time.time_ns()}{REFUSED_SUFFIX}")
 
 
 def refused_files(path: str) -> list[str]:

@@ -28,7 +28,7 @@ class SpoolIntake:
         stop: threading.Event,
         log: Any,
         failed: Callable[[str, BaseException], None],
-        status: StatusFile | None = None,
+        status: StatusFile,
     ) -> None:
         self.store = store
         self.path = store.layout.spool
@@ -51,8 +51,9 @@ class SpoolIntake:
         """Asked before each line: keeps the heartbeat fresh, then says whether to stop."""
         # One transaction per event: a spool that grew while a lock was held for minutes
         # (32,363 events took 52 s in one pass in a soak) must not look like a stuck daemon.
-        if self.status is not None:
-            self.status.update(state="ingesting")  # written at most once per heartbeat
+        # Only the heartbeat: the state is the pass's to set, and a pass that stops at the
+        # backoff or the budget sets none, so a state written here would outlive the ingest.
+        self.status.update()  # written at most once per heartbeat
         return self.stop.is_set()
 
     def ingest(self, taken: str, identity: str) -> None:

@@ -29,10 +29,11 @@ def backup(layout: Layout, dest: str) -> dict[str, Any]:
     """Copy ``layout``'s databases and memory files into ``dest``; returns the manifest."""
     os.makedirs(dest, mode=0o700, exist_ok=True)
     pages = Maintenance(Store(layout)).backup(dest)
+    sources = {name: layout.md(name) for name in (*DEPLOY_FILES, *CURATED_FILES)}
+    sources["VERSION"] = layout.version_file
     copied: list[str] = []
     skipped: dict[str, str] = {}
-    for name, source in [*((n, layout.md(n)) for n in (*DEPLOY_FILES, *CURATED_FILES)),
-                         ("VERSION", layout.version_file)]:  # fmt: skip
+    for name, source in sources.items():
         try:
             data = read_regular(source)
         except FileNotFoundError:
@@ -40,16 +41,14 @@ def backup(layout: Layout, dest: str) -> dict[str, Any]:
         except UnsafeFile as exc:
             skipped[name] = str(exc)
             continue
-        fd = os.open(os.path.join(dest, name), _CREATE, 0o600)
-        with os.fdopen(fd, "wb") as fh:
+        with os.fdopen(os.open(os.path.join(dest, name), _CREATE, 0o600), "wb") as fh:
             fh.write(data)
-        if name != "VERSION":
-            copied.append(name)
+        copied.append(name)
     manifest = {
         "created_at": time.time(),
         "workspace": layout.root,
         "pages": pages,
-        "md_files": copied,
+        "md_files": [name for name in copied if name != "VERSION"],
         "skipped": skipped,
     }
     with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
