@@ -73,11 +73,12 @@ def test_a_hand_edit_is_adopted_across_a_restart_and_shown_to_the_curator(
     assert '"event": "md_adopted"' in log.read_text()
 
 
-def test_a_careless_two_line_rewrite_of_a_twenty_line_file_keeps_fifteen(
+def test_a_careless_two_line_rewrite_of_a_twenty_line_file_loses_a_quarter(
     layout: Layout, tmp_path: Path
 ) -> None:
-    """A reply rewriting a 20-line user.md as 2 lines loses at most a quarter: 15 lines stay,
-    the refusal is on the batch's ledger row and in the log, the rest of the batch applies."""
+    """A reply rewriting a 20-line user.md as 2 lines loses at most a quarter (the line it
+    replaces and 4 deleted): 16 lines stay, the refusal is on the batch's ledger row and in
+    the log, the rest of the batch applies."""
     facts = [f"- Fact number {i} about the person" for i in range(19)]
     with BridgeStandin() as bridge:
         bridge.script(
@@ -92,9 +93,9 @@ def test_a_careless_two_line_rewrite_of_a_twenty_line_file_keeps_fifteen(
             write_turns(layout, 1, start=1)
             wsd(env, "flush", "--wait", "30")
     lines = Path(layout.md("user.md")).read_text().splitlines()
-    assert len(lines) == 15 and lines[:2] == ["# User", "- Lisbon"]
+    assert len(lines) == 16 and lines[:2] == ["# User", "- Lisbon"]
     (refused,) = q(layout.memory_db, "SELECT refused FROM batches ORDER BY id DESC LIMIT 1")[0]
-    assert sum("over the loss limit" in r for r in json.loads(refused)) == 13
+    assert sum("over the loss limit" in r for r in json.loads(refused)) == 14
     assert q(layout.memory_db, "SELECT content FROM learnings") == [("The person moved to Lisbon",)]
     assert '"event": "reply_refused"' in (tmp_path / "d.log").read_text()
 

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
 
-from wsd.daemon.memory.edits import MAX_LINE_CHARS, Edit, Limits, apply, edits_from_rewrite
+from wsd.daemon.memory.edits import (
+    MAX_LINE_CHARS,
+    Edit,
+    Limits,
+    apply,
+    edits_from_rewrite,
+    lost_lines,
+    plain,
+)
 
 LIMITS = Limits(lines=200, chars=12_000)
+#: No loss limit: for the tests of where edits land.
+FREE = Limits(lines=200, chars=12_000, max_loss=1.0)
 BASE = ["# User", "- Name: Ana", "- Lives in Porto", "- Prefers tabs", "- Has a cat"]
 
 
@@ -22,7 +31,7 @@ def test_add_replace_delete_on_the_file_as_sent() -> None:
         Edit("add", 1, "- Age: 41"),
         Edit("add", None, "- Likes green tea"),
     ]
-    out = apply(BASE, BASE, edits, LIMITS)
+    out = apply(BASE, BASE, edits, FREE)
     assert out.lines == [
         "<!-- top -->",
         "# User",
@@ -33,7 +42,7 @@ def test_add_replace_delete_on_the_file_as_sent() -> None:
         "- Prefers tabs",
         "- Likes green tea",
     ]
-    assert out.refused == [] and out.deleted == 1
+    assert out.refused == [] and out.lost == 2
 
 
 def test_edits_against_a_file_edited_by_hand_meanwhile_follow_their_lines() -> None:
@@ -48,7 +57,7 @@ def test_edits_against_a_file_edited_by_hand_meanwhile_follow_their_lines() -> N
         Edit("add", 2, "- Works as a nurse"),
         Edit("replace", 5, "- Has two cats"),
     ]
-    out = apply(BASE, current, edits, LIMITS)
+    out = apply(BASE, current, edits, FREE)
     assert out.lines == [
         "# User",
         "My notes:",
@@ -63,14 +72,57 @@ def test_edits_against_a_file_edited_by_hand_meanwhile_follow_their_lines() -> N
     assert "changed since the request" in out.refused[0][1]
 
 
-def test_a_two_line_rewrite_of_a_twenty_line_file_keeps_fifteen() -> None:
-    """A careless full-file reply of 2 lines for a 20-line file: 2 lines replaced, 5 deleted
-    (a quarter), the other 13 kept; what was refused says why."""
+def test_a_two_line_rewrite_of_a_twenty_line_file_loses_a_quarter() -> None:
+    """A careless full-file reply of 2 lines for a 20-line file: its 2 lines replace 2, and
+    3 more are deleted (5, a quarter, lost in all), the other 15 kept; what was refused says
+    why."""
     base = [f"- fact {i}" for i in range(20)]
     out = apply(base, base, edits_from_rewrite(base, ["# User", "- new"]), LIMITS)
-    assert len(out.lines) == 15 and out.lines[:2] == ["# User", "- new"]
-    assert out.deleted == 5
-    assert len(out.refused) == 13 and all("loss limit" in why for _e, why in out.refused)
+    assert len(out.lines) == 17 and out.lines[:2] == ["# User", "- new"]
+    assert out.lines[2:] == base[5:] and out.lost == 5
+    assert len(out.refused) == 15 and all("loss limit" in why for _e, why in out.refused)
+
+
+def test_replacing_every_line_loses_no_more_than_deleting_them() -> None:
+    """Found by an attack: ``user.md ~1: .`` ... ``~52: .`` left 52 dots when only deletions
+    were counted. Replacements and a full-file block of all-different lines lose a quarter,
+    like deletions; a line moved or only re-punctuated is not lost."""
+    base = [f"- The person's fact number {i}" for i in range(52)]
+    dots = apply(base, base, [Edit("replace", i + 1, ".") for i in range(52)], LIMITS)
+    assert lost_lines(base, dots.lines) == 13 and dots.lines[13:] == base[13:]
+    assert sum("loss limit" in why for _e, why in dots.refused) == 39
+    other = [f"- Something else entirely, {i}" for i in range(120)]
+    block = apply(base, base, edits_from_rewrite(base, other), LIMITS)
+    assert lost_lines(base, block.lines) == 13
+    moved = [*base[1:], base[0]]
+    moved[5] = moved[5].upper() + "!"
+    out = apply(base, base, edits_from_rewrite(base, moved), LIMITS)
+    assert out.lines == moved and out.refused == [] and out.lost == 0
+
+
+def test_a_small_file_may_lose_one_line_a_batch() -> None:
+    """A quarter of 3 lines rounds to 0: a file that small may still lose one line per
+    batch (an outdated line must be replaceable), but not two; 0 turns removals off."""
+    small = ["- Lives in Porto", "- Prefers tabs", "- Has a cat"]
+    one = apply(small, small, [Edit("replace", 1, "- Lives in Lisbon")], LIMITS)
+    assert one.lines[0] == "- Lives in Lisbon" and one.refused == []
+    two = apply(small, small, [Edit("delete", 2), Edit("replace", 1, "- Lisbon")], LIMITS)
+    assert two.lost == 1 and len(two.refused) == 1
+    none = apply(small, small, [Edit("delete", 2)], Limits(200, 12_000, max_loss=0.0))
+    assert none.lines == small
+
+
+def test_a_day_allowance_holds_only_the_lines_of_a_day_ago() -> None:
+    """With what the file had a day ago given (its baseline), removals of those lines past
+    the day's allowance are refused as held; lines written since may still go, and adds
+    are untouched."""
+    old = [f"- old fact {i}" for i in range(8)]
+    new = [f"- new fact {i}" for i in range(8)]
+    limits = Limits(200, 12_000, kept=frozenset(plain(x) for x in old), kept_allowance=1)
+    edits = [Edit("delete", 1), Edit("delete", 2), Edit("delete", 9), Edit("add", None, "- x")]
+    out = apply(old + new, old + new, edits, limits)
+    assert out.held and out.lines == [*old[1:], *new[1:], "- x"]
+    assert [why for _e, why in out.refused] == [limits.held_reason]
 
 
 def test_rewrite_to_edits_round_trips() -> None:
@@ -123,7 +175,8 @@ def _random_edit(rng: random.Random, n: int) -> Edit:
 def test_property_random_edits_and_rewrites_never_break_the_guards() -> None:
     """Seeded random bases, hand edits, edit lists and full-file rewrites: never over the
     line limit or byte budget (when the file was within them), never more lines lost than
-    the allowance, every line of the result either kept, or written by an accepted edit."""
+    the allowance (whatever the form: deleted, replaced, rewritten away), every line of the
+    result either kept, or written by an accepted edit."""
     rng = random.Random(20261123)
     for round_ in range(3000):
         limits = Limits(rng.randrange(1, 40), rng.randrange(40, 2000), rng.choice([0.0, 0.25, 0.5]))
@@ -146,11 +199,8 @@ def test_property_random_edits_and_rewrites_never_break_the_guards() -> None:
         if within:
             assert len(out.lines) <= limits.lines, (round_, len(out.lines))
             assert sum(len(x) + 1 for x in out.lines) <= limits.chars, round_
-        allowance = int(len(current) * limits.max_loss)
-        assert out.deleted <= allowance, round_
-        replacements = sum(1 for e in edits if e.op == "replace") + 1
-        lost = Counter(current) - Counter(out.lines)
-        assert sum(lost.values()) <= allowance + replacements, round_
+        allowance = limits.allowance(sum(1 for line in current if plain(line)))
+        assert lost_lines(current, out.lines) <= allowance, round_
         written = {e.text for e in edits if e.op != "delete"}
         assert all(line in current or line in written for line in out.lines), round_
         assert all(len(x) <= MAX_LINE_CHARS for x in out.lines if x not in current), round_

@@ -15,6 +15,13 @@ differently:
 The HTTP call runs in a helper thread so that SIGTERM can abandon it at once;
 the abandoned batch is simply curated again later.
 
+Every request is booked with a :class:`Meter` (the caller's) as it happens: before it is
+sent, and again as soon as an answer arrives, before anything reads it, or when none comes.
+The usage an answer reports is checked first (:func:`usage_of`): figures that are not
+non-negative integers within what the request could cost are replaced by an estimate (found
+by an attack: ``output_tokens: -2000000`` was booked as -$10, and six $1.50 calls then passed
+under a $1 cap).
+
 ``anthropic`` is imported on first use, not at start-up: the SDK costs ~0.8 s
 and ~60 MB to import, which a daemon that starts, finds nothing to do and
 idles should not pay (nor a crash-restart loop under supervisord).
@@ -23,12 +30,13 @@ idles should not pay (nor a crash-restart loop under supervisord).
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import tenacity
 
@@ -40,6 +48,10 @@ if TYPE_CHECKING:
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 OUTAGE_STATUS = frozenset({401, 403, 404, 405})
+#: Characters per token an estimate assumes (what the Bridge's answers average here).
+CHARS_PER_TOKEN = 4
+#: Input tokens a request may be billed beyond one per byte of its body (the API's framing).
+INPUT_SLACK_TOKENS = 4096
 
 
 class Shutdown(Exception):
@@ -68,6 +80,39 @@ class BadReply(Exception):
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What an answer says it used, checked: ``valid`` False means the figures here are an
+    estimate, and ``raw`` holds what the answer said (for the log)."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    valid: bool = True
+    raw: str = ""
+
+
+#: How a request that got no usable answer ends: ``void`` (the Bridge refused it with an
+#: error status, or it never connected: nothing billed), ``lost`` (it may have been answered
+#: and billed: a timeout, a reset, a call abandoned at shutdown), ``unreadable`` (a 200 whose
+#: body could not be read: billed, its usage unknown).
+Unanswered = Literal["void", "lost", "unreadable"]
+
+
+class Meter(Protocol):
+    """Books what each request costs as it happens (see :mod:`wsd.daemon.curation.spend`)."""
+
+    def ask(self, request_chars: int) -> int | None:
+        """A request of this size is about to be sent; a ticket for it."""
+
+    def answered(self, ticket: int | None, usage: Usage, message_id: str) -> None:
+        """Its answer arrived (not read yet)."""
+
+    def unanswered(self, ticket: int | None, how: Unanswered) -> None:
+        """It got no usable answer."""
+
+
+@dataclass(frozen=True)
 class Reply:
     text: str
     stop_reason: str | None
@@ -78,6 +123,8 @@ class Reply:
     cache_write_tokens: int
     attempts: int
     latency_ms: float
+    #: False when the answer's usage was implausible and the tokens here are an estimate.
+    usage_valid: bool = True
 
 
 ClientFactory = Callable[[Config], Any]
@@ -195,10 +242,17 @@ class BridgeClient:
                 text = text.replace(secret, "[REDACTED:token]")
         return text
 
-    def call(self, system: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Reply:
-        """Send one request; raise Shutdown, Outage or BatchRejected if no reply is had."""
+    def call(
+        self,
+        system: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        meter: Meter | None = None,
+    ) -> Reply:
+        """Send one request; raise Shutdown, Outage or BatchRejected if no reply is had.
+        Each attempt is booked with ``meter`` as it happens."""
         started = self._monotonic()
         attempts = 0
+        chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
 
         def sleep(seconds: float) -> None:
             if self.stop.wait(seconds):
@@ -224,9 +278,9 @@ class BridgeClient:
             for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    reply = self._attempt(system, messages)
+                    message, usage = self._attempt(system, messages, chars, meter)
                     latency = (self._monotonic() - started) * 1000
-                    return _reply(reply, attempts, latency)
+                    return _reply(message, usage, attempts, latency)
         except (Shutdown, Outage, BatchRejected):
             raise
         except Exception as exc:
@@ -243,8 +297,15 @@ class BridgeClient:
             raise Outage(message, attempts, hint) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def _attempt(self, system: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Any:
-        """One HTTP request in a helper thread, abandoned (and its pool closed) on stop."""
+    def _attempt(
+        self,
+        system: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        chars: int,
+        meter: Meter | None,
+    ) -> tuple[Any, Usage]:
+        """One HTTP request in a helper thread, abandoned (and its pool closed) on stop;
+        booked with ``meter`` before it is sent and when it ends."""
         if self.stop.is_set():
             raise Shutdown("stop requested before the call")
         if self._client is None:
@@ -266,38 +327,86 @@ class BridgeClient:
             finally:
                 done.set()
 
-        signals.background(run, "wsd-curator-call")
-        while not done.wait(0.05):
-            if self.stop.is_set():
-                self.reset()  # closing the pool makes the in-flight request fail fast
-                raise Shutdown("stop requested during the curator call")
-        if "error" in box:
-            raise box["error"]
-        reply = box["reply"]
-        if not isinstance(getattr(reply, "content", None), list):
-            raise BadReply("reply has no content list")
-        return reply
+        ticket = meter.ask(chars) if meter is not None else None
+        try:
+            signals.background(run, "wsd-curator-call")
+            while not done.wait(0.05):
+                if self.stop.is_set():
+                    self.reset()  # closing the pool makes the in-flight request fail fast
+                    raise Shutdown("stop requested during the curator call")
+            if "error" in box:
+                raise box["error"]
+            reply = box["reply"]
+            if not isinstance(getattr(reply, "content", None), list):
+                raise BadReply("reply has no content list")
+        except BaseException as exc:
+            if meter is not None:
+                meter.unanswered(ticket, _unanswered(exc))
+            raise
+        usage = usage_of(reply, chars, self.config.max_tokens)
+        if meter is not None:
+            meter.answered(ticket, usage, str(getattr(reply, "id", "") or "")[:100])
+        return reply, usage
 
 
-def _reply(message: Any, attempts: int, latency_ms: float) -> Reply:
+def usage_of(message: Any, request_chars: int, max_tokens: int) -> Usage:
+    """The answer's usage if every figure is a non-negative integer within what the request
+    could cost (input: about one token per byte of the request at most; output: at most
+    ``max_tokens``); else an estimate from the sizes (``valid`` False)."""
+    usage = getattr(message, "usage", None)
+    names = (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
+    figures = [getattr(usage, name, None) if usage is not None else None for name in names]
+    figures = [0 if value is None and i >= 2 else value for i, value in enumerate(figures)]
+    ints = [v if type(v) is int else -1 for v in figures]  # bool, float, str: not a count
+    inputs = ints[0] + ints[2] + ints[3]
+    plausible = (
+        min(ints) >= 0
+        and inputs <= request_chars * 4 + INPUT_SLACK_TOKENS  # UTF-8: at most 4 bytes a char
+        and ints[1] <= max_tokens
+    )
+    if plausible:
+        return Usage(ints[0], ints[1], ints[2], ints[3])
+    text = "".join(
+        t
+        for b in (getattr(message, "content", None) or [])
+        if isinstance(t := getattr(b, "text", None), str)
+    )
+    estimate = min(max_tokens, max(1, len(text) // CHARS_PER_TOKEN))
+    raw = ", ".join(f"{n}={v!r}"[:60] for n, v in zip(names, figures, strict=True))
+    return Usage(max(1, request_chars // CHARS_PER_TOKEN), estimate, valid=False, raw=raw)
+
+
+def _unanswered(exc: BaseException) -> Unanswered:
+    """How a request that raised ``exc`` ended, for the charges ledger."""
+    if isinstance(exc, BadReply | ValueError) or type(exc).__name__ == "APIResponseValidationError":
+        return "unreadable"  # a 200 came: billed
+    if _status(exc) is not None:
+        return "void"  # an error status: the API bills none
+    cause = exc.__cause__ or exc.__context__
+    if type(exc).__name__ == "APIConnectionError" and type(cause).__name__ == "ConnectError":
+        return "void"  # never reached the Bridge
+    return "lost"
+
+
+def _reply(message: Any, usage: Usage, attempts: int, latency_ms: float) -> Reply:
     texts = [b.text for b in message.content if getattr(b, "type", None) == "text"]
     text = "\n".join(t for t in texts if isinstance(t, str))
     if not text.strip():
         raise BadReply("reply has no text")
-    usage = getattr(message, "usage", None)
-
-    def tokens(name: str) -> int:
-        value = getattr(usage, name, 0) if usage is not None else 0
-        return int(value or 0)
-
     return Reply(
         text=text,
         stop_reason=getattr(message, "stop_reason", None),
         model=str(getattr(message, "model", "")),
-        input_tokens=tokens("input_tokens"),
-        output_tokens=tokens("output_tokens"),
-        cache_read_tokens=tokens("cache_read_input_tokens"),
-        cache_write_tokens=tokens("cache_creation_input_tokens"),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
         attempts=attempts,
         latency_ms=latency_ms,
+        usage_valid=usage.valid,
     )

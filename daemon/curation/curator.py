@@ -10,16 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wsd.daemon.memory import files_md
 from wsd.daemon.memory.files import LINE_LIMITS
 from wsd.daemon.store.records import Turn
 from wsd.schema.layout import CURATED_FILES
-
-if TYPE_CHECKING:
-    from wsd.daemon.curation.bridge import Reply
-    from wsd.daemon.runtime.config import Config
 
 # Per-part character caps when rendering a turn for the curator: it needs the
 # gist of each part, not its full text (cost is per input token). Measured on
@@ -257,14 +253,3 @@ def _day(ts: float) -> str:
         return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
     except (OverflowError, OSError, ValueError):
         return "?"
-
-
-def cost_usd(reply: Reply, config: Config) -> float:
-    """What a reply cost: Anthropic prices cache writes at 1.25x and cache reads at 0.1x
-    the input price."""
-    return (
-        reply.input_tokens * config.price_input
-        + reply.cache_write_tokens * config.price_input * 1.25
-        + reply.cache_read_tokens * config.price_input * 0.1
-        + reply.output_tokens * config.price_output
-    ) / 1e6

@@ -4,26 +4,31 @@
 everything refused (stored on the batch's ledger row and logged). Whatever the reply says:
 
 * md files change only through :func:`wsd.daemon.memory.edits.apply` (line limit, byte
-  budget, at most a quarter of a file's lines lost per batch, edits that no longer point at
-  their line refused); a reply cut short (``max_tokens``) changes no file; a file that got
-  both a full rewrite and edits in one reply gets neither (which was meant is unclear);
+  budget, at most a quarter of a file's lines lost per batch whatever the reply's form, no
+  more of what it had a day ago than :mod:`wsd.daemon.memory.erosion` allows, edits that no
+  longer point at their line refused); a reply cut short (``max_tokens``) changes no file; a
+  file that got both a full rewrite and edits in one reply gets neither (which was meant is
+  unclear);
 * at most ``caps.learnings_for(turns)`` learnings and ``caps.actions`` actions per batch;
 * a learning that only restates a line the memory files already hold, or repeats another
   of the same reply, is not kept (repeats of stored learnings are refused by the store:
-  one normalised key per learning, see :func:`wsd.daemon.store.records.learning_key`).
+  one normalised key per learning, see :func:`wsd.daemon.store.records.learning_key`);
+* what is refused is summarised (:func:`summarise`): one reply cannot bloat the ledger.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory import files_md
-from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite
+from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite, plain
+from wsd.daemon.memory.erosion import Erosion
 from wsd.daemon.memory.files import LINE_LIMITS
-from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
+from wsd.daemon.runtime.config import DEFAULT_EROSION, DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
 from wsd.daemon.store.records import Learning, learning_key
 from wsd.schema.layout import CURATED_FILES
 
@@ -31,11 +36,12 @@ from wsd.schema.layout import CURATED_FILES
 LEARNINGS_PER_TURN = 3
 MIN_LEARNINGS = 10
 ACTIONS_PER_BATCH = 10
-#: How a restated line may start without adding anything ("The user prefers tabs" restates
-#: "- Prefers tabs").
-_SUBJECT = re.compile(r"^(?:the )?(?:user|person)(?:'s)? ")
-_MARKUP = re.compile(r"[*_`#>|]+|^\s*(?:[-+]\s+|\d+[.)]\s+)")
-_PUNCT = re.compile(r"[^\w\s]+")
+#: Refusals kept word for word on a batch's ledger row; the rest are counted by kind. Found by
+#: an attack: each refused ``user.md -1..200`` was stored as 200 lines, and a 300 KB reply
+#: made a 254.7 MB ledger row.
+REFUSALS_KEPT = 40
+REFUSAL_CHARS = 300
+_NUMBER = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class Caps:
     """The guards' limits (the daemon's Config supplies them)."""
 
     max_loss: float = DEFAULT_MAX_LOSS
+    #: Share of the lines a file had a day ago it may lose before removals wait (0: off).
+    erosion: float = DEFAULT_EROSION
     file_chars: int = DEFAULT_FILE_CHARS
     learnings_per_turn: int = LEARNINGS_PER_TURN
     min_learnings: int = MIN_LEARNINGS
@@ -51,9 +59,18 @@ class Caps:
     def learnings_for(self, turns: int) -> int:
         return max(self.min_learnings, self.learnings_per_turn * turns)
 
-    def limits(self, name: str) -> Limits:
+    def limits(self, name: str, erosion: Erosion | None = None) -> Limits:
         lines = files_md.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
-        return Limits(lines, self.file_chars, self.max_loss)
+        if erosion is None:
+            return Limits(lines, self.file_chars, self.max_loss)
+        return Limits(
+            lines,
+            self.file_chars,
+            self.max_loss,
+            kept=erosion.said,
+            kept_allowance=erosion.allowance,
+            held_reason=erosion.reason(),
+        )
 
 
 @dataclass
@@ -65,6 +82,8 @@ class Review:
     closed_actions: list[int] = field(default_factory=list)
     md_updates: dict[str, str] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
+    #: Files whose removals were held back to keep what they had a day ago.
+    held: list[str] = field(default_factory=list)
 
 
 def review(
@@ -76,17 +95,36 @@ def review(
     truncated: bool,
     caps: Caps,
     offered: set[int] | frozenset[int] = frozenset(),
+    erosion: Mapping[str, Erosion | None] | None = None,
 ) -> Review:
     """Apply the guards; ``base`` is every memory file as the request showed it (files.md:
-    its notes), ``current`` the curated files as they are now (hand edits adopted), and
+    its notes), ``current`` the curated files as they are now (hand edits adopted),
     ``offered`` the ids of the related learnings the request showed (the only ones a new
-    learning may replace)."""
+    learning may replace), and ``erosion`` each file measured against its baseline."""
     out = Review(closed_actions=list(parsed.closed_actions))
-    _files(out, parsed, base, current, truncated, caps)
+    _files(out, parsed, base, current, truncated, caps, erosion or {})
     _learnings(out, parsed.learnings, base, caps.learnings_for(turns), offered)
     out.actions = parsed.actions[: caps.actions]
     if len(parsed.actions) > caps.actions:
         out.refused.append(f"{len(parsed.actions) - caps.actions} actions over the cap")
+    if parsed.dropped:
+        out.refused.append(f"{parsed.dropped} reply lines over the parser's caps, not read")
+    out.refused = summarise(out.refused)
+    return out
+
+
+def summarise(refused: list[str], kept: int = REFUSALS_KEPT) -> list[str]:
+    """The first ``kept`` refusals (each clipped), then one line counting the rest by kind
+    (a refusal with its numbers taken out)."""
+    out = [
+        line if len(line) <= REFUSAL_CHARS else line[: REFUSAL_CHARS - 1] + "…"
+        for line in refused[:kept]
+    ]
+    rest = refused[kept:]
+    if rest:
+        kinds = Counter(_NUMBER.sub("N", line.split(": ", 2)[-1])[:80] for line in rest)
+        top = "; ".join(f"{n} × {kind}" for kind, n in kinds.most_common(5))
+        out.append(f"{len(rest)} more refusals: {top}"[:REFUSAL_CHARS])
     return out
 
 
@@ -97,6 +135,7 @@ def _files(
     current: Mapping[str, str],
     truncated: bool,
     caps: Caps,
+    erosion: Mapping[str, Erosion | None],
 ) -> None:
     for name in CURATED_FILES:
         edits, rewrite = parsed.edits.get(name, []), parsed.rewrites.get(name)
@@ -116,8 +155,10 @@ def _files(
             edits = edits_from_rewrite(before, rewrite)
         now = _lines(current.get(name, ""))
         edits = _new_lines_only(out, name, now, edits)
-        result = apply(before, now, edits, caps.limits(name))
+        result = apply(before, now, edits, caps.limits(name, erosion.get(name)))
         out.refused += [f"{name}: {edit.describe()}: {why}" for edit, why in result.refused]
+        if result.held:
+            out.held.append(name)
         if result.changed and result.lines != now:
             out.md_updates[name] = "\n".join(result.lines) + "\n" if result.lines else ""
 
@@ -125,15 +166,15 @@ def _files(
 def _new_lines_only(out: Review, name: str, lines: list[str], edits: list[Edit]) -> list[Edit]:
     """The edits without adds of a line the file already holds (case, punctuation and
     markup aside), or that an earlier add of the reply already brings."""
-    have = {_plain(line) for line in lines if _plain(line)}
+    have = {plain(line) for line in lines if plain(line)}
     kept = []
     for edit in edits:
-        plain = _plain(edit.text)
-        if edit.op == "add" and plain and plain in have:
+        said = plain(edit.text)
+        if edit.op == "add" and said and said in have:
             out.refused.append(f"{name}: {edit.describe()}: the file already says it")
             continue
-        if edit.op == "add" and plain:
-            have.add(plain)
+        if edit.op == "add" and said:
+            have.add(said)
         kept.append(edit)
     return kept
 
@@ -150,15 +191,15 @@ def _learnings(
     offered: set[int] | frozenset[int],
 ) -> None:
     known = {
-        _plain(line): (name, i + 1)
+        plain(line): (name, i + 1)
         for name, text in base.items()
         for i, line in enumerate(_lines(text))
-        if _plain(line)
+        if plain(line)
     }
     seen: set[str] = set()
     for item in learnings:
         key = learning_key(item.content)
-        restated = _restates(_plain(item.content), known)
+        restated = _restates(plain(item.content), known)
         if key in seen:
             out.refused.append(f"learning repeated in the reply: {item.content[:60]}")
         elif restated is not None:
@@ -172,13 +213,6 @@ def _learnings(
         else:
             out.learnings.append(item)
         seen.add(key)
-
-
-def _plain(text: str) -> str:
-    """Lower case, no markdown, no punctuation, single spaces, no leading "the user"."""
-    text = _MARKUP.sub(" ", text.lower())
-    text = " ".join(_PUNCT.sub(" ", text).split())
-    return _SUBJECT.sub("", text)
 
 
 def _restates(learning: str, known: Mapping[str, tuple[str, int]]) -> tuple[str, int] | None:

@@ -21,14 +21,17 @@ each commit (the loop materialises md files, marks turns processed and logs).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Reply
-from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, cost_usd, render_turn
+from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, render_turn
 from wsd.daemon.curation.guards import Caps, review
 from wsd.daemon.curation.reply import ParsedReply, parse_reply
+from wsd.daemon.curation.spend import StoreMeter, price
+from wsd.daemon.memory import erosion
 from wsd.daemon.memory.files import canonical
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store import archive
@@ -109,6 +112,8 @@ class Pipeline:
         on_commit: Callable[[Committed], None] = lambda _c: None,
         caps: Caps | None = None,
         log: Any = None,
+        clock: Callable[[], float] = time.time,
+        purpose: str = "curate",
     ) -> None:
         self.config = config
         self.store = store
@@ -116,8 +121,12 @@ class Pipeline:
         self.files = files
         self.dated = dated
         self.on_commit = on_commit
-        self.caps = caps or Caps(max_loss=config.max_loss, file_chars=config.file_chars)
+        self.caps = caps or Caps(
+            max_loss=config.max_loss, erosion=config.erosion, file_chars=config.file_chars
+        )
         self.log = log
+        #: Every request is booked in the charges ledger as it happens (the daily cap).
+        self.meter = StoreMeter(store, config, clock, purpose, log)
 
     def curate(self, batch: Batch, identity: str, replaces: Sequence[int] = ()) -> list[Committed]:
         """Curate ``batch``, splitting on rejection; every commit in order."""
@@ -127,7 +136,7 @@ class Pipeline:
         system, messages = build_request(base, actions, batch.rendered, related)
         started = self.dated(batch.turns)
         try:
-            reply = self.bridge.call(system, messages)
+            reply = self.bridge.call(system, messages, meter=self.meter)
         except BatchRejected as exc:
             if len(batch.turns) == 1:
                 record = BatchRecord.parked(batch.turns, exc, exc.attempts, started)
@@ -150,16 +159,23 @@ class Pipeline:
         started: float,
     ) -> BatchRecord:
         """What of the reply may be committed (the guards), as the batch's ledger record."""
-        current = self.files()  # a person may have edited a file while the call was out
+        files = self.files()  # a person may have edited a file while the call was out
+        current = {name: canonical(name, files.get(name, "")) for name in CURATED_FILES}
+        day = {  # each edited file against what it had a day before this batch
+            name: erosion.measure(self.store, name, current[name], started, self.caps.erosion)
+            for name in {*parsed.edits, *parsed.rewrites}
+        }
         checked = review(
             parsed,
             base={name: canonical(name, text) for name, text in base.items()},
-            current={name: canonical(name, current.get(name, "")) for name in CURATED_FILES},
+            current=current,
             turns=len(batch.turns),
             truncated=reply.stop_reason == "max_tokens",
             caps=self.caps,
             offered=offered,
+            erosion=day,
         )
+        held = [day[name] for name in checked.held]
         return BatchRecord(
             turns=batch.turns,
             learnings=checked.learnings,
@@ -174,9 +190,16 @@ class Pipeline:
             output_tokens=reply.output_tokens,
             cache_read_tokens=reply.cache_read_tokens,
             cache_write_tokens=reply.cache_write_tokens,
-            cost_usd=cost_usd(reply, self.config),
+            cost_usd=price(
+                self.config,
+                reply.input_tokens,
+                reply.output_tokens,
+                reply.cache_read_tokens,
+                reply.cache_write_tokens,
+            ),
             latency_ms=reply.latency_ms,
             started_at=started,
+            state=dict(erosion.held_state(e, started) for e in held if e is not None),
         )
 
     def _commit(

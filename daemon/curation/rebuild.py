@@ -163,6 +163,7 @@ def _recurate(
         # same transcript gives the same rows.
         dated=lambda turns: turns[-1].timestamp,
         on_commit=counted,
+        purpose="rebuild",
     )
     done = 0
     for start in range(0, len(ids), config.batch_turns):

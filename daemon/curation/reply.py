@@ -43,6 +43,15 @@ LEARNING_HEADERS = {
     "TOOL_INSTALL": "tool_install",
 }
 MAX_LEARNING_CHARS = 1000
+#: What one reply is read for at most; the rest is counted (``ParsedReply.dropped``), not
+#: read. A reply within ``max_tokens`` is far smaller; one larger is a Bridge or a model gone
+#: wrong, and must not cost the daemon time or memory.db space (found by an attack: a 300 KB
+#: reply of ``user.md -1..200`` lines became 4 million refusals and a 21 s flush).
+MAX_REPLY_LINES = 5000
+MAX_EDITS_PER_FILE = 500
+MAX_REWRITE_LINES = 1000
+MAX_ITEMS = 200
+MAX_UNKNOWN_LINES = 20
 PRIORITIES = {"urgent": 0, "p0": 0, "high": 1, "p1": 1, "normal": 2, "p2": 2}
 
 
@@ -59,6 +68,15 @@ class ParsedReply:
     rewrites: dict[str, list[str]] = field(default_factory=dict)
     unknown_lines: list[str] = field(default_factory=list)
     said_none: bool = False
+    #: Lines not read: past MAX_REPLY_LINES, or items past their caps.
+    dropped: int = 0
+
+    def unknown(self, raw: str) -> None:
+        """Note a line that is no item of the format (the first few kept, the rest counted)."""
+        if len(self.unknown_lines) < MAX_UNKNOWN_LINES:
+            self.unknown_lines.append(raw[:200])
+        else:
+            self.dropped += 1
 
 
 _DECOR = r"\s*(?:[-*+]\s+)?(?:\*\*|__)?"
@@ -99,11 +117,17 @@ def parse_reply(
     out = ParsedReply()
     valid_turns, open_ids = set(turn_ids), set(open_action_ids)
     block: str | None = None
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    out.dropped = max(0, len(lines) - MAX_REPLY_LINES)
+    for raw in lines[:MAX_REPLY_LINES]:
+        raw = raw[: MAX_LEARNING_CHARS * 4]  # no line of the format is longer
         header = _HEADER.match(raw)
         edit = _EDIT.match(raw) if header is None else None
         if block is not None and header is None and edit is None:
-            out.rewrites[block].append(raw)
+            if len(out.rewrites[block]) < MAX_REWRITE_LINES:
+                out.rewrites[block].append(raw)
+            else:
+                out.dropped += 1
             continue
         block = None
         if edit is not None:
@@ -112,7 +136,7 @@ def parse_reply(
             header.group("rest") is None and not header.group("key").endswith(("_UPDATE", "NONE"))
         ):
             if raw.strip() and not _FENCE.match(raw):
-                out.unknown_lines.append(raw[:200])
+                out.unknown(raw)
         elif header.group("key").endswith("_MD_UPDATE"):
             block = UPDATE_HEADERS[header.group("key")]
             rest = (header.group("rest") or "").strip()
@@ -128,6 +152,9 @@ def _item(
     out: ParsedReply, m: re.Match[str], raw: str, valid_turns: set[int], open_ids: set[int]
 ) -> None:
     key, rest, tag = m.group("key"), (m.group("rest") or "").strip(), m.group("tag") or ""
+    if len(out.learnings) + len(out.actions) + len(out.closed_actions) >= MAX_ITEMS:
+        out.dropped += key != "NONE"
+        return
     if key == "NONE":
         out.said_none = True
     elif key in LEARNING_HEADERS:
@@ -137,7 +164,7 @@ def _item(
         if content:
             out.learnings.append(Learning(LEARNING_HEADERS[key], content, cited, replaces))
         else:
-            out.unknown_lines.append(raw[:200])
+            out.unknown(raw)
     elif key == "ACTION":
         priority = PRIORITIES.get(tag.strip().lower(), 2)
         prio = _PRIORITY.match(rest)
@@ -148,13 +175,13 @@ def _item(
         if content:
             out.actions.append((content, priority))
         else:
-            out.unknown_lines.append(raw[:200])
+            out.unknown(raw)
     elif key == "ACTION_DONE":
         digits = re.sub(r"[^0-9]", "", rest.split()[0] if rest.split() else "")
         if digits and int(digits) in open_ids:
             out.closed_actions.append(int(digits))
         else:
-            out.unknown_lines.append(raw[:200])
+            out.unknown(raw)
 
 
 def _strip_refs(content: str, valid_turns: set[int]) -> tuple[str, int | None, int | None]:
@@ -179,7 +206,7 @@ def _edit(out: ParsedReply, m: re.Match[str], raw: str) -> None:
     text = _line_text(m.group("text")) if m.group("text").strip() else None
     if where.lower() in ("$", "end"):
         if op != "add":
-            out.unknown_lines.append(raw[:200])
+            out.unknown(raw)
             return
         line: int | None = None
     else:
@@ -188,11 +215,16 @@ def _edit(out: ParsedReply, m: re.Match[str], raw: str) -> None:
     if op == "delete":
         last = int(to) if to else line
         if line is None or last is None or last < line or last - line > 200:
-            out.unknown_lines.append(raw[:200])
+            out.unknown(raw)
+            return
+        if len(edits) + last - line + 1 > MAX_EDITS_PER_FILE:
+            out.dropped += 1
             return
         edits += [Edit("delete", n) for n in range(line, last + 1)]
     elif to or (op == "replace" and text is None):
-        out.unknown_lines.append(raw[:200])  # a range to add or replace, or no text: unclear
+        out.unknown(raw)  # a range to add or replace, or no text: unclear
+    elif len(edits) >= MAX_EDITS_PER_FILE:
+        out.dropped += 1
     else:
         edits.append(Edit(op, line, text or ""))  # type: ignore[arg-type]
 

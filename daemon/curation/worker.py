@@ -123,6 +123,7 @@ class Worker:
             dated=lambda _turns: self.clock(),
             on_commit=self._after_commit,
             log=self.log,
+            clock=lambda: self.clock(),  # through self: a test may swap the clock
         )
 
     # -- lifecycle -------------------------------------------------------------

@@ -10,8 +10,15 @@ same edits (:func:`edits_from_rewrite`), so both pass the same guards in :func:`
   each base line is looked up in the current file through the lines both share (difflib's
   matching blocks); an edit whose line is no longer there is refused, never applied to
   whatever line now has that number.
-* **Bounded loss.** At most ``floor(lines * max_loss)`` lines of the current file may be
-  deleted by one batch (replacing a line is not removing it); later deletions are refused.
+* **Bounded loss, judged by effect.** A line of the current file is *lost* when no line of
+  the result says it any more (case, markup and punctuation aside): deleted, replaced by other
+  words, or rewritten away in a full-file reply alike (a line moved or repeated elsewhere is not
+  lost). One batch may lose at most ``floor(lines * max_loss)`` of the file's lines, and at
+  least one of a small file; with :attr:`Limits.kept` set (the lines the file had a day ago,
+  see :mod:`wsd.daemon.memory.erosion`), at most :attr:`Limits.kept_allowance` of those. The
+  removing edits (deletions and replacements) that go past either are refused, last first.
+  Found by an attack: a reply replacing every line (``user.md ~1: .`` ... ``~52: .``) left a
+  file of dots when only deletions were counted.
 * **Bounded size.** The result never exceeds the file's line limit or byte budget, and no
   line is longer than :data:`MAX_LINE_CHARS`: the adds (then replacements) that would pass
   them are refused, last first.
@@ -24,6 +31,8 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -34,6 +43,20 @@ from wsd.daemon.runtime.config import DEFAULT_MAX_LOSS
 MAX_LINE_CHARS = 400
 
 Op = Literal["add", "replace", "delete"]
+
+#: How a restated line may start without adding anything ("The user prefers tabs" restates
+#: "- Prefers tabs").
+_SUBJECT = re.compile(r"^(?:the )?(?:user|person)(?:'s)? ")
+_MARKUP = re.compile(r"[*_`#>|]+|^\s*(?:[-+]\s+|\d+[.)]\s+)")
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def plain(text: str) -> str:
+    """What a line says: lower case, no markdown, no punctuation, single spaces, no leading
+    "the user" ("" for a line that says nothing: blank, a rule, bare markup)."""
+    text = _MARKUP.sub(" ", text.lower())
+    text = " ".join(_PUNCT.sub(" ", text).split())
+    return _SUBJECT.sub("", text)
 
 
 @dataclass(frozen=True)
@@ -52,11 +75,26 @@ class Edit:
 
 @dataclass(frozen=True)
 class Limits:
-    """What a file may hold after a batch."""
+    """What a file may hold after a batch, and what it may lose.
+
+    ``kept``: what the lines the file had a day ago say (:func:`plain`), when erosion is
+    watched; then at most ``kept_allowance`` lines saying one of them may be lost, and a
+    removal refused for it gives ``held_reason``.
+    """
 
     lines: int
     chars: int
     max_loss: float = DEFAULT_MAX_LOSS
+    kept: frozenset[str] | None = None
+    kept_allowance: int = 0
+    held_reason: str = "the file lost too much of what it had a day ago"
+
+    def allowance(self, lines: int) -> int:
+        """Lines one batch may lose of a file of ``lines`` lines that say something: a
+        quarter (``max_loss``), rounded down, and at least one (0 when ``max_loss`` is 0)."""
+        if self.max_loss <= 0 or lines <= 0:
+            return 0
+        return max(1, math.floor(lines * self.max_loss))
 
 
 @dataclass
@@ -65,8 +103,11 @@ class Outcome:
 
     lines: list[str]
     applied: int = 0
-    deleted: int = 0
+    #: Lines of the current file no line of the result says any more.
+    lost: int = 0
     refused: list[tuple[Edit, str]] = field(default_factory=list)
+    #: True when a removal was refused to keep what the file had a day ago (erosion).
+    held: bool = False
 
     @property
     def changed(self) -> bool:
@@ -100,8 +141,8 @@ def apply(
     refused: list[tuple[Edit, str]] = []
     replaced: dict[int, tuple[Edit, str]] = {}
     deleted: dict[int, Edit] = {}
+    removals: list[int] = []  # current indices replaced or deleted, in reply order
     added: list[tuple[int, Edit]] = []  # (current index it goes after, -1 = top)
-    allowance = math.floor(len(current) * limits.max_loss)
     for edit in edits:
         if edit.op != "delete" and len(edit.text) > MAX_LINE_CHARS:
             refused.append((edit, f"line longer than {MAX_LINE_CHARS} characters"))
@@ -121,14 +162,91 @@ def apply(
             refused.append((edit, f"line {edit.line} already edited by this reply"))
         elif edit.op == "replace":
             replaced[index] = (edit, edit.text)
-        elif len(deleted) >= allowance:
-            refused.append((edit, f"over the loss limit ({allowance} of {len(current)} lines)"))
+            removals.append(index)
         else:
             deleted[index] = edit
-    _fit(current, replaced, deleted, added, refused, limits)
+            removals.append(index)
+    held = False
+    while True:  # refusing an add to fit can un-move a line (a loss), and refusing a removal
+        # can take the file over a limit: settle both (each round refuses something, or ends)
+        before = len(refused)
+        held |= _hold_loss(current, replaced, deleted, removals, added, refused, limits)
+        _fit(current, replaced, deleted, added, refused, limits)
+        if len(refused) == before:
+            break
     lines = _compose(current, replaced, deleted, added)
     applied = len(replaced) + len(deleted) + len(added)
-    return Outcome(lines, applied, len(deleted), refused)
+    return Outcome(lines, applied, lost_lines(current, lines), refused, held)
+
+
+def lost_lines(before: Sequence[str], after: Sequence[str]) -> int:
+    """How many lines of ``before`` no line of ``after`` says any more (:func:`plain`)."""
+    said = {plain(line) for line in after}
+    return sum(1 for line in before if (p := plain(line)) and p not in said)
+
+
+def _hold_loss(
+    current: Sequence[str],
+    replaced: dict[int, tuple[Edit, str]],
+    deleted: dict[int, Edit],
+    removals: Sequence[int],
+    added: list[tuple[int, Edit]],
+    refused: list[tuple[Edit, str]],
+    limits: Limits,
+) -> bool:
+    """Refuse removals (deletions, replacements), last first, until the result loses no more
+    than the batch's allowance, nor more of what the file had a day ago than is left of the
+    day's; True if a removal was refused for the day's (the file is eroding).
+
+    Loss is counted on what the lines say, so it is the same in every reply form: a line
+    replaced by other words is lost like a deleted one, a line moved elsewhere is not.
+    """
+    says = [plain(line) for line in current]
+    count = Counter(p for p in says if p)  # lines of the current file saying each thing
+    kept = Counter(p for i, p in enumerate(says) if p and i not in deleted and i not in replaced)
+    kept.update(plain(text) for _e, text in replaced.values())
+    kept.update(plain(e.text) for _i, e in added)
+    old = limits.kept if limits.kept is not None else frozenset()
+    lost = sum(n for p, n in count.items() if not kept[p])
+    lost_old = sum(n for p, n in count.items() if not kept[p] and p in old)
+    lines = sum(count.values())
+    allowance = limits.allowance(lines)
+    day = limits.kept_allowance if limits.kept is not None else lines
+
+    def keep(p: str, step: int) -> None:
+        """``kept[p] += step``, following what that does to the losses."""
+        nonlocal lost, lost_old
+        was = kept[p]
+        kept[p] += step
+        if count[p] and (was == 0) != (kept[p] == 0):
+            sign = -1 if was == 0 else 1
+            lost += sign * count[p]
+            lost_old += sign * count[p] if p in old else 0
+
+    held = False
+    for index in reversed(removals):
+        if lost <= allowance and lost_old <= day:
+            break
+        if index not in replaced and index not in deleted:
+            continue  # refused already (to fit)
+        p = says[index]
+        if not p or kept[p] or (lost <= allowance and p not in old):
+            continue  # removing it loses nothing, or nothing of what counts now
+        for_day = lost <= allowance
+        if index in replaced:
+            edit, text = replaced.pop(index)
+            keep(plain(text), -1)
+        else:
+            edit = deleted.pop(index)
+        keep(p, 1)
+        held |= for_day
+        why = (
+            limits.held_reason
+            if for_day
+            else f"over the loss limit ({allowance} of {lines} lines a batch)"
+        )
+        refused.append((edit, why))
+    return held
 
 
 def _missing(edit: Edit, base: Sequence[str]) -> str:

@@ -7,6 +7,7 @@ the value (supervisord shows it in the log), instead of running half-broken.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -55,8 +56,10 @@ DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 #: Curator spend per UTC day after which curation pauses (turns wait; nothing is lost).
 DEFAULT_DAILY_BUDGET_USD = 1.0
-#: Share of a curated file's lines one batch may delete (SPEC.md section 5).
+#: Share of a curated file's lines one batch may lose, deleted or replaced (SPEC.md section 5).
 DEFAULT_MAX_LOSS = 0.25
+#: Share of the lines a curated file had a day ago it may lose before removals wait (0: off).
+DEFAULT_EROSION = 0.5
 #: Byte budget of each curated file (files.md: of its notes), documented as ~12 KB.
 DEFAULT_FILE_CHARS = 12_000
 #: Workspace watcher: a full reconciling rescan this often (events are hints, not truth) ...
@@ -92,15 +95,61 @@ def _get(
     return value
 
 
-def _positive(kind: Callable[[str], T]) -> Callable[[str], T]:
+DAY = 86_400.0
+MONTH = 30 * DAY
+
+
+def _number(
+    kind: Callable[[str], T], low: float, high: float, *, above: bool = False
+) -> Callable[[str], T]:
+    """A parser of ``kind`` values from ``low`` (excluded when ``above``) to ``high``: finite,
+    within bounds a setting can mean. Found by an attack: ``WSD_DAILY_BUDGET_USD=nan`` (also
+    ``inf``, ``1e400``) was accepted and silently meant no cap; an infinite wait overflows."""
+
     def parse(raw: str) -> T:
         value = kind(raw)
-        if not value > 0:  # type: ignore[operator]
+        number = float(value)  # type: ignore[arg-type]
+        if not math.isfinite(number) or number > high or number < low or (above and number == low):
             raise ValueError(raw)
         return value
 
-    parse.__name__ = f"a positive {kind.__name__}"
+    noun = "an integer" if kind is int else "a number"
+    lo, hi = _figure(low), _figure(high)
+    bounds = f"above {lo} and at most {hi}" if above else f"from {lo} to {hi}"
+    parse.__name__ = f"{noun} {bounds}"
     return parse
+
+
+OFF = " (0 turns it off)"
+
+
+class _Reader:
+    """Numeric settings of one environment, each parsed and bounded (see :func:`_number`)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def number(
+        self,
+        name: str,
+        default: T,
+        kind: Callable[[str], T],
+        low: float,
+        high: float,
+        *,
+        above: bool = False,
+        note: str = "",
+    ) -> T:
+        parse = _number(kind, low, high, above=above)
+        return _get(self.env, name, default, parse, parse.__name__ + note)
+
+    def seconds(self, name: str, default: float, high: float = MONTH) -> float:
+        """A duration: more than 0, at most ``high`` (a month unless said)."""
+        return self.number(name, default, float, 0, high, above=True)
+
+
+def _figure(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
 
 
 def _log_format(raw: str) -> str:
@@ -136,6 +185,7 @@ class Config:
     price_output: float = DEFAULT_PRICE_OUTPUT
     daily_budget_usd: float = DEFAULT_DAILY_BUDGET_USD
     max_loss: float = DEFAULT_MAX_LOSS
+    erosion: float = DEFAULT_EROSION
     file_chars: int = DEFAULT_FILE_CHARS
     retention_days: float = DEFAULT_RETENTION_DAYS
     maintenance_seconds: float = DEFAULT_MAINTENANCE_SECONDS
@@ -159,8 +209,9 @@ class Config:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Config:
         """Build the config from ``WSD_*`` and ``ANTHROPIC_*`` variables; raise ConfigError."""
-        pos_int = _positive(int)
-        pos_float = _positive(float)
+
+        read = _Reader(env)
+        number, seconds = read.number, read.seconds
         return cls(
             workspace=env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE,
             bridge_url=env.get("ANTHROPIC_BASE_URL") or None,
@@ -169,50 +220,49 @@ class Config:
             api_key=env.get("WSD_BRIDGE_TOKEN") or env.get("ANTHROPIC_API_KEY") or None,
             auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
             model=env.get("WSD_MODEL") or DEFAULT_MODEL,
-            batch_turns=_get(env, "WSD_BATCH_TURNS", DEFAULT_BATCH_TURNS, pos_int),
-            batch_chars=_get(env, "WSD_BATCH_CHARS", DEFAULT_BATCH_CHARS, pos_int),
-            poll_seconds=_get(env, "WSD_POLL_SECONDS", DEFAULT_POLL_SECONDS, pos_float),
-            orphan_seconds=_get(env, "WSD_ORPHAN_SECONDS", DEFAULT_ORPHAN_SECONDS, pos_float),
-            idle_seconds=_get(env, "WSD_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, pos_float),
-            quiet_seconds=_get(env, "WSD_QUIET_SECONDS", DEFAULT_QUIET_SECONDS, pos_float),
-            request_timeout=_get(env, "WSD_REQUEST_TIMEOUT", DEFAULT_REQUEST_TIMEOUT, pos_float),
-            max_tokens=_get(env, "WSD_MAX_TOKENS", DEFAULT_MAX_TOKENS, pos_int),
-            retry_attempts=_get(env, "WSD_RETRY_ATTEMPTS", DEFAULT_RETRY_ATTEMPTS, pos_int),
-            retry_seconds=_get(env, "WSD_RETRY_SECONDS", DEFAULT_RETRY_SECONDS, pos_float),
-            outage_backoff=_get(env, "WSD_OUTAGE_BACKOFF", DEFAULT_OUTAGE_BACKOFF, pos_float),
-            outage_backoff_max=_get(
-                env, "WSD_OUTAGE_BACKOFF_MAX", DEFAULT_OUTAGE_BACKOFF_MAX, pos_float
+            batch_turns=number("WSD_BATCH_TURNS", DEFAULT_BATCH_TURNS, int, 1, 1000),
+            batch_chars=number("WSD_BATCH_CHARS", DEFAULT_BATCH_CHARS, int, 1000, 2_000_000),
+            poll_seconds=seconds("WSD_POLL_SECONDS", DEFAULT_POLL_SECONDS, 3600),
+            orphan_seconds=seconds("WSD_ORPHAN_SECONDS", DEFAULT_ORPHAN_SECONDS),
+            idle_seconds=seconds("WSD_IDLE_SECONDS", DEFAULT_IDLE_SECONDS),
+            quiet_seconds=seconds("WSD_QUIET_SECONDS", DEFAULT_QUIET_SECONDS),
+            request_timeout=seconds("WSD_REQUEST_TIMEOUT", DEFAULT_REQUEST_TIMEOUT, 3600),
+            max_tokens=number("WSD_MAX_TOKENS", DEFAULT_MAX_TOKENS, int, 1, 128_000),
+            retry_attempts=number("WSD_RETRY_ATTEMPTS", DEFAULT_RETRY_ATTEMPTS, int, 1, 100),
+            retry_seconds=seconds("WSD_RETRY_SECONDS", DEFAULT_RETRY_SECONDS, DAY),
+            outage_backoff=seconds("WSD_OUTAGE_BACKOFF", DEFAULT_OUTAGE_BACKOFF, DAY),
+            outage_backoff_max=seconds(
+                "WSD_OUTAGE_BACKOFF_MAX", DEFAULT_OUTAGE_BACKOFF_MAX, 7 * DAY
             ),
-            heartbeat_seconds=_get(
-                env, "WSD_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS, pos_float
+            heartbeat_seconds=seconds("WSD_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS, 3600),
+            wake_jump_seconds=seconds("WSD_WAKE_JUMP_SECONDS", DEFAULT_WAKE_JUMP_SECONDS, DAY),
+            price_input=number("WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, float, 0, 1000, above=True),
+            price_output=number(
+                "WSD_PRICE_OUTPUT", DEFAULT_PRICE_OUTPUT, float, 0, 1000, above=True
             ),
-            wake_jump_seconds=_get(
-                env, "WSD_WAKE_JUMP_SECONDS", DEFAULT_WAKE_JUMP_SECONDS, pos_float
+            daily_budget_usd=number(
+                "WSD_DAILY_BUDGET_USD", DEFAULT_DAILY_BUDGET_USD, float, 0, 1e6, note=OFF
             ),
-            price_input=_get(env, "WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, pos_float),
-            price_output=_get(env, "WSD_PRICE_OUTPUT", DEFAULT_PRICE_OUTPUT, pos_float),
-            daily_budget_usd=_get(
-                env, "WSD_DAILY_BUDGET_USD", DEFAULT_DAILY_BUDGET_USD, _non_negative
+            max_loss=number("WSD_MAX_LOSS", DEFAULT_MAX_LOSS, float, 0, 1),
+            erosion=number("WSD_EROSION", DEFAULT_EROSION, float, 0, 1, note=OFF),
+            file_chars=number("WSD_FILE_CHARS", DEFAULT_FILE_CHARS, int, 100, 1_000_000),
+            retention_days=number(
+                "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, float, 0, 36_500, above=True
             ),
-            max_loss=_get(env, "WSD_MAX_LOSS", DEFAULT_MAX_LOSS, _fraction),
-            file_chars=_get(env, "WSD_FILE_CHARS", DEFAULT_FILE_CHARS, pos_int),
-            retention_days=_get(env, "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, pos_float),
-            maintenance_seconds=_get(
-                env, "WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS, pos_float
-            ),
-            shed_memory_seconds=_get(
-                env, "WSD_SHED_MEMORY_SECONDS", DEFAULT_SHED_MEMORY_SECONDS, _non_negative
+            maintenance_seconds=seconds("WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS),
+            shed_memory_seconds=number(
+                "WSD_SHED_MEMORY_SECONDS", DEFAULT_SHED_MEMORY_SECONDS, float, 0, MONTH, note=OFF
             ),
             log_format=_get(env, "WSD_LOG_FORMAT", "auto", _log_format, "auto, json or console"),
             watch=_get(env, "WSD_WATCH", True, _bool, "true or false"),
             semantic=_get(env, "WSD_SEMANTIC", DEFAULT_SEMANTIC, _bool, "true or false"),
-            semantic_timeout=_get(env, "WSD_SEMANTIC_TIMEOUT", DEFAULT_SEMANTIC_TIMEOUT, pos_float),
-            rescan_seconds=_get(env, "WSD_RESCAN_SECONDS", DEFAULT_RESCAN_SECONDS, pos_float),
+            semantic_timeout=seconds("WSD_SEMANTIC_TIMEOUT", DEFAULT_SEMANTIC_TIMEOUT, 60),
+            rescan_seconds=seconds("WSD_RESCAN_SECONDS", DEFAULT_RESCAN_SECONDS),
             watch_polling=_get(env, "WSD_WATCH_POLLING", False, _bool, "true or false"),
-            watch_poll_ms=_get(env, "WSD_WATCH_POLL_MS", DEFAULT_WATCH_POLL_MS, pos_int),
-            check_seconds=_get(env, "WSD_CHECK_SECONDS", DEFAULT_CHECK_SECONDS, pos_float),
-            unprocessed_seconds=_get(
-                env, "WSD_UNPROCESSED_SECONDS", DEFAULT_UNPROCESSED_SECONDS, pos_float
+            watch_poll_ms=number("WSD_WATCH_POLL_MS", DEFAULT_WATCH_POLL_MS, int, 1, 3_600_000),
+            check_seconds=seconds("WSD_CHECK_SECONDS", DEFAULT_CHECK_SECONDS),
+            unprocessed_seconds=seconds(
+                "WSD_UNPROCESSED_SECONDS", DEFAULT_UNPROCESSED_SECONDS, 365 * DAY
             ),
             canvas_create_tool=env.get("WSD_CANVAS_CREATE_TOOL") or DEFAULT_CANVAS_CREATE_TOOL,
             canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or DEFAULT_CANVAS_UPDATE_TOOL,
@@ -232,16 +282,6 @@ class Config:
             )
 
 
-def _non_negative(raw: str) -> float:
-    value = float(raw)
-    if value < 0:
-        raise ValueError(raw)
-    return value
-
-
-_non_negative.__name__ = "a number >= 0"
-
-
 def _bool(raw: str) -> bool:
     lowered = raw.lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -249,13 +289,3 @@ def _bool(raw: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(raw)
-
-
-def _fraction(raw: str) -> float:
-    value = float(raw)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(raw)
-    return value
-
-
-_fraction.__name__ = "a number from 0 to 1"

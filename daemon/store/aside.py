@@ -161,22 +161,6 @@ LATE_CARRY_SQL = (
 )
 
 
-#: Spend the swap would otherwise hide from the daily cap (``spend_elsewhere``): what the
-#: live database already carried there, the live batches of the last two days that the
-#: rebuilt ones replace, and the rebuild's own calls dated before today (its batches are
-#: dated by their turns: those of today's turns count as they are), dated now.
-SPEND_SQL = (
-    "INSERT INTO main.spend_elsewhere (at, usd, why)"
-    " SELECT at, usd, why FROM live.spend_elsewhere WHERE at >= :since",
-    "INSERT INTO main.spend_elsewhere (at, usd, why)"
-    " SELECT finished_at, cost_usd, 'replaced by wsd rebuild' FROM live.batches"
-    " WHERE cost_usd > 0 AND finished_at >= :since",
-    "INSERT INTO main.spend_elsewhere (at, usd, why)"
-    " SELECT :now, sum(cost_usd), 'wsd rebuild' FROM main.batches"
-    " WHERE finished_at < :today HAVING sum(cost_usd) > 0",
-)
-
-
 def finish(aside: Store) -> None:
     """Carry what the live database gained meanwhile (:data:`LATE_CARRY_SQL`), the live
     closed status of curator actions and the watcher's rows again, and leave no WAL behind
@@ -186,11 +170,6 @@ def finish(aside: Store) -> None:
             for sql in LATE_CARRY_SQL:
                 m.execute(sql)
             actions.carry_late(m)
-            now = time.time()
-            for sql in SPEND_SQL:
-                m.execute(
-                    sql, {"now": now, "since": now - 2 * 86400, "today": now // 86400 * 86400}
-                )
             actions.carry_closed_status(m)
             for sql in RECARRY_SQL:
                 m.execute(sql)

@@ -16,6 +16,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store import actions
 from wsd.daemon.store.base import Databases
+from wsd.daemon.store.charges import Charges
 from wsd.daemon.store.flushes import Flushes
 from wsd.daemon.store.records import (
     AlreadyCovered,
@@ -31,8 +32,8 @@ from wsd.daemon.store.revisions import Revisions
 from wsd.schema.transcript import Event, close_stale_turns, record
 
 
-class Store(Flushes, Revisions, Databases):
-    """Both databases of one workspace: turns, the ledger, state, revisions, actions."""
+class Store(Charges, Flushes, Revisions, Databases):
+    """Both databases of one workspace: turns, the ledger, charges, state, revisions, actions."""
 
     def migrate(self) -> dict[schema.Kind, tuple[int, int]]:
         """Create/upgrade both databases; (version before, after) of each. Raises
@@ -183,12 +184,7 @@ class Store(Flushes, Revisions, Databases):
                 if value is None:
                     m.execute("DELETE FROM state WHERE key = ?", (key,))
                 else:
-                    m.execute(
-                        "INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?)"
-                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-                        " updated_at = excluded.updated_at",
-                        (key, value, now),
-                    )
+                    _set_state(m, key, value, now)
 
     def covered(self, identity: str, ids: Sequence[int]) -> set[int]:
         with self._memory() as m:
@@ -199,18 +195,6 @@ class Store(Flushes, Revisions, Databases):
                 (identity, json.dumps(list(ids))),
             )
         return {int(r[0]) for r in rows}
-
-    def spent_since(self, since: float) -> float:
-        """What the curator calls finished since ``since`` cost, in USD (the daily cap):
-        the batches, and the spend no batch here carries (see ``spend_elsewhere``)."""
-        with self._memory() as m:
-            (spent,) = schema.one(
-                m,
-                "SELECT (SELECT coalesce(sum(cost_usd), 0) FROM batches WHERE finished_at >= ?)"
-                " + (SELECT coalesce(sum(usd), 0) FROM spend_elsewhere WHERE at >= ?)",
-                (since, since),
-            )
-        return float(spent)
 
     # -- pending actions -------------------------------------------------------------
 
@@ -275,6 +259,8 @@ class Store(Flushes, Revisions, Databases):
                     " VALUES (?, ?, ?, ?, ?, 'curator')",
                     (name, content, sha256(content), now, batch_id),
                 )
+            for key, value in batch.state.items():
+                _set_state(m, key, value, now)
             refused = list(batch.refused)
             if repeated:
                 refused.append(f"{repeated} learnings already stored (or retracted)")
@@ -359,6 +345,14 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         response,
         str(closed_by),
         None if amends is None else int(amends),
+    )
+
+
+def _set_state(m: apsw.Connection, key: str, value: str, now: float) -> None:
+    m.execute(
+        "INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (key, value, now),
     )
 
 

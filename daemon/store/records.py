@@ -82,6 +82,8 @@ class BatchRecord:
     error: str | None = None
     #: What the guards refused of the reply, one line each (stored on the ledger row).
     refused: list[str] = field(default_factory=list)
+    #: State rows written in the batch's transaction (a file's removals held back by it).
+    state: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parked(

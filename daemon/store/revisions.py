@@ -46,6 +46,23 @@ class Revisions(Databases):
             )
         return None if row is None or row[0] is None else int(row[0])
 
+    def baseline_revision(self, name: str, since: float) -> Revision | None:
+        """The version of ``name`` that erosion is measured against (see
+        :mod:`wsd.daemon.memory.erosion`): the latest a person made (a hand edit adopted, a
+        restore) after ``since``; else the latest at ``since``; else the first after it."""
+        with self._memory() as m:
+            row = schema.first(
+                m,
+                "SELECT id, file, created_at, source, batch_id, sha256, content FROM md_revisions"
+                " WHERE id = coalesce("
+                "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2"
+                "    AND source IN ('hand', 'restore')),"
+                "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at <= ?2),"
+                "  (SELECT min(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2))",
+                (name, since),
+            )
+        return None if row is None else Revision(*row)
+
     def add_revision(self, name: str, content: str, source: str, now: float) -> int:
         """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
         with self._memory() as m, schema.write_txn(m):

@@ -1,0 +1,128 @@
+"""What curation spends: prices, and the meter that books every request as it happens.
+
+:class:`StoreMeter` is the :class:`~wsd.daemon.curation.bridge.Meter` the pipeline hands the
+Bridge client, so every curator request of the loop, ``wsd retry`` and ``wsd rebuild`` lands
+in the charges ledger (:mod:`wsd.daemon.store.charges`):
+
+* before it is sent, at a floor of its input's cost (a request lost to kill -9 in flight was
+  probably paid for; its characters over five are fewer tokens than the Bridge bills, so the
+  settled figure only adds to it);
+* when its answer arrives, before the reply is read or applied: at the answer's usage, or,
+  when that usage is implausible, at an estimate (logged as ``usage_invalid``);
+* when no answer comes: nothing for an error status or a refused connection, the floor for a
+  timeout or an abandoned call, the input and a full ``max_tokens`` answer for a 200 whose
+  body could not be read.
+
+Booking must not cost the loop its batch: a booking that fails after the answer arrived is
+logged (``charge_not_booked``) and the batch goes on; the cap then still sees the batch's
+cost on the ledger (:meth:`~wsd.daemon.store.charges.Charges.spent_since` takes the larger
+of the two). A booking that fails before the call stops the call: nothing is spent that
+could not be counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import apsw
+
+from wsd.daemon.curation.bridge import Unanswered, Usage
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
+from wsd.daemon.store.ledger import Store
+
+#: Characters of a request per token, for a floor of what it costs (the Bridge bills about
+#: one token per four characters; five keeps the floor below it).
+FLOOR_CHARS_PER_TOKEN = 5
+
+
+def price(
+    config: Config, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+) -> float:
+    """USD for these tokens: Anthropic prices cache writes at 1.25x and cache reads at 0.1x
+    the input price."""
+    return (
+        input_tokens * config.price_input
+        + cache_write * config.price_input * 1.25
+        + cache_read * config.price_input * 0.1
+        + output_tokens * config.price_output
+    ) / 1e6
+
+
+def usage_price(config: Config, usage: Usage) -> float:
+    return price(
+        config,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+    )
+
+
+class StoreMeter:
+    """Books each request in ``store``'s charges ledger (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        clock: Callable[[], float],
+        purpose: str = "curate",
+        log: Any = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.purpose = purpose
+        self.log = log
+        self._floors: dict[int, float] = {}
+
+    def ask(self, request_chars: int) -> int | None:
+        floor = price(self.config, request_chars // FLOOR_CHARS_PER_TOKEN, 0)
+        ticket = self.store.ask_charge(self.clock(), floor, self.purpose)
+        self._floors[ticket] = floor
+        return ticket
+
+    def answered(self, ticket: int | None, usage: Usage, message_id: str) -> None:
+        usd = usage_price(self.config, usage)
+        if not usage.valid and self.log is not None:
+            self.log.warning("usage_invalid", reported=usage.raw, priced_usd=round(usd, 6))
+        tokens = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens + usage.cache_write_tokens,
+        )
+        status = BILLED if usage.valid else ESTIMATED
+        note = None if usage.valid else f"usage reported: {usage.raw}"[:300]
+        self._settle(ticket, status, usd, tokens, message_id, note)
+
+    def unanswered(self, ticket: int | None, how: Unanswered) -> None:
+        floor = self._floors.get(ticket or 0, 0.0)
+        if how == "void":
+            self._settle(ticket, VOID, 0.0, note="refused by the Bridge: not billed")
+        elif how == "unreadable":
+            full = floor + price(self.config, 0, self.config.max_tokens)
+            self._settle(ticket, ESTIMATED, full, note="answer unreadable: a full answer assumed")
+        else:
+            self._settle(ticket, ESTIMATED, floor, note="no answer came (timeout, reset, stop)")
+
+    def _settle(
+        self,
+        ticket: int | None,
+        status: str,
+        usd: float,
+        tokens: tuple[int, int, int] = (0, 0, 0),
+        message_id: str | None = None,
+        note: str | None = None,
+    ) -> None:
+        if ticket is None:
+            return
+        self._floors.pop(ticket, None)
+        try:
+            self.store.settle_charge(
+                ticket, status, usd, self.clock(), tokens, message_id or None, note
+            )
+        except (apsw.Error, OSError) as exc:
+            if self.log is not None:
+                self.log.warning("charge_not_booked", charge=ticket, usd=usd, error=str(exc))
