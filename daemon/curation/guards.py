@@ -156,11 +156,27 @@ def _files(
         now = _lines(current.get(name, ""))
         edits = _new_lines_only(out, name, now, edits)
         result = apply(before, now, edits, caps.limits(name, erosion.get(name)))
-        out.refused += [f"{name}: {edit.describe()}: {why}" for edit, why in result.refused]
+        out.refused += _grouped(name, result.refused)
         if result.held:
             out.held.append(name)
         if result.changed and result.lines != now:
             out.md_updates[name] = "\n".join(result.lines) + "\n" if result.lines else ""
+
+
+def _grouped(name: str, refused: list[tuple[Edit, str]]) -> list[str]:
+    """One line per reason an edit was refused (numbers aside), with how many it refused
+    and the first of them: a careless reply's 90 refusals are one line, not 90."""
+    groups: dict[str, list[tuple[Edit, str]]] = {}
+    for edit, why in refused:
+        groups.setdefault(_NUMBER.sub("N", why), []).append((edit, why))
+    out = []
+    for items in groups.values():
+        edit, why = items[0]
+        if len(items) == 1:
+            out.append(f"{name}: {edit.describe()}: {why}")
+        else:
+            out.append(f"{name}: {len(items)} edits: {why} (the first: {edit.describe()})")
+    return out
 
 
 def _new_lines_only(out: Review, name: str, lines: list[str], edits: list[Edit]) -> list[Edit]:

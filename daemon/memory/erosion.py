@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 from wsd.daemon.memory.edits import plain
 from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import CURATED_FILES
 
 #: The baseline is the file as it was this long before the batch.
 WINDOW_SECONDS = 86_400.0
@@ -54,6 +55,24 @@ class Erosion:
     def closed(self) -> bool:
         """Removals of the baseline's lines wait."""
         return self.had > 0 and self.lost >= self.limit
+
+    def summary(self) -> str:
+        """For people (``wsd status``, ``wsd doctor``): what is gone, and the way back."""
+        return (
+            f"{self.file} has lost {self.lost} of the {self.had} lines it had at revision"
+            f" #{self.revision} ({_when(self.at)}); the curator's removals wait until it is a"
+            f" day older. To bring them back: wsd memory restore {self.file} {self.revision};"
+            " to accept the file as it is: edit it by hand"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "revision": self.revision,
+            "revision_at": _when(self.at),
+            "had": self.had,
+            "lost": self.lost,
+            "restore": f"wsd memory restore {self.file} {self.revision}",
+        }
 
     def reason(self) -> str:
         """Why a removal was refused, and how a person undoes the loss."""
@@ -100,6 +119,15 @@ def waiting(store: Store, name: str, text: str, now: float, fraction: float) -> 
     if not isinstance(held, dict) or held.get("revision") != erosion.revision:
         return None
     return erosion
+
+
+def waiting_files(store: Store, now: float, fraction: float) -> list[Erosion]:
+    """Every curated file whose removals wait now (see :func:`waiting`)."""
+    if fraction <= 0:
+        return []
+    latest = store.latest_md()
+    found = (waiting(store, name, latest.get(name, ""), now, fraction) for name in CURATED_FILES)
+    return [e for e in found if e is not None]
 
 
 def _when(ts: float) -> str:

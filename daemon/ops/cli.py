@@ -103,6 +103,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.memory import erosion
     from wsd.daemon.runtime.heartbeat import pid_alive, read_status
     from wsd.daemon.store.ledger import Store
 
@@ -144,6 +145,10 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "spent_today_usd": round(store.spent_since(now // 86400 * 86400), 6),
         "daily_budget_usd": config.daily_budget_usd,
         "budget_paused": (beat or {}).get("budget"),
+        "md_removals_waiting": {
+            e.file: e.to_json() for e in erosion.waiting_files(store, now, config.erosion)
+        }
+        or None,
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -234,7 +239,9 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.ops.doctor import Doctor
 
     config = _config(args, env)
-    findings = Doctor(Layout(config.workspace), config.bridge_url, fix=args.fix).run()
+    findings = Doctor(
+        Layout(config.workspace), config.bridge_url, fix=args.fix, erosion_fraction=config.erosion
+    ).run()
     for finding in findings:
         print(finding.line())
     failed = [f for f in findings if f.level == "fail"]

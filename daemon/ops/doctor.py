@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import apsw
 
 from wsd import schema
+from wsd.daemon.memory import erosion
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.ops import doctor_states
+from wsd.daemon.runtime.config import DEFAULT_EROSION
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
@@ -51,10 +53,17 @@ class Finding:
 class Doctor:
     """Runs the checks against one workspace."""
 
-    def __init__(self, layout: Layout, bridge_url: str | None, fix: bool = False) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        bridge_url: str | None,
+        fix: bool = False,
+        erosion_fraction: float = DEFAULT_EROSION,
+    ) -> None:
         self.layout = layout
         self.bridge_url = bridge_url
         self.fix = fix
+        self.erosion = erosion_fraction
         self.store = Store(layout)
         self.ops = Maintenance(self.store)
         self.findings: list[Finding] = []
@@ -155,6 +164,8 @@ class Doctor:
         version the daemon wrote: a crash before the write), or edited by hand (not yet
         adopted as a revision). files.md counts by its notes: the inventory is the
         watcher's."""
+        for held in erosion.waiting_files(self.store, time.time(), self.erosion):
+            self.add("warn", "md erosion", held.summary())
         latest = self.store.latest_md()
         stray = memory_files.stray_temp_files(self.layout)
         states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}

@@ -1,0 +1,152 @@
+"""The daily spend cap counts every request the Bridge billed, as it happens, and trusts no
+figure it is given: through the real worker, store and stand-in Bridge, and a real daemon
+killed mid-call."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from tests.conftest import (
+    daemon_env,
+    drain,
+    flush,
+    make_worker,
+    start_daemon,
+    wait_for,
+    write_turns,
+)
+from tests.conftest import query as q
+from wsd.daemon.curation.bridge import usage_of
+from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
+from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import Layout
+
+DAY = 20_000 * 86400.0
+
+
+def _charges(layout: Layout) -> list[tuple[str, float]]:
+    return [
+        (str(s), float(u))
+        for s, u in q(layout.transcript_db, "SELECT status, usd FROM charges ORDER BY id")
+    ]
+
+
+def test_negative_usage_is_priced_at_an_estimate_and_the_cap_still_holds(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Found by an attack: ``output_tokens: -2000000`` was booked as -$10 and six $1.50
+    calls then passed under a $1 cap. Now an implausible usage is priced at an estimate
+    (never below zero), logged, and the cap stops the next call."""
+    lying = {"input_tokens": 5, "output_tokens": -2_000_000}
+    standin.responder = lambda _body: Reply.text("FACT: A fact", usage=lying)
+    # $2,000 per million tokens: one call of ~700 input tokens is over $1.
+    worker = make_worker(layout, standin, batch_turns=1, daily_budget_usd=1.0, price_input=2000.0)
+    worker.clock = lambda: DAY + 60
+    write_turns(layout, 6)
+    flush(layout)
+    steps = drain(worker, now=DAY + 60)
+    assert steps.count("curated") == 1 and steps[-1] == "budget"
+    assert len(standin.requests) == 1
+    ((status, usd),) = _charges(layout)
+    assert status == "estimated" and usd > 1.0
+    (cost,) = q(layout.memory_db, "SELECT cost_usd FROM batches")[0]
+    assert cost == usd and Store(layout).spent_since(DAY) == usd
+
+
+def test_usage_that_is_not_a_count_is_replaced_by_an_estimate() -> None:
+    """Each usage figure must be a non-negative integer within what the request could cost
+    (bool, float, text, missing input, more output than max_tokens are not)."""
+
+    class Usage:
+        def __init__(self, **kw: object) -> None:
+            self.__dict__.update(kw)
+
+    class Message:
+        def __init__(self, usage: object) -> None:
+            self.usage = usage
+            self.content = [type("B", (), {"text": "x" * 400, "type": "text"})()]
+
+    good = usage_of(Message(Usage(input_tokens=900, output_tokens=100)), 4000, 4096)
+    assert good.valid and (good.input_tokens, good.output_tokens) == (900, 100)
+    for bad in (
+        Usage(input_tokens=-1, output_tokens=1),
+        Usage(input_tokens=True, output_tokens=1),
+        Usage(input_tokens=1.5, output_tokens=1),
+        Usage(input_tokens="900", output_tokens=1),
+        Usage(output_tokens=1),
+        Usage(input_tokens=1, output_tokens=5000),
+        Usage(input_tokens=10**9, output_tokens=1),
+        Usage(input_tokens=1, output_tokens=1, cache_read_input_tokens=-5),
+        None,
+    ):
+        estimate = usage_of(Message(bad), 4000, 4096)
+        assert not estimate.valid and (estimate.input_tokens, estimate.output_tokens) == (1000, 100)
+
+
+def test_answers_lost_or_unreadable_are_still_counted(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A 200 whose body cannot be read and a reply with no text were paid for: each is booked
+    (an estimate, a full answer assumed for the unreadable one) before the retry that
+    succeeds; an error status is booked as nothing billed. The batch's own cost is the
+    answer it applied."""
+    standin.script(
+        Fault.malformed_json(), Reply.empty(), Fault.server_error(), Reply.text("FACT: Tea")
+    )
+    worker = make_worker(layout, standin, batch_turns=1, retry_attempts=5, max_tokens=1000)
+    write_turns(layout, 1)
+    flush(layout)
+    assert "curated" in drain(worker)
+    statuses = [s for s, _u in _charges(layout)]
+    assert statuses == ["estimated", "billed", "void", "billed"]
+    unreadable, empty, void, applied = (u for _s, u in _charges(layout))
+    assert unreadable >= 1000 * 5.0 / 1e6 and empty > 0 and void == 0
+    assert q(layout.memory_db, "SELECT cost_usd FROM batches") == [(applied,)]
+    assert Store(layout).spent_since(0) == sum(u for _s, u in _charges(layout))
+
+
+def test_a_call_killed_in_flight_still_counts_toward_the_day(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """kill -9 while the Bridge is answering: the request was booked before it was sent, so
+    the day's spend holds it after the restart although no answer ever arrived."""
+    with BridgeStandin(latency=30) as bridge:
+        env = daemon_env(layout, bridge)
+        proc = start_daemon(env, tmp_path / "d.log")
+        try:
+            write_turns(layout, 1)
+            flush(layout)
+            assert wait_for(lambda: len(bridge.requests) == 1, 30)
+            time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+    ((status, usd),) = _charges(layout)
+    assert status == "asked" and usd > 0
+    assert Store(layout).spent_since(time.time() // 86400 * 86400) == usd
+    assert q(layout.memory_db, "SELECT count(*) FROM batches") == [(0,)]
+
+
+def test_the_charges_ledger_equals_what_the_bridge_answered(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Every answer the stand-in gave is booked at exactly its usage's price, with its
+    message id."""
+    worker = make_worker(layout, standin, batch_turns=2)
+    write_turns(layout, 7)
+    flush(layout)
+    drain(worker)
+    rows = q(
+        layout.transcript_db,
+        "SELECT status, usd, input_tokens, output_tokens, message_id FROM charges ORDER BY id",
+    )
+    assert len(rows) == len(standin.requests) == 4
+    for (status, usd, tin, tout, message_id), request in zip(rows, standin.requests, strict=True):
+        assert status == "billed" and message_id.startswith("msg_")
+        assert usd == (tin * 1.0 + tout * 5.0) / 1e6
+        assert tin == len(request.body.decode()) // 4
+    status = json.loads(Path(layout.memory_dir, "daemon.status.json").read_text())
+    assert status["state"] == "idle"
