@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -50,29 +51,47 @@ def learnings(layout: Layout) -> list[tuple[Any, ...]]:
     return q(layout.memory_db, f"SELECT {LEARNING_COLUMNS} FROM learnings ORDER BY id")
 
 
-def test_rebuilding_twice_gives_the_same_learnings(layout: Layout, standin: BridgeStandin) -> None:
-    """With the deterministic curator, two rebuilds give identical learnings and md files."""
+def test_a_rebuild_gives_the_memory_the_live_run_gave(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """With the deterministic curator, a rebuild gives the live run's learnings (with their
+    dates and sources), md files and actions, in the live run's batches; a second rebuild
+    gives the same again."""
     curated(layout, standin)
-    original = {(r[0], r[1]) for r in learnings(layout)}
-    config = make_config(layout, standin, batch_turns=4)
+    live = learnings(layout)
+    live_files = Store(layout).latest_md()
+    actions = "SELECT content, priority, status, created_at FROM pending_actions ORDER BY id"
+    live_actions = q(layout.memory_db, actions)
+    config = make_config(layout, standin, batch_turns=4)  # the live run's batches win
     lines: list[str] = []
     report = rebuild.rebuild(config, progress=lines.append)
-    assert report.turns == 7 and report.batches == 2 and report.parked == 0
-    assert lines[0] == "batch 1: turns 1-4 (4/7), +8 learnings" and "swapping" in lines[-1]
+    assert report.turns == 7 and report.batches == 3 and report.parked == 0
+    assert lines[0] == "batch 1: turns 1-3 (3/7), +6 learnings" and "swapping" in lines[-1]
     first = learnings(layout)
+    assert first == live and q(layout.memory_db, actions) == live_actions
+    assert Store(layout).latest_md() == live_files
     files = {n: Path(layout.md(n)).read_text() for n in ("user.md", "tools.md", "context.md")}
     rebuild.rebuild(config, progress=lambda _line: None)
     assert learnings(layout) == first
-    assert {(r[0], r[1]) for r in first} == original
     for name, text in files.items():
         assert Path(layout.md(name)).read_text() == text == Store(layout).latest_md()[name]
-    # Rebuilt learnings keep the timeline: dated by their batch's last turn, not by today.
-    last_turn_ts = q(layout.transcript_db, "SELECT timestamp FROM observations WHERE id = 4")
-    assert first[0][2] == last_turn_ts[0][0]
     assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
     assert not Path(pause_path(layout)).exists()
     assert not Path(aside.aside_path(layout)).exists()
     assert search_memory(layout, "which packages were installed")  # turn index rebuilt too
+
+
+def test_a_rebuild_of_turns_no_batch_covers_dates_them_by_their_turns(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Turns the live memory never curated (memory.db lost, say) are rebuilt in batches of
+    WSD_BATCH_TURNS, each dated by its last turn: the history keeps its timeline."""
+    write_turns(layout, 7, prompt=REBUILD_PROMPT)
+    lines: list[str] = []
+    rebuild.rebuild(make_config(layout, standin, batch_turns=4), progress=lines.append)
+    assert lines[0] == "batch 1: turns 1-4 (4/7), +8 learnings"
+    last_turn_ts = q(layout.transcript_db, "SELECT timestamp FROM observations WHERE id = 4")
+    assert learnings(layout)[0][2] == last_turn_ts[0][0]
 
 
 def test_rebuild_keeps_what_curation_cannot_recreate(
@@ -155,27 +174,29 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
     )
 
 
-def test_a_rebuild_counts_its_spend_and_keeps_the_days_spend_for_the_daily_cap(
+def test_a_rebuild_counts_its_spend_and_the_days_spend_never_goes_down(
     layout: Layout, standin: BridgeStandin
 ) -> None:
-    """After a rebuild of turns from three days ago, today's spend for the daily cap is what
-    the replaced batches cost plus what the rebuild's calls cost, not the rebuilt ledger's
-    old-dated batches (which would reset the day's spend to 0)."""
+    """Every call a rebuild makes is booked toward today (purpose rebuild) on top of what
+    the day had already spent; deleting memory.db and rebuilding again loses none of it (the
+    charges live in transcript.db, with the turns)."""
     curated(layout, standin)
     today = time.time() // 86400 * 86400
     before = Store(layout).spent_since(today)
     assert before > 0
-    conn = apsw.Connection(layout.transcript_db)
-    conn.execute("UPDATE observations SET timestamp = timestamp - 3 * 86400")
-    conn.close()
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
-    ((rebuilt, newest),) = q(
-        layout.memory_db, "SELECT sum(cost_usd), max(finished_at) FROM batches"
+    ((rebuilt,),) = q(
+        layout.transcript_db, "SELECT sum(usd) FROM charges WHERE purpose = 'rebuild'"
     )
-    assert rebuilt > 0 and newest < today
+    assert rebuilt > 0
     assert Store(layout).spent_since(today) == pytest.approx(before + rebuilt)
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(layout.memory_db + suffix)
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
-    assert Store(layout).spent_since(today) == pytest.approx(before + 2 * rebuilt)
+    ((both,),) = q(layout.transcript_db, "SELECT sum(usd) FROM charges WHERE purpose = 'rebuild'")
+    assert both > rebuilt
+    assert Store(layout).spent_since(today) == pytest.approx(before + both)
 
 
 def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeStandin) -> None:

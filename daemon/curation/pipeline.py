@@ -15,8 +15,8 @@
 
 What differs between the loop and a rebuild is handed in: which memory files the curator
 sees (the disk, or the files as the rebuild has curated them so far), how a batch is dated
-(now, or by its last turn so a rebuild keeps the history's timeline), and what happens after
-each commit (the loop materialises md files, marks turns processed and logs).
+(now, or as its live batch was, so a rebuild keeps the history's timeline), and what happens
+after each commit (the loop materialises md files, marks turns processed and logs).
 """
 
 from __future__ import annotations
@@ -114,12 +114,16 @@ class Pipeline:
         log: Any = None,
         clock: Callable[[], float] = time.time,
         purpose: str = "curate",
+        began: Callable[[Sequence[Turn]], float] | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.bridge = bridge
         self.files = files
         self.dated = dated
+        #: When a batch is said to have started (erosion is measured then): ``dated`` unless
+        #: given (a rebuild replays its live batch's).
+        self.began = began or dated
         self.on_commit = on_commit
         self.caps = caps or Caps(
             max_loss=config.max_loss, erosion=config.erosion, file_chars=config.file_chars
@@ -134,7 +138,7 @@ class Pipeline:
         base = self.files()
         related = archive.related_learnings(self.store, _batch_text(batch), RELATED_LEARNINGS)
         system, messages = build_request(base, actions, batch.rendered, related)
-        started = self.dated(batch.turns)
+        started = self.began(batch.turns)
         try:
             reply = self.bridge.call(system, messages, meter=self.meter)
         except BatchRejected as exc:

@@ -7,15 +7,19 @@ How it stays safe next to a running daemon:
    in hand, writes ``state: paused`` to its heartbeat and does nothing more until the file is
    gone. The rebuild waits for that acknowledgement (or finds no live daemon) before it starts.
 2. The new database is built aside (``memory.rebuild.db``, see :mod:`wsd.daemon.store.aside`)
-   by the loop's own batch pipeline (:mod:`wsd.daemon.curation.pipeline`: the same batching,
-   clipping, splitting and parking). The curator sees the files as the rebuild has curated
-   them so far (not the live ones), and each batch is dated by its last turn, so the same
-   transcript and a deterministic curator give the same learnings every time.
+   by the loop's own batch pipeline (:mod:`wsd.daemon.curation.pipeline`: the same clipping,
+   splitting and parking), replaying the live run (:mod:`wsd.daemon.curation.replay`): its
+   batches, dated as they were, and the revisions people made, each before the first batch
+   that started after it. The curator sees the files as the rebuild has made them so far (not
+   the live ones), so the same transcript and a deterministic curator give the memory the
+   live run gave, every time.
 3. What curation does not produce is carried over from the live database: imported learnings,
-   non-curator actions and revisions, daemon state, the watcher's tables; the closed status of
+   retractions, non-curator actions, daemon state, the watcher's tables; the closed status of
    curator actions (matched by their de-duplication key) too. What the live database gains
    while the rebuild runs (a person's edit of a file, ``wsd import``, ``wsd forget``) is
-   carried again right before the swap, on top of the rebuilt revisions.
+   carried again right before the swap. Sentence vectors are reused where the rebuild made
+   the same learning or turn again; the daemon embeds the rest in the background after the
+   swap, so curation pauses only for the rebuild's own batches.
 4. Only when complete is it copied over the live memory.db in one write transaction. Then the
    ``processed`` markers are re-derived from the new ledger, the md files are rewritten from
    the new revisions, and the pause file is removed. Any failure before the copy leaves the
@@ -29,23 +33,24 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import Committed, Pipeline, plan
+from wsd.daemon.curation.replay import PersonEdits, plan_groups
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store import archive, aside
 from wsd.daemon.store.aside import pause_path, pause_requested
 
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
 from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.records import Turn
 from wsd.hooks import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -91,18 +96,16 @@ def rebuild(
         _wait_for_daemon(layout, wait_seconds, say)
         built = aside.open_aside(layout)
         identity = live.transcript_identity()
-        report = _recurate(config, layout, built, bridge, identity, say)
+        edits = PersonEdits(live, built)
+        report = _recurate(config, layout, built, bridge, identity, edits, say)
         while archive.index_new_turns(built, identity=identity):
             pass
-        if config.semantic:  # the vectors too (nothing without the [semantic] extra)
-            from wsd.daemon.curation.embedding import Embedder
-
-            Embedder(built, get_logger(component="rebuild")).run_to_end(say)
         # A person's edit made while we ran is theirs to keep: recorded in the live memory
-        # first (as the daemon would), it is carried on top of the rebuilt revisions.
+        # first (as the daemon would), it is replayed on top of the rebuilt revisions.
         adopted = memory_files.adopt_hand_edits(layout, live, time.time())
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
+        edits.rest()
         aside.finish(built)
         say("swapping the rebuilt memory in")
         aside.swap(layout)
@@ -139,19 +142,37 @@ def _recurate(
     built: Store,
     bridge: BridgeClient,
     identity: str,
+    edits: PersonEdits,
     say: Callable[[str], None],
 ) -> RebuildReport:
-    """Every turn through the loop's pipeline into the aside store. A turn still settling
-    (spooled events just in) is left to the daemon; each turn is claimed as it is read, so a
-    late event becomes an addendum instead of changing a turn the curator was already sent."""
+    """Every turn through the loop's pipeline into the aside store, in the live run's batches
+    with the people's revisions between them (see :mod:`wsd.daemon.curation.replay`). A turn
+    still settling (spooled events just in) is left to the daemon; each group is claimed as it
+    is read, so a late event becomes an addendum instead of changing a turn the curator was
+    already sent."""
     _record_spooled(layout, built)
     ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
+    groups = plan_groups(Store(layout), identity, ids, config.batch_turns)
     report = RebuildReport(turns=len(ids))
     deploy = {name: memory_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
+    # turn id -> when its live batch began and finished (a turn no live batch covers has
+    # none: its batch is dated by its last turn)
+    live: dict[int, tuple[float, float]] = {
+        i: (g.started or g.finished, g.finished)
+        for g in groups
+        if g.finished is not None
+        for i in g.turn_ids
+    }
 
     def counted(done: Committed) -> None:
         report.parked += done.parked
         report.learnings += done.result.learnings_added if done.result else 0
+
+    def dated(turns: Sequence[Turn]) -> float:
+        return live[turns[0].id][1] if turns[0].id in live else turns[-1].timestamp
+
+    def began(turns: Sequence[Turn]) -> float:
+        return live[turns[0].id][0] if turns[0].id in live else turns[-1].timestamp
 
     pipeline = Pipeline(
         config,
@@ -159,18 +180,18 @@ def _recurate(
         bridge,
         # The files as the rebuild has curated them so far, not the live ones.
         files=lambda: {**deploy, **built.latest_md()},
-        # Dated by its last turn: the rebuilt memory keeps the history's timeline, and the
-        # same transcript gives the same rows.
-        dated=lambda turns: turns[-1].timestamp,
+        dated=dated,
+        began=began,
         on_commit=counted,
         purpose="rebuild",
     )
     done = 0
-    for start in range(0, len(ids), config.batch_turns):
+    for group in groups:
         _record_spooled(layout, built)  # hooks spool on while we run: before every claim
-        turns = built.claim_turns(ids[start : start + config.batch_turns], time.time())
+        turns = built.claim_turns(group.turn_ids, time.time())
         for batch in plan(turns, config.batch_chars):
             learnings, parked = report.learnings, report.parked
+            edits.until(began(batch.turns))  # what people did before this batch began
             try:
                 pipeline.curate(batch, identity)
             except (Outage, Shutdown) as exc:  # nothing of the rebuild is kept

@@ -134,9 +134,17 @@ def edits_from_rewrite(base: Sequence[str], new: Sequence[str]) -> list[Edit]:
 
 
 def apply(
-    base: Sequence[str], current: Sequence[str], edits: Sequence[Edit], limits: Limits
+    base: Sequence[str],
+    current: Sequence[str],
+    edits: Sequence[Edit],
+    limits: Limits,
+    *,
+    near: bool = False,
 ) -> Outcome:
-    """Apply ``edits`` (numbered against ``base``) to ``current``, within the guards."""
+    """Apply ``edits`` (numbered against ``base``) to ``current``, within the guards. With
+    ``near``, an add whose line is gone lands after the nearest earlier line still there, or
+    at the end if it was added at the end (a person's added line is replayed, not lost);
+    otherwise it is refused."""
     where = _line_map(base, current)
     refused: list[tuple[Edit, str]] = []
     replaced: dict[int, tuple[Edit, str]] = {}
@@ -154,6 +162,11 @@ def apply(
             added.append((-1, edit))
             continue
         index = where.get((edit.line or 0) - 1)
+        if index is None and near and edit.op == "add" and edit.line is not None:
+            if edit.line == len(base):  # added at the end: stays at the end
+                index = len(current) - 1
+            else:
+                index = next((where[i] for i in range(edit.line - 2, -1, -1) if i in where), -1)
         if index is None:
             refused.append((edit, _missing(edit, base)))
         elif edit.op == "add":

@@ -272,6 +272,19 @@ class Store(Charges, Flushes, Revisions, Databases):
         files = tuple(sorted(batch.md_updates))
         return CommitResult(batch_id, added, opened, closed, files, repeated, superseded)
 
+    def batch_groups(self, identity: str) -> list[tuple[float, float, list[int]]]:
+        """How this ledger grouped the turns of ``identity``: (started_at, finished_at, turn
+        ids) per batch, in the order they were curated (``wsd rebuild`` follows it)."""
+        with self._memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT b.started_at, b.finished_at, json_group_array(t.observation_id)"
+                " FROM batches b JOIN batch_turns t ON t.batch_id = b.id"
+                " WHERE t.transcript_identity = ? GROUP BY b.id ORDER BY b.id",
+                (identity,),
+            )
+        return [(float(s), float(f), sorted(json.loads(ids))) for s, f, ids in rows]
+
     def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
         """Parked batches as (batch id, turn ids, error)."""
         with self._memory() as m:

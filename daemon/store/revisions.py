@@ -63,6 +63,22 @@ class Revisions(Databases):
             )
         return None if row is None else Revision(*row)
 
+    def person_revisions(self, after: int = 0) -> list[tuple[Revision, str]]:
+        """Every revision a person made (a hand edit adopted, a restore) with an id above
+        ``after``, oldest first, each with the content of the revision before it ("" for a
+        file's first): what they changed, for ``wsd rebuild`` to replay."""
+        with self._memory() as m:
+            rows = schema.rows(
+                m,
+                "SELECT r.id, r.file, r.created_at, r.source, r.batch_id, r.sha256, r.content,"
+                " coalesce((SELECT p.content FROM md_revisions p WHERE p.file = r.file"
+                "   AND p.id < r.id ORDER BY p.id DESC LIMIT 1), '')"
+                " FROM md_revisions r WHERE r.source != 'curator' AND r.batch_id IS NULL"
+                " AND r.id > ? ORDER BY r.id",
+                (after,),
+            )
+        return [(Revision(*row[:7]), str(row[7])) for row in rows]
+
     def add_revision(self, name: str, content: str, source: str, now: float) -> int:
         """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
         with self._memory() as m, schema.write_txn(m):

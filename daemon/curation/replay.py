@@ -1,0 +1,92 @@
+"""What the live memory went through, in the order it happened, for ``wsd rebuild`` to replay.
+
+A rebuild must give the memory the live run gave. Found by an attack (issue 20): after one
+curated turn and a line a person appended to user.md, a rebuild kept none of the turn's
+learnings ("restates user.md line 2": the rebuilt batch was judged against the person's later
+file), and a line a person had taken out with ``wsd memory restore`` came back. So:
+
+* **The same batches, at the same times.** Turns are grouped as the live ledger grouped them
+  (:func:`plan_groups`), each group dated as its live batch was; a turn no live batch covers
+  (not curated yet) is planned as the loop would, dated by its last turn.
+* **Each batch sees the files as they stood then.** Every revision a person made (a hand edit
+  adopted, a restore) is replayed before the first batch that started after it
+  (:class:`PersonEdits`), as the change it made: its difference from the revision before it,
+  re-anchored by content on the rebuilt file (:mod:`wsd.daemon.memory.edits`), not a copy of
+  the whole file, which would overwrite what the rebuilt batches wrote.
+
+Retractions (``wsd forget``) need no timeline: they are carried at the start, so a retracted
+learning is never stored again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
+from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.records import Revision
+
+#: A person's change is theirs: replayed with no loss or size limit.
+FREE = Limits(lines=1_000_000, chars=1_000_000_000, max_loss=1.0)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Turns curated together, and when: ``started`` is when the live batch began (a person's
+    edit before it was seen by it), ``finished`` the date its rows get."""
+
+    turn_ids: list[int]
+    started: float | None = None
+    finished: float | None = None
+
+
+def plan_groups(live: Store, identity: str, ids: Sequence[int], batch_turns: int) -> list[Group]:
+    """``ids`` grouped as ``live``'s ledger curated them, in its order; the turns no batch
+    covers after them, ``batch_turns`` at a time."""
+    wanted = set(ids)
+    groups: list[Group] = []
+    covered: set[int] = set()
+    for started, finished, turn_ids in live.batch_groups(identity):
+        kept = [i for i in turn_ids if i in wanted and i not in covered]
+        if kept:
+            groups.append(Group(kept, started, finished))
+            covered.update(kept)
+    rest = [i for i in ids if i not in covered]
+    groups += [Group(rest[n : n + batch_turns]) for n in range(0, len(rest), batch_turns)]
+    return groups
+
+
+class PersonEdits:
+    """The revisions people made in the live memory, replayed onto the rebuilt one."""
+
+    def __init__(self, live: Store, built: Store) -> None:
+        self.live = live
+        self.built = built
+        self.pending: list[tuple[Revision, str]] = live.person_revisions()
+        self.seen = max((r.id for r, _b in self.pending), default=0)
+        self.replayed = 0
+
+    def until(self, cut: float | None) -> None:
+        """Replay, in order, every pending edit made before ``cut`` (None: all of them)."""
+        while self.pending and (cut is None or self.pending[0][0].created_at < cut):
+            revision, before = self.pending.pop(0)
+            self._replay(revision, before)
+
+    def rest(self) -> None:
+        """Right before the swap: the edits still pending, and those people made meanwhile."""
+        self.pending += self.live.person_revisions(after=self.seen)
+        self.until(None)
+
+    def _replay(self, revision: Revision, before: str) -> None:
+        current = self.built.latest_md().get(revision.file, "")
+        old, new, now = _lines(before), _lines(revision.content), _lines(current)
+        result = apply(old, now, edits_from_rewrite(old, new), FREE, near=True)
+        text = "\n".join(result.lines) + "\n" if result.lines else ""
+        if text != current:
+            self.built.add_revision(revision.file, text, revision.source, revision.created_at)
+            self.replayed += 1
+
+
+def _lines(text: str) -> list[str]:
+    return text.rstrip("\n").split("\n") if text.strip() else []
