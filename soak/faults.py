@@ -41,7 +41,10 @@ KINDS = {
 #: Wall-clock jumps of the daemon: forward (a VM thawed after a day, an hour, a minute) and
 #: back (an NTP step); each lasts the fault's seconds, then the clock is right again.
 CLOCK_JUMPS = ("+86400", "+3600", "+90", "-60", "-600")
-BRIDGE_MODES = ("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless")
+BRIDGE_MODES = (
+    *("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless"),
+    *("replace_all", "negative_usage"),
+)
 
 
 @dataclass

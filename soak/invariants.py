@@ -60,6 +60,8 @@ def check_all(
         _integrity(layout.transcript_db, layout.memory_db, layout.root),
         Check("daemon RSS stayed under 120 MB", rss_max_mb < 120, f"max {rss_max_mb:.1f} MB"),
         _cost(world),
+        _spend(world),
+        _loss(layout.memory_db),
         Check(
             "a second wsd run refused at once",
             all(code not in (0, -999) for code in record.second_run_codes),
@@ -252,12 +254,13 @@ def _integrity(transcript: str, memory: str, root: str) -> Check:
 
 def _cost(world: World) -> Check:
     """The ledger's cost of each done batch is the cost of the answer the Bridge gave for
-    exactly that batch's turns; the total is reported beside what the Bridge was asked."""
+    exactly that batch's turns (an answer whose usage was a lie is priced at an estimate, never
+    below zero); the total is reported beside what the Bridge was asked."""
     with world.spoiler.lock:
         answers = list(world.spoiler.answers)
-    by_turns: dict[tuple[int, ...], list[dict[str, int]]] = {}
-    for ids, usage, _mode in answers:
-        by_turns.setdefault(ids, []).append(usage)
+    by_turns: dict[tuple[int, ...], list[tuple[dict[str, int], str]]] = {}
+    for ids, usage, mode in answers:
+        by_turns.setdefault(ids, []).append((usage, mode))
     rows = _rows(
         world.layout.memory_db,
         "SELECT b.id, b.cost_usd, b.input_tokens, b.output_tokens,"
@@ -270,18 +273,80 @@ def _cost(world: World) -> Check:
         ids = tuple(sorted(json.loads(turns_json)))
         usages = by_turns.get(ids, [])
         expected = (tin * DEFAULT_PRICE_INPUT + tout * DEFAULT_PRICE_OUTPUT) / 1e6
-        if (
-            not any(u["input_tokens"] == tin and u["output_tokens"] == tout for u in usages)
-            or abs(expected - float(cost)) > 1e-9
-        ):
+        exact = any(u["input_tokens"] == tin and u["output_tokens"] == tout for u, _m in usages)
+        lied = any(m == "negative_usage" for _u, m in usages) and tin > 0 and tout >= 0
+        if not (exact or lied) or abs(expected - float(cost)) > 1e-9 or cost < 0:
             mismatched.append(batch_id)
-    asked = sum(
-        (u["input_tokens"] * DEFAULT_PRICE_INPUT + u["output_tokens"] * DEFAULT_PRICE_OUTPUT) / 1e6
-        for _ids, u, _m in answers
-    )
     return Check(
         "total curator cost equals the ledger's (every done batch priced as its answer)",
         not mismatched,
-        f"ledger ${ledger:.4f} for {len(rows)} batches; the Bridge answered ${asked:.4f}"
-        f" (answers lost to kills and faults are the difference); {len(mismatched)} mismatched",
+        f"ledger ${ledger:.4f} for {len(rows)} batches; the Bridge answered"
+        f" ${_billed(answers):.4f}; {len(mismatched)} mismatched",
+    )
+
+
+def _billed(answers: list[tuple[tuple[int, ...], dict[str, int], str]]) -> float:
+    """What the Bridge's answers cost, as it reported them (a lie included)."""
+    return sum(
+        (u["input_tokens"] * DEFAULT_PRICE_INPUT + u["output_tokens"] * DEFAULT_PRICE_OUTPUT) / 1e6
+        for _ids, u, _m in answers
+    )
+
+
+def _spend(world: World) -> Check:
+    """Every answer the Bridge gave is booked toward the daily cap (found by the soak before
+    issue 20: the Bridge billed $41.42 and the ledger held $11.68): each billed charge is an
+    answer's exact usage, every answer has a booked charge (one killed in flight keeps its
+    estimate), no charge is negative."""
+    with world.spoiler.lock:
+        answers = list(world.spoiler.answers)
+    rows = _rows(
+        world.layout.transcript_db,
+        "SELECT status, usd, input_tokens, output_tokens FROM charges",
+    )
+    honest = Counter(
+        (u["input_tokens"], u["output_tokens"]) for _i, u, m in answers if m != "negative_usage"
+    )
+    billed = Counter((int(i), int(o)) for s, _u, i, o in rows if s == "billed")
+    invented = billed - honest
+    booked = sum(1 for s, *_ in rows if s != "void")
+    by_status: Counter[str] = Counter()
+    for status, usd, _i, _o in rows:
+        by_status[status] += float(usd)
+    negative = [r for r in rows if float(r[1]) < 0]
+    return Check(
+        "every answer the Bridge gave is booked toward the daily cap, at its usage",
+        not invented and booked >= len(answers) and not negative,
+        f"{len(answers)} answers (${_billed(answers):.4f} as reported, lies included),"
+        f" {booked} booked: "
+        + ", ".join(f"{k} ${v:.4f}" for k, v in sorted(by_status.items()))
+        + f"; {sum(invented.values())} invented, {len(negative)} negative",
+    )
+
+
+def _loss(memory_db: str) -> Check:
+    """No curator batch took more than its allowance from a file, in any reply form: the
+    lines no line of its revision says any more, against the revision before it, are at most
+    a quarter (one at least) of the lines that said something (issue 20's replace-every-line
+    fault, careless rewrites, truncated replies)."""
+    from wsd.daemon.memory.edits import Limits, lost_lines, plain
+
+    rows = _rows(memory_db, "SELECT file, source, content FROM md_revisions ORDER BY file, id")
+    over, batches = [], 0
+    previous: dict[str, str] = {}
+    for name, source, content in rows:
+        before = previous.get(name)
+        previous[name] = content
+        if source != "curator" or before is None:
+            continue
+        batches += 1
+        lines = before.splitlines()
+        allowance = Limits(0, 0).allowance(sum(1 for line in lines if plain(line)))
+        lost = lost_lines(lines, content.splitlines())
+        if lost > allowance:
+            over.append(f"{name}: lost {lost} of {len(lines)} (allowed {allowance})")
+    return Check(
+        "no curator batch took more than a quarter of a file, in any reply form",
+        not over,
+        f"{batches} curator revisions checked; {over[:3]}",
     )

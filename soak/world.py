@@ -75,10 +75,15 @@ def responder(spoiler: Spoiler) -> Callable[[JSON], Step]:
             reply = Reply.text(flood + "\n" + "\n".join(f"ACTION: flood {i}" for i in range(500)))
         elif mode == "careless":
             reply = Reply.text("USER_MD_UPDATE:\n# User\n- (everything else forgotten)")
+        elif mode == "replace_all":  # every line of every file replaced by a dot (issue 20)
+            files = ("user.md", "context.md", "tools.md", "files.md")
+            reply = Reply.text("\n".join(f"{f} ~{i}: ." for f in files for i in range(1, 201)))
         else:
             reply = Reply.text(rule_curator.responder_text(body))
         usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": 0}
         usage["output_tokens"] = max(1, len("".join(b["text"] for b in reply.content)) // 4)
+        if mode == "negative_usage":  # a Bridge that lies about its figures (issue 20)
+            usage["output_tokens"] = -2_000_000
         with spoiler.lock:
             spoiler.answers.append((ids, usage, mode))
         return Reply(reply.content, reply.stop_reason, usage)
