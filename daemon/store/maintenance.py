@@ -15,6 +15,8 @@ import apsw
 from wsd import schema
 from wsd.daemon.store.ledger import Store
 
+DAY = 86_400.0
+
 
 class Maintenance:
     """SQL verbs for data hygiene and health checks (used by the worker and ``wsd doctor``)."""
@@ -40,7 +42,8 @@ class Maintenance:
         if now - self._maintained_at < every:
             return None
         self._maintained_at = now
-        pruned = self.prune_events(now - retention)
+        # Charges go with the events, but never the last two days': the daily cap sums them.
+        pruned = self.prune_events(now - retention, now - max(retention, 2 * DAY))
         vacuumed = self.vacuum_if_sparse()
         self.checkpoint(truncate=True)
         return pruned, vacuumed
@@ -62,8 +65,9 @@ class Maintenance:
                 out[name] = (int(busy), int(log), int(done))
         return out
 
-    def prune_events(self, before: float) -> int:
-        """Delete raw events older than ``before`` whose content lives on in an observation.
+    def prune_events(self, before: float, charges_before: float | None = None) -> int:
+        """Delete raw events older than ``before`` whose content lives on in an observation
+        (and handled flush requests as old; charges older than ``charges_before``).
 
         Observations and learnings are never touched: only events already
         folded into a processed turn, and bookkeeping events, are removed.
@@ -79,6 +83,8 @@ class Maintenance:
             t.execute(
                 "DELETE FROM flush_requests WHERE handled_at IS NOT NULL AND ts < ?", (before,)
             )
+            if charges_before is not None:
+                t.execute("DELETE FROM charges WHERE asked_at < ?", (charges_before,))
         return int(pruned)
 
     def vacuum_if_sparse(self, min_free_ratio: float = 0.5, min_pages: int = 2048) -> list[str]:
