@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from wsd.daemon.memory.boot import visible
 from wsd.daemon.memory.edits import MAX_LINE_CHARS, Edit
 from wsd.daemon.store.records import Learning
 from wsd.hooks.hygiene import clean_text
@@ -120,7 +121,10 @@ def parse_reply(
     lines = text.splitlines()
     out.dropped = max(0, len(lines) - MAX_REPLY_LINES)
     for raw in lines[:MAX_REPLY_LINES]:
-        raw = raw[: MAX_LEARNING_CHARS * 4]  # no line of the format is longer
+        # No line of the format is longer. Invisible characters go before anything is read
+        # (a bidi override or a zero-width space shows a person one text and the agent
+        # another; gone first, none splits a keyword or hides a secret from redaction).
+        raw = visible(raw[: MAX_LEARNING_CHARS * 4])
         header = _HEADER.match(raw)
         edit = _EDIT.match(raw) if header is None else None
         if block is not None and header is None and edit is None:

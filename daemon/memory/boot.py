@@ -54,6 +54,20 @@ _FUNCTION_WORD_LIST = (
 )
 _FUNCTION_WORDS = frozenset(_FUNCTION_WORD_LIST.split())
 _WORD = re.compile(r"[a-z0-9]+")
+#: Characters that change how text is shown or read without being seen: every Unicode format
+#: character (Cf: bidi embeddings, overrides and isolates U+202A-202E and U+2066-2069, the
+#: zero-width space, joiners and marks U+200B-200F, the word joiner U+2060, the BOM U+FEFF,
+#: the Arabic letter mark U+061C, the soft hyphen, the invisible tag letters U+E0000-E007F
+#: that can spell hidden instructions) and the control characters (C0 but tab, newline and
+#: ESC, which the hygiene needs to find a terminal colour sequence whole; DEL; C1). Listed
+#: rather than looked up in ``unicodedata``, which costs the boot start-up;
+#: tests/test_unicode_controls.py checks the list covers every Cf of the running Python.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891"
+    "\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]+"
+)
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,14 @@ def reflected(learning: str, lines: list[list[str]]) -> bool:
     (the agent reads that line already; the learning would only say it twice)."""
     words = {w for w in _WORD.findall(learning.lower()) if w not in _FUNCTION_WORDS}
     return bool(words) and any(words <= set(line) for line in lines)
+
+
+def visible(text: str) -> str:
+    """``text`` without the characters that are not seen but change what is (bidi overrides,
+    zero-width characters, other format and control characters; see ``_INVISIBLE``): every
+    line a curator writes and everything the boot context shows passes through it, so what a
+    person reads in user.md is what the agent reads, in the same order."""
+    return _INVISIBLE.sub("", text)
 
 
 def hook_output(workspace: Layout | str | None = None, tools: Tools | None = None) -> str:
@@ -245,7 +267,9 @@ def _render(
 
 
 def _neutral(text: str) -> str:
-    """Defuse the boot-context tag inside content, so it cannot end the span early."""
+    """Content as it may be shown: no invisible characters (:func:`visible`), and the
+    boot-context tag defused, so it cannot end the span early."""
+    text = visible(text).replace("\x1b", "")
     return text.replace(f"<{TAG}", f"‹{TAG}").replace(f"</{TAG}", f"‹/{TAG}")
 
 
