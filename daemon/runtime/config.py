@@ -220,7 +220,9 @@ class Config:
             api_key=env.get("WSD_BRIDGE_TOKEN") or env.get("ANTHROPIC_API_KEY") or None,
             auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
             model=env.get("WSD_MODEL") or DEFAULT_MODEL,
-            batch_turns=number("WSD_BATCH_TURNS", DEFAULT_BATCH_TURNS, int, 1, 1000),
+            # Large counts are legitimate ("curate everything at once"): a batch's size
+            # is bounded by WSD_BATCH_CHARS whatever this says.
+            batch_turns=number("WSD_BATCH_TURNS", DEFAULT_BATCH_TURNS, int, 1, 100_000),
             batch_chars=number("WSD_BATCH_CHARS", DEFAULT_BATCH_CHARS, int, 1000, 2_000_000),
             poll_seconds=seconds("WSD_POLL_SECONDS", DEFAULT_POLL_SECONDS, 3600),
             orphan_seconds=seconds("WSD_ORPHAN_SECONDS", DEFAULT_ORPHAN_SECONDS),
