@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass
 
 from wsd.schema.layout import Layout
@@ -38,10 +39,15 @@ def address(path: str) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/{os.path.basename(path)}", fd
 
 
-def read_line(sock: socket.socket, cap: int) -> bytes:
-    """Read until a newline ends the data, the peer closes, or ``cap`` bytes are in."""
+def read_line(sock: socket.socket, cap: int, deadline: float) -> bytes:
+    """Read until a newline ends the data, the peer closes, or ``cap`` bytes are in; past
+    ``deadline`` (``time.monotonic()``), however the bytes trickle in, TimeoutError."""
     data = b""
     while not data.endswith(b"\n") and len(data) < cap:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no full line before the deadline")
+        sock.settimeout(left)
         chunk = sock.recv(65536)
         if not chunk:
             break
@@ -71,12 +77,14 @@ def dense(
         return None
     request = json.dumps({"query": query, "type": type, "since": since, "k": k}) + "\n"
     target, fd = address(path)
+    wait = TIMEOUT if timeout is None else timeout
+    deadline = time.monotonic() + wait
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(TIMEOUT if timeout is None else timeout)
+            sock.settimeout(wait)
             sock.connect(target)
             sock.sendall(request.encode("utf-8", "replace"))
-            data = read_line(sock, MAX_REPLY)
+            data = read_line(sock, MAX_REPLY, deadline)
         reply = json.loads(data)
         hits = [(str(kind), int(i), float(cos)) for kind, i, cos in reply["hits"]]
         return Dense(hits, str(reply.get("model", "")))

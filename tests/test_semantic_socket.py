@@ -1,0 +1,121 @@
+"""The semantic socket serves its clients side by side, each within its own deadline: an idle
+or trickling client costs only itself, and too many at once are told ``busy`` at once."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from wsd.daemon.curation.embedding import Embedder
+from wsd.daemon.memory.semantic import client
+from wsd.daemon.memory.semantic import server as server_module
+from wsd.daemon.memory.semantic.server import READ_TIMEOUT, SemanticServer
+from wsd.daemon.runtime.log import get_logger
+from wsd.daemon.store.archive import import_lines
+from wsd.daemon.store.ledger import Store
+from wsd.schema.layout import Layout
+
+NOTES = [
+    "My kids love the aquarium downtown, especially the jellyfish tunnel.",
+    "The boiler in the basement was serviced by Hansen Heating in March.",
+]
+QUERY = "where do the children like to go?"
+
+
+@contextmanager
+def _served(layout: Layout) -> Iterator[SemanticServer]:
+    """The daemon's socket over two embedded notes, its model already loaded (one query)."""
+    report = import_lines(
+        Store(layout), [json.dumps({"type": "fact", "content": n}) for n in NOTES]
+    )
+    assert not report.errors
+    Embedder(Store(layout), get_logger()).run_to_end(lambda _line: None)
+    server = SemanticServer(Store(layout))
+    server.start()
+    try:
+        assert client.dense(layout, QUERY, timeout=60) is not None  # the model loads here
+        yield server
+    finally:
+        server.stop()
+
+
+def _connect(layout: Layout) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(client.address(client.socket_path(layout))[0])
+    return sock
+
+
+def _timed_query(layout: Layout) -> tuple[float, client.Dense | None]:
+    start = time.monotonic()
+    answer = client.dense(layout, QUERY, timeout=10)
+    return time.monotonic() - start, answer
+
+
+def test_an_idle_client_does_not_delay_another_clients_query(layout: Layout) -> None:
+    """With a connection held open that never sends a byte, a second client's query is
+    answered (hits, nearest first) in well under the per-client deadline."""
+    with _served(layout):
+        idle = _connect(layout)
+        try:
+            time.sleep(0.1)  # the server has accepted it and is waiting on it
+            elapsed, answer = _timed_query(layout)
+        finally:
+            idle.close()
+    assert answer is not None and answer.hits and answer.hits[0][0] == "L"
+    print(f"second query with an idle client held: {elapsed * 1000:.1f} ms")
+    assert elapsed < READ_TIMEOUT / 4
+
+
+def test_a_client_trickling_bytes_is_cut_at_its_deadline(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client sending one byte at a time, each well within the deadline, is closed when its
+    deadline (for the whole request line) passes, not held for as long as it keeps trickling."""
+    monkeypatch.setattr(server_module, "READ_TIMEOUT", 0.6)
+    with _served(layout):
+        slow = _connect(layout)
+        start = time.monotonic()
+        closed_after = None
+        try:
+            for byte in b'{"query": "where do the children like to go?"}':
+                try:
+                    slow.sendall(bytes([byte]))
+                except OSError:  # the server has closed it
+                    closed_after = time.monotonic() - start
+                    break
+                time.sleep(0.2)
+            else:
+                pytest.fail("the trickling client was never cut off")
+        finally:
+            slow.close()
+        assert closed_after is not None and closed_after < 0.6 + 1.0
+        assert client.dense(layout, QUERY, timeout=10) is not None
+
+
+def test_clients_past_the_bound_are_told_busy_at_once_and_served_after(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With as many idle clients as the bound holds, one more is answered ``busy`` at once;
+    queries are answered again when the idle ones are gone."""
+    monkeypatch.setattr(server_module, "MAX_CLIENTS", 3)
+    with _served(layout):
+        idle = [_connect(layout) for _ in range(3)]
+        try:
+            time.sleep(0.1)
+            extra = _connect(layout)
+            start = time.monotonic()
+            assert client.read_line(extra, 4096, time.monotonic() + 5) == b'{"error": "busy"}\n'
+            assert time.monotonic() - start < 0.5
+            extra.close()
+        finally:
+            for sock in idle:
+                sock.close()
+        time.sleep(0.1)
+        elapsed, answer = _timed_query(layout)
+    assert answer is not None and answer.hits and elapsed < READ_TIMEOUT / 4
