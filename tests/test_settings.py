@@ -47,12 +47,12 @@ def test_zero_turns_the_budget_and_erosion_off_and_bounds_are_inclusive() -> Non
             "WSD_DAILY_BUDGET_USD": "0",
             "WSD_EROSION": "0",
             "WSD_MAX_LOSS": "1",
-            "WSD_BATCH_TURNS": "1000",
+            "WSD_BATCH_TURNS": "100000",
         }
     )
     assert (config.daily_budget_usd, config.erosion, config.max_loss) == (0.0, 0.0, 1.0)
-    with pytest.raises(ConfigError, match="WSD_BATCH_TURNS='1001'"):
-        Config.from_env({"WSD_BATCH_TURNS": "1001"})
+    with pytest.raises(ConfigError, match="WSD_BATCH_TURNS='100001'"):
+        Config.from_env({"WSD_BATCH_TURNS": "100001"})
 
 
 @pytest.mark.parametrize(
