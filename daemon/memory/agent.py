@@ -23,14 +23,16 @@ says is never curated back into memory. The tool handlers never raise: a problem
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from wsd.daemon.memory.boot import Tools, load_memory
-from wsd.daemon.memory.search.core import TYPES, format_hits, search_memory
+from wsd.daemon.memory.search.core import MAX_LIMIT, TYPES, format_hits, search_memory
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
@@ -86,6 +88,42 @@ ACTION_SCHEMA: dict[str, Any] = {
 }
 
 
+#: The largest id SQLite stores (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
+_INTEGER = re.compile(r"\s*#?[+-]?[0-9]{1,24}\s*")
+
+
+def whole(args: Mapping[str, Any], name: str, high: int, default: int | None = None) -> int:
+    """``args[name]`` as a whole number from 1 to ``high``: a JSON integer (or an integral
+    number, or digits in a string, ``#12``); missing or null is ``default``. Anything else is
+    a ValueError that says what was wanted and what came, for the agent to read and retry."""
+    value = args.get(name)
+    wanted = f"{name} must be a whole number from 1 to {high}"
+    if value is None or value == "":
+        if default is None:
+            raise ValueError(f"{name} is missing: {wanted}")
+        return default
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER.fullmatch(value):
+        number = int(value.strip().lstrip("#"))
+    if number is None or not 1 <= number <= high:
+        shown = "a number that large" if isinstance(value, int) and number and number > high else ""
+        raise ValueError(f"{wanted}, not {shown or _shown(value)}")
+    return number
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long for str()
+        text = type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _text(text: str, error: bool = False) -> dict[str, Any]:
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
     if error:
@@ -96,11 +134,13 @@ def _text(text: str, error: bool = False) -> dict[str, Any]:
 def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
     """The ``search_memory`` tool: a compact text result, or an ``is_error`` explanation."""
     try:
-        raw_limit = args.get("limit", 10)
-        limit = int(raw_limit) if raw_limit not in (None, "") else 10
+        query = args.get("query")
+        if query is None:
+            raise ValueError("query is missing: give a few specific words or a short question")
+        limit = whole(args, "limit", MAX_LIMIT, default=10)
         hits = search_memory(
             layout,
-            args.get("query", ""),
+            query,
             limit=limit,
             type=args.get("type") or None,
             since=args.get("since") or None,
@@ -115,8 +155,7 @@ def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
 def run_resolve(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
     """The ``resolve_action`` tool: close one open action by id."""
     try:
-        raw = str(args.get("id", "")).strip().lstrip("#")
-        action_id = int(raw)
+        action_id = whole(args, "id", MAX_ID)
         status = str(args.get("status", ""))
         done = Store(layout).set_action_status(action_id, status, time.time())
     except (ValueError, TypeError) as exc:

@@ -10,10 +10,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from wsd import schema
-from wsd.daemon.ops import cli_memory
+from wsd.daemon.ops import cli_memory, cli_revisions
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.runtime.config import Config, ConfigError
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
@@ -264,8 +264,15 @@ def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error said in one line (exit 2), pointing at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wsd", description="Workspace Daemon operator tool")
+    parser = Parser(prog="wsd", description="Workspace Daemon operator tool")
     parser.add_argument(
         "--workspace", help=f"workspace root (default: $WSD_WORKSPACE or {DEFAULT_WORKSPACE})"
     )
@@ -277,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")
     flush.add_argument(
         "--wait",
-        type=float,
+        type=cli_revisions.seconds(86400),
         default=0.0,
         metavar="SECONDS",
         help="wait up to SECONDS for the flush to complete",

@@ -21,6 +21,8 @@ from typing import Any
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 Handler = Callable[[argparse.Namespace, Mapping[str, str]], int]
+#: search_memory's own cap (wsd.daemon.memory.search.core.MAX_LIMIT; a test holds them equal).
+SEARCH_MAX_LIMIT = 100
 
 
 def _layout(args: argparse.Namespace, env: Mapping[str, str]) -> Layout:
@@ -168,7 +170,11 @@ def register(subparsers: Any) -> None:
         "mcp", help="serve search_memory and resolve_action as a stdio MCP server (Claude Code)"
     )
     forget = subparsers.add_parser("forget", help="retract a learning (by its id, e.g. L12)")
-    forget.add_argument("id", help="the learning's id, as search shows it (12 or L12)")
+    forget.add_argument(
+        "id",
+        type=cli_revisions.whole("a learning id (like 12 or L12)", prefixes="#Ll"),
+        help="the learning's id, as search shows it (12 or L12)",
+    )
     forget.add_argument("--reason", help="why (kept with the retraction)")
     boot = subparsers.add_parser("boot-context", help="print what a new session starts knowing")
     boot.add_argument(
@@ -184,7 +190,12 @@ def register(subparsers: Any) -> None:
     )
     search = subparsers.add_parser("search", help="search learnings and past turns")
     search.add_argument("query", nargs="*", help="a question or keywords")
-    search.add_argument("--limit", type=int, default=10, help="how many results (default 10)")
+    search.add_argument(
+        "--limit",
+        type=cli_revisions.whole("a number of results", 1, SEARCH_MAX_LIMIT, prefixes=""),
+        default=10,
+        help=f"how many results (default 10, at most {SEARCH_MAX_LIMIT})",
+    )
     search.add_argument("--type", help="only this learning type, or 'turn'")
     search.add_argument("--since", help="an ISO date/time or an age like 7d")
     search.add_argument("--json", action="store_true", help="machine-readable output")
@@ -192,13 +203,18 @@ def register(subparsers: Any) -> None:
     imp.add_argument("file", help="FILE.jsonl, or - for stdin")
     pending = subparsers.add_parser("pending", help="list, complete or dismiss pending actions")
     pending.add_argument("verb", nargs="?", default="list", choices=("list", "complete", "dismiss"))
-    pending.add_argument("id", nargs="?", type=int, help="the action id (complete, dismiss)")
+    pending.add_argument(
+        "id",
+        nargs="?",
+        type=cli_revisions.whole("an action id"),
+        help="the action id (complete, dismiss)",
+    )
     pending.add_argument("--all", action="store_true", help="list closed actions too")
     pending.add_argument("--json", action="store_true", help="machine-readable output")
     rebuild = subparsers.add_parser("rebuild", help="re-curate all turns into a fresh memory")
     rebuild.add_argument(
         "--wait",
-        type=float,
+        type=cli_revisions.seconds(86400),
         default=120.0,
         metavar="SECONDS",
         help="how long to wait for a running daemon to pause (default 120)",
@@ -210,15 +226,11 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.store import archive
     from wsd.daemon.store.base import Databases
 
-    raw = str(args.id).strip().lstrip("#Ll")
-    if not raw.isdigit():
-        print(f"wsd forget: {args.id!r} is not a learning id (like 12 or L12)", file=sys.stderr)
-        return 2
-    if not archive.retract(Databases(_layout(args, env)), int(raw), time.time(), args.reason):
-        print(f"wsd forget: no learning #{raw}", file=sys.stderr)
+    if not archive.retract(Databases(_layout(args, env)), args.id, time.time(), args.reason):
+        print(f"wsd forget: no learning #{args.id}", file=sys.stderr)
         return 1
     print(
-        f"learning #{raw} retracted: gone from search, the boot context and the index; the"
+        f"learning #{args.id} retracted: gone from search, the boot context and the index; the"
         " ledger keeps that it was, and when. The turns it came from stay in the transcript"
         " (and in search as turns), and a memory file line saying the same is not edited."
     )
