@@ -69,7 +69,9 @@ _ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
                                       r"{10,250})", ""),
     ("slack_webhook", ":", "https", 5, False, r"//hooks\.slack\.com/(?:services|workflows"
                                               r"|triggers)/[A-Za-z0-9/_-]{10,300}", ""),
-    ("url_password", ":", "", 0, False, r"//[^\s:/?#@\[\]]{0,100}:(?P<v>[^\s/?#]{1,200})@", "url"),
+    # The password may hold "/", "?", "#" and "%40" (and, unencoded, "@" when more follow).
+    ("url_password", ":", "", 0, False, r"//[^\s:/?#@\[\]\\]{0,100}:(?P<v>[^\s@\"'`<>]{1,200}"
+                                         r"(?:@[^\s@/?#\"'`<>]{1,100}(?=@))*)@", "url"),
     ("jwt", "J", "ey", 2, True, rf"{_B64URL}{{3,3000}}\.{_B64URL}{{5,3000}}\.{_B64URL}{{0,3000}}",
      ""),
     *(("bearer_token", anchor, "[Aa][Uu][Tt][Hh][Oo][Rr][Ii]", 7, False,
@@ -185,6 +187,20 @@ def _random_enough(s: str) -> bool:
     return _classes(s) >= 2
 
 
+def _url_password(value: str) -> bool:
+    """A URL's password, not a template (``${DB_PASSWORD}``, ``%s``) nor a port and path
+    (``host:8080/a@b``)."""
+    if value[0] in "$<{*" or value.startswith("[REDACTED"):
+        return False
+    if value[0] == "%" and not (len(value) > 2 and value[1] in _HEX and value[2] in _HEX):
+        return False  # %s, %(password)s; but %40 is an encoded "@"
+    cut = min((i for i in (value.find(c) for c in "/?#") if i >= 0), default=-1)
+    return cut < 0 or not value[:cut].isdigit()
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def _specific_kind(value: str, default: str) -> str:
     """The kind of a known token form when ``value`` is exactly one, else ``default``."""
     c = _re()
@@ -236,7 +252,7 @@ def _redaction(m: re.Match[str]) -> tuple[int, int, str] | None:
         kind = "basic_auth" if scheme == "basic" else _specific_kind(value, kind)
         ok = scheme == "basic" or kind != "bearer_token" or _random_enough(value)
     elif check == "url":
-        ok = value[0] not in "$%<{*" and not value.startswith("[REDACTED")
+        ok = _url_password(value)
     if ok:
         return start, end, f"{text[start:vs]}[REDACTED:{kind}]{text[ve:end]}"
     if check != "assign" and ve - vs < end - start:
@@ -248,12 +264,42 @@ def _redaction(m: re.Match[str]) -> tuple[int, int, str] | None:
     return None
 
 
+_fold: dict[int, int] = {}
+
+
+def _folded(text: str) -> str:
+    """``text`` with fullwidth ASCII (``：``, ``＝``, ``ｋｅｙ``), other colons and equals signs
+    and no-break or ideographic spaces read as their ASCII form: one character for one, so a
+    match's span in the result is its span in ``text``."""
+    if not text or max(text) < "\xa0":
+        return text
+    if not _fold:
+        _fold.update({c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)})
+        _fold.update(dict.fromkeys((0xA0, 0x2007, 0x202F, 0x3000), 0x20))
+        _fold.update(dict.fromkeys((0xFE13, 0xFE55, 0xA789, 0x2236, 0x02D0), 0x3A))
+        _fold.update(dict.fromkeys((0xFE66, 0x207C, 0x208C, 0x2261), 0x3D))
+    return text.translate(_fold)
+
+
 def _redactions(text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, replacement) of the secrets in ``text``, left to right:
-    this table's and those of the provider rules and the entropy net (:mod:`redact_rules`)."""
-    mine = list(_table_redactions(text))
-    theirs = redact_rules.find(text)
-    return redact_rules.merge(mine + theirs) if theirs else mine
+    this table's and those of the provider rules and the entropy net (:mod:`redact_rules`),
+    matched on :func:`_folded` text (a replacement's kept context is in that form)."""
+    folded = _folded(text)
+    mine = list(_table_redactions(folded))
+    theirs = redact_rules.find(folded)
+    spans = redact_rules.merge(mine + theirs) if theirs else mine
+    if folded is text or not spans:
+        return spans
+    out: list[tuple[int, int, str]] = []  # the context a replacement keeps, as written
+    for start, end, rep in spans:
+        i, j = rep.find("[REDACTED:"), rep.rfind("]") + 1
+        if i >= 0 and rep[:i] == folded[start : start + i]:
+            rep = text[start : start + i] + rep[i:]
+        if 0 < j < len(rep) and rep[j:] == folded[end - (len(rep) - j) : end]:
+            rep = rep[:j] + text[end - (len(rep) - j) : end]
+        out.append((start, end, rep))
+    return out
 
 
 def _table_redactions(text: str) -> Iterator[tuple[int, int, str]]:

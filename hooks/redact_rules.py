@@ -1,4 +1,4 @@
-"""Running the provider rules and the entropy net of :mod:`wsd.hooks.secret_rules`.
+"""Running the rules of :mod:`wsd.hooks.secret_rules` and :mod:`wsd.hooks.secret_forms`.
 
 :func:`find` returns the secrets these rules see in a text as non-overlapping
 ``(start, end, replacement)`` spans, left to right; :mod:`wsd.hooks.redact` merges them with
@@ -8,27 +8,36 @@ its first use: a hook process whose text holds no anchor never imports ``re``.
 
 from __future__ import annotations
 
-from wsd.hooks.secret_rules import (
+from wsd.hooks.secret_forms import (
     EXTRA,
-    GITLEAKS,
+    FORMS,
+    MORE_NAMED,
     NET_ENTROPY,
     NET_LENIENT,
     NET_REGEX,
     NET_WORDS,
+    STARTS,
 )
+from wsd.hooks.secret_rules import GATED, GITLEAKS, NAMED, named_regex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Iterator
 
 #: (kind, secret group, minimum entropy, regex, check) of every rule, gitleaks' first.
+_NAMED = tuple(
+    (rid.replace("-", "_"), keywords, 1, ent, named_regex(ident, secret, case), "")
+    for rid, keywords, ent, ident, secret, case in (*NAMED, *MORE_NAMED)
+)
+_OTHERS = (*EXTRA, *FORMS, *_NAMED, *GATED)  # on a tie, the earlier rule names the kind
 RULES: tuple[tuple[str, int, float, str, str], ...] = (
     *((rid.replace("-", "_"), group, ent, rx, "") for rid, _a, group, ent, rx in GITLEAKS),
-    *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in EXTRA),
+    *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in _OTHERS),
 )
 _ANCHORS: tuple[tuple[str, ...], ...] = (
     *(a for _r, a, _g, _e, _x in GITLEAKS),
-    *(a for _k, a, _g, _e, _x, _c in EXTRA),
+    *(a for _k, a, _g, _e, _x, _c in _OTHERS),
 )
 #: anchor -> rules it triggers; exact ones (with a capital letter) are looked for as written,
 #: the others in the lower-cased text (gitleaks' keywords are matched that way).
@@ -38,6 +47,16 @@ for _i, _anchors in enumerate(_ANCHORS):
     for _anchor in _anchors:
         _table = _LOWER if _anchor == _anchor.lower() else _EXACT
         _table.setdefault(_anchor.lower() if _table is _LOWER else _anchor, []).append(_i)
+#: rule -> the lower-case words one of which starts its every match (its regex opens with a
+#: case-insensitive choice of them): it is tried only where one of them is, not everywhere.
+_STARTS: dict[int, tuple[str, ...]] = {-1: NET_WORDS}
+for _i, (_kind, _g, _e, _rx_source, _check) in enumerate(RULES):
+    if _rx_source in STARTS:
+        _STARTS[_i] = STARTS[_rx_source]
+for _k, (_rid, _kw, _ent, _ident, _secret, _case) in enumerate((*NAMED, *MORE_NAMED)):
+    _words = tuple(w.lower() for w in _ident.split("|"))
+    if all(w.replace("_", "").isalnum() for w in _words):
+        _STARTS[len(GITLEAKS) + len(EXTRA) + len(FORMS) + _k] = _words
 #: The shortest text any rule can match (shorter fields are not scanned).
 MIN_CHARS = 12
 # fmt: off
@@ -54,6 +73,7 @@ _NOT_SECRET_PREFIXES = ("/", "./", "~/", "http:", "https:", "sha1-", "sha256-", 
                         "sha512-", "data:", "iVBORw0KGgo", "/9j/", "R0lGOD", "JVBERi0")  # fmt: skip
 
 _compiled: dict[int, re.Pattern[str]] = {}
+_SPECIAL = frozenset({"k8s", "userpass", "prose", "pair", "b64"})
 
 
 def _rx(i: int) -> re.Pattern[str]:
@@ -168,8 +188,9 @@ def _net(m: re.Match[str]) -> tuple[int, int, str] | None:
     return (m.start("v"), m.end("v"), "[REDACTED:secret_assignment]") if ok else None
 
 
-def _cookie(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+def _cookie(_kind: str, _group: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
     """Each value of a ``Cookie:`` header's ``name=value`` pairs (attributes kept)."""
+    text, (start, end) = m.string, m.span(1)
     spans: list[tuple[int, int, str]] = []
     pos = start
     while pos < end:
@@ -191,33 +212,64 @@ def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
         found = _net(m)
         return [found] if found else []
     kind, group, min_entropy, _rx_source, check = RULES[i]
+    if check == "cookie":
+        return _cookie(kind, group, m)
+    if check in _SPECIAL:  # the checks of issue 20's forms (they use this module's helpers)
+        from wsd.hooks.secret_checks import check_match
+
+        return check_match(check, kind, group, m)
     if group == 0:  # gitleaks: the first group that matched, else the whole match ...
         group = next((g for g in range(1, (m.re.groups or 0) + 1) if m.group(g)), 0)
         if len(m.group(group)) < MIN_CHARS:  # ... unless that is a repeated part of the token
             group = 0
     start, end = m.span(group)
     secret = m.group(group) or ""
-    if check == "cookie":
-        return _cookie(m.string, start, end)
     if check == "lenient":
         ok = _plausible_secret(secret.strip("'\""), "password")
     else:
         ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")
+        ok = ok and (check != "random" or _classes(secret) >= 2)
+        ok = ok and (check != "mixed" or _classes(secret) == 3)
     return [(start, end, f"[REDACTED:{kind}]")] if ok and end > start else []
 
 
 def find(text: str) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, replacement) of the secrets these rules see, in order."""
-    if len(text) < MIN_CHARS:
+    if len(text) < 8:
         return []
     triggered = _triggered(text, text.lower())
+    if len(text) < MIN_CHARS:  # only a password in prose is this short: "PIN: 4821"
+        triggered = [i for i in triggered if i >= 0 and RULES[i][4] == "prose"]
     if not triggered:
         return []
     found: list[tuple[int, int, str]] = []
+    low = text.lower()
     for i in triggered:
-        for m in _rx(i).finditer(text):
+        for m in _matches(i, text, low):
             found += _spans(i, m)
     return merge(found)
+
+
+def _matches(i: int, text: str, low: str) -> Iterator[re.Match[str]]:
+    """``finditer`` of rule ``i``, tried only where a match can start (see _STARTS)."""
+    rx, words = _rx(i), _STARTS.get(i)
+    if words is None or len(low) != len(text):  # (lower() may lengthen a few characters)
+        yield from rx.finditer(text)
+        return
+    starts: set[int] = set()
+    for w in words:
+        at = low.find(w)
+        while at >= 0:
+            starts.add(at)
+            at = low.find(w, at + 1)
+    last = 0
+    for at in sorted(starts):
+        if at < last:
+            continue
+        m = rx.match(text, at)
+        if m is not None:
+            last = max(m.end(), at + 1)
+            yield m
 
 
 def merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

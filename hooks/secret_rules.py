@@ -1,21 +1,26 @@
-"""Provider token rules for :mod:`wsd.hooks.redact`, most of them derived from gitleaks.
+"""Provider token rules for :mod:`wsd.hooks.redact`: gitleaks' whole default rule set.
 
 Source: gitleaks' default rule set, ``config/gitleaks.toml`` of gitleaks v8.30.0 (+27 commits,
-b58d3f10; https://github.com/gitleaks/gitleaks), MIT licence, Copyright (c) 2019 Zachary Rice.
-:data:`GITLEAKS` holds every rule of that file that matches a token by its own shape (a fixed
-prefix, a checksum part), translated from Go's RE2 to Python's ``re`` mechanically (POSIX
-classes spelled out, a mid-pattern ``(?i)`` turned into ``(?i:…)`` to the end of its group,
-``\\z`` to ``\\Z``), with its keywords, secret group and entropy threshold. Left out: the
-rules :mod:`wsd.hooks.redact`'s own table covers (Anthropic, OpenAI, AWS, GCP, GitHub, GitLab,
-PyPI, Slack, Stripe, npm, Hugging Face, SendGrid, JWT, private keys), the "generic" rules that
-need a provider's name beside the value (:data:`NET` is their generic form), and a few that
-match ordinary text once that name is not required (``sourcegraph-access-token``: any 40 hex
-digits; ``vault-service-token``: ``s.`` + 24 letters; ``facebook-access-token``;
-``kubernetes-secret-yaml``). tests/gitleaks_examples.py runs every rule's examples.
+b58d3f10; https://github.com/gitleaks/gitleaks), MIT licence, Copyright (c) 2019 Zachary Rice;
+the newest snapshot checked for this port (issue 20) is that same commit. All 222 rules are
+here or in :mod:`wsd.hooks.redact`'s own table:
 
-:data:`EXTRA` adds forms gitleaks has no unique rule for (found leaking in issue 13), and
-:data:`NET` is the entropy net for assignment-shaped text (gitleaks' ``generic-api-key``,
-with more names).
+* :data:`GITLEAKS`: every rule that matches a token by its own shape (a fixed prefix, a
+  checksum part), translated from Go's RE2 to Python's ``re`` mechanically (POSIX classes
+  spelled out, a mid-pattern ``(?i)`` turned into ``(?i:…)`` to the end of its group, ``\\z``
+  to ``\\Z``), with its keywords, secret group and entropy threshold.
+* :data:`NAMED`: the 96 rules that need a provider's name beside the value
+  (``adafruit-api-key`` … ``zendesk-secret-key``), written by :func:`named_regex`.
+* :data:`GATED`: the rules that match ordinary text once the keyword gate of a whole file is
+  gone (``sourcegraph-access-token``: any 40 hex digits; ``vault-service-token``: ``s.`` + 24
+  letters; ``facebook-access-token``; ``kubernetes-secret-yaml``; ``curl-auth-*``), each with
+  its keyword required near the token; see the comment above it.
+* Covered by :mod:`wsd.hooks.redact`'s table: Anthropic, OpenAI, AWS, GCP, GitHub, GitLab,
+  PyPI, Slack, Stripe, npm, Hugging Face, SendGrid, JWT, private keys (tests/gitleaks_examples.py
+  holds their regexes). ``generic-api-key`` is the entropy net of :mod:`wsd.hooks.secret_forms`
+  (with more names); ``pkcs12-file`` matches file names only.
+
+tests/gitleaks_examples.py and tests/test_secret_rules.py run every rule's examples.
 
 A rule runs only when one of its anchors is in the text (an anchor with a capital letter is
 matched as written, an all-lowercase one in the lower-cased text, as gitleaks matches its
@@ -192,77 +197,165 @@ GITLEAKS: tuple[tuple[str, tuple[str, ...], int, float, str], ...] = (
 )
 # fmt: on
 
-# Forms issue 13 found stored verbatim that no unique gitleaks rule matches by shape (gitleaks
-# gates them on a provider's name nearby, or has no rule): (kind, anchors, secret group,
-# minimum entropy, regex, check). ``check``: "" (the match is a secret), "lenient" (a
-# password: anything but a placeholder or a reference), "cookie" (each value of a cookie
-# header).
-_B64 = r"[A-Za-z0-9+/]"
-_END = r"(?![A-Za-z0-9_-])"
-_START = r"(?<![A-Za-z0-9_-])"
+# gitleaks' provider-name rules (``utils.GenerateSemiGenericRegex``): the provider's name, a
+# separator, then a secret of the given shape: (rule id, keywords, minimum entropy, the name's
+# regex, the secret's regex, case-sensitive secret). :func:`named_regex` writes the whole regex
+# as gitleaks does, less its leading ``[\w.-]{0,50}?`` (which only widens a match to the left).
+# Generated from the same config/gitleaks.toml, secrets copied as written (a mid-pattern
+# ``(?i)`` dropped: the whole regex is case-insensitive there already).
 # fmt: off
-EXTRA: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
-    ("telegram_bot_token", (":A",), 1, 3.0, rf"(?<![\d:])(\d{{5,16}}:A[A-Za-z0-9_-]{{34}}){_END}", ""),
-    ("discord_bot_token", ("discord", "Bot "), 1, 3.5,
-     rf"{_START}([MNO][A-Za-z0-9_-]{{23,25}}\.[A-Za-z0-9_-]{{6}}\.[A-Za-z0-9_-]{{27,38}}){_END}", ""),
-    ("mailgun_key", ("key-",), 1, 3.0, rf"{_START}(key-[0-9a-f]{{32}})(?![A-Za-z0-9])", ""),
-    ("google_oauth_token", ("ya29.",), 1, 3.0, rf"{_START}(ya29\.[0-9A-Za-z_-]{{20,2048}}){_END}", ""),
-    ("google_client_secret", ("GOCSPX-",), 1, 3.0, rf"(GOCSPX-[A-Za-z0-9_-]{{28}}){_END}", ""),
-    ("atlassian_api_token", ("ATATT3",), 1, 3.5, r"(ATATT3[A-Za-z0-9_\-=]{150,250})(?![A-Za-z0-9_=-])", ""),
-    ("tailscale_key", ("tskey-",), 1, 3.0,
-     rf"{_START}(tskey-(?:[a-z]{{2,10}}-)?[A-Za-z0-9]{{6,}}-[A-Za-z0-9]{{10,}}){_END}", ""),
-    ("doppler_token", ("dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."), 1, 3.0,
-     rf"{_START}(dp\.(?:st|sa|ct|scim|audit)\.(?:[A-Za-z0-9_-]{{1,60}}\.)?[A-Za-z0-9]{{40,}}){_END}", ""),
-    ("notion_api_token", ("secret_",), 1, 3.5, rf"{_START}(secret_[A-Za-z0-9]{{43}})(?![A-Za-z0-9])", ""),
-    ("private_key", ("Private-Lines",), 1, 0.0,
-     r"Private-Lines:[ \t]*\d+[ \t]*\r?\n((?:" + _B64 + r"{1,128}={0,2}[ \t]*(?:\r?\n|\\n|$)){1,400}"
-     r"(?:Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]+)?)", ""),
-    ("basic_auth", ("-u", "--user"), 1, 0.0,
-     r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)['\"]?[^\s:'\"]{1,100}:([^\s'\"]{3,200})", "lenient"),
-    ("mysql_password", ("mysql", "mariadb"), 1, 0.0,
-     r"\b(?:mysql|mariadb)\w*\b[^\n]{0,300}?[ \t]-p('[^'\n]{1,100}'|\"[^\"\n]{1,100}\"|[^\s'\"-][^\s'\"]{0,100})",
-     "lenient"),
-    ("sshpass_password", ("sshpass",), 1, 0.0,
-     r"\bsshpass\b[^\n]{0,200}?[ \t]-p[ \t]*('[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"]{1,200})", "lenient"),
-    ("openssl_password", ("pass:",), 1, 0.0, r"(?<![\w-])-pass(?:in|out)?[ \t]+pass:(\S{1,200})", "lenient"),
-    ("netrc_password", ("password", "passwd"), 1, 0.0,
-     r"\b(?:login|user)[ \t]+\S{1,200}[ \t\r\n]+(?:password|passwd)[ \t]+(\S{1,200})", "lenient"),
-    ("azure_sas_signature", ("sig=",), 1, 3.0, r"[?&;]sig=([A-Za-z0-9%+/=_-]{16,512})", ""),
-    ("jwt", (".ey",), 1, 3.0,  # gitleaks' jwt: the first segment need not start "eyJ"
-     r"\b(ey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/_-]{17,}\.(?:[a-zA-Z0-9/_-]{10,}={0,2})?)(?:[`'\"\s;]|\\[nr]|$)", ""),
-    ("slack_webhook", ("hooks.slack.com",), 1, 0.0,
-     r"(?<![\w.-])(hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,300})", ""),
-    ("cookie", ("cookie",), 1, 0.0, r"(?i:\b(?:set-)?cookie)[ \t]*:[ \t]*([^\r\n]{1,4096})", "cookie"),
+NAMED: tuple[tuple[str, tuple[str, ...], float, str, str, bool], ...] = (
+    ('adafruit-api-key', ('adafruit',), 0.0, 'adafruit', '[a-z0-9_-]{32}', False),
+    ('adobe-client-id', ('adobe',), 2.0, 'adobe', '[a-f0-9]{32}', False),
+    ('airtable-api-key', ('airtable',), 0.0, 'airtable', '[a-z0-9]{17}', False),
+    ('algolia-api-key', ('algolia',), 0.0, 'algolia', '[a-z0-9]{32}', False),
+    ('alibaba-secret-key', ('alibaba',), 2.0, 'alibaba', '[a-z0-9]{30}', False),
+    ('asana-client-id', ('asana',), 0.0, 'asana', '[0-9]{16}', False),
+    ('asana-client-secret', ('asana',), 0.0, 'asana', '[a-z0-9]{32}', False),
+    ('beamer-api-token', ('beamer',), 0.0, 'beamer', 'b_[a-z0-9=_\\-]{44}', False),
+    ('bitbucket-client-id', ('bitbucket',), 0.0, 'bitbucket', '[a-z0-9]{32}', False),
+    ('bitbucket-client-secret', ('bitbucket',), 0.0, 'bitbucket', '[a-z0-9=_\\-]{64}', False),
+    ('bittrex-access-key', ('bittrex',), 0.0, 'bittrex', '[a-z0-9]{32}', False),
+    ('bittrex-secret-key', ('bittrex',), 0.0, 'bittrex', '[a-z0-9]{32}', False),
+    ('cisco-meraki-api-key', ('meraki',), 3.0, '(?-i:[Mm]eraki|MERAKI)', '[0-9a-f]{40}', True),
+    ('cloudflare-api-key', ('cloudflare',), 2.0, 'cloudflare', '[a-z0-9_-]{40}', False),
+    ('cloudflare-global-api-key', ('cloudflare',), 2.0, 'cloudflare', '[a-f0-9]{37}', False),
+    ('codecov-access-token', ('codecov',), 0.0, 'codecov', '[a-z0-9]{32}', False),
+    ('cohere-api-token', ('cohere', 'co_api_key'), 4.0, 'cohere|CO_API_KEY', '[a-zA-Z0-9]{40}', True),
+    ('coinbase-access-token', ('coinbase',), 0.0, 'coinbase', '[a-z0-9_-]{64}', False),
+    ('confluent-access-token', ('confluent',), 0.0, 'confluent', '[a-z0-9]{16}', False),
+    ('confluent-secret-key', ('confluent',), 0.0, 'confluent', '[a-z0-9]{64}', False),
+    ('contentful-delivery-api-token', ('contentful',), 0.0, 'contentful', '[a-z0-9=_\\-]{43}', False),
+    ('datadog-access-token', ('datadog',), 0.0, 'datadog', '[a-z0-9]{40}', False),
+    ('defined-networking-api-token', ('dnkey',), 0.0, 'dnkey', 'dnkey-[a-z0-9=_\\-]{26}-[a-z0-9=_\\-]{52}', False),
+    ('discord-api-token', ('discord',), 0.0, 'discord', '[a-f0-9]{64}', False),
+    ('discord-client-id', ('discord',), 2.0, 'discord', '[0-9]{18}', False),
+    ('discord-client-secret', ('discord',), 2.0, 'discord', '[a-z0-9=_\\-]{32}', False),
+    ('droneci-access-token', ('droneci',), 0.0, 'droneci', '[a-z0-9]{32}', False),
+    ('dropbox-api-token', ('dropbox',), 0.0, 'dropbox', '[a-z0-9]{15}', False),
+    ('dropbox-long-lived-api-token', ('dropbox',), 0.0, 'dropbox', '[a-z0-9]{11}(AAAAAAAAAA)[a-z0-9\\-_=]{43}', False),
+    ('dropbox-short-lived-api-token', ('dropbox',), 0.0, 'dropbox', 'sl\\.[a-z0-9\\-=_]{135}', False),
+    ('etsy-access-token', ('etsy',), 3.0, '(?-i:ETSY|[Ee]tsy)', '[a-z0-9]{24}', False),
+    ('facebook-secret', ('facebook',), 3.0, 'facebook', '[a-f0-9]{32}', False),
+    ('fastly-api-token', ('fastly',), 0.0, 'fastly', '[a-z0-9=_\\-]{32}', False),
+    ('finicity-api-token', ('finicity',), 0.0, 'finicity', '[a-f0-9]{32}', False),
+    ('finicity-client-secret', ('finicity',), 0.0, 'finicity', '[a-z0-9]{20}', False),
+    ('finnhub-access-token', ('finnhub',), 0.0, 'finnhub', '[a-z0-9]{20}', False),
+    ('flickr-access-token', ('flickr',), 0.0, 'flickr', '[a-z0-9]{32}', False),
+    ('freshbooks-access-token', ('freshbooks',), 0.0, 'freshbooks', '[a-z0-9]{64}', False),
+    ('gitter-access-token', ('gitter',), 0.0, 'gitter', '[a-z0-9_-]{40}', False),
+    ('gocardless-api-token', ('live_', 'gocardless'), 0.0, 'gocardless', 'live_[a-z0-9\\-_=]{40}', False),
+    ('heroku-api-key', ('heroku',), 0.0, 'heroku', '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('hubspot-api-key', ('hubspot',), 0.0, 'hubspot', '[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}', False),
+    ('intercom-api-key', ('intercom',), 0.0, 'intercom', '[a-z0-9=_\\-]{60}', False),
+    ('jfrog-api-key', ('jfrog', 'artifactory', 'bintray', 'xray'), 0.0, 'jfrog|artifactory|bintray|xray', '[a-z0-9]{73}', False),
+    ('jfrog-identity-token', ('jfrog', 'artifactory', 'bintray', 'xray'), 0.0, 'jfrog|artifactory|bintray|xray', '[a-z0-9]{64}', False),
+    ('kraken-access-token', ('kraken',), 0.0, 'kraken', '[a-z0-9\\/=_\\+\\-]{80,90}', False),
+    ('kucoin-access-token', ('kucoin',), 0.0, 'kucoin', '[a-f0-9]{24}', False),
+    ('kucoin-secret-key', ('kucoin',), 0.0, 'kucoin', '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('launchdarkly-access-token', ('launchdarkly',), 0.0, 'launchdarkly', '[a-z0-9=_\\-]{40}', False),
+    ('linear-client-secret', ('linear',), 2.0, 'linear', '[a-f0-9]{32}', False),
+    ('linkedin-client-id', ('linkedin', 'linked_in', 'linked-in'), 2.0, 'linked[_-]?in', '[a-z0-9]{14}', False),
+    ('linkedin-client-secret', ('linkedin', 'linked_in', 'linked-in'), 2.0, 'linked[_-]?in', '[a-z0-9]{16}', False),
+    ('lob-api-key', ('test_', 'live_'), 0.0, 'lob', '(live|test)_[a-f0-9]{35}', False),
+    ('lob-pub-api-key', ('test_pub', 'live_pub', '_pub'), 0.0, 'lob', '(test|live)_pub_[a-f0-9]{31}', False),
+    ('looker-client-id', ('looker',), 0.0, 'looker', '[a-z0-9]{20}', False),
+    ('looker-client-secret', ('looker',), 0.0, 'looker', '[a-z0-9]{24}', False),
+    ('mailchimp-api-key', ('mailchimp',), 0.0, 'MailchimpSDK.initialize|mailchimp', '[a-f0-9]{32}-us\\d\\d', False),
+    ('mailgun-pub-key', ('mailgun',), 0.0, 'mailgun', 'pubkey-[a-f0-9]{32}', False),
+    ('mailgun-signing-key', ('mailgun',), 0.0, 'mailgun', '[a-h0-9]{32}-[a-h0-9]{8}-[a-h0-9]{8}', False),
+    ('mapbox-api-token', ('mapbox',), 0.0, 'mapbox', 'pk\\.[a-z0-9]{60}\\.[a-z0-9]{22}', False),
+    ('mattermost-access-token', ('mattermost',), 0.0, 'mattermost', '[a-z0-9]{26}', False),
+    ('messagebird-api-token', ('messagebird', 'message-bird', 'message_bird'), 0.0, 'message[_-]?bird', '[a-z0-9]{25}', False),
+    ('messagebird-client-id', ('messagebird', 'message-bird', 'message_bird'), 0.0, 'message[_-]?bird', '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('netlify-access-token', ('netlify',), 0.0, 'netlify', '[a-z0-9=_\\-]{40,46}', False),
+    ('new-relic-browser-api-token', ('nrjs-',), 0.0, 'new-relic|newrelic|new_relic', 'NRJS-[a-f0-9]{19}', False),
+    ('new-relic-insert-key', ('nrii-',), 0.0, 'new-relic|newrelic|new_relic', 'NRII-[a-z0-9-]{32}', False),
+    ('new-relic-user-api-id', ('new-relic', 'newrelic', 'new_relic'), 0.0, 'new-relic|newrelic|new_relic', '[a-z0-9]{64}', False),
+    ('new-relic-user-api-key', ('nrak',), 0.0, 'new-relic|newrelic|new_relic', 'NRAK-[a-z0-9]{27}', False),
+    ('nytimes-access-token', ('nytimes', 'new-york-times', 'newyorktimes'), 0.0, 'nytimes|new-york-times,|newyorktimes', '[a-z0-9=_\\-]{32}', False),
+    ('okta-access-token', ('okta',), 4.0, '(?-i:[Oo]kta|OKTA)', '00[\\w=\\-]{40}', True),
+    ('plaid-api-token', ('plaid',), 0.0, 'plaid', 'access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('plaid-client-id', ('plaid',), 3.5, 'plaid', '[a-z0-9]{24}', False),
+    ('plaid-secret-key', ('plaid',), 3.5, 'plaid', '[a-z0-9]{30}', False),
+    ('privateai-api-token', ('privateai', 'private_ai', 'private-ai'), 3.0, 'private[_-]?ai', '[a-z0-9]{32}', True),
+    ('rapidapi-access-token', ('rapidapi',), 0.0, 'rapidapi', '[a-z0-9_-]{50}', False),
+    ('sendbird-access-id', ('sendbird',), 0.0, 'sendbird', '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('sendbird-access-token', ('sendbird',), 0.0, 'sendbird', '[a-f0-9]{40}', False),
+    ('sentry-access-token', ('sentry',), 3.0, 'sentry', '[a-f0-9]{64}', False),
+    ('sidekiq-secret', ('bundle_enterprise__contribsys__com', 'bundle_gems__contribsys__com'), 0.0, 'BUNDLE_ENTERPRISE__CONTRIBSYS__COM|BUNDLE_GEMS__CONTRIBSYS__COM', '[a-f0-9]{8}:[a-f0-9]{8}', False),
+    ('snyk-api-token', ('snyk',), 0.0, 'snyk[_.-]?(?:(?:api|oauth)[_.-]?)?(?:key|token)', '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('sonar-api-token', ('sonar',), 0.0, 'sonar[_.-]?(login|token)', '(?:squ_|sqp_|sqa_)?[a-z0-9=_\\-]{40}', False),
+    ('squarespace-access-token', ('squarespace',), 0.0, 'squarespace', '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', False),
+    ('sumologic-access-id', ('sumo',), 3.0, '(?-i:[Ss]umo|SUMO)', 'su[a-zA-Z0-9]{12}', True),
+    ('sumologic-access-token', ('sumo',), 3.0, '(?-i:[Ss]umo|SUMO)', '[a-z0-9]{64}', False),
+    ('travisci-access-token', ('travis',), 0.0, 'travis', '[a-z0-9]{22}', False),
+    ('twitch-api-token', ('twitch',), 0.0, 'twitch', '[a-z0-9]{30}', False),
+    ('twitter-access-secret', ('twitter',), 0.0, 'twitter', '[a-z0-9]{45}', False),
+    ('twitter-access-token', ('twitter',), 0.0, 'twitter', '[0-9]{15,25}-[a-zA-Z0-9]{20,40}', False),
+    ('twitter-api-key', ('twitter',), 0.0, 'twitter', '[a-z0-9]{25}', False),
+    ('twitter-api-secret', ('twitter',), 0.0, 'twitter', '[a-z0-9]{50}', False),
+    ('twitter-bearer-token', ('twitter',), 0.0, 'twitter', 'A{22}[a-zA-Z0-9%]{80,100}', False),
+    ('typeform-api-token', ('tfp_',), 0.0, 'typeform', 'tfp_[a-z0-9\\-_\\.=]{59}', False),
+    ('yandex-access-token', ('yandex',), 0.0, 'yandex', 't1\\.[A-Z0-9a-z_-]+[=]{0,2}\\.[A-Z0-9a-z_-]{86}[=]{0,2}', False),
+    ('yandex-api-key', ('yandex',), 0.0, 'yandex', 'AQVN[A-Za-z0-9_\\-]{35,38}', False),
+    ('yandex-aws-access-token', ('yandex',), 0.0, 'yandex', 'YC[a-zA-Z0-9_\\-]{38}', False),
+    ('zendesk-secret-key', ('zendesk',), 0.0, 'zendesk', '[a-z0-9]{40}', False),
 )
 # fmt: on
 
-#: The entropy net (gitleaks' ``generic-api-key`` with more names): ``NAME = value`` /
-#: ``"name": "value"`` where NAME holds one of these words. For :data:`NET_LENIENT` names a
-#: value is a secret unless it is a placeholder or a reference (as ``password=`` always was);
-#: for the others it must look generated: 10+ characters, 3.5+ bits of entropy per character,
-#: not a run of dictionary-like words (``user_profile_settings``).
-NET_WORDS = (
-    "access",
-    "auth",
-    "api",
-    "credential",
-    "creds",
-    "key",
-    "token",
-    "secret",
-    "pass",
-    "pwd",
-    "session",
-    "cookie",
-    "dsn",
+_NAMED_SEP = r"""(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"""
+_NAMED_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+
+
+def named_regex(ident: str, secret: str, case_sensitive: bool) -> str:
+    """gitleaks' GenerateSemiGenericRegex: ``ident``, a separator, then ``secret`` as group 1."""
+    if case_sensitive:
+        return rf"(?i:(?:{ident}){_NAMED_SEP})({secret}){_NAMED_END}"
+    return rf"(?i:(?:{ident}){_NAMED_SEP}({secret}){_NAMED_END})"
+
+
+# The rules that would match ordinary text if run as gitleaks writes them (gitleaks runs a
+# rule only on a file holding one of its keywords; a captured field is much smaller than a
+# file, but a keyword anywhere in it is not enough here): the token must follow its keyword
+# within a short distance. (kind, anchors, secret group, minimum entropy, regex, check) as
+# :data:`wsd.hooks.secret_forms.EXTRA`. ``curl-auth-*``: gitleaks' unbounded ``.*`` between
+# ``curl`` and the option bounded to 1,000 characters. ``kubernetes-secret-yaml``: every value
+# of the ``data:``/``stringData:`` block of a manifest of ``kind: Secret`` (check "k8s").
+# ``hashicorp-tf-password`` and ``freemius-secret-key`` (gitleaks: only in .tf/.hcl and .php
+# files) run everywhere, the password checked as a password. Left out: ``generic-api-key``
+# (the entropy net, :data:`wsd.hooks.secret_forms.NET_REGEX`, is its form with more names) and
+# ``pkcs12-file`` (a rule on file names: a captured field has none).
+_CURL_AUTH = (
+    r"(?i:Authorization:[ \t]{0,5}(?:Basic[ \t]([a-z0-9+/]{8,}={0,3})|(?:Bearer|(?:Api-)?Token)"
+    r"[ \t]([\w=~@.+/-]{8,})|([\w=~@.+/-]{8,}))|(?:(?:X-(?:[a-z]+-)?)?(?:Api-?)?(?:Key|Token)):"
+    r"[ \t]{0,5}([\w=~@.+/-]{8,}))"
 )
-NET_LENIENT = ("pass", "pwd", "secret", "cookie")
-NET_REGEX = (
-    r"(?i:"
-    + "|".join(NET_WORDS)
-    + r")[\w.-]{0,20}[\"'`]?[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?=)[ \t]{0,5}"
-    r"(?:(?P<q>[\"'`])|(?=[\w/+~.=-]))"
-    r"(?P<v>(?(q)[^\"'`\\\n]{4,150}|[\w.=+/~%@!#^*-]{4,150}))"
-    r"(?(q)(?P=q)|(?=[\s;,&)\]}\"'`]|\\[nr]|$))"
+# fmt: off
+GATED: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
+    ("sourcegraph_access_token", ("sgp_",), 1, 3.0,
+     r"\b(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40})\b", ""),
+    ("sourcegraph_access_token", ("sourcegraph",), 1, 3.0,
+     r"(?i:sourcegraph)[^\n]{0,60}?\b([a-fA-F0-9]{40})\b(?:[\x60'\"\s;]|\\[nr]|$)", ""),
+    ("vault_service_token", ("hvs.",), 1, 3.5, r"\b(hvs\.[\w-]{90,120})(?:[\x60'\"\s;]|\\[nr]|$)", ""),
+    ("vault_service_token", ("vault",), 1, 3.5,
+     r"(?i:vault)[^\n]{0,60}?\b(s\.(?=[A-Za-z]{0,23}\d)[A-Za-z0-9]{24})(?:[\x60'\"\s;]|\\[nr]|$)", ""),
+    ("facebook_access_token", ("facebook", "fb_", "fb "), 1, 3.0,
+     r"(?i:\b(\d{15,16}(\||%7C)[0-9a-z\-_]{27,40})(?:[\x60'\"\s;&]|\\[nr]|$))", ""),
+    ("atlassian_api_token", ("atlassian", "confluence", "jira"), 1, 3.5,
+     named_regex("(?-i:ATLASSIAN|[Aa]tlassian)|(?-i:CONFLUENCE|[Cc]onfluence)|(?-i:JIRA|[Jj]ira)",
+                 "[a-z0-9]{20}[a-f0-9]{4}", False), ""),
+    ("curl_auth_header", ("curl",), 0, 2.75,
+     rf"\bcurl\b[\s\S]{{0,1000}}?[ \t\n\r](?:-H|--header)(?:=|[ \t]{{0,5}})(?:\"{_CURL_AUTH}\"|'{_CURL_AUTH}')(?:\B|\s|\Z)", ""),
+    ("curl_auth_user", ("curl",), 0, 2.0,
+     r"\bcurl\b[\s\S]{0,1000}?[ \t\n\r](?:-u|--user)(?:=|[ \t]{0,5})(\"(:[^\"]{3,}|[^:\"]{3,}:|[^:\"]{3,}:[^\"]{3,})\"|'([^:']{3,}:[^']{3,})'|((?:\"[^\"]{3,}\"|'[^']{3,}'|[\w$@.-]+):(?:\"[^\"]{3,}\"|'[^']{3,}'|[\w${}@.-]+)))(?:\s|\Z)", "userpass"),
+    ("kubernetes_secret_yaml", ("secret",), 2, 0.0,
+     r"(?m)^([ \t]*)(?:data|stringData):[ \t]*\r?\n((?:\1[ \t]+[^\n]*(?:\r?\n|$)){1,200})", "k8s"),
+    ("kubernetes_secret_yaml", ("secret",), 1, 0.0,
+     r"\"(?:data|stringData)\"\s*:\s*\{([^{}]{1,8000})\}", "k8s"),
+    ("hashicorp_tf_password", ("administrator_login_password", "password"), 1, 2.0,
+     named_regex("administrator_login_password|password", '"[a-z0-9=_\\-]{8,20}"', False), "lenient"),
+    ("freemius_secret_key", ("secret_key",), 1, 0.0,
+     r"(?i:[\"']secret_key[\"']\s*=>\s*[\"'](sk_[\S]{29})[\"'])", ""),
 )
-NET_ENTROPY = 3.5
+# fmt: on
