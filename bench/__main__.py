@@ -16,6 +16,7 @@ from bench import (
     hooks_bench,
     idle_bench,
     memory_bench,
+    rebuild_bench,
     render,
     retrieval_bench,
     semantic_bench,
@@ -36,6 +37,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "semantic_latency": semantic_bench.semantic_latency,
     "semantic_memory": semantic_bench.semantic_memory,
     "workspace": workspace_bench.workspace,
+    "rebuild": rebuild_bench.rebuild,
 }
 
 
