@@ -403,3 +403,22 @@ def test_rebuild_clips_an_oversized_turn_exactly_as_the_loop_does(
     assert "task 2" in huge and "small" not in huge  # a batch of its own ...
     assert " … " in huge and len(huge) <= 600  # ... clipped to the budget
     assert by_rebuild == by_loop
+
+
+def test_the_heartbeat_leaves_paused_on_the_first_pass_after_the_pause(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """`wsd status` stops saying "paused" as soon as the rebuild's pause file is gone, not at
+    the next periodic heartbeat (a resumed idle daemon wrote its state only every 10 s)."""
+    worker = make_worker(layout, standin)
+    worker.run_once()
+    holder = _holding_pause(layout)  # a live rebuild: its pause file is locked
+    try:
+        worker.run_once()
+        assert json.loads(Path(status_path(layout)).read_text())["state"] == "paused"
+    finally:
+        holder.kill()
+        holder.wait()
+    Path(pause_path(layout)).unlink()
+    worker.run_once()
+    assert json.loads(Path(status_path(layout)).read_text())["state"] != "paused"

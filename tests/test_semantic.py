@@ -212,8 +212,14 @@ def test_memories_lose_their_vector_when_retracted_or_rewritten(layout: Layout) 
     assert Embedder(Store(layout), get_logger()).run_to_end(lambda _line: None) == 1
 
 
-def test_rebuild_gives_every_memory_a_vector(layout: Layout, standin: BridgeStandin) -> None:
-    """`wsd rebuild` embeds the learnings and turns of the memory it builds aside."""
+def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_swap(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """`wsd rebuild` loads no model (curation pauses only for its batches); the daemon's
+    embedding step, told of the swap by the pause ending, gives every memory its vector."""
+    from wsd.daemon.curation.semantic_wiring import wire
+    from wsd.daemon.curation.worker import PassResult, Step
+
     write_turns(layout, 4, prompt="Task {i}: I prefer tabs in file{i}.")
     flush(layout)
     worker = make_worker(layout, standin, batch_turns=4)
@@ -224,7 +230,53 @@ def test_rebuild_gives_every_memory_a_vector(layout: Layout, standin: BridgeStan
     assert _vectors(layout) == 0  # a worker without the wiring embeds nothing
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
     total = scalar(layout.memory_db, "SELECT (SELECT count(*) FROM learnings) + 4")
-    assert total > 4 and _vectors(layout) == total
+    assert total > 4 and _vectors(layout) == 0  # nothing embedded inside the rebuild
+    live = make_worker(layout, standin, batch_turns=4)
+    server = wire(make_config(layout, standin), live)
+    try:
+        (after_pass,) = live.after_pass
+        after_pass(PassResult(Step.PAUSED))  # the rebuild's pause, then the first pass after it
+        for _ in range(100):
+            if not after_pass(PassResult(Step.IDLE)):
+                break
+    finally:
+        if server is not None:
+            server.stop()
+    assert _vectors(layout) == total
+
+
+def test_an_embedding_step_takes_as_many_texts_as_fit_in_its_time(layout: Layout) -> None:
+    """A step sizes itself by what the last texts took (one text while unmeasured, never
+    more than STEP): a backlog of long turns no longer holds a flushed batch for a minute."""
+    from wsd.daemon.curation import embedding
+
+    _import(layout, [f"{note} (note {i})" for i in range(3) for note in NOTES])  # 9 texts
+    ticks = iter(float(i) for i in range(1000))
+    embedder = Embedder(Store(layout), get_logger(), monotonic=lambda: next(ticks))
+    # The clock advances one "second" a read, so the model call seems to take 1 s.
+    assert embedder.step() == 1 and embedder._per_text == 1.0
+    embedder._per_text = embedding.STEP_SECONDS / 3
+    assert embedder.step() == 3
+    embedder._per_text = 1e-9  # fast: as many as are left (5), STEP at most
+    assert embedder.step() == 5 and embedder.step() == 0
+
+
+def test_a_rebuilt_memory_is_noticed_even_when_its_newest_ids_are_the_same(
+    layout: Layout,
+) -> None:
+    """The embedder's cheap check reads the vectors' epoch too: a memory.db swapped in with
+    the same newest ids (a rebuild) is looked at again."""
+    from wsd.daemon.store import vectors
+
+    _import(layout, NOTES)
+    before = vectors.newest(Store(layout))
+    conn = schema.connect(layout.memory_db, "memory")
+    try:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors_epoch', 'renewed')")
+    finally:
+        conn.close()
+    after = vectors.newest(Store(layout))
+    assert after[1:] == before[1:] and after[0] == "renewed" != before[0]
 
 
 def _numpy_loaded(pid: int) -> bool:

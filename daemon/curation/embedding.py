@@ -2,7 +2,8 @@
 
 Never on the hook path: the hooks write turns, the loop curates them and indexes them for
 search, and then :class:`Embedder` gives each new learning and turn its vector, a few dozen
-per step so a SIGTERM or a waiting batch never waits long. The same step backfills an archive
+per step, as many as fit in :data:`STEP_SECONDS` by the time the last ones took, so a
+SIGTERM or a waiting batch never waits long. The same step backfills an archive
 curated before the extra was installed (``vectors_backfill`` log lines show the progress),
 and ``wsd rebuild`` runs it to the end on the database it builds aside.
 
@@ -21,8 +22,11 @@ from wsd.daemon.runtime import signals
 from wsd.daemon.store import vectors
 from wsd.daemon.store.base import Databases
 
-#: Texts embedded per step (~0.3 s on one core).
+#: At most this many texts per step (~0.3 s on one core when they are short learnings).
 STEP = 32
+#: A step embeds as many texts as the last ones say fit in this long. A fixed 32 was 15-60 s
+#: of turns under load (0.5-2.2 s each), during which a flushed batch waited (issue 20).
+STEP_SECONDS = 0.5
 #: While nothing is known to be new, look for memories added by others (``wsd import``)
 #: this often: one cheap read of memory.db.
 CHECK_SECONDS = 10.0
@@ -45,7 +49,8 @@ class Embedder:
         self.dirty = True  # at start: maybe a backfill
         self.enabled: bool | None = None  # decided on the first step
         self._checked = float("-inf")
-        self._seen = (-1, -1)
+        self._seen: tuple[str, int, int] = ("", -1, -1)
+        self._per_text = STEP_SECONDS  # until measured: one text a step
         # A run of steps: (started, embedded since, with a vector at the start, memories).
         self._backfill: tuple[float, int, int, int] | None = None
         self._logged = float("-inf")
@@ -55,7 +60,8 @@ class Embedder:
         self.dirty = True
 
     def step(self) -> int:
-        """Embed up to STEP memories; returns how many (0: nothing to do, or disabled)."""
+        """Embed the memories that fit in about STEP_SECONDS (at least one, at most STEP);
+        returns how many (0: nothing to do, or disabled)."""
         now = self.monotonic()
         if not self.dirty and now - self._checked >= CHECK_SECONDS:
             self._checked = now
@@ -64,7 +70,8 @@ class Embedder:
             self._seen = newest
         if not self.dirty or not self._enable():
             return 0
-        rows = vectors.pending(self.store, STEP)
+        fits = int(STEP_SECONDS / max(self._per_text, 1e-3))
+        rows = vectors.pending(self.store, max(1, min(STEP, fits)))
         if not rows:
             self.dirty = False
             self._finish()
@@ -75,7 +82,9 @@ class Embedder:
         with signals.held():  # the native threads the model starts never take SIGTERM
             from wsd.daemon.memory.semantic.dense import embed_texts
 
+            started = self.monotonic()
             packed = embed_texts([text for _, _, text in rows])
+            self._per_text = (self.monotonic() - started) / len(rows)
         written = vectors.write(
             self.store, [(kind, i, v) for (kind, i, _), v in zip(rows, packed, strict=True)]
         )
@@ -86,13 +95,14 @@ class Embedder:
         """Embed everything pending (``wsd rebuild``); returns how many."""
         if not self._enable():
             return 0
-        total = 0
+        total, reported = 0, 0
         while True:
             done = self.step()
             if not done:
                 return total
             total += done
-            if total % (STEP * 10) == 0:
+            if total - reported >= STEP * 10:
+                reported = total
                 say(f"vectors: {total} embedded")
 
     def _enable(self) -> bool:

@@ -22,6 +22,7 @@ def wire(config: Config, worker: Worker) -> SemanticServer | None:
     embedder = Embedder(worker.store, worker.log)
     server = SemanticServer(worker.store, on_use=worker.shedder.busy)
     failed: list[str] = []
+    paused: list[bool] = [False]
 
     def after_pass(result: PassResult) -> bool:
         # Listen from the first pass on: the workspace is known to be usable by then.
@@ -32,6 +33,12 @@ def wire(config: Config, worker: Worker) -> SemanticServer | None:
                 if str(exc) not in failed:
                     failed.append(str(exc))
                     worker.log.warning("semantic_socket_failed", error=str(exc))
+        if result.action == Step.PAUSED:  # a rebuild swaps memory.db in under us
+            paused[0] = True
+            return False
+        if paused[0]:  # look for the new memory's missing vectors now, not at the next check
+            paused[0] = False
+            embedder.changed()
         if result.action == Step.CURATED:  # curation first: embed once the backlog is drained
             embedder.changed()
             return False

@@ -201,6 +201,8 @@ class Worker:
         if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
             self.status.update(state="paused", force=True)  # what the rebuild waits for
             return PassResult(Step.PAUSED)
+        if self.status.data.get("state") == "paused":  # resumed: `wsd status` says so at once
+            self.status.update(state="idle", force=True)
         now = self.clock() if now is None else now
         self._detect_wake(now)
         self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be

@@ -89,14 +89,17 @@ def counts(store: Databases) -> tuple[int, int]:
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def newest(store: Databases) -> tuple[int, int]:
-    """The newest learning and turn ids (a cheap sign that something new needs a vector)."""
+def newest(store: Databases) -> tuple[str, int, int]:
+    """The vectors' epoch and the newest learning and turn ids: a cheap sign that something
+    new needs a vector (a rebuilt memory.db renews the epoch even when its ids end alike)."""
     with store._memory(readonly=True) as m:
         row = m.execute(
-            "SELECT (SELECT coalesce(max(id), 0) FROM learnings),"
-            " (SELECT coalesce(max(id), 0) FROM turns)"
+            "SELECT (SELECT value FROM meta WHERE key = ?),"
+            " (SELECT coalesce(max(id), 0) FROM learnings),"
+            " (SELECT coalesce(max(id), 0) FROM turns)",
+            (_EPOCH_KEY,),
         ).fetchone()
-    return (int(row[0]), int(row[1])) if row else (0, 0)
+    return (str(row[0] or ""), int(row[1]), int(row[2])) if row else ("", 0, 0)
 
 
 def write(store: Databases, rows: Sequence[tuple[str, int, bytes]]) -> int:
