@@ -26,6 +26,7 @@ from bench import (
 BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "hook_write": hooks_bench.hook_write,
     "hook_process": hooks_bench.hook_process,
+    "redaction": hooks_bench.redaction,
     "drain": daemon_bench.drain,
     "idle": idle_bench.idle,
     "flush_latency": daemon_bench.flush_latency,

@@ -166,3 +166,28 @@ def _secret_field_ratio(python: str, hook: str, runs: int) -> float:
                 bare.append(b)
                 hooked.append(time.perf_counter() - started)
     return median(hooked) / median(bare)
+
+
+def redaction() -> list[Row]:
+    """The redaction corpus (tests/secrets_corpus.py) through the hook's hygiene: how many secret
+    forms leave no 12-character piece of their secret, how many ordinary lines stay unchanged."""
+    from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
+    from wsd.hooks.hygiene import clean_text
+
+    def leaks(secret: str, out: str) -> bool:
+        return any(secret[i : i + 12] in out for i in range(max(1, len(secret) - 11)))
+
+    caught = sum(not leaks(SENSITIVE[t], clean_text(t, 100_000)) for _, t in SECRETS)
+    kept = sum(clean_text(t, 100_000) == t for t in ORDINARY_TEXT)
+    started = time.perf_counter()
+    for _, t in SECRETS:
+        clean_text(t, 100_000)
+    per_form = (time.perf_counter() - started) * 1000 / len(SECRETS)
+    forms, lines = len(SECRETS), len(ORDINARY_TEXT)
+    return [
+        Row("redaction: secret forms caught", 100 * caught / forms, "%", "100", caught == forms,
+            f"{caught}/{forms} forms, {len({k for k, _ in SECRETS})} kinds"),
+        Row("redaction: ordinary lines kept", 100 * kept / lines, "%", "100", kept == lines,
+            f"{kept}/{lines} lines unchanged"),
+        Row("redaction: clean_text per form", per_form, "ms", "-", None, "warm, compiled"),
+    ]  # fmt: skip

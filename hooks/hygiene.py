@@ -27,7 +27,12 @@ from wsd.hooks.redact import (  # package-internal helpers shared with the redac
     _specific_kind,
     redact,
 )
-from wsd.hooks.redact_rules import _SENSITIVE_KEY_WORDS, _plausible_secret
+from wsd.hooks.redact_rules import (
+    _SENSITIVE_KEY_WORDS,
+    _VALUE_KEYS,
+    _named_secret,
+    _plausible_secret,
+)
 
 # typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
 TYPE_CHECKING = False
@@ -340,6 +345,7 @@ class _Walker:
             return self.text("[max depth reached]", 32)
         tasks: list[_Task] = []
         out: dict[str, object] | list[object] = {} if isinstance(src, dict) else []
+        named = _named_secret(src) if isinstance(src, dict) else ""
         items = src.items() if isinstance(src, dict) else enumerate(src)
         for i, (k, v) in enumerate(items):
             if i >= _MAX_ITEMS or self.budget <= 0:
@@ -355,6 +361,8 @@ class _Walker:
                 out[key] = None  # placeholder keeps the order; the task fills it in
                 low = key.lower()
                 hint = key if any(w in low for w in _SENSITIVE_KEY_WORDS) else ""
+                if named and low.endswith(_VALUE_KEYS):  # {"name": "API_TOKEN", "value": …}
+                    hint = named
                 tasks.append((v, depth + 1, out, key, hint))
             else:
                 out.append(None)

@@ -133,7 +133,27 @@ def _plausible_secret(value: str, name: str) -> bool:
         return False  # password=password, token=self.token: passing a variable along
     if any(w in name.lower() for w in _LENIENT_WORDS):
         return True
+    words = value.replace("-", "_").split("_")
+    if len(words) >= 2 and all(w.isalpha() for w in words):
+        return False  # Content-Type, X_Forwarded_For: a name, not a generated value
     return len(value) >= 8 and _classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
+
+
+_NAME_KEYS = ("name", "key", "header", "field", "param", "variable", "var")
+_VALUE_KEYS = ("value", "val")
+
+
+def _named_secret(d: dict[object, object]) -> str:
+    """The secret a dict's name field names (``{"name": "API_TOKEN", "value": …}``,
+    ``header_name: X-Api-Key``), whose value field is then redacted like ``API_TOKEN=…``."""
+    if len(d) > 12:
+        return ""
+    for k, v in d.items():
+        if isinstance(k, str) and isinstance(v, str) and len(v) <= 80:
+            low = k.lower()
+            if low.endswith(_NAME_KEYS) and any(w in v.lower() for w in _SENSITIVE_KEY_WORDS):
+                return v
+    return ""
 
 
 def _lenient_name(name: str) -> bool:
@@ -273,10 +293,14 @@ def _matches(i: int, text: str, low: str) -> Iterator[re.Match[str]]:
 
 
 def merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """``spans`` in order without overlaps: of two overlapping, the earlier (then longer)."""
+    """``spans`` in order without overlaps: of two overlapping, the earlier (then longer) names
+    the kind; a later one reaching past it extends it (no piece of either is left)."""
     out: list[tuple[int, int, str]] = []
     for start, end, rep in sorted(spans, key=lambda s: (s[0], -s[1])):
         if out and start < out[-1][1]:
+            first, last, kept = out[-1]
+            if end > last:  # its context before the marker is already covered
+                out[-1] = (first, end, kept + rep[max(0, rep.find("[REDACTED:")) :])
             continue
         out.append((start, end, rep))
     return out

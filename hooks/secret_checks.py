@@ -54,7 +54,7 @@ def _k8s(kind: str, group: int, m: re.Match[str]) -> list[Span]:
     spans: list[Span] = []
     if group == 1:  # JSON: "data": {"name": "value", ...}
         for pair in re.finditer(r"\"[^\"]{0,200}\"\s*:\s*\"([^\"\\]{1,8000})\"", block):
-            if pair.group(1).strip():
+            if pair.group(1).strip() and not pair.group(1).startswith("[REDACTED:"):
                 spans.append((start + pair.start(1), start + pair.end(1), f"[REDACTED:{kind}]"))
         return spans
     for line in re.finditer(r"[^\n]+", block):
@@ -62,7 +62,7 @@ def _k8s(kind: str, group: int, m: re.Match[str]) -> list[Span]:
         if value is None:
             continue
         v = value.group(1)
-        if not v or v in ("|", ">", "|-", ">-", '""', "''") or v.startswith("{{"):
+        if not v or v in ("|", ">", "|-", ">-", '""', "''") or v.startswith(("{{", "[REDACTED:")):
             continue
         vs = start + line.start() + value.start(1)
         spans.append((vs, vs + len(v), f"[REDACTED:{kind}]"))

@@ -45,8 +45,8 @@ EXTRA: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
     ("notion_api_token", ("secret_",), 1, 3.5,
      rf"{_START}(secret_[A-Za-z0-9]{{43}})(?![A-Za-z0-9])", ""),
     ("private_key", ("Private-Lines",), 1, 0.0,
-     r"Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|\\r?\\n)((?:" + _B64
-     + r"{1,128}={0,2}[ \t]*(?:\r?\n|\\r?\\n|$)){1,400}"
+     r"Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)((?:" + _B64
+     + r"{1,128}={0,2}[ \t]*(?:\r?\n|(?:\\r)?\\n|$)){1,400}"
      r"(?:Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]+)?)", ""),
     ("basic_auth", ("-u", "--user"), 1, 0.0,
      r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)['\"]?[^\s:'\"]{1,100}:([^\s'\"]{3,200})", "lenient"),
@@ -76,9 +76,9 @@ _PROSE = (
     r"(?i:\b(?:password|passwd|passphrase|pass phrase|passcode|pwd|pin(?: code| number)?"
     r"|(?:private|secret|signing) key))"
     r"(?:[ \t]+(?i:for|to|of|on|at)[ \t]+[^\s:=]{1,40}(?:[ \t]+[^\s:=]{1,40}){0,2}?)?"
-    r"(?:[ \t]+(?i:is|was|will be|is now|is still|is set to|has been set to|became|changed to)"
+    r"(?:[ \t]+(?i:is now|is still|is set to|is|was|will be|has been set to|became|changed to)"
     r"(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]*)"
-    r"(\"[^\"\n]{3,100}\"|'[^'\n]{3,100}'|“[^”\n]{3,100}”|`[^`\n]{3,100}`|\S{3,100})"
+    r"(\"[^\"\n]{3,100}\"|'[^'\n]{3,100}'|“[^”\n]{3,100}”|`[^`\n]{3,100}`|\S{3,100}(?!\S))"
 )
 _Q = r"""(?:\\?["'])"""
 #: ``{"name": "API_TOKEN", "value": "…"}``, ``"header_name": …, "header_value": …`` (JSON,
@@ -91,6 +91,11 @@ _PAIR_JSON = (
 _PAIR_YAML = (
     r"\bname:[ \t]*[\"']?(?P<n>[\w.-]{1,80})[\"']?[ \t]*\r?\n[ \t]*-?[ \t]*value:[ \t]*"
     r"[\"']?(?P<v>[^\s\"']{1,1000})"
+)
+#: A wallet's 12 to 24 words after a word naming them.
+_MNEMONIC = (
+    r"(?i:\b(?:seed|recovery|mnemonic|secret|backup|wallet)[ \t]+(?:phrase|words)|\bmnemonic)"
+    r"[^\n]{0,20}?(?:[:=]|\bis\b|\bare\b)[ \t]*[\"'`]?((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})"
 )
 #: A 64-hex-digit key (Ethereum, Solana seeds…) after a word naming it.
 _HEXKEY = (
@@ -157,10 +162,7 @@ FORMS: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
      ""),
     ("private_key", ("keypair", "secret", "private", "solana"), 1, 0.0,
      r"(\[[ \t\r\n]*(?:\d{1,3}[ \t\r\n]*,[ \t\r\n]*){63}\d{1,3}[ \t\r\n]*\])", ""),
-    ("mnemonic", ("phrase", "mnemonic", "seed words", "recovery words"), 1, 0.0,
-     r"(?i:\b(?:seed|recovery|mnemonic|secret|backup|wallet)[ \t]+(?:phrase|words)|\bmnemonic)"
-     r"[^\n]{0,20}?(?:[:=]|\bis\b|\bare\b)[ \t]*[\"'`]?((?:[a-z]{3,8}[ \t]+){11,23}[a-z]{3,8})",
-     ""),
+    ("mnemonic", ("phrase", "mnemonic", "seed words", "recovery words"), 1, 0.0, _MNEMONIC, ""),
     # -- passwords in prose, split fields, base64 ----------------------------------------------
     ("secret_assignment", ("password", "passwd", "passphrase", "pass phrase", "passcode",
                            "pwd", "pin", "private key", "secret key", "signing key"), 1, 0.0,
@@ -175,6 +177,7 @@ FORMS: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
 STARTS: dict[str, tuple[str, ...]] = {
     _PROSE: ("pass", "pwd", "pin", "private", "secret", "signing"),
     _HEXKEY: ("priv", "secret", "signing", "seed", "wallet"),
+    _MNEMONIC: ("seed", "recovery", "mnemonic", "secret", "backup", "wallet"),
 }
 
 #: Provider-name rules of the same shape as gitleaks' (:func:`secret_rules.named_regex`) for

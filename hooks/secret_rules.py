@@ -310,6 +310,7 @@ _NAMED_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 
 def named_regex(ident: str, secret: str, case_sensitive: bool) -> str:
     """gitleaks' GenerateSemiGenericRegex: ``ident``, a separator, then ``secret`` as group 1."""
+    ident = ident.replace("(?", "\0").replace("(", "(?:").replace("\0", "(?")  # no group
     if case_sensitive:
         return rf"(?i:(?:{ident}){_NAMED_SEP})({secret}){_NAMED_END}"
     return rf"(?i:(?:{ident}){_NAMED_SEP}({secret}){_NAMED_END})"

@@ -172,6 +172,224 @@ _add(
 )
 _add("github_token", "\x1b[32mghp_{s}\x1b[0m printed in green", _r(36))
 _add("openai_key", "key: \x1b[1;33msk-proj-{s}\x1b[0m", _r(120, _B64URL))
+# Forms issue 20 found stored and sent to the Bridge, and their neighbours.
+_DIG = "0123456789"
+_LOWER_HEX = _HEX
+_WORDS = (
+    "amber",
+    "lantern",
+    "orbit",
+    "velvet",
+    "quarry",
+    "meadow",
+    "cobalt",
+    "harbor",
+    "tundra",
+    "pepper",
+    "saddle",
+    "walnut",
+    "glacier",
+    "mosaic",
+    "ripple",
+    "canyon",
+    "falcon",
+    "timber",
+)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _uuid() -> str:
+    return f"{_r(8, _HEX)}-{_r(4, _HEX)}-4{_r(3, _HEX)}-a{_r(3, _HEX)}-{_r(12, _HEX)}"
+
+
+# URL passwords with "#", "?", "/", "%40", an unencoded "@", and JSON's escaped slash.
+_add("url_password", "DATABASE_URL=postgres://app:{s}@db.internal:5432/app", f"{_r(10)}#{_r(8)}")
+_add(
+    "url_password",
+    "mongodb+srv://admin:{s}@cluster0.example.net/app?w=majority",
+    f"{_r(9)}?{_r(8)}",
+)
+_add("url_password", "amqp://guest:{s}@mq.internal:5672/vhost", f"{_r(10)}/{_r(8)}")
+_add("url_password", "postgresql://report:{s}@10.0.0.7/report", f"{_r(8)}%40{_r(6)}%23{_r(4)}")
+_add("url_password", '{{"dsn": "https:\\/\\/deploy:{s}@registry.example.com\\/v2\\/"}}', _r(18))
+_add("url_password", "redis://default:{s}@cache.internal:6379/1", f"{_r(8)}@{_r(8)}")
+_add("url_password", "lftp ftp://backup:{s}@files.example.com/dumps/", _r(16))
+_add("url_password", "git clone https://oauth2:{s}@gitlab.example.com/team/app.git", _r(24))
+# A key split over a tool call's name and value fields.
+_add("secret_assignment", '{{"header_name": "X-Api-Key", "header_value": "{s}"}}', _r(32))
+_add("secret_assignment", '{{"name":"API_TOKEN","value":"{s}"}}', _r(40))
+_add("secret_assignment", "env:\n  - name: STRIPE_SECRET\n    value: {s}\n", _r(30))
+_add("secret_assignment", '[{{"Name": "DB_PASSWORD", "Value": "{s}"}}]', _r(18))
+_add(
+    "secret_assignment",
+    '{{"body": "{{\\"name\\":\\"SESSION_SECRET\\",\\"value\\":\\"{s}\\"}}"}}',
+    _r(32),
+)
+_add(
+    "secret_assignment",
+    '{{"args": ["-H", "X-Api-Key: {s}", "https://api.example.com/v1"]}}',
+    _r(32),
+)
+_add("secret_assignment", 'curl -H "X-Auth-Token: {s}" https://api.example.com/v1/items', _r(40))
+_add("secret_assignment", '{{"key": "apiKey", "value": "{s}", "type": "text"}}', _r(36))
+_add("secret_assignment", "http GET api.example.com/v2/me apikey:{s}", _r(32))
+# Secrets wrapped in base64 and fed to a decoder; base64 of user:password after Basic.
+_add("encoded_secret", "echo {s} | base64 -d", _b64(f"sk-ant-api03-{_r(93, _B64URL)}AA"))
+_add(
+    "encoded_secret",
+    "echo '{s}' | base64 --decode > ~/.netrc",
+    _b64(f"machine api.example.com login deploy password {_r(16)}"),
+)
+_add(
+    "encoded_secret", "printf %s {s} | base64 -d | xargs -I{{}} curl -H 'X: {{}}' api", _b64(_r(32))
+)
+_add(
+    "encoded_secret",
+    "python -c \"import base64; print(base64.b64decode('{s}'))\"",
+    _b64(f"ghp_{_r(36)}"),
+)
+_add("encoded_secret", "const token = atob('{s}');", _b64(f"xoxb-{_r(12, _DIG)}-{_r(24)}"))
+_add("basic_auth", '{{"headers": {{"Authorization": "Basic {s}"}}}}', _b64(f"admin:{_r(16)}"))
+_add(
+    "basic_auth", "curl -H 'authorization: basic {s}' https://ci.example.com", _b64(f"ci:{_r(20)}")
+)
+# Passwords in prose.
+_add("secret_assignment", "the wifi password is {s}", f"{_r(11)}!")
+_add("secret_assignment", "my password: {s}", _r(14))
+_add("secret_assignment", "The PIN is {s}.", _r(8, _DIG))
+_add(
+    "secret_assignment",
+    'the passphrase is "{s}"',
+    f"{_rng.choice(_WORDS)} {_r(5)} {_rng.choice(_WORDS)} {_r(4)}",
+)
+_add("secret_assignment", "The password for the router is {s}. Change it soon.", _r(12))
+_add("secret_assignment", "Login as admin; the password is now {s}", _r(13))
+_add("secret_assignment", "ssh key passphrase: {s}", _r(14))
+_add("secret_assignment", "Your new passcode is {s}", _r(12))
+_add("private_key", "my wallet's private key is 0x{s}", _r(64, _HEX))
+_add("mnemonic", "seed phrase: {s}", " ".join(_rng.choice(_WORDS) for _ in range(12)))
+# Fullwidth punctuation and letters.
+_add("secret_assignment", "password＝{s}", _r(14))
+_add("secret_assignment", "api_key：{s}", _r(32))
+_add("secret_assignment", "ＡＰＩ＿ＫＥＹ＝{s}", _r(32))
+_add("secret_assignment", "secret　：　{s}", _r(20))
+# Chat platforms: webhooks and bot tokens.
+_add("discord_webhook", "https://discord.com/api/webhooks/1234567890123456789/{s}", _r(68, _B64URL))
+_add(
+    "discord_webhook",
+    "curl -X POST https://discordapp.com/api/webhooks/987654321098765432/{s}",
+    _r(68, _B64URL),
+)
+_add(
+    "telegram_bot_token",
+    "https://api.telegram.org/bot{s}/sendMessage?chat_id=42",
+    f"{_r(10, _DIG)}:B{_r(34, _B64URL)}",
+)
+_add("telegram_bot_token", "telegram bot token {s}", f"{_r(10, _DIG)}:{_r(35, _B64URL)}")
+_add(
+    "microsoft_teams_webhook",
+    "https://acme.webhook.office.com/webhookb2/{s}",
+    f"{_uuid()}@{_uuid()}/IncomingWebhook/{_r(32, _HEX)}/{_uuid()}",
+)
+_add(
+    "teams_webhook",
+    "POST https://outlook.office.com/webhook/{s}",
+    f"{_uuid()}@{_uuid()}/IncomingWebhook/{_r(32, _HEX)}/{_uuid()}",
+)
+_add("chat_webhook", "mattermost: https://chat.example.com/hooks/{s}", _r(26, _LOWER_DIGITS))
+_add("chat_webhook", "https://rocket.example.com/hooks/{s}", f"{_r(17)}/{_r(48)}")
+_add(
+    "secret_assignment",
+    "https://chat.googleapis.com/v1/spaces/AAAA{x}/messages?key=AIza{k}&token={s}".replace(
+        "{x}", _r(7)
+    ).replace("{k}", _r(35, _B64URL)),
+    _r(43, _B64URL),
+)
+_add("slack_token", "refresh: xoxe-1-{s}", _r(146))
+_add("slack_config_access_token", "SLACK_CONFIG_TOKEN=xoxe.xoxp-1-{s}", _r(163))
+# Private keys that are not PEM.
+_pgp, _pgp_body = _pem("PGP PRIVATE KEY BLOCK", 8)
+_add(
+    "private_key",
+    '{{"ppk": "PuTTY-User-Key-File-3: ssh-rsa\\nEncryption: none\\nPrivate-Lines: 1\\n{s}\\n'
+    'Private-MAC: ab12cd34"}}',
+    _r(64, _B64),
+)
+_add(
+    "age_secret_key",
+    "# created: 2026-01-01\nAGE-SECRET-KEY-1{s}",
+    _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"),
+)
+_add(
+    "private_key",
+    '{{"kty":"EC","crv":"P-256","x":"' + _r(43, _B64URL) + '","d":"{s}"}}',
+    _r(43, _B64URL),
+)
+_add(
+    "private_key",
+    '{{"kty":"RSA","e":"AQAB","n":"' + _r(60, _B64URL) + '","d":"{s}"}}',
+    _r(342, _B64URL),
+)
+_add("private_key", '{{"kty":"oct","k":"{s}","alg":"HS256"}}', _r(43, _B64URL))
+_add(
+    "secret_assignment", "[Interface]\nPrivateKey = {s}\nAddress = 10.0.0.2/32", _r(43, _B64) + "="
+)
+_add("secret_assignment", "[Peer]\nPresharedKey = {s}\nAllowedIPs = 0.0.0.0/0", _r(43, _B64) + "=")
+_add("private_key", "ETH signing key is 0x{s}", _r(64, _HEX))
+_add(
+    "private_key",
+    "solana keypair: {s}",
+    "[" + ",".join(str(_rng.randrange(256)) for _ in range(64)) + "]",
+)
+_add("secret_assignment", "export WALLET_PRIVATE_KEY={s}", _r(64, _HEX))
+# Newer vendor prefixes.
+_add("perplexity_api_key", "PERPLEXITY_API_KEY=pplx-{s}", _r(48))
+_add("groq_api_key", "GROQ_API_KEY=gsk_{s}", _r(52))
+_add("xai_api_key", "client = Client(api_key='xai-{s}')", _r(80))
+_add("nvidia_api_key", "nvapi-{s}", _r(64, _B64URL))
+_add("replicate_api_token", "REPLICATE_API_TOKEN=r8_{s}", _r(37))
+_add("tavily_api_key", "tavily: tvly-dev-{s}", _r(32))
+_add("sentry_org_token", "SENTRY_AUTH_TOKEN=sntrys_{s}", "eyJpYXQiOjE3" + _r(100, _ALNUM + "+/"))
+_add("fireworks_api_key", "fireworks: fw_{s}", _r(24))
+_add("supabase_token", "supabase login --token sbp_{s}", _r(40, _HEX))
+_add("supabase_token", "SUPABASE_SECRET_KEY=sb_secret_{s}", _r(32, _B64URL))
+_add("vercel_token", "vercel deploy --token vcp_{s}", _r(56))
+_add("cloudflare_api_token", "CLOUDFLARE_API_TOKEN=cfut_{s}", _r(46))
+_add("docker_hub_token", "docker login -u acme -p dckr_pat_{s}", _r(27, _B64URL))
+_add("figma_token", "X-Figma-Token: figd_{s}", _r(40, _B64URL))
+_add("posthog_personal_key", "phx_{s}", _r(43))
+_add("langsmith_api_key", "LANGSMITH_API_KEY=lsv2_pt_{s}", f"{_r(32, _HEX)}_{_r(10, _HEX)}")
+_add("pinecone_api_key", "pc = Pinecone(api_key='pcsk_{s}')", f"{_r(6)}_{_r(63)}")
+_add("resend_api_key", "RESEND_API_KEY=re_{s}", f"{_r(8)}_{_r(24)}")
+_add("elevenlabs_api_key", "xi-api-key: sk_{s}", _r(48, _HEX))
+_add("openai_key", "OPENROUTER_API_KEY=sk-or-v1-{s}", _r(64, _HEX))
+_add("anthropic_key", "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-{s}", _r(95, _B64URL))
+_add("google_refresh_token", "refresh_token: 1//0{s}", _r(100, _B64URL))
+_add("mapbox_secret_token", "MAPBOX=sk.eyJ1IjoiYWNtZSIsImEiOiJ{s}", f"{_r(20)}.{_r(22, _B64URL)}")
+_add("digitalocean_access_token", "doctl auth init --access-token doo_v1_{s}", _r(64, _HEX))
+_add("mistral_api_key", "mistral: {s}", _r(32))
+# gitleaks' provider-name and keyword-gated rules.
+_add("new_relic_user_api_key", "new_relic: NRAK-{s}", _r(27, _UPPER_DIGITS))
+_add("heroku_api_key", "heroku: {s}", _uuid())
+_add("datadog_access_token", "datadog = {s}", _r(40, _LOWER_DIGITS))
+_add("cloudflare_global_api_key", "cloudflare: {s}", _r(37, _HEX))
+_add("algolia_api_key", "algolia admin: {s}", _r(32, _LOWER_DIGITS))
+_add("okta_access_token", "Okta: 00{s}", _r(40))
+_add("vault_service_token", "vault login s.{s}", _r(24))
+_add("vault_service_token", "VAULT_TOKEN=hvs.{s}", _r(95, _B64URL))
+_add("sourcegraph_access_token", "sourcegraph instance sg.example.com uses {s}", _r(40, _HEX))
+_add("facebook_access_token", "facebook app token 1234567890123456|{s}", _r(30, _B64URL))
+_add(
+    "kubernetes_secret_yaml",
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  config.json: {s}\n",
+    _b64(_r(16)),
+)
+_add("kubernetes_secret_yaml", "kind: Secret\nstringData:\n  upstream: {s}\n", _r(24))
+_add("mailchimp_api_key", "mailchimp: {s}", f"{_r(32, _HEX)}-us21")
+_add("twitch_api_token", "twitch: {s}", _r(30, _LOWER_DIGITS))
 _rsa, _rsa_body = _pem("RSA PRIVATE KEY", 25)
 _ssh, _ssh_body = _pem("OPENSSH PRIVATE KEY", 6)
 _ec, _ec_body = _pem("EC PRIVATE KEY", 3)
@@ -226,4 +444,47 @@ ORDINARY_TEXT: list[str] = [
     "SELECT id, title FROM notes WHERE archived = 0 ORDER BY id DESC LIMIT 20;",
     "It's no secret: the team shipped early.",
     "Use `export PATH=$HOME/.local/bin:$PATH` and `API_KEY=$API_KEY` in CI.",
+    # Issue 20: ordinary lines near the new forms (prose about passwords, URLs with ports and
+    # "@", base64 that is not a secret, name/value pairs that are not secrets, fullwidth text).
+    "Reset your password at the link we emailed you.",
+    "The password is required and must be 12 characters long.",
+    "Your password is too weak: add a digit and a symbol.",
+    "Password: ********",
+    "The PIN is 4 digits; the passphrase is optional.",
+    "The password is stored in the team vault under 'staging db'.",
+    "Set the password to something memorable, then log in again.",
+    "My password: see the vault entry, not this chat.",
+    "The API key is shown once; copy it now.",
+    "Your one-time passcode is on its way.",
+    "the pin 17 is high; GPIO pin 27 is low",
+    "The seed phrase is written on paper in the safe.",
+    "https://example.com:8443/api/v2/users?page=2#results",
+    "npm install https://registry.npmjs.org:443/@babel/core/-/core-7.24.0.tgz",
+    "git@github.com:acme/app.git and ssh://git@github.com:22/acme/app.git",
+    "See https://api.telegram.org/bot<token>/getMe for the token format.",
+    "https://github.com/acme/app/settings/hooks/412345678 (webhook #3)",
+    "ls .git/hooks/ shows pre-commit.sample and post-update.sample",
+    "echo 'aGVsbG8gd29ybGQ=' | base64 -d   # prints hello world",
+    "base64 -d < payload.b64 > payload.bin && sha256sum payload.bin",
+    f"<img alt='logo' src='data:image/png;base64,iVBORw0KGgo{_r(120, _B64)}'>",
+    '{"name": "API_URL", "value": "https://api.example.com/v1"}',
+    '{"name": "LOG_LEVEL", "value": "debug"}',
+    "env:\n  - name: TOKEN_TTL\n    value: 3600\n  - name: AUTH_MODE\n    value: oauth2",
+    '{"key": "Content-Type", "value": "application/json"}',
+    "kind: ConfigMap\ndata:\n  log_level: debug\n  region: eu-west-1",
+    "kubectl get secrets -n prod  # NAME TYPE DATA AGE",
+    "会议时间：10：30，地点：三楼会议室。",
+    "Ｔｏｔａｌ：１２３４ 円 (税込)",
+    "uuid 550e8400-e29b-41d4-a716-446655440000 created",
+    f"commit {_r(40, _HEX)}\nAuthor: Dev <dev@example.com>\n\n    Fix the password reset link",
+    f"sha256:{_r(64, _HEX)}  dist/app-2.1.0.tar.gz",
+    "-rw------- 1 me me 411 Nov  2 10:00 id_ed25519\n-rw-r--r-- 1 me me 97 Nov  2 id_ed25519.pub",
+    "2026-11-02 10:00:00,123 INFO auth: login ok for user=alice from 10.0.0.5",
+    "ValueError: invalid token (expected 3 segments)",
+    "token_type: Bearer\nexpires_in: 3600\nscope: read write",
+    'headers = {"Authorization": "Bearer " + token}',
+    "curl -fsSL https://get.docker.com | sh",
+    "the random seed = 42 and the learning rate is 3e-4",
+    "The private key stays on the device; only the public key is uploaded.",
+    "Discord: https://discord.com/channels/123456789012345678/987654321098765432",
 ]

@@ -51,10 +51,12 @@ def filler(rng: random.Random, n: int) -> str:
 
 
 def test_corpus_is_broad() -> None:
-    """The shared corpus holds at least 24 secrets of at least 20 kinds, each with its part."""
-    assert len(SECRETS) >= 24
-    assert len({kind for kind, _ in SECRETS}) >= 20
-    assert all(len(SENSITIVE[text]) >= FRAGMENT for _, text in SECRETS)
+    """The shared corpus holds at least 150 secrets of at least 60 kinds, each with its part
+    (8 characters at least: a PIN in prose is the shortest), and 50 ordinary lines."""
+    assert len(SECRETS) >= 150
+    assert len({kind for kind, _ in SECRETS}) >= 60
+    assert all(len(SENSITIVE[text]) >= 8 for _, text in SECRETS)
+    assert len(ORDINARY_TEXT) >= 50
 
 
 @pytest.mark.parametrize(
