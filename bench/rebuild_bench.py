@@ -437,7 +437,7 @@ def _embedding_reference(layout: Layout, n: int = 8) -> list[Row]:
                 "-",
                 None,
                 f"mean of {len(batch)} ({sum(map(len, batch)) // max(len(batch), 1)} chars"
-                f" on average), this process; one daemon step embeds {32} at once",
+                f" on average), this process; a daemon step embeds what fits in 0.5 s",
             )
         )
     return out
@@ -505,7 +505,7 @@ def _quiet(
             finished and pause_s <= batches_s + PAUSE_SLACK,
             f"pause file live; {result['batches']} rebuild batches took {batches_s:.1f} s"
             f" (daemon paused -> last batch); the heartbeat's 'paused' {beat}"
-            " (a resumed idle daemon writes its state on the 10 s beat only)",
+            " (the daemon's next pass, WSD_POLL_SECONDS)",
         ),
         Row(
             "rebuild (quiet): vectors the rebuild embedded",
