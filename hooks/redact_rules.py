@@ -25,19 +25,15 @@ if TYPE_CHECKING:
     import re
     from collections.abc import Iterator
 
-#: (kind, secret group, minimum entropy, regex, check) of every rule, gitleaks' first.
-_NAMED = tuple(
-    (rid.replace("-", "_"), keywords, 1, ent, named_regex(ident, secret, case), "")
-    for rid, keywords, ent, ident, secret, case in (*NAMED, *MORE_NAMED)
-)
-_OTHERS = (*EXTRA, *FORMS, *_NAMED, *GATED)  # on a tie, the earlier rule names the kind
-RULES: tuple[tuple[str, int, float, str, str], ...] = (
-    *((rid.replace("-", "_"), group, ent, rx, "") for rid, _a, group, ent, rx in GITLEAKS),
-    *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in _OTHERS),
-)
+_ALL_NAMED = (*NAMED, *MORE_NAMED)
+#: What triggers each rule, in the order of :func:`rules`: gitleaks' shape rules, issue 13's and
+#: issue 20's forms, the provider-name rules, the keyword-gated ones (on a tie of two matches,
+#: the earlier rule names the kind).
 _ANCHORS: tuple[tuple[str, ...], ...] = (
     *(a for _r, a, _g, _e, _x in GITLEAKS),
-    *(a for _k, a, _g, _e, _x, _c in _OTHERS),
+    *(a for _k, a, _g, _e, _x, _c in (*EXTRA, *FORMS)),
+    *(kw for _r, kw, _e, _i, _s, _c in _ALL_NAMED),
+    *(a for _k, a, _g, _e, _x, _c in GATED),
 )
 #: anchor -> rules it triggers; exact ones (with a capital letter) are looked for as written,
 #: the others in the lower-cased text (gitleaks' keywords are matched that way).
@@ -45,18 +41,45 @@ _EXACT: dict[str, list[int]] = {}
 _LOWER: dict[str, list[int]] = {}
 for _i, _anchors in enumerate(_ANCHORS):
     for _anchor in _anchors:
-        _table = _LOWER if _anchor == _anchor.lower() else _EXACT
-        _table.setdefault(_anchor.lower() if _table is _LOWER else _anchor, []).append(_i)
+        (_LOWER if _anchor == _anchor.lower() else _EXACT).setdefault(_anchor, []).append(_i)
+_rules: tuple[tuple[str, int, float, str, str], ...] = ()
 #: rule -> the lower-case words one of which starts its every match (its regex opens with a
 #: case-insensitive choice of them): it is tried only where one of them is, not everywhere.
 _STARTS: dict[int, tuple[str, ...]] = {-1: NET_WORDS}
-for _i, (_kind, _g, _e, _rx_source, _check) in enumerate(RULES):
-    if _rx_source in STARTS:
-        _STARTS[_i] = STARTS[_rx_source]
-for _k, (_rid, _kw, _ent, _ident, _secret, _case) in enumerate((*NAMED, *MORE_NAMED)):
-    _words = tuple(w.lower() for w in _ident.split("|"))
-    if all(w.replace("_", "").isalnum() for w in _words):
-        _STARTS[len(GITLEAKS) + len(EXTRA) + len(FORMS) + _k] = _words
+
+
+def rules() -> tuple[tuple[str, int, float, str, str], ...]:
+    """(kind, secret group, minimum entropy, regex, check) of every rule; built on first use
+    (a hook whose text triggers no rule never writes out the provider-name regexes)."""
+    global _rules
+    if not _rules:
+        named = tuple(
+            (rid.replace("-", "_"), 1, ent, named_regex(ident, secret, case), "")
+            for rid, _kw, ent, ident, secret, case in _ALL_NAMED
+        )
+        _rules = (
+            *((rid.replace("-", "_"), group, ent, rx, "") for rid, _a, group, ent, rx in GITLEAKS),
+            *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in EXTRA),
+            *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in FORMS),
+            *named,
+            *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in GATED),
+        )
+        by_id = {id(source): words for source, words in STARTS}  # (no hashing of long strings)
+        _STARTS.update((i, by_id[id(r[3])]) for i, r in enumerate(_rules) if id(r[3]) in by_id)
+        first = len(GITLEAKS) + len(EXTRA) + len(FORMS)
+        for k, (_rid, _kw, _ent, ident, _secret, _case) in enumerate(_ALL_NAMED):
+            words = tuple(w.lower() for w in ident.split("|"))
+            if all(w.replace("_", "").isalnum() for w in words):
+                _STARTS[first + k] = words
+    return _rules
+
+
+def __getattr__(name: str) -> object:
+    if name == "RULES":  # the table, for tests and tools
+        return rules()
+    raise AttributeError(name)
+
+
 #: The shortest text any rule can match (shorter fields are not scanned).
 MIN_CHARS = 12
 # fmt: off
@@ -81,7 +104,7 @@ def _rx(i: int) -> re.Pattern[str]:
     if found is None:
         import re
 
-        source = NET_REGEX if i < 0 else RULES[i][3]
+        source = NET_REGEX if i < 0 else rules()[i][3]
         found = _compiled[i] = re.compile(source)
     return found
 
@@ -231,7 +254,7 @@ def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
     if i < 0:
         found = _net(m)
         return [found] if found else []
-    kind, group, min_entropy, _rx_source, check = RULES[i]
+    kind, group, min_entropy, _rx_source, check = rules()[i]
     if check == "cookie":
         return _cookie(kind, group, m)
     if check in _SPECIAL:  # the checks of issue 20's forms (they use this module's helpers)
@@ -259,7 +282,7 @@ def find(text: str) -> list[tuple[int, int, str]]:
         return []
     triggered = _triggered(text, text.lower())
     if len(text) < MIN_CHARS:  # only a password in prose is this short: "PIN: 4821"
-        triggered = [i for i in triggered if i >= 0 and RULES[i][4] == "prose"]
+        triggered = [i for i in triggered if i >= 0 and rules()[i][4] == "prose"]
     if not triggered:
         return []
     found: list[tuple[int, int, str]] = []

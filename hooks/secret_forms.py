@@ -174,11 +174,11 @@ FORMS: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
 )
 
 #: regex -> the lower-case words every match starts with (tried only where they are).
-STARTS: dict[str, tuple[str, ...]] = {
-    _PROSE: ("pass", "pwd", "pin", "private", "secret", "signing"),
-    _HEXKEY: ("priv", "secret", "signing", "seed", "wallet"),
-    _MNEMONIC: ("seed", "recovery", "mnemonic", "secret", "backup", "wallet"),
-}
+STARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (_PROSE, ("pass", "pwd", "pin", "private", "secret", "signing")),
+    (_HEXKEY, ("priv", "secret", "signing", "seed", "wallet")),
+    (_MNEMONIC, ("seed", "recovery", "mnemonic", "secret", "backup", "wallet")),
+)
 
 #: Provider-name rules of the same shape as gitleaks' (:func:`secret_rules.named_regex`) for
 #: providers gitleaks has none for: (kind, keywords, minimum entropy, name, secret, case).
