@@ -269,6 +269,7 @@ def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
     secret = m.group(group) or ""
     if check == "lenient":
         ok = _plausible_secret(secret.strip("'\""), "password")
+        kind = (ok and kind_of(secret)) or kind  # `docker login -p dckr_pat_…`: the token's kind
     else:
         ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")
         ok = ok and (check != "random" or _classes(secret) >= 2)

@@ -100,6 +100,8 @@ def _prose(kind: str, group: int, m: re.Match[str]) -> list[Span]:
             return []  # "the password is 12 characters long"
         if any(c in value for c in "()[]{}"):
             return []  # "password: get_password()": code, not prose
+        if value.startswith(_NOT_SECRET_PREFIXES):
+            return []  # "reset your password at https://…": the rest of a URL, a path
     if word.startswith("pin"):
         ok = value.isdigit() and 4 <= len(value) <= 12
     elif "key" in word.split()[1:2] or word.startswith(("private", "secret", "signing")):

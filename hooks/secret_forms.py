@@ -56,6 +56,17 @@ EXTRA: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
     ("sshpass_password", ("sshpass",), 1, 0.0,
      r"\bsshpass\b[^\n]{0,200}?[ \t]-p[ \t]*('[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"]{1,200})",
      "lenient"),
+    # Found leaking after the corpus (an attacker's own list): a password as a CLI flag.
+    ("cli_password", ("login",), 1, 0.0,
+     r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)\b[^\n]{0,200}?\blogin\b"
+     r"[^\n]{0,300}?[ \t](?:-p|--password)(?:[ \t]+|=)"
+     r"('[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"-][^\s'\"]{0,200})", "lenient"),
+    ("cli_password", ("redis-cli",), 1, 0.0,
+     r"\bredis-cli\b[^\n]{0,300}?[ \t](?:-a|--pass)[ \t]+"
+     r"('[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"-][^\s'\"]{0,200})", "lenient"),
+    ("cli_password", ("openssl",), 1, 0.0,
+     r"\bopenssl\b[^\n]{0,300}?[ \t]-k[ \t]+"
+     r"('[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|[^\s'\"-][^\s'\"]{0,200})", "lenient"),
     ("openssl_password", ("pass:",), 1, 0.0,
      r"(?<![\w-])-pass(?:in|out)?[ \t]+pass:(\S{1,200})", "lenient"),
     ("netrc_password", ("password", "passwd"), 1, 0.0,

@@ -392,6 +392,11 @@ _add("mailchimp_api_key", "mailchimp: {s}", f"{_r(32, _HEX)}-us21")
 _add("twitch_api_token", "twitch: {s}", _r(30, _LOWER_DIGITS))
 _rsa, _rsa_body = _pem("RSA PRIVATE KEY", 25)
 _ssh, _ssh_body = _pem("OPENSSH PRIVATE KEY", 6)
+# Found leaking after the corpus was first built: passwords given as CLI flags.
+_add("cli_password", "docker login -u me -p {s} registry.example.com", _r(15))
+_add("cli_password", "podman login --password {s} quay.io", _r(18))
+_add("cli_password", "redis-cli -h cache -a {s} ping", _r(12))
+_add("cli_password", "openssl enc -aes256 -in notes.txt -out notes.enc -k {s}", _r(11))
 _ec, _ec_body = _pem("EC PRIVATE KEY", 3)
 _p8, _p8_body = _pem("PRIVATE KEY", 15)
 _CASES += [
@@ -447,6 +452,8 @@ ORDINARY_TEXT: list[str] = [
     # Issue 20: ordinary lines near the new forms (prose about passwords, URLs with ports and
     # "@", base64 that is not a secret, name/value pairs that are not secrets, fullwidth text).
     "Reset your password at the link we emailed you.",
+    "Reset your password at https://example.com/account/reset?from=mail",
+    'docker login -u me --password-stdin < token.txt; redis-cli -a "$REDIS_PASS" ping',
     "The password is required and must be 12 characters long.",
     "Your password is too weak: add a digit and a symbol.",
     "Password: ********",
