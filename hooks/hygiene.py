@@ -27,12 +27,9 @@ from wsd.hooks.redact import (  # package-internal helpers shared with the redac
     _specific_kind,
     redact,
 )
-from wsd.hooks.redact_rules import (
-    _SENSITIVE_KEY_WORDS,
-    _VALUE_KEYS,
-    _named_secret,
-    _plausible_secret,
-)
+from wsd.hooks.redact_rules import _VALUE_KEYS, _named_secret
+from wsd.hooks.secret_shape import SENSITIVE_KEY_WORDS as _SENSITIVE_KEY_WORDS
+from wsd.hooks.secret_shape import plausible_secret as _plausible_secret
 
 # typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
 TYPE_CHECKING = False

@@ -11,7 +11,8 @@ Contract: :func:`redact` replaces each recognised secret with
 from __future__ import annotations
 
 from wsd.hooks import redact_rules
-from wsd.hooks.redact_rules import _classes, _plausible_secret  # shared with the provider rules
+from wsd.hooks.secret_shape import classes as _classes  # shared with the provider rules
+from wsd.hooks.secret_shape import plausible_secret as _plausible_secret
 
 # typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
 TYPE_CHECKING = False
@@ -287,7 +288,7 @@ def _redactions(text: str) -> list[tuple[int, int, str]]:
     matched on :func:`_folded` text (a replacement's kept context is in that form)."""
     folded = _folded(text)
     mine = list(_table_redactions(folded))
-    theirs = redact_rules.find(folded)
+    theirs = redact_rules.find(folded, redact)
     spans = redact_rules.merge(mine + theirs) if theirs else mine
     if folded is text or not spans:
         return spans

@@ -12,18 +12,36 @@ from wsd.hooks.secret_forms import (
     EXTRA,
     FORMS,
     MORE_NAMED,
-    NET_ENTROPY,
-    NET_LENIENT,
     NET_REGEX,
     NET_WORDS,
     STARTS,
 )
 from wsd.hooks.secret_rules import GATED, GITLEAKS, NAMED, named_regex
+from wsd.hooks.secret_shape import (
+    SENSITIVE_KEY_WORDS as _SENSITIVE_KEY_WORDS,
+)
+from wsd.hooks.secret_shape import (
+    classes as _classes,
+)
+from wsd.hooks.secret_shape import (
+    entropy,
+)
+from wsd.hooks.secret_shape import (
+    generated as _generated,
+)
+from wsd.hooks.secret_shape import (
+    lenient_name as _lenient_name,
+)
+from wsd.hooks.secret_shape import (
+    plausible_secret as _plausible_secret,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+
+    Redactor = Callable[[str], str]
 
 _ALL_NAMED = (*NAMED, *MORE_NAMED)
 #: What triggers each rule, in the order of :func:`rules`: gitleaks' shape rules, issue 13's and
@@ -82,18 +100,8 @@ def __getattr__(name: str) -> object:
 
 #: The shortest text any rule can match (shorter fields are not scanned).
 MIN_CHARS = 12
-# fmt: off
-_PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "str", "string",
-                           "bytes", "int", "optional", "any", "required", "redacted", "hidden"})
-_REFERENCES = ("os.", "process.env", "env.", "getenv", "self.", "args.", "config.", "settings.")
-_LENIENT_WORDS = ("secret", "passw", "passphrase", "authorization", "cookie")
-_SENSITIVE_KEY_WORDS = ("key", "token", *_LENIENT_WORDS)
-# fmt: on
 
 _SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "bot", "apikey"})
-#: Values that are paths, URLs, integrity hashes or file contents (PNG, JPEG, GIF, PDF).
-_NOT_SECRET_PREFIXES = ("/", "./", "~/", "http:", "https:", "sha1-", "sha256-", "sha384-",
-                        "sha512-", "data:", "iVBORw0KGgo", "/9j/", "R0lGOD", "JVBERi0")  # fmt: skip
 
 _compiled: dict[int, re.Pattern[str]] = {}
 _SPECIAL = frozenset({"k8s", "userpass", "prose", "pair", "b64"})
@@ -117,51 +125,6 @@ def _triggered(text: str, low: str) -> list[int]:
     return sorted(hits, key=lambda i: (i < 0, i))  # the entropy net last: named rules win ties
 
 
-def entropy(s: str) -> float:
-    """Shannon entropy of ``s`` in bits per character."""
-    import math
-
-    n = len(s)
-    counts: dict[str, int] = {}
-    for c in s:
-        counts[c] = counts.get(c, 0) + 1
-    return -sum(k / n * math.log2(k / n) for k in counts.values()) if n else 0.0
-
-
-def _classes(s: str) -> int:
-    """How many of lower case, upper case and digits occur in ``s``."""
-    return (s.upper() != s) + (s.lower() != s) + any(d in s for d in "0123456789")
-
-
-def _plausible_secret(value: str, name: str) -> bool:
-    """Whether the value of a sensitive-looking name is worth redacting.
-
-    Never: under 4 chars, placeholders (``None``, ``str``, ``****``), references (``$VAR``,
-    ``${{…}}``, ``os.environ``, ``self.token``), already redacted. ``KEY``/``TOKEN`` names are
-    common in code (``key=lambda``, ``max_tokens=4096``), so their values must also look
-    generated (8+ chars mixing two of lower/upper/digits, not a path); ``PASSWORD``/``SECRET``/
-    ``Authorization``/``Cookie`` values need nothing more.
-    """
-    low = value.lower()
-    if len(value) < 4 or low in _PLACEHOLDERS or value.startswith("[REDACTED"):
-        return False
-    if (
-        value[0] in "$%<{[(*#)]},;"
-        or value.count(value[0]) == len(value)
-        or low.startswith(_REFERENCES)
-    ):
-        return False  # a reference, template or mask, not a value
-    ident = value.replace(".", "_").isidentifier() and not any(d in value for d in "0123456789")
-    if ident and any(w in low for w in _SENSITIVE_KEY_WORDS):
-        return False  # password=password, token=self.token: passing a variable along
-    if any(w in name.lower() for w in _LENIENT_WORDS):
-        return True
-    words = value.replace("-", "_").split("_")
-    if len(words) >= 2 and all(w.isalpha() for w in words):
-        return False  # Content-Type, X_Forwarded_For: a name, not a generated value
-    return len(value) >= 8 and _classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
-
-
 _NAME_KEYS = ("name", "key", "header", "field", "param", "variable", "var")
 _VALUE_KEYS = ("value", "val")
 
@@ -177,39 +140,6 @@ def _named_secret(d: dict[object, object]) -> str:
             if low.endswith(_NAME_KEYS) and any(w in v.lower() for w in _SENSITIVE_KEY_WORDS):
                 return v
     return ""
-
-
-def _lenient_name(name: str) -> bool:
-    """A password's name: ends in ``pass``/``pwd`` as a word (``DB_PASS``, not ``bypass``), or
-    holds one of :data:`_LENIENT_WORDS`."""
-    name = name.strip("\"'`").lower()
-    for end in NET_LENIENT:
-        cut = name.rfind(end)
-        if (
-            cut >= 0
-            and not name[cut + len(end) :].strip("_.-")
-            and not name[cut - 1 : cut].isalpha()
-        ):
-            return True
-    return any(w in name for w in _LENIENT_WORDS)
-
-
-def _wordy(v: str) -> bool:
-    """A run of words (``user_profile_settings_v2``), not a generated value."""
-    parts = [p for p in v.replace("-", "_").replace(".", "_").replace("/", "_").split("_") if p]
-    words = [p for p in parts if p.isalpha() and (p.islower() or p.isupper()) and len(p) >= 3]
-    return len(parts) >= 2 and 2 * len(words) >= len(parts)
-
-
-def _generated(v: str) -> bool:
-    """What a key or token value looks like: long, random, not a path, URL, date or word run."""
-    return (
-        10 <= len(v) <= 150
-        and entropy(v) >= NET_ENTROPY
-        and not v.startswith(_NOT_SECRET_PREFIXES)
-        and not v.replace(".", "").replace("-", "").replace(":", "").isdigit()
-        and not _wordy(v)
-    )
 
 
 def _name_before(text: str, start: int) -> str:
@@ -250,7 +180,7 @@ def _cookie(_kind: str, _group: int, m: re.Match[str]) -> list[tuple[int, int, s
     return spans
 
 
-def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
+def _spans(i: int, m: re.Match[str], inner: Redactor | None) -> list[tuple[int, int, str]]:
     if i < 0:
         found = _net(m)
         return [found] if found else []
@@ -260,7 +190,8 @@ def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
     if check in _SPECIAL:  # the checks of issue 20's forms (they use this module's helpers)
         from wsd.hooks.secret_checks import check_match
 
-        return check_match(check, kind, group, m)
+        # Without the whole redactor (kind_of), these rules alone look inside base64.
+        return check_match(check, kind, group, m, inner or _rules_alone)
     if group == 0:  # gitleaks: the first group that matched, else the whole match ...
         group = next((g for g in range(1, (m.re.groups or 0) + 1) if m.group(g)), 0)
         if len(m.group(group)) < MIN_CHARS:  # ... unless that is a repeated part of the token
@@ -277,8 +208,21 @@ def _spans(i: int, m: re.Match[str]) -> list[tuple[int, int, str]]:
     return [(start, end, f"[REDACTED:{kind}]")] if ok and end > start else []
 
 
-def find(text: str) -> list[tuple[int, int, str]]:
-    """Non-overlapping (start, end, replacement) of the secrets these rules see, in order."""
+def _rules_alone(text: str) -> str:
+    """``text`` with what these rules see taken out (an inner redactor made of them alone)."""
+    out, pos = [], 0
+    for start, end, rep in find(text):
+        out += [text[pos:start], rep]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+def find(text: str, inner: Redactor | None = None) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, replacement) of the secrets these rules see, in order.
+
+    ``inner`` is the whole redactor (:func:`wsd.hooks.redact.redact`), handed down for what
+    hides a text inside a match (base64 is decoded and looked at again); without it, these
+    rules alone look."""
     if len(text) < 8:
         return []
     triggered = _triggered(text, text.lower())
@@ -290,7 +234,7 @@ def find(text: str) -> list[tuple[int, int, str]]:
     low = text.lower()
     for i in triggered:
         for m in _matches(i, text, low):
-            found += _spans(i, m)
+            found += _spans(i, m, inner)
     return merge(found)
 
 

@@ -8,19 +8,19 @@ base64 that decodes to a secret. Imported only when such a rule matched.
 
 from __future__ import annotations
 
-from wsd.hooks.redact_rules import (
-    _NOT_SECRET_PREFIXES,
-    _classes,
-    _generated,
-    _lenient_name,
-    _plausible_secret,
-    entropy,
-)
+from wsd.hooks.secret_shape import NOT_SECRET_PREFIXES as _NOT_SECRET_PREFIXES
+from wsd.hooks.secret_shape import classes as _classes
+from wsd.hooks.secret_shape import entropy
+from wsd.hooks.secret_shape import generated as _generated
+from wsd.hooks.secret_shape import lenient_name as _lenient_name
+from wsd.hooks.secret_shape import plausible_secret as _plausible_secret
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from collections.abc import Callable
+
+    Redactor = Callable[[str], str]
 
 Span = tuple[int, int, str]
 
@@ -151,7 +151,7 @@ def _decode64(s: str) -> str | None:
     return text
 
 
-def _b64(kind: str, group: int, m: re.Match[str]) -> list[Span]:
+def _b64(kind: str, group: int, m: re.Match[str], inner: Redactor | None = None) -> list[Span]:
     """Base64 that decodes to a secret, to ``user:password``, or (fed to a decoder) to one
     generated-looking token: ``echo c2stYW50… | base64 -d``."""
     start, end = m.span(group)
@@ -161,11 +161,10 @@ def _b64(kind: str, group: int, m: re.Match[str]) -> list[Span]:
     decoded = _decode64(s)
     if decoded is None:
         return []
-    from wsd.hooks.redact import redact
-
     plain = decoded.strip()
     user, colon, password = plain.partition(":")
-    ok = redact(decoded) != decoded or (
+    hides = inner is not None and inner(decoded) != decoded
+    ok = hides or (
         bool(colon)
         and 0 < len(user) <= 100
         and not any(c.isspace() for c in plain)
@@ -186,10 +185,14 @@ _CHECKS: dict[str, Callable[[str, int, re.Match[str]], list[Span]]] = {
     "userpass": _userpass,
     "prose": _prose,
     "pair": _pair,
-    "b64": _b64,
 }
 
 
-def check_match(check: str, kind: str, group: int, m: re.Match[str]) -> list[Span]:
-    """The spans one match of a rule with this ``check`` stands for."""
+def check_match(
+    check: str, kind: str, group: int, m: re.Match[str], inner: Redactor | None = None
+) -> list[Span]:
+    """The spans one match of a rule with this ``check`` stands for (``inner``: the whole
+    redactor, for a text hidden inside the match; else these rules alone look)."""
+    if check == "b64":
+        return _b64(kind, group, m, inner)
     return _CHECKS[check](kind, group, m)

@@ -1,0 +1,101 @@
+"""What a secret's value looks like: the shape checks every redaction rule shares.
+
+The bottom of the redaction modules (no import of theirs but the rule data): a value's
+entropy and character classes, whether it looks generated, whether a name is a password's,
+and whether a value is worth redacting at all (placeholders, references and paths are not).
+"""
+
+from __future__ import annotations
+
+from wsd.hooks.secret_forms import NET_ENTROPY, NET_LENIENT
+
+# fmt: off
+PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "str", "string",
+                           "bytes", "int", "optional", "any", "required", "redacted", "hidden"})
+REFERENCES = ("os.", "process.env", "env.", "getenv", "self.", "args.", "config.", "settings.")
+LENIENT_WORDS = ("secret", "passw", "passphrase", "authorization", "cookie")
+SENSITIVE_KEY_WORDS = ("key", "token", *LENIENT_WORDS)
+# fmt: on
+
+
+#: Values that are paths, URLs, integrity hashes or file contents (PNG, JPEG, GIF, PDF).
+NOT_SECRET_PREFIXES = ("/", "./", "~/", "http:", "https:", "sha1-", "sha256-", "sha384-",
+                        "sha512-", "data:", "iVBORw0KGgo", "/9j/", "R0lGOD", "JVBERi0")  # fmt: skip
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy of ``s`` in bits per character."""
+    import math
+
+    n = len(s)
+    counts: dict[str, int] = {}
+    for c in s:
+        counts[c] = counts.get(c, 0) + 1
+    return -sum(k / n * math.log2(k / n) for k in counts.values()) if n else 0.0
+
+
+def classes(s: str) -> int:
+    """How many of lower case, upper case and digits occur in ``s``."""
+    return (s.upper() != s) + (s.lower() != s) + any(d in s for d in "0123456789")
+
+
+def plausible_secret(value: str, name: str) -> bool:
+    """Whether the value of a sensitive-looking name is worth redacting.
+
+    Never: under 4 chars, placeholders (``None``, ``str``, ``****``), references (``$VAR``,
+    ``${{…}}``, ``os.environ``, ``self.token``), already redacted. ``KEY``/``TOKEN`` names are
+    common in code (``key=lambda``, ``max_tokens=4096``), so their values must also look
+    generated (8+ chars mixing two of lower/upper/digits, not a path); ``PASSWORD``/``SECRET``/
+    ``Authorization``/``Cookie`` values need nothing more.
+    """
+    low = value.lower()
+    if len(value) < 4 or low in PLACEHOLDERS or value.startswith("[REDACTED"):
+        return False
+    if (
+        value[0] in "$%<{[(*#)]},;"
+        or value.count(value[0]) == len(value)
+        or low.startswith(REFERENCES)
+    ):
+        return False  # a reference, template or mask, not a value
+    ident = value.replace(".", "_").isidentifier() and not any(d in value for d in "0123456789")
+    if ident and any(w in low for w in SENSITIVE_KEY_WORDS):
+        return False  # password=password, token=self.token: passing a variable along
+    if any(w in name.lower() for w in LENIENT_WORDS):
+        return True
+    words = value.replace("-", "_").split("_")
+    if len(words) >= 2 and all(w.isalpha() for w in words):
+        return False  # Content-Type, X_Forwarded_For: a name, not a generated value
+    return len(value) >= 8 and classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
+
+
+def lenient_name(name: str) -> bool:
+    """A password's name: ends in ``pass``/``pwd`` as a word (``DB_PASS``, not ``bypass``), or
+    holds one of :data:`LENIENT_WORDS`."""
+    name = name.strip("\"'`").lower()
+    for end in NET_LENIENT:
+        cut = name.rfind(end)
+        if (
+            cut >= 0
+            and not name[cut + len(end) :].strip("_.-")
+            and not name[cut - 1 : cut].isalpha()
+        ):
+            return True
+    return any(w in name for w in LENIENT_WORDS)
+
+
+def wordy(v: str) -> bool:
+    """A run of words (``user_profile_settings_v2``), not a generated value."""
+    parts = [p for p in v.replace("-", "_").replace(".", "_").replace("/", "_").split("_") if p]
+    words = [p for p in parts if p.isalpha() and (p.islower() or p.isupper()) and len(p) >= 3]
+    return len(parts) >= 2 and 2 * len(words) >= len(parts)
+
+
+def generated(v: str) -> bool:
+    """What a key or token value looks like: long, random, not a path, URL, date or word run."""
+    return (
+        10 <= len(v) <= 150
+        and entropy(v) >= NET_ENTROPY
+        and not v.startswith(NOT_SECRET_PREFIXES)
+        and not v.replace(".", "").replace("-", "").replace(":", "").isdigit()
+        and not wordy(v)
+    )
