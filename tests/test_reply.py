@@ -75,6 +75,28 @@ def test_learning_references_and_action_priorities() -> None:
     assert parsed.closed_actions == [7] and parsed.unknown_lines == ["ACTION_DONE: 8"]
 
 
+def test_a_bare_priority_word_is_read_as_the_priority() -> None:
+    """Found by a new user: ``ACTION: high Water the plants`` was stored as "[normal] high
+    Water the plants". A bare priority word (as the format writes it) is the priority; a
+    capitalised word starting the text ("High school reunion") is the action's text."""
+    parsed = parse_reply(
+        "ACTION: high Water the plants\n"
+        "ACTION: urgent: Renew the passport\n"
+        "ACTION: P0 - Pay the rent\n"
+        "ACTION: High school reunion RSVP by Friday\n"
+        "ACTION: normal",
+        turn_ids=[],
+        open_action_ids=[],
+    )
+    assert parsed.actions == [
+        ("Water the plants", 1),
+        ("Renew the passport", 0),
+        ("Pay the rent", 0),
+        ("High school reunion RSVP by Friday", 2),
+        ("normal", 2),
+    ]
+
+
 def test_property_no_reply_reaches_a_file_outside_the_four() -> None:
     """Seeded random replies mixing valid and hostile lines (other file names, paths, update
     headers for deploy files, junk): what the guards let through names curated files only,

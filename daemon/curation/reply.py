@@ -5,7 +5,7 @@ The format (SPEC.md section 5), one item per line:
 * ``NONE``; ``FACT:`` ``PATTERN:`` ``CORRECTION:`` ``PREFERENCE:`` ``TOOL_INSTALL:`` a
   learning, optionally ending with ``[turn N]`` (its source) and ``[replaces ID]`` (an older
   learning, offered in the request with its id, that it supersedes);
-* ``ACTION: [urgent|high|normal] text``; ``ACTION_DONE: ID``;
+* ``ACTION: [urgent|high|normal] text`` (brackets optional); ``ACTION_DONE: ID``;
 * md edits, addressed by the line numbers the request showed: ``user.md +3: text`` (add
   after line 3; ``+0`` is the top, ``+$`` or ``+end`` the end), ``user.md ~5: text``
   (replace line 5), ``user.md -7`` or ``user.md -7..9`` (delete);
@@ -99,6 +99,11 @@ _EDIT = re.compile(
 _CITE = re.compile(r"\s*[\[(]turns?\s+#?(\d+)(?:\s*,\s*#?\d+)*[\])]\s*$", re.IGNORECASE)
 _REPLACES = re.compile(r"\s*[\[(]\s*(?:replaces|supersedes)\s+#?(\d+)\s*[\])]\s*$", re.I)
 _PRIORITY = re.compile(r"^\s*[\[(](urgent|high|normal|p[012])[\])]\s*", re.IGNORECASE)
+#: ``ACTION: high Water the plants``: a bare priority word, written as the format has it (lower
+#: case, or all capitals); "High school reunion" is an action's text, not a priority.
+_BARE_PRIORITY = re.compile(
+    r"^\s*(urgent|high|normal|p[012]|URGENT|HIGH|NORMAL|P[012])\s*[:-]?\s+(?=\S)"
+)
 _FENCE = re.compile(r"^\s*```")
 _ECHOED_NUMBER = re.compile(r"^\s*\d{1,4}\|\s?")
 _OPS = {"+": "add", "~": "replace", "=": "replace", "-": "delete"}
@@ -171,7 +176,7 @@ def _item(
             out.unknown(raw)
     elif key == "ACTION":
         priority = PRIORITIES.get(tag.strip().lower(), 2)
-        prio = _PRIORITY.match(rest)
+        prio = _PRIORITY.match(rest) or _BARE_PRIORITY.match(rest)
         if prio:
             priority = PRIORITIES[prio.group(1).lower()]
             rest = rest[prio.end() :]
