@@ -209,3 +209,13 @@ def test_assembly_is_quick_with_full_files(layout: Layout) -> None:
     for _ in range(5):
         load_memory(layout, now=NOW)
     assert (time.perf_counter() - started) / 5 < 0.2  # generous: shared CI machines are noisy
+
+
+def test_load_memory_refuses_a_path_that_is_not_a_workspace(tmp_path: Path) -> None:
+    """Found by a new user: ``load_memory('/tmp/typo')`` returned an empty boot context
+    while the CLI and ``agent_memory()`` refuse the same path; now it raises, saying how to
+    make one, and never creates anything there."""
+    for root in (tmp_path / "typo", tmp_path):
+        with pytest.raises(ValueError, match=r"wsd --workspace .* init"):
+            load_memory(str(root), now=NOW)
+    assert list(tmp_path.iterdir()) == []

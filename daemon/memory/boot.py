@@ -129,8 +129,16 @@ def load_memory(
     budget_chars: int = BUDGET_CHARS,
 ) -> str:
     """The boot context of ``workspace`` (a Layout or root; default ``$WSD_WORKSPACE``);
-    ``tools`` says how this host reaches the archive (default: shell commands)."""
+    ``tools`` says how this host reaches the archive (default: shell commands).
+
+    A path that is not a workspace (no ``.os/``: a typo, an unset variable) raises
+    ValueError saying so and how to make one, as ``agent_memory()`` and the CLI do: an empty
+    boot context would look like a memory with nothing in it.
+    """
     layout = _layout(workspace)
+    problem = layout.problem()
+    if problem is not None:
+        raise ValueError(problem)
     now = time.time() if now is None else now
     files = {name: text for name in FILES if (text := _read(layout.md(name)))}
     recent, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
