@@ -88,6 +88,19 @@ def test_numbers_in_range_still_work(layout: Layout, tmp_path: Path) -> None:
     assert SEARCH_MAX_LIMIT == MAX_LIMIT
 
 
+def test_forgetting_twice_says_already_retracted(layout: Layout, tmp_path: Path) -> None:
+    """Found by a new user: a second ``wsd forget L1`` said "no learning #1". Now it says the
+    learning was already retracted, and when (exit 0: what was asked holds)."""
+    env = _env(layout)
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(json.dumps({"type": "fact", "content": "The gate code changed"}) + "\n")
+    wsd(env, "import", str(notes))
+    wsd(env, "forget", "L1")
+    again = wsd(env, "forget", "L1", check=False)
+    assert again.returncode == 0 and "#1 was already retracted, at 20" in again.stdout
+    assert "no learning" not in again.stdout + again.stderr
+
+
 def _error(result: dict[str, Any]) -> str:
     assert result.get("is_error") is True, result
     text = str(result["content"][0]["text"])

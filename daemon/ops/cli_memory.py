@@ -226,8 +226,14 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.store import archive
     from wsd.daemon.store.base import Databases
 
-    if not archive.retract(Databases(_layout(args, env)), args.id, time.time(), args.reason):
-        print(f"wsd forget: no learning #{args.id}", file=sys.stderr)
+    store = Databases(_layout(args, env))
+    if not archive.retract(store, args.id, time.time(), args.reason):
+        when = archive.retracted_at(store, args.id)
+        if when is not None:  # a second forget: say so, not "no learning"
+            at = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(when))
+            print(f"learning #{args.id} was already retracted, at {at}; nothing to do")
+            return 0
+        print(f"wsd forget: no learning #{args.id} (see `wsd search`)", file=sys.stderr)
         return 1
     print(
         f"learning #{args.id} retracted: gone from search, the boot context and the index; the"

@@ -327,6 +327,15 @@ def related_learnings(
     return [(int(i), str(k), float(ts), str(c)) for i, k, ts, c in rows]
 
 
+def retracted_at(store: Databases, learning_id: int) -> float | None:
+    """When learning ``learning_id`` was retracted (``wsd forget``), or None if it was not."""
+    with store._memory(readonly=True) as m:
+        row = schema.first(
+            m, "SELECT max(retracted_at) FROM retractions WHERE learning_id = ?", (learning_id,)
+        )
+    return None if row is None or row[0] is None else float(row[0])
+
+
 def retract(store: Databases, learning_id: int, now: float, reason: str | None = None) -> bool:
     """``wsd forget``: delete a learning (and so its FTS entry and source links), keeping in
     ``retractions`` that it was, when, and its key, so it is never stored again (by curation
