@@ -106,10 +106,14 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.memory import erosion
     from wsd.daemon.runtime.heartbeat import pid_alive, read_status
     from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.maintenance import Maintenance
 
     config = _config(args, env)
     layout = Layout(config.workspace)
     store = Store(layout)
+    unready = Maintenance(store).unready()
+    if unready:  # read-only: say what state the workspace is in, create nothing
+        return _status_unready(layout, unready, read_status(layout), args.json)
     now = time.time()
     backlog = store.backlog()
     stats = store.stats()
@@ -156,6 +160,27 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         for key, value in report.items():
             print(f"{key:>22}: {value}")
     return 0
+
+
+def _status_unready(
+    layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
+) -> int:
+    """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
+    report = {
+        "workspace": layout.root,
+        "databases": {f"{kind}.db": why for kind, why in unready.items()},
+        "daemon_state": beat.get("state") if beat else None,
+        "what_next": (
+            "the daemon creates a missing database on its next start (or `wsd init` now);"
+            " a deleted memory.db is re-curated from the transcript by `wsd rebuild`"
+        ),
+    }
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:>22}: {value}")
+    return 1
 
 
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -48,6 +48,21 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+def _no_memory(command: str, layout: Layout) -> bool:
+    """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
+    from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.maintenance import Maintenance
+
+    why = Maintenance(Store(layout)).unready().get("memory")
+    if why is not None:
+        print(
+            f"{command}: memory.db {why}: the daemon creates it on its next start (or `wsd"
+            " init`); a deleted one is re-curated from the transcript by `wsd rebuild`",
+            file=sys.stderr,
+        )
+    return why is not None
+
+
 def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd search QUERY [--limit N] [--json] [--type T] [--since S]``."""
     from wsd.daemon.memory.search.core import format_hits, search_memory
@@ -57,9 +72,12 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         wait: float | None = Config.from_env(env).semantic_timeout
     except ConfigError:
         wait = None  # a bad setting elsewhere must not stop a search
+    layout = _layout(args, env)
+    if _no_memory("wsd search", layout):  # not "nothing matches": there is no memory yet
+        return 1
     try:
         hits = search_memory(
-            _layout(args, env),
+            layout,
             " ".join(args.query),
             limit=args.limit,
             type=args.type,
@@ -101,8 +119,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.store.ledger import Store
 
     layout = _layout(args, env)
-    if not os.path.exists(layout.memory_db):
-        print("wsd pending: no memory.db yet (run wsd init)", file=sys.stderr)
+    if _no_memory("wsd pending", layout):
         return 1
     store = Store(layout)
     if args.verb == "list":

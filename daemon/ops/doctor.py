@@ -36,6 +36,10 @@ MAX_SPOOL_BYTES = 16 * 1024 * 1024
 STALE_PENDING_SECONDS = 3600.0
 HEARTBEAT_STALE_SECONDS = 60.0
 MAX_WAL_BYTES = 64 * 1024 * 1024
+_MADE_BY = (
+    "the daemon creates it on its next start, or run `wsd init`; a deleted memory.db is"
+    " re-curated from the transcript by `wsd rebuild`"
+)
 
 
 @dataclass
@@ -91,7 +95,7 @@ class Doctor:
             if not os.path.exists(path):
                 if path.endswith(("-wal", "-shm")):
                     continue
-                self.add("fail", "layout", f"{path} is missing (run `wsd init`)")
+                self.add("fail", "layout", f"{path} is missing ({_MADE_BY})")
                 continue
             actual = stat.S_IMODE(os.stat(path).st_mode)
             if actual == mode:
@@ -118,6 +122,15 @@ class Doctor:
                 version = self.ops.schema_version(kind)
             except (apsw.Error, schema.SchemaError) as exc:
                 self.add("fail", f"{kind}.db", str(exc))
+                usable = False
+                continue
+            if version == 0:  # a file with no schema yet: read no further, change nothing
+                self.add(
+                    "fail",
+                    f"{kind}.db",
+                    f"{path} has no schema (made and left empty?): the daemon creates it on its"
+                    " next start, or run `wsd init`",
+                )
                 usable = False
                 continue
             latest = schema.latest_version(kind)

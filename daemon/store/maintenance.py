@@ -113,9 +113,28 @@ class Maintenance:
             )
             return schema.check_version(conn, kind, path)
 
+    def unready(self) -> dict[str, str]:
+        """Per database that cannot be read yet, why: missing, or a file with no schema (read
+        only: nothing is created or changed). Empty when both are ready."""
+        out = {}
+        for kind, path in (
+            ("transcript", self.store.layout.transcript_db),
+            ("memory", self.store.layout.memory_db),
+        ):
+            if not os.path.exists(path):
+                out[kind] = "is missing"
+                continue
+            try:
+                if self.schema_version(kind) == 0:  # type: ignore[arg-type]
+                    out[kind] = "has no schema yet"
+            except (apsw.Error, schema.SchemaError) as exc:
+                out[kind] = str(exc)
+        return out
+
     def journal_mode(self, kind: schema.Kind) -> str:
+        """The database's journal mode, read only (asking never sets it)."""
         opener = self.store._transcript if kind == "transcript" else self.store._memory
-        with opener() as conn:
+        with opener(readonly=True) as conn:
             return str(schema.one(conn, "PRAGMA journal_mode")[0])
 
     def integrity(self, kind: schema.Kind) -> list[str]:

@@ -158,12 +158,12 @@ class WorkspaceStore(Databases):
 
     def card_paths(self) -> dict[str, str]:
         """path -> card id of every mapped card (open or closed)."""
-        with self._memory() as m:
+        with self._memory(readonly=True) as m:
             rows = schema.rows(m, "SELECT path, card_id FROM canvas_cards")
         return {str(p): str(c) for p, c in rows}
 
     def open_cards(self) -> list[Card]:
-        with self._memory() as m:
+        with self._memory(readonly=True) as m:  # (wsd doctor reads it: never create the file)
             rows = schema.rows(
                 m, f"SELECT {_CARD_COLUMNS} FROM canvas_cards WHERE status = 'open' ORDER BY path"
             )
