@@ -16,7 +16,12 @@ from soak.faults import Record
 from soak.world import World
 from wsd.daemon.memory.files import LINE_LIMITS, canonical, read_text
 from wsd.daemon.memory.files_md import NOTES_LINE_LIMIT
-from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS, DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
+from wsd.daemon.runtime.config import (
+    DEFAULT_FILE_CHARS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_PRICE_INPUT,
+    DEFAULT_PRICE_OUTPUT,
+)
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.schema.layout import CURATED_FILES
 
@@ -274,15 +279,23 @@ def _cost(world: World) -> Check:
         usages = by_turns.get(ids, [])
         expected = (tin * DEFAULT_PRICE_INPUT + tout * DEFAULT_PRICE_OUTPUT) / 1e6
         exact = any(u["input_tokens"] == tin and u["output_tokens"] == tout for u, _m in usages)
-        lied = any(m == "negative_usage" for _u, m in usages) and tin > 0 and tout >= 0
+        # A lie (negative usage) or a figure no answer within max_tokens can have (the flood
+        # fault's 290 KB reply "used" 72,444 output tokens) is priced at the daemon's estimate.
+        lied = any(_implausible(u, m) for u, m in usages) and tin > 0 and tout >= 0
         if not (exact or lied) or abs(expected - float(cost)) > 1e-9 or cost < 0:
-            mismatched.append(batch_id)
+            modes = sorted({m for _u, m in usages})
+            mismatched.append(f"#{batch_id} {tin}/{tout} ${float(cost):.6f} answers {modes}")
     return Check(
         "total curator cost equals the ledger's (every done batch priced as its answer)",
         not mismatched,
         f"ledger ${ledger:.4f} for {len(rows)} batches; the Bridge answered"
-        f" ${_billed(answers):.4f}; {len(mismatched)} mismatched",
+        f" ${_billed(answers):.4f}; {len(mismatched)} mismatched {mismatched[:5]}",
     )
+
+
+def _implausible(usage: dict[str, int], mode: str) -> bool:
+    """Usage the daemon must not believe (see ``usage_of`` in daemon/curation/bridge.py)."""
+    return mode == "negative_usage" or not 0 <= usage["output_tokens"] <= DEFAULT_MAX_TOKENS
 
 
 def _billed(answers: list[tuple[tuple[int, ...], dict[str, int], str]]) -> float:
