@@ -384,6 +384,9 @@ class Worker:
         if failures is not None or self.backoff.active:
             self.log.info("bridge_recovered", failures=failures or 0)
             self.backoff.clear(self.clock())
+        if self.status.data.get("next_attempt_at") or self.status.data.get("last_error"):
+            # Healthy again: `wsd status` must not go on showing the outage as current.
+            self.status.update(next_attempt_at=None, last_error=None, force=True)
 
     def _failed(self, key: str, exc: BaseException) -> None:
         now = self.clock()

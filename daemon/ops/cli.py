@@ -213,9 +213,43 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             return 0
         time.sleep(0.2)
     if args.wait:
-        print("flush not done yet (is the daemon running?)", file=sys.stderr)
+        print(f"flush not done yet: {_why_waiting(layout)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _why_waiting(layout: Layout) -> str:
+    """What the daemon's heartbeat says it is doing instead of curating (``flush --wait``)."""
+    from wsd.daemon.runtime.heartbeat import daemon_running, read_status
+
+    if not daemon_running(layout):
+        return f"no daemon is running in {layout.root} (it curates the flush when it starts)"
+    beat = read_status(layout) or {}
+    state = beat.get("state")
+    if state == "backoff":
+        return (
+            f"the Bridge is failing ({beat.get('last_error') or 'no answer'}); the daemon"
+            f" tries again at {_iso(beat.get('next_attempt_at'))}"
+        )
+    budget = beat.get("budget")
+    if state == "budget" or budget:
+        b = budget if isinstance(budget, dict) else {}
+        return (
+            f"the daily budget is spent (${b.get('spent_usd', '?')} of ${b.get('cap_usd', '?')},"
+            f" WSD_DAILY_BUDGET_USD); curation resumes at {_iso(b.get('resumes_at'))}"
+        )
+    if state == "paused":
+        return "a wsd rebuild holds the memory; the daemon curates once it ends"
+    return f"the daemon is {state or 'starting'}; still working through the backlog"
+
+
+def _iso(ts: object) -> str:
+    """An epoch time as local ISO 8601 with its offset (``?`` when there is none)."""
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        return "?"
+    from datetime import datetime
+
+    return datetime.fromtimestamp(float(ts)).astimezone().isoformat(timespec="seconds")
 
 
 def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:

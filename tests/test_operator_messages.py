@@ -1,0 +1,58 @@
+"""What an operator reads while curation waits must say why (issue 21): ``wsd flush --wait``
+names the backoff and when the next attempt is, or the budget pause and when it resumes; once
+the Bridge recovers, ``wsd status`` no longer shows the outage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import daemon_env, running_daemon, wait_for, write_turns, wsd
+from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
+from wsd.schema.layout import Layout
+
+
+def _status(env: dict[str, str]) -> dict[str, object]:
+    return dict(json.loads(wsd(env, "status", "--json").stdout))
+
+
+def test_flush_wait_names_the_backoff_and_status_clears_it_on_recovery(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Bridge down: flush --wait says the Bridge is failing and when the daemon tries again
+    (not "is the daemon running?"); after recovery, last_error and next_attempt_at are gone."""
+    down = [True]
+
+    def responder(_body: object) -> Fault | Reply:
+        return Fault.server_error() if down[0] else Reply.text("FACT: The Bridge is back")
+
+    with BridgeStandin(responder=responder) as bridge:
+        env = daemon_env(layout, bridge, WSD_BATCH_TURNS="1", WSD_RETRY_ATTEMPTS="1")
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 1)
+            wsd(env, "flush")
+            assert wait_for(lambda: _status(env)["state"] == "backoff", 20)
+            waited = wsd(env, "flush", "--wait", "1", check=False)
+            assert waited.returncode == 1
+            assert "the Bridge is failing" in waited.stderr, waited.stderr
+            assert "tries again at 20" in waited.stderr, waited.stderr
+            assert _status(env)["last_error"]
+            down[0] = False
+            wsd(env, "flush", "--wait", "90")
+            assert wait_for(lambda: _status(env)["last_error"] is None, 15)
+            assert _status(env)["next_attempt_at"] is None
+
+
+def test_flush_wait_names_the_budget_pause(layout: Layout, tmp_path: Path) -> None:
+    """Daily cap spent: flush --wait says so, with the cap's setting and when it resumes."""
+    usage = {"input_tokens": 1000, "output_tokens": 1000}
+    with BridgeStandin(responder=lambda _b: Reply.text("FACT: A fact", usage=usage)) as bridge:
+        env = daemon_env(layout, bridge, WSD_BATCH_TURNS="2", WSD_DAILY_BUDGET_USD="0.005")
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 6)
+            wsd(env, "flush", "--wait", "5", check=False)
+            assert wait_for(lambda: _status(env)["state"] == "budget", 15)
+            waited = wsd(env, "flush", "--wait", "1", check=False)
+    assert waited.returncode == 1
+    assert "daily budget is spent" in waited.stderr and "WSD_DAILY_BUDGET_USD" in waited.stderr
+    assert "resumes at 20" in waited.stderr, waited.stderr
