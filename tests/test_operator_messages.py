@@ -5,9 +5,11 @@ the Bridge recovers, ``wsd status`` no longer shows the outage."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.conftest import daemon_env, running_daemon, wait_for, write_turns, wsd
+from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.schema.layout import Layout
 
@@ -56,3 +58,33 @@ def test_flush_wait_names_the_budget_pause(layout: Layout, tmp_path: Path) -> No
     assert waited.returncode == 1
     assert "daily budget is spent" in waited.stderr and "WSD_DAILY_BUDGET_USD" in waited.stderr
     assert "resumes at 20" in waited.stderr, waited.stderr
+
+
+def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_path: Path) -> None:
+    """Found by an operator: under a 0.002 cap, ``wsd status`` from a shell without the
+    setting showed the shell's default (1.0). Now the daemon reports its settings (never its
+    credentials) and status shows them; the readable form prints times as ISO 8601 with ages."""
+    with BridgeStandin() as bridge:
+        env = daemon_env(
+            layout,
+            bridge,
+            WSD_DAILY_BUDGET_USD="0.002",
+            WSD_BRIDGE_TOKEN="sk-test-never-shown",
+            ANTHROPIC_BASE_URL=bridge.url.replace("://", "://user:hunter2pw@"),
+        )
+        shell = {k: v for k, v in env.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+        shell["WSD_WORKSPACE"] = layout.root
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 1)
+            wsd(env, "flush", "--wait", "30")
+            status = json.loads(wsd(shell, "status", "--json").stdout)
+            readable = wsd(shell, "status").stdout
+    assert status["daily_budget_usd"] == 0.002 and status["settings"]["daily_budget_usd"] == 0.002
+    assert status["settings_from"].startswith("the daemon")
+    heartbeat = Path(status_path(layout)).read_text()
+    for secret in ("sk-test-never-shown", "hunter2pw"):
+        assert secret not in heartbeat and secret not in readable
+    assert isinstance(status["last_batch"]["finished_at"], float)
+    assert re.search(
+        r"'finished_at': '20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \(\d+ s ago\)'", readable
+    )

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from wsd.daemon.curation.bridge import Outage
 from wsd.daemon.curation.health import Budget
 from wsd.daemon.curation.pipeline import Committed
 from wsd.daemon.runtime.heartbeat import StatusFile
+from wsd.daemon.runtime.log import ErrorThrottle
 
 
 def batch(log: Any, status: StatusFile, done: Committed, reason: str, now: float) -> None:
@@ -75,3 +77,38 @@ def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: floa
         status.update(budget=None)
     if exhausted:
         status.update(state="budget", force=status.data.get("state") != "budget")
+
+
+def outage(
+    log: Any, status: StatusFile, throttle: ErrorThrottle, exc: Outage, delay: float, now: float
+) -> None:
+    """The Bridge failed past the retries: the heartbeat says when the next attempt is; the
+    log says so once per outage (then rate-limited)."""
+    status.count(bridge_errors=1)
+    status.update(
+        state="backoff",
+        next_attempt_at=now + delay,
+        last_error=str(exc)[:300],
+        force=True,
+    )
+    suppressed = throttle.failed("bridge", now)
+    if suppressed is not None:
+        log.error(
+            "bridge_unavailable",
+            error=str(exc),
+            attempts=exc.attempts,
+            retry_in=round(delay, 1),
+            suppressed=suppressed,
+        )
+
+
+def recovered(log: Any, status: StatusFile, throttle: ErrorThrottle, backing_off: bool) -> bool:
+    """A batch went through: one "recovered" line after failures (or a backoff kept across a
+    restart), and the heartbeat stops showing the outage (``wsd status`` showed the old error
+    and a past next attempt). Whether the backoff is to be cleared."""
+    failures = throttle.recovered("bridge")
+    if failures is not None or backing_off:
+        log.info("bridge_recovered", failures=failures or 0)
+    if status.data.get("next_attempt_at") or status.data.get("last_error"):
+        status.update(next_attempt_at=None, last_error=None, force=True)
+    return failures is not None or backing_off

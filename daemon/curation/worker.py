@@ -140,7 +140,9 @@ class Worker:
         # then a wake like any other (found by the soak: one there closed every open turn).
         self.wake.check(self._started_wall, self.monotonic())
         self._started = True
-        self.status.update(state="running", version=self.version, force=True)
+        self.status.update(
+            state="running", version=self.version, settings=self.config.reported(), force=True
+        )
 
     def run(self) -> int:
         """Run until stopped; returns the exit code (0 for a clean stop)."""
@@ -362,31 +364,11 @@ class Worker:
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = self.backoff.enter(now, exc.retry_after)
-        self.status.count(bridge_errors=1)
-        self.status.update(
-            state="backoff",
-            next_attempt_at=self.backoff.next_attempt_at,
-            last_error=str(exc)[:300],
-            force=True,
-        )
-        suppressed = self.throttle.failed("bridge", now)
-        if suppressed is not None:
-            self.log.error(
-                "bridge_unavailable",
-                error=str(exc),
-                attempts=exc.attempts,
-                retry_in=round(delay, 1),
-                suppressed=suppressed,
-            )
+        reporting.outage(self.log, self.status, self.throttle, exc, delay, now)
 
     def _recovered(self) -> None:
-        failures = self.throttle.recovered("bridge")
-        if failures is not None or self.backoff.active:
-            self.log.info("bridge_recovered", failures=failures or 0)
+        if reporting.recovered(self.log, self.status, self.throttle, self.backoff.active):
             self.backoff.clear(self.clock())
-        if self.status.data.get("next_attempt_at") or self.status.data.get("last_error"):
-            # Healthy again: `wsd status` must not go on showing the outage as current.
-            self.status.update(next_attempt_at=None, last_error=None, force=True)
 
     def _failed(self, key: str, exc: BaseException) -> None:
         now = self.clock()

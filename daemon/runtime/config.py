@@ -206,6 +206,16 @@ class Config:
     canvas_close_tool: str = DEFAULT_CANVAS_CLOSE_TOOL
     canvas_folder: str = DEFAULT_CANVAS_FOLDER
 
+    def reported(self) -> dict[str, object]:
+        """The settings as the daemon reports them in its heartbeat (``wsd status``): every
+        field but the credentials, which never leave the process."""
+        hidden = {"api_key", "auth_token"}
+        out = {k: v for k, v in self.__dict__.items() if k not in hidden}
+        if self.bridge_url and "@" in self.bridge_url:  # a URL's user:password stays here too
+            scheme, _, rest = self.bridge_url.partition("://")
+            out["bridge_url"] = f"{scheme}://" + rest.rpartition("@")[2]
+        return out
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Config:
         """Build the config from ``WSD_*`` and ``ANTHROPIC_*`` variables; raise ConfigError."""

@@ -1,0 +1,219 @@
+"""``wsd status`` and ``wsd flush``: what the daemon is doing, told from its own heartbeat.
+
+The daemon reports its effective settings in the heartbeat it writes; status shows those (the
+operator's shell may hold none of them, or others), with times as local ISO 8601 and ages
+(``--json`` keeps the epoch fields for machines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from wsd.daemon.runtime.config import Config
+from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
+
+
+def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
+    """The settings of this shell, for the workspace ``--workspace`` or WSD_WORKSPACE names."""
+    config = Config.from_env(env)
+    root = args.workspace or config.workspace or DEFAULT_WORKSPACE
+    return replace(config, workspace=os.path.abspath(root))
+
+
+def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.memory import erosion
+    from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+    from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.maintenance import Maintenance
+
+    config = config_of(args, env)
+    layout = Layout(config.workspace)
+    store = Store(layout)
+    unready = Maintenance(store).unready()
+    if unready:  # read-only: say what state the workspace is in, create nothing
+        return _status_unready(layout, unready, read_status(layout), args.json)
+    now = time.time()
+    backlog = store.backlog()
+    stats = store.stats()
+    beat = read_status(layout)
+    reported = (beat or {}).get("settings")
+    settings: dict[str, Any] = dict(reported) if isinstance(reported, dict) else config.reported()
+    alive = False
+    if beat and pid_alive(beat.get("pid")):
+        alive = beat.get("state") != "stopped"
+    report = {
+        "workspace": layout.root,
+        "daemon_running": alive,
+        "state": beat.get("state") if beat else None,
+        "heartbeat_age_s": round(now - beat["heartbeat_at"], 1)
+        if beat and beat.get("heartbeat_at")
+        else None,
+        "backlog": backlog.pending,
+        "oldest_pending_age_s": round(now - backlog.oldest_ts, 1) if backlog.oldest_ts else None,
+        "flush_pending": backlog.flush_upto is not None,
+        "last_batch": stats["last_batch"],
+        "parked_batches": stats["parked"],
+        "batches_done": stats["done"],
+        "learnings": stats["learnings"],
+        "open_actions": stats["open_actions"],
+        "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),
+        "next_attempt_at": (beat or {}).get("next_attempt_at"),
+        "last_error": (beat or {}).get("last_error"),
+        "md_write_failed": (beat or {}).get("md_write_failed"),
+        "tokens": {
+            "input": stats["input_tokens"],
+            "output": stats["output_tokens"],
+            "cache_read": stats["cache_read_tokens"],
+        },
+        "cost_usd": round(float(stats["cost_usd"]), 6),
+        "spent_today_usd": round(store.spent_since(now // 86400 * 86400), 6),
+        "daily_budget_usd": settings.get("daily_budget_usd", config.daily_budget_usd),
+        "budget_paused": (beat or {}).get("budget"),
+        "md_removals_waiting": {
+            e.file: e.to_json()
+            for e in erosion.waiting_files(store, now, float(settings.get("erosion", 0.5)))
+        }
+        or None,
+        "settings": settings,
+        "settings_from": "the daemon (its heartbeat)"
+        if reported
+        else "this shell (the daemon has not reported its settings)",
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_readable(report, now)
+    return 0
+
+
+#: Fields holding an epoch time, shown as ISO 8601 with their age (``--json`` keeps epochs).
+_TIMES = ("next_attempt_at", "finished_at", "at", "resumes_at", "heartbeat_at")
+#: Settings shown by name in the readable output (``--json`` has them all).
+_SHOWN_SETTINGS = (
+    "daily_budget_usd", "model", "batch_turns", "max_loss", "erosion", "bridge_url", "semantic",
+)  # fmt: skip
+
+
+def _print_readable(report: Mapping[str, Any], now: float) -> None:
+    """One ``key: value`` line each; times as local ISO 8601 and how long ago (or until)."""
+    for key, value in report.items():
+        if key == "settings":
+            value = {k: value[k] for k in _SHOWN_SETTINGS if k in value}
+        print(f"{key:>22}: {_readable(key, value, now)}")
+
+
+def _readable(key: str, value: Any, now: float) -> Any:
+    if isinstance(value, dict):
+        return {k: _readable(k, v, now) for k, v in value.items()}
+    if key in _TIMES and isinstance(value, int | float) and not isinstance(value, bool):
+        ago = now - float(value)
+        when = f"{_ago(ago)} ago" if ago >= 0 else f"in {_ago(-ago)}"
+        return f"{_iso(value)} ({when})"
+    return value
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _status_unready(
+    layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
+) -> int:
+    """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
+    report = {
+        "workspace": layout.root,
+        "databases": {f"{kind}.db": why for kind, why in unready.items()},
+        "daemon_state": beat.get("state") if beat else None,
+        "what_next": (
+            "the daemon creates a missing database on its next start (or `wsd init` now);"
+            " a deleted memory.db is re-curated from the transcript by `wsd rebuild`"
+        ),
+    }
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:>22}: {value}")
+    return 1
+
+
+def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.runtime.heartbeat import daemon_running
+    from wsd.daemon.store.ledger import Store
+
+    layout = Layout(config_of(args, env).workspace)
+    store = Store(layout)
+    store.migrate()
+    flush_id = store.request_flush("cli", time.time())
+    print(f"flush requested (#{flush_id})")
+    # Nobody to wait for: say so now (after a short grace, for a daemon just starting).
+    grace = time.monotonic() + min(args.wait, 3.0)
+    while args.wait and not daemon_running(layout) and time.monotonic() < grace:
+        time.sleep(0.2)
+    if args.wait and not daemon_running(layout):
+        print(
+            f"no daemon is running in {layout.root}: the flush is curated when it starts",
+            file=sys.stderr,
+        )
+        return 1
+    deadline = time.monotonic() + args.wait
+    while args.wait and time.monotonic() < deadline:
+        handled, error = store.flush_outcome(flush_id)
+        if handled and error:
+            print(f"flush done, but {error}", file=sys.stderr)
+            return 1
+        if handled:
+            print("flush done")
+            return 0
+        time.sleep(0.2)
+    if args.wait:
+        print(f"flush not done yet: {_why_waiting(layout)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _why_waiting(layout: Layout) -> str:
+    """What the daemon's heartbeat says it is doing instead of curating (``flush --wait``)."""
+    from wsd.daemon.runtime.heartbeat import daemon_running, read_status
+
+    if not daemon_running(layout):
+        return f"no daemon is running in {layout.root} (it curates the flush when it starts)"
+    beat = read_status(layout) or {}
+    state = beat.get("state")
+    if state == "backoff":
+        return (
+            f"the Bridge is failing ({beat.get('last_error') or 'no answer'}); the daemon"
+            f" tries again at {_iso(beat.get('next_attempt_at'))}"
+        )
+    budget = beat.get("budget")
+    if state == "budget" or budget:
+        b = budget if isinstance(budget, dict) else {}
+        return (
+            f"the daily budget is spent (${b.get('spent_usd', '?')} of ${b.get('cap_usd', '?')},"
+            f" WSD_DAILY_BUDGET_USD); curation resumes at {_iso(b.get('resumes_at'))}"
+        )
+    if state == "paused":
+        return "a wsd rebuild holds the memory; the daemon curates once it ends"
+    return f"the daemon is {state or 'starting'}; still working through the backlog"
+
+
+def _iso(ts: object) -> str:
+    """An epoch time as local ISO 8601 with its offset (``?`` when there is none)."""
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        return "?"
+    from datetime import datetime
+
+    return datetime.fromtimestamp(float(ts)).astimezone().isoformat(timespec="seconds")
