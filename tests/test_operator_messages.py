@@ -18,6 +18,18 @@ def _status(env: dict[str, str]) -> dict[str, object]:
     return dict(json.loads(wsd(env, "status", "--json").stdout))
 
 
+def _shell(layout: Layout, env: dict[str, str]) -> dict[str, str]:
+    """An operator's shell: none of the daemon's settings, only the workspace."""
+    shell = {k: v for k, v in env.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    return shell | {"WSD_WORKSPACE": layout.root}
+
+
+def _doctor(env: dict[str, str]) -> dict[str, dict[str, object]]:
+    """``wsd doctor --json``'s findings by check (the last of each)."""
+    out = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
+    return {f["check"]: f for f in out["findings"]}
+
+
 def test_flush_wait_names_the_backoff_and_status_clears_it_on_recovery(
     layout: Layout, tmp_path: Path
 ) -> None:
@@ -39,6 +51,10 @@ def test_flush_wait_names_the_backoff_and_status_clears_it_on_recovery(
             assert "the Bridge is failing" in waited.stderr, waited.stderr
             assert "tries again at 20" in waited.stderr, waited.stderr
             assert _status(env)["last_error"]
+            doctor = _doctor(_shell(layout, env))
+            assert doctor["curation"]["level"] == "warn", doctor
+            assert "the Bridge has failed" in doctor["curation"]["detail"]
+            assert doctor["bridge"]["level"] == "ok"  # the daemon's URL, not this shell's
             down[0] = False
             wsd(env, "flush", "--wait", "90")
             assert wait_for(lambda: _status(env)["last_error"] is None, 15)
@@ -55,6 +71,8 @@ def test_flush_wait_names_the_budget_pause(layout: Layout, tmp_path: Path) -> No
             wsd(env, "flush", "--wait", "5", check=False)
             assert wait_for(lambda: _status(env)["state"] == "budget", 15)
             waited = wsd(env, "flush", "--wait", "1", check=False)
+            doctor = _doctor(_shell(layout, env))
+    assert doctor["curation"]["level"] == "warn" and "daily budget" in doctor["curation"]["detail"]
     assert waited.returncode == 1
     assert "daily budget is spent" in waited.stderr and "WSD_DAILY_BUDGET_USD" in waited.stderr
     assert "resumes at 20" in waited.stderr, waited.stderr
@@ -72,8 +90,7 @@ def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_
             WSD_BRIDGE_TOKEN="sk-test-never-shown",
             ANTHROPIC_BASE_URL=bridge.url.replace("://", "://user:hunter2pw@"),
         )
-        shell = {k: v for k, v in env.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
-        shell["WSD_WORKSPACE"] = layout.root
+        shell = _shell(layout, env)
         with running_daemon(env, tmp_path / "d.log"):
             write_turns(layout, 1)
             wsd(env, "flush", "--wait", "30")
@@ -88,3 +105,20 @@ def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_
     assert re.search(
         r"'finished_at': '20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \(\d+ s ago\)'", readable
     )
+
+
+def test_doctor_fails_an_outage_past_half_an_hour(layout: Layout) -> None:
+    """An outage the retries have ridden for over 30 minutes is a FAIL naming the error, the
+    next attempt and the fix (a shorter one is a WARN)."""
+    import os
+    import time
+
+    now = time.time()
+    beat = {"pid": os.getpid(), "state": "backoff", "heartbeat_at": now, "supervised": "wsd"}
+    beat |= {"last_error": "HTTP 503 from the Bridge", "next_attempt_at": now + 600}
+    env = _shell(layout, dict(os.environ))
+    for since, level in ((now - 3600, "fail"), (now - 60, "warn")):
+        Path(status_path(layout)).write_text(json.dumps(beat | {"outage_since": since}))
+        finding = _doctor(env)["curation"]
+        assert finding["level"] == level, finding
+        assert "HTTP 503" in str(finding["detail"]) and "WSD_BRIDGE_TOKEN" in str(finding["detail"])

@@ -89,6 +89,7 @@ def outage(
         state="backoff",
         next_attempt_at=now + delay,
         last_error=str(exc)[:300],
+        outage_since=status.data.get("outage_since") or now,  # how long: wsd doctor judges it
         force=True,
     )
     suppressed = throttle.failed("bridge", now)
@@ -110,5 +111,5 @@ def recovered(log: Any, status: StatusFile, throttle: ErrorThrottle, backing_off
     if failures is not None or backing_off:
         log.info("bridge_recovered", failures=failures or 0)
     if status.data.get("next_attempt_at") or status.data.get("last_error"):
-        status.update(next_attempt_at=None, last_error=None, force=True)
+        status.update(next_attempt_at=None, last_error=None, outage_since=None, force=True)
     return failures is not None or backing_off

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -138,15 +139,29 @@ def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Judged from the daemon's own state: its heartbeat, its ledger and the settings it
+    reports (this shell's only where the daemon has reported none)."""
     from wsd.daemon.ops.doctor import Doctor
+    from wsd.daemon.runtime.heartbeat import read_status
 
     config = _config(args, env)
+    layout = Layout(config.workspace)
+    reported = (read_status(layout) or {}).get("settings")
+    deployed = reported if isinstance(reported, dict) else {}
+    bridge_url = deployed.get("bridge_url") or config.bridge_url
+    erosion = deployed.get("erosion", config.erosion)
     findings = Doctor(
-        Layout(config.workspace), config.bridge_url, fix=args.fix, erosion_fraction=config.erosion
+        layout,
+        bridge_url if isinstance(bridge_url, str) else None,
+        fix=args.fix,
+        erosion_fraction=float(erosion) if isinstance(erosion, int | float) else config.erosion,
     ).run()
+    failed = [f for f in findings if f.level == "fail"]
+    if args.json:
+        print(json.dumps({"problems": len(failed), "findings": [f.to_json() for f in findings]}))
+        return 1 if failed else 0
     for finding in findings:
         print(finding.line())
-    failed = [f for f in findings if f.level == "fail"]
     print(f"{len(failed)} problem(s)" + ("" if args.fix or not failed else "; try --fix"))
     return 1 if failed else 0
 
@@ -206,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor = sub.add_parser("doctor", help="check health; non-zero exit on a problem")
     doctor.add_argument("--fix", action="store_true", help="repair what is safe to repair")
+    doctor.add_argument("--json", action="store_true", help="machine-readable findings")
     backup = sub.add_parser("backup", help="consistent online copy of databases and md files")
     backup.add_argument("dest", help="destination folder (created 0700)")
     return parser

@@ -247,7 +247,9 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not archive.retract(store, args.id, time.time(), args.reason):
         when = archive.retracted_at(store, args.id)
         if when is not None:  # a second forget: say so, not "no learning"
-            at = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(when))
+            from wsd.daemon.runtime.dates import iso_time
+
+            at = iso_time(when)
             print(f"learning #{args.id} was already retracted, at {at}; nothing to do")
             return 0
         print(f"wsd forget: no learning #{args.id} (see `wsd search`)", file=sys.stderr)

@@ -1,7 +1,7 @@
 """``wsd status`` and ``wsd flush``: what the daemon is doing, told from its own heartbeat.
 
 The daemon reports its effective settings in the heartbeat it writes; status shows those (the
-operator's shell may hold none of them, or others), with times as local ISO 8601 and ages
+operator's shell may hold none of them, or others), with times as ISO 8601 (UTC) and ages
 (``--json`` keeps the epoch fields for machines).
 """
 
@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.dates import iso_time
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 
@@ -102,7 +103,7 @@ _SHOWN_SETTINGS = (
 
 
 def _print_readable(report: Mapping[str, Any], now: float) -> None:
-    """One ``key: value`` line each; times as local ISO 8601 and how long ago (or until)."""
+    """One ``key: value`` line each; times as ISO 8601 (UTC) and how long ago (or until)."""
     for key, value in report.items():
         if key == "settings":
             value = {k: value[k] for k in _SHOWN_SETTINGS if k in value}
@@ -115,7 +116,7 @@ def _readable(key: str, value: Any, now: float) -> Any:
     if key in _TIMES and isinstance(value, int | float) and not isinstance(value, bool):
         ago = now - float(value)
         when = f"{_ago(ago)} ago" if ago >= 0 else f"in {_ago(-ago)}"
-        return f"{_iso(value)} ({when})"
+        return f"{iso_time(value)} ({when})"
     return value
 
 
@@ -196,24 +197,15 @@ def _why_waiting(layout: Layout) -> str:
     if state == "backoff":
         return (
             f"the Bridge is failing ({beat.get('last_error') or 'no answer'}); the daemon"
-            f" tries again at {_iso(beat.get('next_attempt_at'))}"
+            f" tries again at {iso_time(beat.get('next_attempt_at'))}"
         )
     budget = beat.get("budget")
     if state == "budget" or budget:
         b = budget if isinstance(budget, dict) else {}
         return (
             f"the daily budget is spent (${b.get('spent_usd', '?')} of ${b.get('cap_usd', '?')},"
-            f" WSD_DAILY_BUDGET_USD); curation resumes at {_iso(b.get('resumes_at'))}"
+            f" WSD_DAILY_BUDGET_USD); curation resumes at {iso_time(b.get('resumes_at'))}"
         )
     if state == "paused":
         return "a wsd rebuild holds the memory; the daemon curates once it ends"
     return f"the daemon is {state or 'starting'}; still working through the backlog"
-
-
-def _iso(ts: object) -> str:
-    """An epoch time as local ISO 8601 with its offset (``?`` when there is none)."""
-    if not isinstance(ts, int | float) or isinstance(ts, bool):
-        return "?"
-    from datetime import datetime
-
-    return datetime.fromtimestamp(float(ts)).astimezone().isoformat(timespec="seconds")

@@ -24,6 +24,7 @@ from wsd.daemon.memory import erosion
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.ops import doctor_states
 from wsd.daemon.runtime.config import DEFAULT_EROSION
+from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
@@ -35,6 +36,8 @@ MIN_FREE_BYTES = 200 * 1024 * 1024
 MAX_SPOOL_BYTES = 16 * 1024 * 1024
 STALE_PENDING_SECONDS = 3600.0
 HEARTBEAT_STALE_SECONDS = 60.0
+#: A Bridge outage longer than this is a failure, not a blip the retries ride out.
+OUTAGE_FAIL_SECONDS = 1800.0
 MAX_WAL_BYTES = 64 * 1024 * 1024
 _MADE_BY = (
     "the daemon creates it on its next start, or run `wsd init`; a deleted memory.db is"
@@ -48,6 +51,14 @@ class Finding:
     check: str
     detail: str
     fixed: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "level": self.level,
+            "check": self.check,
+            "detail": self.detail,
+            "fixed": self.fixed,
+        }
 
     def line(self) -> str:
         mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[self.level]
@@ -84,6 +95,7 @@ class Doctor:
         self.disk_and_spool()
         doctor_states.check_states(self)
         self.daemon()
+        self.curation()
         self.bridge()
         return self.findings
 
@@ -279,9 +291,46 @@ class Doctor:
         elif alive:
             self.add("ok", "supervisord", f"program {beat.get('supervised')}")
 
+    def curation(self) -> None:
+        """What the daemon says keeps it from curating (its heartbeat, not this shell)."""
+        beat = read_status(self.layout) or {}
+        if not pid_alive(beat.get("pid")) or beat.get("state") == "stopped":
+            return  # the daemon check says it is down
+        now = time.time()
+        budget = beat.get("budget")
+        if beat.get("state") == "backoff":
+            since = float(beat.get("outage_since") or now)
+            level = "fail" if now - since > OUTAGE_FAIL_SECONDS else "warn"
+            self.add(
+                level,
+                "curation",
+                f"stalled: the Bridge has failed for {(now - since) / 60:.0f} min"
+                f" ({beat.get('last_error') or 'no answer'}); next attempt at"
+                f" {iso_time(beat.get('next_attempt_at'))}. Check that the Bridge"
+                f" ({self.bridge_url or 'ANTHROPIC_BASE_URL'}) answers and WSD_BRIDGE_TOKEN is"
+                " valid; the daemon retries by itself and loses nothing meanwhile",
+            )
+        elif beat.get("state") == "budget" or isinstance(budget, dict):
+            b = budget if isinstance(budget, dict) else {}
+            self.add(
+                "warn",
+                "curation",
+                f"paused by the daily budget: ${b.get('spent_usd', '?')} of"
+                f" ${b.get('cap_usd', '?')} spent today; resumes at {iso_time(b.get('resumes_at'))}"
+                " (raise WSD_DAILY_BUDGET_USD in the deployed settings and restart to resume"
+                " now); turns wait, nothing is lost",
+            )
+        else:
+            self.add("ok", "curation", f"state {beat.get('state')}, no outage or budget pause")
+
     def bridge(self) -> None:
         if not self.bridge_url:
-            self.add("warn", "bridge", "ANTHROPIC_BASE_URL is not set here")
+            self.add(
+                "warn",
+                "bridge",
+                "no Bridge URL: the daemon has not reported one and ANTHROPIC_BASE_URL is"
+                " not set here",
+            )
             return
         try:
             # No token is sent: reachability only. Any HTTP answer means reachable.

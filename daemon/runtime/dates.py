@@ -11,6 +11,14 @@ import time
 from datetime import UTC, datetime
 
 
+def iso_time(ts: object) -> str:
+    """An epoch time as ISO 8601 in UTC, to the second (``?`` if it is not a usable number):
+    what ``wsd status``, ``wsd flush`` and ``wsd doctor`` print."""
+    if not isinstance(ts, int | float) or isinstance(ts, bool) or not 0 <= ts < 1e11:
+        return "?"
+    return datetime.fromtimestamp(float(ts), UTC).isoformat(timespec="seconds")
+
+
 def display_date(ts: object) -> str:
     """A UTC timestamp as ``YYYY-MM-DD HH:MM`` ("" if it is not a usable number)."""
     try:
