@@ -122,3 +122,23 @@ def test_doctor_fails_an_outage_past_half_an_hour(layout: Layout) -> None:
         finding = _doctor(env)["curation"]
         assert finding["level"] == level, finding
         assert "HTTP 503" in str(finding["detail"]) and "WSD_BRIDGE_TOKEN" in str(finding["detail"])
+
+
+def test_operator_commands_take_the_deployed_settings(layout: Layout, tmp_path: Path) -> None:
+    """Found by an operator: ``wsd rebuild`` and ``wsd retry`` exited 2 unless the shell had
+    the Bridge URL and token, retry even with nothing parked; with both ANTHROPIC_AUTH_TOKEN
+    and WSD_BRIDGE_TOKEN set the SDK refused to start. Now a bare shell's rebuild takes the
+    running daemon's settings (one token passed), and retry with nothing parked says so."""
+    with BridgeStandin() as bridge:
+        env = daemon_env(layout, bridge, ANTHROPIC_AUTH_TOKEN="also-a-token")
+        shell = _shell(layout, env)
+        retry = wsd(shell, "retry", check=False)
+        assert retry.returncode == 0 and "nothing parked" in retry.stdout, retry.stderr
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 2)
+            wsd(env, "flush", "--wait", "30")
+            rebuilt = wsd(shell, "rebuild", "--wait", "30", check=False, timeout=120)
+            assert rebuilt.returncode == 0, rebuilt.stderr
+            assert "rebuilt memory from 2 turn(s)" in rebuilt.stdout
+            for secret in ("also-a-token", env["WSD_BRIDGE_TOKEN"]):
+                assert secret not in rebuilt.stdout + rebuilt.stderr

@@ -134,10 +134,12 @@ def default_client(config: Config) -> anthropic.Anthropic:
     """An anthropic client aimed at the Bridge, with its own retries off."""
     import anthropic
 
+    # One token, by the documented precedence (WSD_BRIDGE_TOKEN, ANTHROPIC_API_KEY, then
+    # ANTHROPIC_AUTH_TOKEN): the SDK refuses both ("Pass at most one of api_key=, auth_token=").
     return anthropic.Anthropic(
         base_url=config.bridge_url,
         api_key=config.api_key,
-        auth_token=config.auth_token,
+        auth_token=None if config.api_key else config.auth_token,
         max_retries=0,
         timeout=config.request_timeout,
     )

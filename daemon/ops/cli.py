@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from wsd import schema
 from wsd.daemon.ops import cli_memory, cli_revisions, cli_status
 from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.ops.cli_memory import no_memory
 from wsd.daemon.runtime.config import Config, ConfigError
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
@@ -97,9 +98,17 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.ops.deployed import deployed_env
     from wsd.daemon.runtime import log
+    from wsd.daemon.store.ledger import Store
 
-    config = _config(args, env)
+    layout = Layout(_config(args, env).workspace)
+    if no_memory("wsd retry", layout):
+        return 1
+    if not Store(layout).stats()["parked"]:  # no Bridge needed to say so
+        print("nothing parked: no batch to retry")
+        return 0
+    config = _config(args, deployed_env(layout, env))  # the daemon's Bridge and token
     config.validate_for_run()
     log.configure(config.log_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
     worker = _worker(config, threading.Event())

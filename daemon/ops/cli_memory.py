@@ -48,7 +48,7 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
-def _no_memory(command: str, layout: Layout) -> bool:
+def no_memory(command: str, layout: Layout) -> bool:
     """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
     from wsd.daemon.store.ledger import Store
     from wsd.daemon.store.maintenance import Maintenance
@@ -73,7 +73,7 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except ConfigError:
         wait = None  # a bad setting elsewhere must not stop a search
     layout = _layout(args, env)
-    if _no_memory("wsd search", layout):  # not "nothing matches": there is no memory yet
+    if no_memory("wsd search", layout):  # not "nothing matches": there is no memory yet
         return 1
     try:
         hits = search_memory(
@@ -119,7 +119,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.store.ledger import Store
 
     layout = _layout(args, env)
-    if _no_memory("wsd pending", layout):
+    if no_memory("wsd pending", layout):
         return 1
     store = Store(layout)
     if args.verb == "list":
@@ -159,10 +159,12 @@ def _priority(value: object) -> str:
 def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd rebuild``: re-curate everything into a fresh memory.db, progress on stderr."""
     from wsd.daemon.curation.rebuild import RebuildError, rebuild
+    from wsd.daemon.ops.deployed import deployed_env
     from wsd.daemon.runtime.config import Config
 
-    config = Config.from_env(env)
-    config = replace(config, workspace=str(_layout(args, env).root))
+    layout = _layout(args, env)
+    config = Config.from_env(deployed_env(layout, env))  # the daemon's Bridge and token
+    config = replace(config, workspace=str(layout.root))
     config.validate_for_run()
     try:
         report = rebuild(config, wait_seconds=args.wait)
