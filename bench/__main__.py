@@ -54,8 +54,13 @@ def main() -> int:
         if args.names and name not in args.names:
             continue
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        rows += run()
-    print(render(rows))
+        try:
+            measured = run()
+        except Exception as exc:  # one broken benchmark must not lose the others' figures
+            measured = [Row(name, float("nan"), "", "-", False, f"failed: {exc!r}"[:300])]
+        print(render(measured) + "\n", flush=True)  # each part's rows as they are measured
+        rows += measured
+    print("all figures:\n" + render(rows))
     os.makedirs(".bench", exist_ok=True)
     with open(os.path.join(".bench", "results.json"), "w", encoding="utf-8") as fh:
         json.dump([asdict(r) for r in rows], fh, indent=1)

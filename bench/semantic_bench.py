@@ -133,6 +133,11 @@ def semantic_memory() -> list[Row]:
     rate, and RSS once it has re-executed to give the model (and the SDK) back."""
     if missing() is not None:
         return _unavailable("semantic: daemon RSS while embedding")
+    if not os.path.exists(locomo.DATA):  # a checkout without ../shared/data
+        return [
+            Row("semantic: daemon RSS while embedding", float("nan"), "", "data missing", None,
+                f"skipped: {locomo.DATA} is not there")
+        ]  # fmt: skip
     with (
         tempfile.TemporaryDirectory(prefix="wsd-sem-") as tmp,
         BridgeStandin(responder=realistic_reply) as standin,
