@@ -142,3 +142,27 @@ def test_operator_commands_take_the_deployed_settings(layout: Layout, tmp_path: 
             assert "rebuilt memory from 2 turn(s)" in rebuilt.stdout
             for secret in ("also-a-token", env["WSD_BRIDGE_TOKEN"]):
                 assert secret not in rebuilt.stdout + rebuilt.stderr
+
+
+def test_bare_bootstrap_works_and_says_how_to_reach_the_commands(tmp_path: Path) -> None:
+    """Found by an operator: ``wsd bootstrap`` alone failed on a missing --version, and after
+    the deploy neither wsd nor supervisorctl was on PATH. Bare, it keeps the deployed version
+    (else the package's) and prints the PATH line and the commands, which exist there."""
+    import os
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env["WSD_WORKSPACE"] = str(root)
+    first = wsd(env, "bootstrap", "--standalone")
+    version = (root / ".os" / "VERSION").read_text().strip()
+    assert version and version != "unknown"
+    (root / ".os" / "VERSION").write_text("deployed-7\n")
+    again = wsd(env, "bootstrap", "--standalone")
+    assert (root / ".os" / "VERSION").read_text().strip() == "deployed-7"
+    assert "at version deployed-7" in again.stdout
+    path = re.search(r'export PATH="([^"]+):\$PATH"', first.stdout)
+    assert path is not None, first.stdout
+    for command in ("wsd", "supervisorctl"):
+        assert os.access(os.path.join(path.group(1), command), os.X_OK)
+    assert f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd" in first.stdout

@@ -122,13 +122,17 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from pathlib import Path
 
+    from wsd.daemon.curation.worker import package_version
     from wsd.daemon.ops.deploy import ASSETS, DeployError, bootstrap
+    from wsd.daemon.runtime.fsio import read_small
 
     layout = Layout(_config(args, env).workspace)
+    # Bare `wsd bootstrap` keeps the deployed version (a new one restarts the daemon).
+    version = args.version or (read_small(layout.version_file) or "").strip() or package_version()
     try:
         changes = bootstrap(
             layout,
-            version=args.version,
+            version=version,
             templates=Path(args.templates) if args.templates else ASSETS / "templates",
             supervisor=Path(args.supervisor) if args.supervisor else ASSETS / "supervisor",
             plugin=Path(args.plugin) if args.plugin else ASSETS / "claude-plugin",
@@ -141,8 +145,18 @@ def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     for line in changes:
         print(line)
     print(
-        f"bootstrap of {layout.root} at version {args.version}: "
+        f"bootstrap of {layout.root} at version {version}: "
         + (f"{len(changes)} change(s)" if changes else "nothing to change")
+    )
+    # The operator's shell has neither command on its PATH: say exactly how to reach them.
+    bin_dir = os.path.join(os.path.abspath(args.venv), "bin")
+    conf = os.path.join(layout.os_dir, "supervisor", "supervisord.conf")
+    ctl = f"supervisorctl -c {conf}" if args.standalone else "supervisorctl"
+    print(
+        "operator commands (wsd and supervisorctl live in the daemon's venv):\n"
+        f'  export PATH="{bin_dir}:$PATH"\n'
+        f"  wsd --workspace {layout.root} status\n"
+        f"  {ctl} status wsd"
     )
     return 0
 
@@ -218,7 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("retry", help="re-run parked (failed) batches")
     cli_memory.register(sub)
     boot = sub.add_parser("bootstrap", help="deploy: layout, databases, templates, supervisord")
-    boot.add_argument("--version", required=True, help="the deployed version (.os/VERSION)")
+    boot.add_argument(
+        "--version",
+        help="the deployed version (.os/VERSION; default: the one there, else the package's)",
+    )
     boot.add_argument("--templates", help="folder with soul.md and os.md (default: packaged)")
     boot.add_argument("--supervisor", help="folder with the *.conf.in files (default: packaged)")
     boot.add_argument("--plugin", help="the Claude Code plugin to render (default: packaged)")
