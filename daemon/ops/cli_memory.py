@@ -51,13 +51,12 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def no_memory(command: str, layout: Layout) -> bool:
     """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
     from wsd.daemon.store.ledger import Store
-    from wsd.daemon.store.maintenance import Maintenance
+    from wsd.daemon.store.maintenance import MADE_BY, Maintenance
 
     why = Maintenance(Store(layout)).unready().get("memory")
     if why is not None:
         print(
-            f"{command}: memory.db {why}: the daemon creates it on its next start (or `wsd"
-            " init`); a deleted one is re-curated from the transcript by `wsd rebuild`",
+            f"{command}: memory.db {why}: {MADE_BY}",
             file=sys.stderr,
         )
     return why is not None

@@ -126,14 +126,13 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
 
 def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout) -> int:
     """The ``wsd memory`` verbs (``layout`` resolved by the caller)."""
-    from wsd.daemon.store.maintenance import Maintenance
+    from wsd.daemon.store.maintenance import MADE_BY, Maintenance
 
     store = Store(layout)
     why = Maintenance(store).unready().get("memory")
     if why is not None:  # never create it here: the daemon does (or `wsd rebuild`)
         print(
-            f"wsd memory: memory.db {why}: the daemon creates it on its next start (or"
-            " `wsd init`); a deleted one is re-curated from the transcript by `wsd rebuild`",
+            f"wsd memory: memory.db {why}: {MADE_BY}",
             file=sys.stderr,
         )
         return 1

@@ -134,14 +134,13 @@ def _status_unready(
     layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
 ) -> int:
     """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
+    from wsd.daemon.store.maintenance import MADE_BY
+
     report = {
         "workspace": layout.root,
         "databases": {f"{kind}.db": why for kind, why in unready.items()},
         "daemon_state": beat.get("state") if beat else None,
-        "what_next": (
-            "the daemon creates a missing database on its next start (or `wsd init` now);"
-            " a deleted memory.db is re-curated from the transcript by `wsd rebuild`"
-        ),
+        "what_next": MADE_BY,
     }
     if as_json:
         print(json.dumps(report, indent=2))

@@ -27,7 +27,7 @@ from wsd.daemon.runtime.config import DEFAULT_EROSION
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
-from wsd.daemon.store.maintenance import Maintenance
+from wsd.daemon.store.maintenance import MADE_BY, Maintenance
 from wsd.daemon.store.records import sha256
 from wsd.hooks import spool
 from wsd.schema.layout import Layout
@@ -39,10 +39,6 @@ HEARTBEAT_STALE_SECONDS = 60.0
 #: A Bridge outage longer than this is a failure, not a blip the retries ride out.
 OUTAGE_FAIL_SECONDS = 1800.0
 MAX_WAL_BYTES = 64 * 1024 * 1024
-_MADE_BY = (
-    "the daemon creates it on its next start, or run `wsd init`; a deleted memory.db is"
-    " re-curated from the transcript by `wsd rebuild`"
-)
 
 
 @dataclass
@@ -107,7 +103,7 @@ class Doctor:
             if not os.path.exists(path):
                 if path.endswith(("-wal", "-shm")):
                     continue
-                self.add("fail", "layout", f"{path} is missing ({_MADE_BY})")
+                self.add("fail", "layout", f"{path} is missing ({MADE_BY})")
                 continue
             actual = stat.S_IMODE(os.stat(path).st_mode)
             if actual == mode:
@@ -140,8 +136,7 @@ class Doctor:
                 self.add(
                     "fail",
                     f"{kind}.db",
-                    f"{path} has no schema (made and left empty?): the daemon creates it on its"
-                    " next start, or run `wsd init`",
+                    f"{path} has no schema (made and left empty?): {MADE_BY}",
                 )
                 usable = False
                 continue

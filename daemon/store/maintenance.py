@@ -16,6 +16,11 @@ from wsd import schema
 from wsd.daemon.store.ledger import Store
 
 DAY = 86_400.0
+#: What makes a missing database, said wherever one is found missing (status, doctor, search…).
+MADE_BY = (
+    "the daemon creates it on its next start (or `wsd init` now), and re-curates every turn of"
+    " the transcript into a new memory.db"
+)
 
 
 class Maintenance:
