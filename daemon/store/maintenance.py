@@ -18,8 +18,8 @@ from wsd.daemon.store.ledger import Store
 DAY = 86_400.0
 #: What makes a missing database, said wherever one is found missing (status, doctor, search…).
 MADE_BY = (
-    "the daemon creates it on its next start (or `wsd init` now), and re-curates every turn of"
-    " the transcript into a new memory.db"
+    "the daemon creates it on its next start (or `wsd init` now); a new memory.db is filled by"
+    " re-curating every turn of the transcript"
 )
 
 
