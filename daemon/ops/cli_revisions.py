@@ -28,10 +28,10 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from wsd.daemon.memory import files as memory_files
+from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import Revision
 from wsd.schema.layout import CURATED_FILES, Layout
@@ -90,10 +90,6 @@ def _file(value: str) -> str:
     return name
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
-
-
 def _changes(before: str, after: str) -> tuple[int, int]:
     """(lines added, lines removed) from ``before`` to ``after``."""
     added = removed = 0
@@ -111,7 +107,7 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "id": rev.id,
-                "created_at": _when(rev.created_at),
+                "created_at": iso_time(rev.created_at),
                 "source": rev.source,
                 "batch_id": rev.batch_id,
                 "lines": len(rev.content.splitlines()),
