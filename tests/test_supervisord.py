@@ -150,3 +150,55 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
     assert third not in (first, second)
     status = json.loads((Path(layout.memory_dir) / "daemon.status.json").read_text())
     assert status["supervised"] == "wsd"
+
+
+def _wsd(layout: Layout, *args: str) -> subprocess.CompletedProcess[str]:
+    """``wsd`` as an operator runs it: a shell with none of the daemon's settings."""
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    return subprocess.run(
+        [str(VENV / "bin" / "wsd"), "--workspace", layout.root, *args],
+        env=bare,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_readmes_restore_procedure_ends_green(
+    deployed: tuple[Layout, BridgeStandin, Supervisor], tmp_path: Path
+) -> None:
+    """The README's restore, step by step under real supervisord (backup; stop; remove the WAL
+    files; copy the backup in; start; doctor): doctor exits 0 with no FAIL, and the memory is
+    the backup's (issue 21: the procedure used to end in "FAIL daemon: not running")."""
+    layout, _bridge, sup = deployed
+    sup.wait_state("RUNNING")
+    write_turns(layout, 25, "before")  # a full batch: curated without waiting to be idle
+    assert wait_for(lambda: _curated(layout) == 25, 40, 0.2)
+    dest = tmp_path / "backup"
+    made = _wsd(layout, "backup", str(dest))
+    assert made.returncode == 0, made.stderr
+    backed_up = scalar(str(dest / "memory.db"), "SELECT count(*) FROM learnings")
+    write_turns(layout, 25, "after", 25)  # lost by the restore, as a restore does
+    assert wait_for(lambda: _curated(layout) == 50, 40, 0.2)
+
+    assert "stopped" in sup.ctl("stop", "wsd")
+    memory = Path(layout.memory_dir)
+    for leftover in [*memory.glob("*-wal"), *memory.glob("*-shm")]:
+        leftover.unlink()
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for name in ["transcript.db", "memory.db", *manifest["md_files"]]:
+        target = Path(layout.md(name)) if name.endswith(".md") else memory / name
+        shutil.copyfile(dest / name, target)
+    assert "started" in sup.ctl("start", "wsd")
+    sup.wait_state("RUNNING")
+    assert wait_for(lambda: (_wsd(layout, "status", "--json").returncode == 0), 20, 0.3)
+    assert wait_for(
+        lambda: json.loads(_wsd(layout, "status", "--json").stdout)["daemon_running"], 20, 0.3
+    )
+
+    doctor = _wsd(layout, "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "FAIL" not in doctor.stdout and "0 problem(s)" in doctor.stdout, doctor.stdout
+    assert _curated(layout) == 25
+    assert scalar(layout.memory_db, "SELECT count(*) FROM learnings") == backed_up
