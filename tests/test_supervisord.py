@@ -192,7 +192,7 @@ def test_the_readmes_restore_procedure_ends_green(
         shutil.copyfile(dest / name, target)
     assert "started" in sup.ctl("start", "wsd")
     sup.wait_state("RUNNING")
-    assert wait_for(lambda: (_wsd(layout, "status", "--json").returncode == 0), 20, 0.3)
+    assert wait_for(lambda: _wsd(layout, "status", "--json").returncode == 0, 20, 0.3)
     assert wait_for(
         lambda: json.loads(_wsd(layout, "status", "--json").stdout)["daemon_running"], 20, 0.3
     )
