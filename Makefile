@@ -1,6 +1,8 @@
 # Every install step lives here: a fresh machine needs nothing but python3.
 PYTHON ?= python3
-VENV   := .venv
+# `make check VENV=.venv-bare EXTRAS=tools` checks the package without its extras (CI runs both).
+VENV   ?= .venv
+EXTRAS ?= dev
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
@@ -18,7 +20,7 @@ CODE_DIRS := $(shell find schema hooks daemon deploy -type d -not -name __pycach
 $(STAMP): pyproject.toml $(CODE_DIRS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet --config-settings editable_mode=strict -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet --config-settings editable_mode=strict -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -50,4 +52,4 @@ soak: $(STAMP)
 	$(BIN)/python -m soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-bare build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -12,8 +12,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy", reason="the [semantic] extra is not installed")
 
 from tests.conftest import (
     daemon_env,

@@ -27,7 +27,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,9 +182,17 @@ class AgentMemory:
         return {"type": "preset", "preset": "claude_code", "append": self.system_prompt_append}
 
 
+_Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
 def memory_server(layout: Layout) -> Any:
     """The in-process MCP server ``memory`` with the two tools, bound to ``layout``."""
-    from claude_agent_sdk import create_sdk_mcp_server, tool
+    from claude_agent_sdk import create_sdk_mcp_server
+    from claude_agent_sdk import tool as sdk_tool
+
+    # Typed here so mypy strict passes whether or not the agent extra is installed (without
+    # it the SDK is Any, and an Any decorator makes the handlers untyped).
+    tool: Callable[[str, str, dict[str, Any]], Callable[[_Handler], Any]] = sdk_tool
 
     @tool(SEARCH_TOOL, SEARCH_DESCRIPTION, SEARCH_SCHEMA)
     async def search(args: dict[str, Any]) -> dict[str, Any]:

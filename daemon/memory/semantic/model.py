@@ -68,7 +68,7 @@ class Encoder:
     """Text to unit vectors; thread-safe (one forward pass at a time)."""
 
     def __init__(self, weights: Weights, vocab: Path) -> None:
-        from tokenizers.implementations import BertWordPieceTokenizer  # type: ignore[attr-defined]
+        from tokenizers.implementations import BertWordPieceTokenizer  # type: ignore[attr-defined,unused-ignore]
 
         self.w = weights
         self.tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
