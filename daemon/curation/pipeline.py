@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Reply
@@ -38,6 +39,20 @@ from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
 from wsd.schema.layout import CURATED_FILES
+
+#: A turn holding a spooled event younger than this is not claimed yet: the rest of a
+#: spooled burst (an earlier Stop, whole earlier turns) is placed first, not sent later as
+#: addenda to a turn that a direct write joined and closed (found by the soak). ``wsd
+#: rebuild`` leaves such turns to the daemon by the same measure.
+LATE_SETTLE_SECONDS = 5.0
+
+
+class NoBatch(StrEnum):
+    """Why :meth:`Pipeline.take` claimed nothing."""
+
+    SETTLING = "settling"  # a turn is still settling, or spooled events wait unrecorded
+    REMARKED = "remarked"  # the turns were already curated: markers caught up, look again
+    GONE = "gone"  # the turns went meanwhile (transcript.db replaced)
 
 
 @dataclass(frozen=True)
@@ -131,6 +146,26 @@ class Pipeline:
         self.log = log
         #: Every request is booked in the charges ledger as it happens (the daily cap).
         self.meter = StoreMeter(store, config, clock, purpose, log)
+
+    def take(self, identity: str, now: float, spool_waiting: bool) -> Batch | NoBatch:
+        """The next batch, settled, checked against the ledger, planned and claimed, once per
+        pass: one read of the pending turns, one plan, one claiming transaction (the plan
+        is made again only when a late event changed a turn between the read and the claim).
+        ``spool_waiting``: spooled events wait unrecorded (a hook spooled since this pass's
+        intake), so one of them may belong before these turns."""
+        turns, settling = self.store.next_turns(self.config.batch_turns, now - LATE_SETTLE_SECONDS)
+        if settling or spool_waiting:
+            return NoBatch.SETTLING
+        covered = self.store.covered(identity, [t.id for t in turns])
+        if covered:  # markers lagging behind the ledger (crash between the two commits)
+            self.store.mark_processed(sorted(covered))
+            return NoBatch.REMARKED
+        batch = plan(turns, self.config.batch_chars)[0]
+        # Claimed and read again in one transaction: a late event cannot change them now.
+        claimed = self.store.claim_turns([t.id for t in batch.turns], now)
+        if not claimed:
+            return NoBatch.GONE
+        return batch if claimed == batch.turns else plan(claimed, self.config.batch_chars)[0]
 
     def curate(self, batch: Batch, identity: str, replaces: Sequence[int] = ()) -> list[Committed]:
         """Curate ``batch``, splitting on rejection; every commit in order."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
-from wsd.daemon.curation.pipeline import Committed, Pipeline, plan
+from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipeline, plan
 from wsd.daemon.curation.replay import PersonEdits, plan_groups
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
@@ -56,8 +56,6 @@ from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
 STALE = 60.0
-#: As the loop: a turn holding spooled events rests this long before it is curated.
-LATE_SETTLE_SECONDS = 5.0
 
 
 class RebuildError(Exception):

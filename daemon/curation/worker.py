@@ -23,13 +23,13 @@ from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.md_sync import MdSync
-from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
-from wsd.daemon.curation.rebuild import LATE_SETTLE_SECONDS, pause_requested
+from wsd.daemon.curation.pipeline import Batch, Committed, NoBatch, Pipeline
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
+from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import Maintenance
 from wsd.schema.layout import Layout
@@ -240,27 +240,12 @@ class Worker:
             return PassResult(Step.WAITING)
         if self._over_budget(now):
             return PassResult(Step.BUDGET)
-        turns = self.store.pending_turns(self.config.batch_turns)
-        # Nothing is claimed while a turn with spooled events is younger than LATE_SETTLE_SECONDS
-        # or spooled events wait unrecorded (a hook spooled since this pass's intake): the rest
-        # of a spooled burst (an earlier Stop, whole earlier turns) is placed first, not sent
-        # later as addenda to a turn that a direct write joined and closed (found by the soak).
-        settled = self.store.pending_turns(self.config.batch_turns, now - LATE_SETTLE_SECONDS)
-        if [t.id for t in settled] != [t.id for t in turns] or self.intake.waiting():
+        batch = self.pipeline.take(self.identity, now, self.intake.waiting())
+        if batch == NoBatch.REMARKED:
+            return PassResult(Step.REMARKED, more=True)
+        if isinstance(batch, NoBatch):
             self.status.update(state="idle")
             return PassResult(Step.WAITING)
-        covered = self.store.covered(self.identity, [t.id for t in turns])
-        if covered:  # markers lagging behind the ledger (crash between the two commits)
-            self.store.mark_processed(sorted(covered))
-            return PassResult(Step.REMARKED, more=True)
-        batch = plan(turns, self.config.batch_chars)[0]
-        # Claimed and read again in one transaction: a late event cannot change them now.
-        claimed = plan(
-            self.store.claim_turns([t.id for t in batch.turns], now), self.config.batch_chars
-        )
-        if not claimed:  # gone meanwhile (transcript.db replaced): look again next pass
-            return PassResult(Step.WAITING)
-        batch = claimed[0]
         self.status.update(state="curating", force=True)
         outcome, ids = self._curate(batch, reason, now)
         if outcome != Step.BACKOFF:

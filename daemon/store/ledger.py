@@ -79,19 +79,22 @@ class Store(Charges, Flushes, Revisions, Databases):
             identity = schema.identity(t)
         return Backlog(int(pending), oldest, last_activity, flush_upto, identity, int(last_turn))
 
-    def pending_turns(self, limit: int, settled_before: float | None = None) -> list[Turn]:
-        """The oldest unprocessed turns, in id order; with ``settled_before``, a turn holding
-        a spooled event is left out until its newest event is older than that: the rest of
-        a burst spooled with it is then in (ingested and placed), not on its way."""
-        unsettled = "" if settled_before is None else f" AND NOT {_SETTLING.format(n=2)}"
+    def pending_turns(self, limit: int) -> list[Turn]:
+        """The oldest unprocessed turns, in id order."""
+        return self.next_turns(limit, float("inf"))[0]
+
+    def next_turns(self, limit: int, settled_before: float) -> tuple[list[Turn], bool]:
+        """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
+        of them is still settling (holds a spooled event newer than ``settled_before``: the
+        rest of a burst spooled with it may still be on its way)."""
         with self._transcript() as t:
             rows = schema.rows(
                 t,
-                f"SELECT {_TURN_COLS} FROM observations o WHERE processed = 0{unsettled}"
-                " ORDER BY id LIMIT ?1",
-                (limit,) if settled_before is None else (limit, settled_before),
+                f"SELECT {_TURN_COLS}, {_SETTLING.format(n=2)} FROM observations o"
+                " WHERE processed = 0 ORDER BY id LIMIT ?1",
+                (limit, settled_before),
             )
-        return [_turn(r) for r in rows]
+        return [_turn(r[:-1]) for r in rows], any(r[-1] for r in rows)
 
     def claim_turns(self, ids: Sequence[int], now: float) -> list[Turn]:
         """Mark these turns as taken into a batch and read them, in one transaction: from
@@ -124,7 +127,7 @@ class Store(Charges, Flushes, Revisions, Databases):
     def turn_ids(self, settled_before: float | None = None) -> list[int]:
         """Every turn's id, oldest first (``wsd rebuild`` re-curates them all); with
         ``settled_before``, a turn not curated yet that holds a spooled event newer than that
-        is left out (as :meth:`pending_turns` does: the daemon curates it once settled)."""
+        is left out (as :meth:`next_turns` tells the loop: the daemon curates it once settled)."""
         settling = f"processed = 0 AND {_SETTLING.format(n=1)}"
         unsettled = "" if settled_before is None else f" WHERE NOT ({settling})"
         args = () if settled_before is None else (settled_before,)
