@@ -16,14 +16,13 @@ from bench.procs import quiet_logs
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
 from wsd import schema
-from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.curator import build_request, render_turn
 from wsd.daemon.curation.reply import parse_reply
-from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory import files as files_mod
 from wsd.daemon.memory import files_md
 from wsd.daemon.memory.edits import Limits, apply
 from wsd.daemon.memory.files import canonical
+from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import (
     DEFAULT_PRICE_INPUT,
     DEFAULT_PRICE_OUTPUT,
@@ -79,7 +78,7 @@ def _session_flush(turns: int = 20) -> tuple[float, int, int]:
         capture_turns(layout, session)
         config = Config(workspace=layout.root, bridge_url=standin.url, api_key="bench", watch=False)
         stop = threading.Event()
-        worker = Worker(config, Store(layout), BridgeClient(config, stop), stop)
+        worker = build_worker(config, Store(layout), stop)
         conn = schema.connect(layout.transcript_db, "transcript")
         try:
             request_flush(conn, "bench", time.time())

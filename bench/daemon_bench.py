@@ -32,8 +32,7 @@ from bench.procs import (
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, record_turns, typical_turn
 from wsd import schema
-from wsd.daemon.curation.bridge import BridgeClient
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import (
     Config,
 )
@@ -98,7 +97,7 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
                 daily_budget_usd=0.0,  # off: 10,000 turns cost more than the default $1 a day
             )
             stop = threading.Event()
-            worker = Worker(config, Store(layout), BridgeClient(config, stop), stop)
+            worker = build_worker(config, Store(layout), stop)
             call = worker.bridge.call = _Timed(worker.bridge.call)  # type: ignore[method-assign]
             commit = worker.store.commit_batch = _Timed(worker.store.commit_batch)  # type: ignore[method-assign]
             mark = worker.store.mark_processed = _Timed(worker.store.mark_processed)  # type: ignore[method-assign]

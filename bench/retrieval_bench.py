@@ -35,7 +35,7 @@ def semantic(spaces: list[locomo.Workspace]) -> Iterator[float | None]:
         return
     import structlog
 
-    from wsd.daemon.curation.embedding import Embedder
+    from wsd.daemon.memory.semantic.embedding import Embedder
     from wsd.daemon.memory.semantic.server import SemanticServer
     from wsd.daemon.store.ledger import Store
 

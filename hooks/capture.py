@@ -294,7 +294,7 @@ class Capture:
                     self._close()
         except (apsw.Error, OSError, schema.SchemaError) as exc:
             self._close()
-            from wsd.hooks import spool  # only now: most hook runs never spool
+            from wsd.schema import spool  # only now: most hook runs never spool
 
             os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
             spool.append(self.layout.spool, event.to_json())

@@ -18,9 +18,9 @@ import apsw
 import pytest
 
 from wsd import schema
-from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
@@ -115,12 +115,19 @@ def make_config(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Con
 
 
 def make_worker(
-    layout: Layout, standin: BridgeStandin, stop: threading.Event | None = None, **overrides: Any
+    layout: Layout,
+    standin: BridgeStandin,
+    stop: threading.Event | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
+    **overrides: Any,
 ) -> Worker:
-    """A Worker wired to real stores and a real Bridge client aimed at the stand-in."""
+    """A Worker wired as ``wsd run`` wires it (real stores, a real Bridge client aimed at the
+    stand-in), on the given clocks."""
     config = make_config(layout, standin, **overrides)
     stop = stop or threading.Event()
-    return Worker(config, Store(layout), BridgeClient(config, stop), stop)
+    return build_worker(config, Store(layout), stop, clock=clock, monotonic=monotonic)
 
 
 # -- the real Claude Agent SDK against the stand-in ---------------------------------

@@ -12,8 +12,8 @@ import apsw
 import pytest
 
 from wsd import schema
-from wsd.hooks import spool
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER, Capture, CaptureConfig, InvalidInput
+from wsd.schema import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, close_stale_turns, record
 

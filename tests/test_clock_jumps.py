@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from structlog.testing import capture_logs
 
@@ -24,9 +25,11 @@ class Clocks:
         self.wall = time.time()
         self.mono = 5000.0
 
-    def attach(self, worker: Worker) -> Worker:
-        worker.clock, worker.monotonic = (lambda: self.wall), (lambda: self.mono)
-        return worker
+    def worker(self, layout: Layout, standin: BridgeStandin, **config: Any) -> Worker:
+        """A worker wired on these clocks."""
+        return make_worker(
+            layout, standin, clock=lambda: self.wall, monotonic=lambda: self.mono, **config
+        )
 
     def run(self, worker: Worker) -> str:
         return str(worker.run_once(self.wall).action)
@@ -35,7 +38,7 @@ class Clocks:
 def _outage(layout: Layout, standin: BridgeStandin, clocks: Clocks, **config: float) -> Worker:
     """A worker that has just entered backoff after the Bridge failed; the Bridge is healthy
     from now on."""
-    worker = clocks.attach(make_worker(layout, standin, batch_turns=1, retry_attempts=1, **config))
+    worker = clocks.worker(layout, standin, batch_turns=1, retry_attempts=1, **config)
     write_turns(layout, 1)
     standin.script(Fault.overloaded())
     assert clocks.run(worker) == "backoff"
@@ -84,7 +87,7 @@ def test_restart_clamps_a_backoff_stored_by_a_clock_that_ran_ahead(
     clocks = Clocks()
     worker = _outage(layout, standin, clocks, outage_backoff=30, outage_backoff_max=120)
     Store(layout).set_state({"next_attempt_at": repr(clocks.wall + 36000)}, clocks.wall)
-    restarted = clocks.attach(make_worker(layout, standin, batch_turns=1, outage_backoff_max=120))
+    restarted = clocks.worker(layout, standin, batch_turns=1, outage_backoff_max=120)
     assert worker is not restarted
     assert clocks.run(restarted) == "backoff"
     clocks.mono += 121
@@ -99,7 +102,7 @@ def test_a_turn_open_across_a_thaw_is_not_closed_as_an_orphan(
     agent was frozen too); its Stop then completes it whole. Once the orphan timeout has
     passed after the thaw, a turn that truly went quiet is closed as before."""
     clocks = Clocks()
-    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=900))
+    worker = clocks.worker(layout, standin, orphan_seconds=900)
     cap = Capture(CaptureConfig(workspace=layout.root))
     cap.handle(prompt("s", "Rename the invoices folder"))
     cap.handle(tool("s", "Bash", {"command": "mv invoices bills"}, ""))
@@ -137,7 +140,7 @@ def test_a_daemon_started_on_a_leapt_clock_waits_a_full_timeout_before_closing(
     cap.close()
     clocks = Clocks()
     clocks.wall += 86_400
-    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=900))
+    worker = clocks.worker(layout, standin, orphan_seconds=900)
     clocks.run(worker)
     assert q(layout.transcript_db, "SELECT count(*) FROM observations") == [(0,)]
     clocks.wall += 901
@@ -155,7 +158,7 @@ def test_a_leap_between_start_up_and_the_first_pass_is_a_wake(
     cap.handle(prompt("s", "Sort the receipts"))
     cap.close()
     clocks = Clocks()
-    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=900))
+    worker = clocks.worker(layout, standin, orphan_seconds=900)
     worker.start()
     clocks.wall += 86_400
     clocks.mono += 1
@@ -168,7 +171,7 @@ def test_a_step_back_cancels_only_the_leap_it_undid(layout: Layout, standin: Bri
     undid the hour, so it must not also cancel the +90 s credit: the turn open during the
     leap is not closed as an orphan, and its Stop completes it after the clock is right."""
     clocks = Clocks()
-    worker = clocks.attach(make_worker(layout, standin, orphan_seconds=20, wake_jump_seconds=30))
+    worker = clocks.worker(layout, standin, orphan_seconds=20, wake_jump_seconds=30)
     config = CaptureConfig(workspace=layout.root)
     cap = Capture(config)
     clocks.run(worker)

@@ -227,9 +227,11 @@ def test_the_daily_budget_pauses_curation_and_a_new_day_resumes_it(
     resumes by itself and every turn is curated once."""
     expensive = {"input_tokens": 1000, "output_tokens": 1000}  # $0.006 a call
     standin.responder = lambda _body: Reply.text("FACT: A fact", usage=expensive)
-    worker = make_worker(layout, standin, batch_turns=2, daily_budget_usd=0.01)
     day = 20_000 * 86400.0  # a UTC midnight
-    worker.clock = lambda: day + 3600
+    clock = [day + 3600]
+    worker = make_worker(
+        layout, standin, batch_turns=2, daily_budget_usd=0.01, clock=lambda: clock[0]
+    )
     write_turns(layout, 8)
     flush(layout)
     steps = drain(worker, now=day + 3600)
@@ -241,7 +243,7 @@ def test_the_daily_budget_pauses_curation_and_a_new_day_resumes_it(
     assert worker.run_once(now=day + 7200).action == "budget" and len(standin.requests) == 2
     status = json.loads(Path(layout.memory_dir, "daemon.status.json").read_text())
     assert status["state"] == "budget" and status["budget"]["resumes_at"] == day + 86400
-    worker.clock = lambda: day + 86400 + 60
+    clock[0] = day + 86400 + 60
     steps = drain(worker, now=day + 86400 + 60)
     assert steps.count("curated") == 2 and _done(layout) == 4
     assert q(

@@ -15,7 +15,7 @@ import apsw
 
 from tests.conftest import venv_script
 from wsd import schema
-from wsd.hooks import spool
+from wsd.schema import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import close_stale_turns, record
 

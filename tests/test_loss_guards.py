@@ -51,8 +51,8 @@ def test_replacing_every_line_loses_a_quarter_per_batch_and_half_a_day(
     """Found by an attack: ``user.md ~1: .`` ... ``~N: .`` replaced every line. Now each batch
     loses at most a quarter, and once the file has lost half of what it had a day earlier the
     removals wait (held, recorded); adds still land; a day later the baseline moves on."""
-    worker = make_worker(layout, standin, batch_turns=1)
-    worker.clock = lambda: DAY + 3600
+    clock = [DAY + 3600]
+    worker = make_worker(layout, standin, batch_turns=1, clock=lambda: clock[0])
     standin.script(Reply.text("USER_MD_UPDATE:\n" + "\n".join(FACTS)))
     _batch(layout, worker, 0, DAY + 3600)
     assert _user_md(layout) == FACTS
@@ -72,7 +72,7 @@ def test_replacing_every_line_loses_a_quarter_per_batch_and_half_a_day(
     assert _user_md(layout)[-1] == "- A new line is still added"
     # Two days on, the file as it stood a day before is the baseline: removals resume.
     later = DAY + 3 * 86400
-    worker.clock = lambda: later
+    clock[0] = later
     standin.script(_dots(121))
     _batch(layout, worker, 6, later)
     assert len([x for x in _user_md(layout) if x in FACTS]) == 60 - 15

@@ -13,8 +13,8 @@ from typing import Any
 from tests.conftest import daemon_env, drain, flush, make_config, make_worker, write_turns, wsd
 from tests.conftest import query as q
 from wsd.daemon.curation import rebuild
-from wsd.daemon.curation.embedding import Embedder
 from wsd.daemon.curation.worker import Worker
+from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.ledger import Store

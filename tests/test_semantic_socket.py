@@ -11,9 +11,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from wsd.daemon.curation.embedding import Embedder
 from wsd.daemon.memory.semantic import client
 from wsd.daemon.memory.semantic import server as server_module
+from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.archive import import_lines

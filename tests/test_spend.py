@@ -43,8 +43,14 @@ def test_negative_usage_is_priced_at_an_estimate_and_the_cap_still_holds(
     lying = {"input_tokens": 5, "output_tokens": -2_000_000}
     standin.responder = lambda _body: Reply.text("FACT: A fact", usage=lying)
     # $2,000 per million tokens: one call of ~700 input tokens is over $1.
-    worker = make_worker(layout, standin, batch_turns=1, daily_budget_usd=1.0, price_input=2000.0)
-    worker.clock = lambda: DAY + 60
+    worker = make_worker(
+        layout,
+        standin,
+        batch_turns=1,
+        daily_budget_usd=1.0,
+        price_input=2000.0,
+        clock=lambda: DAY + 60,
+    )
     write_turns(layout, 6)
     flush(layout)
     steps = drain(worker, now=DAY + 60)

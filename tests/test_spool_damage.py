@@ -28,12 +28,11 @@ from tests.conftest import (
     wsd,
 )
 from wsd import schema
-from wsd.daemon.curation.bridge import BridgeClient
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.ledger import Store
-from wsd.hooks import spool
+from wsd.schema import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, record
 
@@ -204,9 +203,7 @@ def test_a_long_spool_ingest_keeps_the_heartbeat_fresh(
     ticks = itertools.count(time.time(), 1.0)  # each reading of the clock is one second later
     stop = threading.Event()
     config = make_config(layout, standin)
-    worker = Worker(
-        config, Store(layout), BridgeClient(config, stop), stop, clock=lambda: next(ticks)
-    )
+    worker = build_worker(config, Store(layout), stop, clock=lambda: next(ticks))
     worker.start()
     started = read_status(layout)
     assert started is not None

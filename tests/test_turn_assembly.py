@@ -34,8 +34,8 @@ from wsd import schema
 from wsd.daemon.curation import rebuild
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.ledger import Store
-from wsd.hooks import spool
 from wsd.hooks.capture import Capture, CaptureConfig, build_event
+from wsd.schema import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, record
 

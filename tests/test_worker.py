@@ -262,9 +262,11 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """Every fault mode back to back: no crash, bounded calls, all turns curated once, md intact."""
+    moved: list[float] = []  # the monotonic clock, once the test moves it by hand
     worker = make_worker(
         layout,
         standin,
+        monotonic=lambda: moved[-1] if moved else time.monotonic(),
         batch_turns=2,
         request_timeout=0.5,
         retry_attempts=2,
@@ -289,7 +291,7 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     standin.script(*faults)
     now, mono = time.time(), time.monotonic()
     for step in range(60):
-        worker.monotonic = lambda step=step: mono + step * 30  # both clocks move on
+        moved.append(mono + step * 30)  # both clocks move on
         worker.run_once(now + step * 30)
         if not q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][
             0
@@ -310,11 +312,18 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
 
 def test_long_outage_backs_off_and_survives_restart(layout: Layout, standin: BridgeStandin) -> None:
     """When retries run out the next attempt time is stored, honoured, and read back on restart."""
-    worker = make_worker(layout, standin, batch_turns=1, retry_attempts=2, outage_backoff=30)
+    now, mono = time.time(), [1000.0]
+    worker = make_worker(
+        layout,
+        standin,
+        batch_turns=1,
+        retry_attempts=2,
+        outage_backoff=30,
+        clock=lambda: now,
+        monotonic=lambda: mono[0],
+    )
     write_turns(layout, 1)
     standin.script(Fault.overloaded(), Fault.overloaded())
-    now, mono = time.time(), [1000.0]
-    worker.clock, worker.monotonic = lambda: now, lambda: mono[0]
     with capture_logs() as logs:
         assert worker.run_once(now).action == "backoff"
     assert any(e["event"] == "bridge_unavailable" for e in logs)
@@ -324,9 +333,10 @@ def test_long_outage_backs_off_and_survives_restart(layout: Layout, standin: Bri
     assert len(standin.requests) == 2
     state = dict(q(layout.memory_db, "SELECT key, value FROM state"))
     assert float(state["next_attempt_at"]) == pytest.approx(now + 30, abs=1)
-    restarted = make_worker(layout, standin, batch_turns=1)
     restart_mono = [0.0]  # a new process: its monotonic clock has nothing to do with ours
-    restarted.clock, restarted.monotonic = lambda: now + 10, lambda: restart_mono[0]
+    restarted = make_worker(
+        layout, standin, batch_turns=1, clock=lambda: now + 10, monotonic=lambda: restart_mono[0]
+    )
     assert restarted.run_once(now + 10).action == "backoff"
     restart_mono[0] += 21
     with capture_logs() as logs:
@@ -445,8 +455,14 @@ def test_recreated_transcript_is_detected(layout: Layout, standin: BridgeStandin
 def test_wake_is_detected_and_resets_backoff(layout: Layout, standin: BridgeStandin) -> None:
     """A wall-clock jump far beyond the monotonic clock is logged as a wake and ends backoff."""
     mono = [100.0]
-    worker = make_worker(layout, standin, batch_turns=1, retry_attempts=1, outage_backoff=600)
-    worker.monotonic = lambda: mono[0]
+    worker = make_worker(
+        layout,
+        standin,
+        batch_turns=1,
+        retry_attempts=1,
+        outage_backoff=600,
+        monotonic=lambda: mono[0],
+    )
     wakes: list[int] = []
     worker.on_wake.append(lambda: wakes.append(1))
     write_turns(layout, 1)
@@ -470,3 +486,60 @@ def test_version_change_stops_the_loop(layout: Layout, standin: BridgeStandin) -
     Path(layout.version_file).write_text("1.1\n")
     assert worker.run_once().action == "version_changed"
     assert stop.is_set()
+
+
+class _Part:
+    """A started part of ``wsd run`` (the watcher, the semantic server) that records its stop
+    and may fail it: the fault seam for the shutdown order."""
+
+    def __init__(self, name: str, seen: list[str], stop: threading.Event, fail: bool = False):
+        self.name, self.seen, self.stop_event, self.fail = name, seen, stop, fail
+
+    def start(self) -> None:
+        self.seen.append(f"{self.name} start")
+
+    def join(self, timeout: float | None = None) -> None:
+        self.seen.append(f"{self.name} join (stop set: {self.stop_event.is_set()})")
+
+    def stop(self) -> None:
+        self.seen.append(f"{self.name} stop")
+        if self.fail:
+            raise OSError(f"{self.name} would not stop")
+
+
+def test_wsd_run_stops_in_reverse_order_and_reports_the_first_error(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """``wsd run``'s shutdown (issue 22): the parts stop in reverse order of start-up, each
+    even when the loop or a part before it failed; the first error is raised, a later one
+    logged; the watcher's stop event is set whatever ended the loop."""
+    from wsd.daemon.ops.wiring import serve
+
+    seen: list[str] = []
+    worker = make_worker(layout, standin)
+
+    def loop_dies() -> int:
+        seen.append("loop")
+        raise RuntimeError("the loop died")
+
+    worker.run = loop_dies  # type: ignore[method-assign]
+    watcher = _Part("watcher", seen, worker.stop)
+    semantic = _Part("semantic", seen, worker.stop, fail=True)
+    with capture_logs() as logs, pytest.raises(RuntimeError, match="the loop died"):
+        serve(worker, watcher, semantic)  # type: ignore[arg-type]
+    assert seen == [
+        "watcher start",
+        "loop",
+        "semantic stop",
+        "watcher join (stop set: True)",
+    ]
+    assert [(e["event"], e["part"]) for e in logs] == [("shutdown_failed", "semantic")]
+
+    # A clean loop: its exit code, unless stopping a part failed (then that error).
+    seen.clear()
+    worker.stop.clear()
+    worker.run = lambda: 0  # type: ignore[method-assign]
+    assert serve(worker, _Part("watcher", seen, worker.stop), None) == 0
+    assert seen == ["watcher start", "watcher join (stop set: True)"]
+    with pytest.raises(OSError, match="semantic would not stop"):
+        serve(worker, watcher, semantic)  # type: ignore[arg-type]

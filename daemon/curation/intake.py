@@ -3,7 +3,7 @@
 Each pass first records what hooks spooled while transcript.db was busy (files a crash left
 half-ingested first). A failure to ingest (the database busy, the disk full) is logged and the
 pass goes on to curate: the file stays for the next pass. Lines that can never be recorded are
-set aside by :func:`wsd.hooks.spool.ingest_file` and logged here. Turns a late event folded
+set aside by :func:`wsd.schema.spool.ingest_file` and logged here. Turns a late event folded
 again are indexed again for search.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
-from wsd.hooks import spool
+from wsd.schema import spool
 
 
 class SpoolIntake:

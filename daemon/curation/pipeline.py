@@ -167,8 +167,16 @@ class Pipeline:
             return NoBatch.GONE
         return batch if claimed == batch.turns else plan(claimed, self.config.batch_chars)[0]
 
-    def curate(self, batch: Batch, identity: str, replaces: Sequence[int] = ()) -> list[Committed]:
-        """Curate ``batch``, splitting on rejection; every commit in order."""
+    def curate(
+        self,
+        batch: Batch,
+        identity: str,
+        replaces: Sequence[int] = (),
+        on_commit: Callable[[Committed], None] | None = None,
+    ) -> list[Committed]:
+        """Curate ``batch``, splitting on rejection; every commit in order, each handed to
+        ``on_commit`` (else the pipeline's own) as it is made."""
+        notify = on_commit or self.on_commit
         actions = self.store.open_actions()
         base = self.files()
         related = archive.related_learnings(self.store, _batch_text(batch), RELATED_LEARNINGS)
@@ -179,14 +187,16 @@ class Pipeline:
         except BatchRejected as exc:
             if len(batch.turns) == 1:
                 record = BatchRecord.parked(batch.turns, exc, exc.attempts, started)
-                return [self._commit(batch.turns, record, identity, replaces)]
+                return [self._commit(batch.turns, record, identity, replaces, notify)]
             if self.log is not None:
                 self.log.warning("batch_split", turns=len(batch.turns), error=str(exc))
             first, second = batch.halves()
-            return self.curate(first, identity, replaces) + self.curate(second, identity, replaces)
+            return self.curate(first, identity, replaces, notify) + self.curate(
+                second, identity, replaces, notify
+            )
         parsed = parse_reply(reply.text, [t.id for t in batch.turns], [a[0] for a in actions])
         record = self._record(batch, parsed, reply, base, {r[0] for r in related}, started)
-        return [self._commit(batch.turns, record, identity, replaces, parsed, reply)]
+        return [self._commit(batch.turns, record, identity, replaces, notify, parsed, reply)]
 
     def _record(
         self,
@@ -247,6 +257,7 @@ class Pipeline:
         record: BatchRecord,
         identity: str,
         replaces: Sequence[int],
+        notify: Callable[[Committed], None],
         parsed: ParsedReply | None = None,
         reply: Reply | None = None,
     ) -> Committed:
@@ -257,7 +268,7 @@ class Pipeline:
         except AlreadyCovered:
             result = None
         done = Committed(turns, record, result, parsed, reply)
-        self.on_commit(done)
+        notify(done)
         return done
 
 

@@ -51,7 +51,7 @@ from wsd.daemon.store.aside import pause_path, pause_requested
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import Turn
-from wsd.hooks import spool
+from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).

@@ -3,6 +3,7 @@ batch, SPEC.md section 5), kept apart from the loop's decisions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wsd.daemon.curation.bridge import Outage
@@ -113,3 +114,27 @@ def recovered(log: Any, status: StatusFile, throttle: ErrorThrottle, backing_off
     if status.data.get("next_attempt_at") or status.data.get("last_error"):
         status.update(next_attempt_at=None, last_error=None, outage_since=None, force=True)
     return failures is not None or backing_off
+
+
+class Failures:
+    """A pass's failures (the loop's, the spool intake's): counted and kept as ``last_error``
+    in the heartbeat, logged with a stack the first time, then rate-limited per key."""
+
+    def __init__(self, status: StatusFile, log: Any, clock: Callable[[], float]) -> None:
+        self.status = status
+        self.log = log
+        self.clock = clock
+        #: Shared with the Bridge's outage and recovery lines (one "recovered" per outage).
+        self.throttle = ErrorThrottle()
+
+    def record(self, key: str, exc: BaseException) -> None:
+        self.status.count(errors=1)
+        self.status.update(last_error=f"{type(exc).__name__}: {exc}"[:300], force=True)
+        suppressed = self.throttle.failed(key, self.clock())
+        if suppressed is not None:
+            self.log.error(
+                "pass_failed",
+                error=f"{type(exc).__name__}: {exc}",
+                suppressed=suppressed,
+                exc_info=suppressed == 0,
+            )

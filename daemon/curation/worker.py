@@ -22,12 +22,12 @@ from wsd.daemon.curation import reporting
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
-from wsd.daemon.curation.md_sync import MdSync
 from wsd.daemon.curation.pipeline import Batch, Committed, NoBatch, Pipeline
+from wsd.daemon.curation.reporting import Failures
+from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile
-from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.ledger import Store
@@ -70,6 +70,24 @@ class PassResult:
     batches: list[int] = field(default_factory=list)
 
 
+@dataclass
+class Parts:
+    """The worker's collaborators, built by the entry point (:mod:`wsd.daemon.ops.wiring`)
+    and handed in: the worker only runs the loop."""
+
+    log: Any
+    status: StatusFile
+    failures: Failures
+    backoff: Backoff
+    wake: WakeDetector
+    maintenance: Maintenance
+    md: MdSync
+    intake: SpoolIntake
+    shedder: MemoryShedder
+    budget: Budget
+    pipeline: Pipeline
+
+
 class Worker:
     """Turns captured turns into memory; every dependency is handed in."""
 
@@ -79,6 +97,7 @@ class Worker:
         store: Store,
         bridge: BridgeClient,
         stop: threading.Event,
+        parts: Parts,
         *,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -94,37 +113,26 @@ class Worker:
         self.clock = clock
         self.monotonic = monotonic
         self.on_wake = list(on_wake)
-        self.log = get_logger(component="worker")
-        self.throttle = ErrorThrottle()
-        self.status = StatusFile(self.layout, clock)
+        self.log = parts.log
+        self.status = parts.status
+        self.failures = parts.failures
+        self.backoff = parts.backoff
+        self.wake = parts.wake
+        self.ops = parts.maintenance
+        self.md = parts.md
+        self.intake = parts.intake
+        self.shedder = parts.shedder
+        self.budget = parts.budget
+        self.pipeline = parts.pipeline
         self.identity = ""
         self.version = ""
-        self.backoff = Backoff(  # through self: a test may swap the monotonic clock
-            store, config.outage_backoff, config.outage_backoff_max, lambda: self.monotonic()
-        )
-        self.wake = WakeDetector(config.wake_jump_seconds, config.orphan_seconds)
         self._indexed_upto = -1  # newest turn id known to be in the search index
         self._started = False
         self._started_wall = 0.0  # wall clock at start (orphans: see _close_orphans)
         self.stop_reason = "stop requested"
-        self.ops = Maintenance(store)
-        self.md = MdSync(store, self.status, self.log, clock)
-        self.intake = SpoolIntake(store, stop, self.log, self._failed, self.status)
-        self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
-        self.budget = Budget(store, config.daily_budget_usd)
         #: Work done after each pass (embedding new memories); True means more is waiting.
         self.after_pass: list[Callable[[PassResult], bool]] = []
-        self.pipeline = Pipeline(
-            config,
-            store,
-            bridge,
-            files=lambda: self.md.current(),
-            dated=lambda _turns: self.clock(),
-            on_commit=self._after_commit,
-            log=self.log,
-            clock=lambda: self.clock(),  # through self: a test may swap the clock
-        )
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -170,7 +178,7 @@ class Worker:
                     result.more = True
                     self.shedder.busy()  # the model is in use: keep it a while
             except Exception as exc:
-                self._failed("pass", exc)
+                self.failures.record("pass", exc)
                 result = PassResult(Step.ERROR)
             if result.action != Step.IDLE:
                 # Curating, waiting or backing off: there are turns to curate, and shedding
@@ -275,7 +283,7 @@ class Worker:
         """Curate one batch (split on rejection, a lone failing turn parked): the outcome."""
         self._reason = reason
         try:
-            done = self.pipeline.curate(batch, self.identity)
+            done = self.pipeline.curate(batch, self.identity, on_commit=self._after_commit)
         except Shutdown:
             self.log.info("batch_abandoned", turns=len(batch.turns), reason="shutdown")
             return Step.STOPPED, []
@@ -323,7 +331,9 @@ class Worker:
         for batch_id, ids, _error in self.store.failed_batches():
             turns = self.store.turns_by_id(ids)
             if turns:
-                done += self.pipeline.curate(Batch.of(turns), self.identity, replaces=[batch_id])
+                done += self.pipeline.curate(
+                    Batch.of(turns), self.identity, [batch_id], self._after_commit
+                )
         return done
 
     # -- health ----------------------------------------------------------------------
@@ -349,24 +359,11 @@ class Worker:
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = self.backoff.enter(now, exc.retry_after)
-        reporting.outage(self.log, self.status, self.throttle, exc, delay, now)
+        reporting.outage(self.log, self.status, self.failures.throttle, exc, delay, now)
 
     def _recovered(self) -> None:
-        if reporting.recovered(self.log, self.status, self.throttle, self.backoff.active):
+        if reporting.recovered(self.log, self.status, self.failures.throttle, self.backoff.active):
             self.backoff.clear(self.clock())
-
-    def _failed(self, key: str, exc: BaseException) -> None:
-        now = self.clock()
-        self.status.count(errors=1)
-        self.status.update(last_error=f"{type(exc).__name__}: {exc}"[:300], force=True)
-        suppressed = self.throttle.failed(key, now)
-        if suppressed is not None:
-            self.log.error(
-                "pass_failed",
-                error=f"{type(exc).__name__}: {exc}",
-                suppressed=suppressed,
-                exc_info=suppressed == 0,
-            )
 
     def _close_orphans(self, now: float) -> list[int]:
         """Close turns quiet for the orphan timeout, counting only quiet this process watched

@@ -8,13 +8,13 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from wsd import schema
 from wsd.daemon.ops import cli_memory, cli_revisions, cli_status
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli_memory import no_memory
-from wsd.daemon.runtime.config import Config, ConfigError
+from wsd.daemon.runtime.config import ConfigError
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 _config = cli_status.config_of  # one reading of --workspace and the shell's settings
@@ -27,20 +27,6 @@ def cmd_init(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(line)
     print(f"workspace {layout.root} ready" + ("" if changes else " (nothing to change)"))
     return 0
-
-
-def _worker(
-    config: Config,
-    stop: threading.Event,
-    nudge: threading.Event | None = None,
-    on_wake: Any = (),
-) -> Any:
-    from wsd.daemon.curation.bridge import BridgeClient
-    from wsd.daemon.curation.worker import Worker
-    from wsd.daemon.store.ledger import Store
-
-    store = Store(Layout(config.workspace))
-    return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge, on_wake=on_wake)
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -81,20 +67,17 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         ),
         nudge=nudge,
     )
-    worker = _worker(config, stop, nudge, on_wake=[watcher.wake])
+    from wsd.daemon.ops import wiring
+    from wsd.daemon.store.ledger import Store
+
+    worker = wiring.build_worker(
+        config, Store(Layout(config.workspace)), stop, nudge=nudge, on_wake=[watcher.wake]
+    )
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     on_signal[0] = worker.request_stop
     if stop.is_set():
         worker.request_stop()
-    from wsd.daemon.curation.semantic_wiring import wire
-
-    semantic = wire(config, worker)  # None without the [semantic] extra
-    watcher.start()
-    code = int(worker.run())
-    if semantic is not None:
-        semantic.stop()
-    watcher.join(5)
-    return code
+    return wiring.serve(worker, watcher, wiring.semantic(config, worker))
 
 
 def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -111,7 +94,9 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     config = _config(args, deployed_env(layout, env))  # the daemon's Bridge and token
     config.validate_for_run()
     log.configure(config.log_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
-    worker = _worker(config, threading.Event())
+    from wsd.daemon.ops import wiring
+
+    worker = wiring.build_worker(config, Store(layout), threading.Event())
     worker.start()
     done = worker.retry_parked()
     parked = sum(c.parked for c in done)

@@ -29,7 +29,7 @@ from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.maintenance import MADE_BY, Maintenance
 from wsd.daemon.store.records import sha256
-from wsd.hooks import spool
+from wsd.schema import spool
 from wsd.schema.layout import Layout
 
 MIN_FREE_BYTES = 200 * 1024 * 1024

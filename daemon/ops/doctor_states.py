@@ -22,7 +22,7 @@ from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store import aside
 from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.workspace import WorkspaceStore
-from wsd.hooks import spool
+from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
 #: A taken spool file still there after this long keeps failing to be ingested.
