@@ -180,8 +180,7 @@ def _private_uses(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 
 def test_no_private_name_is_used_across_modules() -> None:
-    """In wsd.redact and wsd.hooks no module imports or reads another module's private
-    (underscored) name: what modules share is public."""
+    """In wsd.redact and wsd.hooks no module imports or reads another module's private name."""
     for name, (path, tree) in MODULES.items():
         if not name.startswith(("wsd.redact", "wsd.hooks")):
             continue
@@ -207,8 +206,7 @@ def test_the_private_name_check_sees_private_names() -> None:
 
 
 def test_hooks_and_daemon_import_only_the_public_face_of_redact() -> None:
-    """Hooks and daemon import ``from wsd.redact import <a name of its __all__>``, never one of
-    its modules."""
+    """Hooks and daemon import only names of wsd.redact's ``__all__``, never one of its modules."""
     init = MODULES["wsd.redact"][1]
     exported = next(
         ast.literal_eval(node.value)
