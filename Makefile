@@ -10,12 +10,12 @@ STAMP  := $(VENV)/.installed-stamp
 
 all: test
 
-# The checkout's daemon/, hooks/ and schema/ are installed as wsd.daemon, wsd.hooks and
-# wsd.schema. `editable_mode=strict` links each source file into a tree under build/ and
-# adds that tree as a plain path entry: no import hook, so starting the interpreter (and so
-# every `wsd-hook` run) costs nothing extra, and an edit is live at once. A new or removed
-# module changes its folder's mtime, which re-links (the folders are prerequisites).
-CODE_DIRS := $(shell find schema hooks daemon deploy -type d -not -name __pycache__)
+# The checkout's daemon/, hooks/, redact/ and schema/ are installed as wsd.daemon, wsd.hooks,
+# wsd.redact and wsd.schema. `editable_mode=strict` links each source file into a tree under
+# build/ and adds that tree as a plain path entry: no import hook, so starting the interpreter
+# (and so every `wsd-hook` run) costs nothing extra, and an edit is live at once. A new or
+# removed module changes its folder's mtime, which re-links (the folders are prerequisites).
+CODE_DIRS := $(shell find schema redact hooks daemon deploy -type d -not -name __pycache__)
 
 $(STAMP): pyproject.toml $(CODE_DIRS)
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check schema hooks daemon tests bench soak
-	$(BIN)/ruff format --check schema hooks daemon tests bench soak
+	$(BIN)/ruff check schema redact hooks daemon tests bench soak
+	$(BIN)/ruff format --check schema redact hooks daemon tests bench soak
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -172,7 +172,7 @@ def redaction() -> list[Row]:
     """The redaction corpus (tests/secrets_corpus.py) through the hook's hygiene: how many secret
     forms leave no 12-character piece of their secret, how many ordinary lines stay unchanged."""
     from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
-    from wsd.hooks.hygiene import clean_text
+    from wsd.redact import clean_text
 
     def leaks(secret: str, out: str) -> bool:
         return any(secret[i : i + 12] in out for i in range(max(1, len(secret) - 11)))

@@ -15,7 +15,7 @@ import time
 import apsw
 
 from wsd import schema
-from wsd.hooks.hygiene import DEFAULT_MAX_CHARS, clean_text, clean_value
+from wsd.redact import DEFAULT_MAX_CHARS, clean_text, clean_value
 from wsd.schema.fastjson import dumps
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 from wsd.schema.transcript import KNOWN_EVENTS, Event, record
@@ -127,7 +127,7 @@ class CaptureConfig:
                     raise ValueError
                 return value
             except ValueError:
-                _warn(f"{name}={raw!r} is not an integer >= {low}; using {default}")
+                warn(f"{name}={raw!r} is not an integer >= {low}; using {default}")
                 return default
 
         skip = env.get("WSD_SKIP_TOOLS")
@@ -144,7 +144,8 @@ class CaptureConfig:
         )
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """Write ``message`` to stderr as the hook's (never to stdout, never raising)."""
     try:
         sys.stderr.write(f"wsd-hook: {message}\n")
     except Exception:  # stderr closed: nothing more we can do
@@ -283,7 +284,7 @@ class Capture:
     def _write(self, event: Event) -> str:
         problem = self.layout.problem()
         if problem is not None:  # nothing is created outside a workspace, not even a spool
-            _warn(f"event not captured: {problem}")
+            warn(f"event not captured: {problem}")
             return "refused"
         try:
             conn = self._connection()
@@ -298,7 +299,7 @@ class Capture:
 
             os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
             spool.append(self.layout.spool, event.to_json())
-            _warn(f"transcript.db unavailable ({type(exc).__name__}: {exc}); event spooled")
+            warn(f"transcript.db unavailable ({type(exc).__name__}: {exc}); event spooled")
             return "spooled"
 
     def _connection(self) -> apsw.Connection:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput, _warn
+from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput, warn
 from wsd.schema.transcript import HOOK_EVENTS
 
 #: Seconds the CLI waits for a callback; ours take well under a millisecond,
@@ -32,9 +32,9 @@ def make_callback(capture: Capture) -> HookCallback:
         try:
             capture.handle(input_data)
         except InvalidInput as exc:
-            _warn(f"ignored invalid hook input: {exc}")
+            warn(f"ignored invalid hook input: {exc}")
         except Exception as exc:
-            _warn(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
+            warn(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
         return {}
 
     return capture_event

@@ -47,7 +47,7 @@ if _json is not None:
     # (markers, default, encoder, indent, key_separator, item_separator,
     #  sort_keys, skipkeys, allow_nan) as json.JSONEncoder.iterencode passes them;
     # markers=None skips the cycle check: our values come from parsing or from
-    # hygiene.clean_value, both acyclic, and a shared markers dict would be
+    # wsd.redact.clean_value, both acyclic, and a shared markers dict would be
     # left dirty by an encoding error.
     _encode = _c.make_encoder(
         None, None, _json.encode_basestring, None, ": ", ", ", False, False, False

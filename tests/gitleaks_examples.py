@@ -3,11 +3,11 @@
 From gitleaks v8.30.0 (+27 commits, b58d3f10), MIT licence, Copyright (c) 2019 Zachary Rice:
 
 * ``LITERAL``: the true (``tps``) and false (``fps``) example strings written out in
-  ``cmd/generate/config/rules/*.go`` for the rules :mod:`wsd.hooks.secret_rules` ports or that
-  :mod:`wsd.hooks.redact`'s own table covers (gitleaks generates its other examples from each
+  ``cmd/generate/config/rules/*.go`` for the rules :mod:`wsd.redact.gitleaks` ports or that
+  :mod:`wsd.redact.table` covers (gitleaks generates its other examples from each
   rule's regex; tests/test_secret_rules.py does the same from the same regexes).
 * ``COVERED``: the regexes (translated to Python) of the gitleaks rules that
-  :mod:`wsd.hooks.redact`'s own table covers, to generate their examples from.
+  :mod:`wsd.redact.table` covers, to generate their examples from.
 * ``CONTEXTS``: where a secret is written, after gitleaks' ``GenerateSampleSecrets``.
 """
 

@@ -1,6 +1,7 @@
 """The import contract (SPEC.md section 10), read from the source with ``ast``, not by importing:
-hooks import only schema; SQL lives only in schema and daemon/store (search may read); the job
-folders stack in layers; and no module imports another that imports it back."""
+hooks import only schema and redact; redaction sits below hooks and daemon behind a public face;
+SQL lives only in schema and daemon/store (search may read); the job folders stack in layers;
+and no module imports another that imports it back."""
 
 from __future__ import annotations
 
@@ -14,19 +15,25 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: Repository folder -> the package it is installed as.
-PACKAGES = {"schema": "wsd.schema", "hooks": "wsd.hooks", "daemon": "wsd.daemon"}
+PACKAGES = {
+    "schema": "wsd.schema",
+    "redact": "wsd.redact",
+    "hooks": "wsd.hooks",
+    "daemon": "wsd.daemon",
+}
 #: Lower layers never import higher ones; equal ranks (curation, workspace) never each other.
 LAYERS = {
     "wsd.schema": 0,
-    "wsd.hooks": 1,
-    "wsd.daemon.runtime": 2,
-    "wsd.daemon.store": 3,
-    "wsd.daemon.memory": 4,
-    "wsd.daemon.curation": 5,
-    "wsd.daemon.workspace": 5,
-    "wsd.daemon.ops": 6,
-    "wsd.daemon.standin": 7,
-    "wsd.daemon": 8,  # __main__: `python -m wsd.daemon` is `wsd`
+    "wsd.redact": 1,
+    "wsd.hooks": 2,
+    "wsd.daemon.runtime": 3,
+    "wsd.daemon.store": 4,
+    "wsd.daemon.memory": 5,
+    "wsd.daemon.curation": 6,
+    "wsd.daemon.workspace": 6,
+    "wsd.daemon.ops": 7,
+    "wsd.daemon.standin": 8,
+    "wsd.daemon": 9,  # __main__: `python -m wsd.daemon` is `wsd`
 }
 SQL = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|ATTACH|DETACH|BEGIN"
@@ -40,7 +47,7 @@ WRITE_SQL = re.compile(
 
 
 def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
-    """(module name, file, syntax tree) of every module of the three packages."""
+    """(module name, file, syntax tree) of every module of our packages."""
     for folder, package in PACKAGES.items():
         for path in sorted((REPO / folder).rglob("*.py")):
             rel = path.relative_to(REPO / folder).with_suffix("")
@@ -94,15 +101,15 @@ GRAPH = {name: _internal(_imports(name, tree)) - {name} for name, (_p, tree) in 
 
 
 def test_hooks_and_schema_import_only_schema_apsw_and_the_standard_library() -> None:
-    """The hook path stays light: hooks import schema, apsw and the standard library only (and
-    the SDK helper the Agent SDK it is registered with)."""
+    """The hook path stays light: hooks import schema, redact, apsw and the standard library only
+    (and the SDK helper the Agent SDK it is registered with)."""
     allowed_roots = set(sys.stdlib_module_names) | {"apsw", "__future__"}
     for name, (_path, tree) in MODULES.items():
-        if not name.startswith(("wsd.hooks", "wsd.schema")):
+        if not name.startswith(("wsd.hooks", "wsd.schema", "wsd.redact")):
             continue
         for imported in _imports(name, tree):
             if imported.startswith("wsd."):
-                ok = imported.startswith("wsd.schema") or (
+                ok = imported.startswith(("wsd.schema", "wsd.redact")) or (
                     name.startswith("wsd.hooks") and imported.startswith("wsd.hooks")
                 )
             else:
@@ -110,6 +117,114 @@ def test_hooks_and_schema_import_only_schema_apsw_and_the_standard_library() -> 
                 ok = root in allowed_roots or imported == "wsd"
                 ok = ok or (name == "wsd.hooks.sdk" and root == "claude_agent_sdk")
             assert ok, f"{name} imports {imported}"
+
+
+def test_redact_imports_neither_hooks_nor_daemon() -> None:
+    """wsd.redact sits below hooks and daemon: it imports nothing of either, nor apsw."""
+    for name, (_path, tree) in MODULES.items():
+        if not name.startswith("wsd.redact"):
+            continue
+        for imported in _imports(name, tree) | _type_checking_imports(tree):
+            assert not imported.startswith(("wsd.hooks", "wsd.daemon", "apsw")), (
+                f"{name} imports {imported}"
+            )
+
+
+def _type_checking_imports(tree: ast.Module) -> set[str]:
+    """Absolute names imported inside ``if TYPE_CHECKING:`` blocks (not level-relative ones)."""
+    skip = _type_checking_only(tree)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) not in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def _private_uses(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, what) for each private name of another of our modules this module uses:
+    ``from x import _y``, ``import x._y``, and ``x._y`` with ``x`` an imported module of ours
+    (dunder names such as ``__future__`` and ``__doc__`` are not private)."""
+
+    def private(part: str) -> bool:
+        return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+    modules: set[str] = set()  # local names bound to one of our modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if any(private(part) for part in alias.name.split(".")):
+                    yield node.lineno, f"import {alias.name}"
+                if alias.asname and alias.name in MODULES:
+                    modules.add(alias.asname)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if any(private(part) for part in base.split(".")):
+                yield node.lineno, f"from {base} import ..."
+            for alias in node.names:
+                if private(alias.name):
+                    yield node.lineno, f"from {base} import {alias.name}"
+                elif f"{base}.{alias.name}" in MODULES:
+                    modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and private(node.attr)
+        ):
+            yield node.lineno, f"{node.value.id}.{node.attr}"
+
+
+def test_no_private_name_is_used_across_modules() -> None:
+    """In wsd.redact and wsd.hooks no module imports or reads another module's private name."""
+    for name, (path, tree) in MODULES.items():
+        if not name.startswith(("wsd.redact", "wsd.hooks")):
+            continue
+        for line, what in _private_uses(name, tree):
+            raise AssertionError(f"{path.relative_to(REPO)}:{line}: {what}")
+
+
+def test_the_private_name_check_sees_private_names() -> None:
+    """The check above is not vacuous: it finds each form of a private use."""
+    code = (
+        "from wsd.redact.engine import _folded\n"
+        "import wsd.redact._hidden\n"
+        "from wsd.redact import rules\n"
+        "rules._rx(0)\n"
+        "from __future__ import annotations\n"
+    )
+    found = [what for _line, what in _private_uses("wsd.hooks.x", ast.parse(code))]
+    assert found == [
+        "from wsd.redact.engine import _folded",
+        "import wsd.redact._hidden",
+        "rules._rx",
+    ]
+
+
+def test_hooks_and_daemon_import_only_the_public_face_of_redact() -> None:
+    """Hooks and daemon import only names of wsd.redact's ``__all__``, never one of its modules."""
+    init = MODULES["wsd.redact"][1]
+    exported = next(
+        ast.literal_eval(node.value)
+        for node in init.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+    )
+    for name, (path, tree) in MODULES.items():
+        if name.startswith("wsd.redact"):
+            continue
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("wsd.redact"), f"{where}: {alias.name}"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("wsd.redact"):
+                assert node.module == "wsd.redact", f"{where}: from {node.module}"
+                for alias in node.names:
+                    assert alias.name in exported, f"{where}: {alias.name} is not exported"
 
 
 def test_no_bare_top_level_imports_of_our_packages() -> None:
@@ -173,8 +288,8 @@ def test_no_connection_is_handed_out_of_the_store() -> None:
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
 def test_layers(module: str) -> None:
-    """runtime < store < memory < curation | workspace < ops < standin, schema < hooks below
-    them all: a module imports its own layer or lower ones only."""
+    """runtime < store < memory < curation | workspace < ops < standin, schema < redact < hooks
+    below them all: a module imports its own layer or lower ones only."""
     mine = LAYERS[_layer(module)]
     for imported in GRAPH[module]:
         theirs, other = LAYERS[_layer(imported)], _layer(imported)

@@ -12,9 +12,7 @@ import time
 import pytest
 
 from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
-from wsd.hooks import hygiene
-from wsd.hooks import redact as redact_module
-from wsd.hooks.hygiene import (
+from wsd.redact import (
     BOOT_CONTEXT_TAG,
     DEFAULT_MAX_CHARS,
     clean_bytes,
@@ -22,6 +20,8 @@ from wsd.hooks.hygiene import (
     clean_value,
     redact,
 )
+from wsd.redact import table as secret_table
+from wsd.redact import text as text_module
 
 FRAGMENT = 12  # no run of this many characters of a secret may survive
 
@@ -209,19 +209,20 @@ def test_prefilter_never_hides_a_match() -> None:
     pieces = [t for _, t in SECRETS] + ORDINARY_TEXT
     pieces += ["KEY", "Token", "sEcReT", "PassWord", "passphrase", ":", "=", "--", " ", "_", "-"]
     pieces += ["sk", "rk", "gh", "gl", "xox", "AIza", "AKIA", "eyJ", "SG", ".", "Bearer", "zation"]
-    secret_re = redact_module._re().secret
+    secret_re = secret_table.compiled().secret
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 6)))
         if rng.random() < 0.5:
             text = text[rng.randint(0, len(text) // 2) :]
         if secret_re.search(text):
-            assert redact_module._may_hold_secret(text), text
+            assert secret_table.may_hold_secret(text), text
 
 
 def test_import_and_plain_text_need_neither_re_nor_typing() -> None:
-    """Importing hygiene, and cleaning text with no candidate, loads no heavy module."""
+    """Importing the redaction package, and cleaning text with no candidate, loads no heavy
+    module."""
     code = (
-        "import sys, hooks.hygiene as h\n"
+        "import sys, wsd.redact as h\n"
         "h.clean_text('Invoice 2026-11-02 total 1,234.50 EUR.' * 80)\n"
         "h.clean_value({'file_path': '/workspace/doc1.md', 'n': [1, 2.5, None]})\n"
         "print(sorted(m for m in ('re', 'typing', 'json') if m in sys.modules))\n"
@@ -355,7 +356,7 @@ def test_secret_anywhere_in_large_text_leaves_no_fragment() -> None:
     """Property: a corpus secret at any position of a large text, straddling any window or
     truncation edge, never leaves 12 consecutive characters of its sensitive part."""
     rng = random.Random(20261121)
-    margin, unsafe = hygiene._MARGIN, hygiene._UNSAFE
+    margin, unsafe = text_module._MARGIN, secret_table.UNSAFE
     base = filler(rng, 400_000)
     cases = []  # (n, max_chars, edge): every edge of every size and truncation
     for n in (3_000, 20_000, 36_000, 60_000, 150_000):
@@ -386,7 +387,7 @@ def test_heavy_redaction_cannot_pull_a_cut_secret_into_the_tail() -> None:
     token = "sk-proj-" + "".join(rng.choice("abcXYZ0123456789") for _ in range(290))
     n = 1_000_000
     room = DEFAULT_MAX_CHARS - len(f"…[truncated {n} chars]…")
-    after = room // 2 + hygiene._MARGIN + 40 - len(token)  # the window opens 40 chars in
+    after = room // 2 + text_module._MARGIN + 40 - len(token)  # the window opens 40 chars in
 
     def pem(size: int) -> str:
         body = "".join("\n" if i % 65 == 64 else rng.choice("ABCxyz0189+/") for i in range(size))

@@ -16,7 +16,7 @@ from tests.conftest import venv_script
 from wsd.daemon.memory import boot as loader
 from wsd.daemon.memory.boot import hook_output, load_memory
 from wsd.daemon.ops import cli
-from wsd.hooks.hygiene import clean_text
+from wsd.redact import clean_text
 from wsd.schema.layout import Layout
 
 NOW = 1_800_000_000.0

@@ -21,7 +21,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # Build from a copy: setuptools writes build/ and *.egg-info beside the sources.
     src = tmp_path_factory.mktemp("src")
-    for name in ("schema", "hooks", "daemon", "deploy", "bin"):
+    for name in ("schema", "redact", "hooks", "daemon", "deploy", "bin"):
         shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
@@ -84,7 +84,7 @@ def test_wheel_contains_migrations_and_both_commands(wheel: Path) -> None:
 
 
 def test_wheel_installs_only_the_wsd_namespace(wheel: Path, installed: Path) -> None:
-    """Only `wsd` lands at the top of site-packages (no daemon, hooks or schema folders)."""
+    """Only `wsd` lands at the top of site-packages (no daemon, hooks, redact or schema folders)."""
     code = {n for n in _top_level(zipfile.ZipFile(wheel).namelist()) if not n.endswith(".data")}
     assert code == {"wsd"}
     on_disk = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info")}

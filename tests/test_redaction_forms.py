@@ -15,8 +15,8 @@ from tests.gitleaks_examples import CONTEXTS, COVERED
 from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
 from tests.test_hygiene import leaked
 from tests.test_secret_rules import _examples, _secret
-from wsd.hooks.hygiene import clean_text, clean_value
-from wsd.hooks.secret_rules import GATED, GITLEAKS, NAMED, named_regex
+from wsd.redact import clean_text, clean_value
+from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex
 
 
 def _through_capture(text: str) -> str:
@@ -176,7 +176,7 @@ def test_fullwidth_context_is_kept_as_written() -> None:
 
 def test_keyword_start_rules_find_what_finditer_finds() -> None:
     """Rules tried only where their word is find exactly what a full scan finds."""
-    from wsd.hooks import redact_rules as rr
+    from wsd.redact import rules as rr
 
     rr.rules()  # (builds _STARTS)
     rng = random.Random(20)

@@ -14,9 +14,10 @@ import pytest
 
 from tests.gitleaks_examples import CONTEXTS, COVERED, LITERAL
 from tests.test_hygiene import leaked
-from wsd.hooks.hygiene import clean_text
-from wsd.hooks.redact_rules import RULES, entropy
-from wsd.hooks.secret_rules import GITLEAKS
+from wsd.redact import clean_text
+from wsd.redact.gitleaks import GITLEAKS
+from wsd.redact.rules import RULES
+from wsd.redact.shape import entropy
 
 _PRINTABLE = [chr(c) for c in range(33, 127)]
 
@@ -141,7 +142,7 @@ def test_gitleaks_false_examples_are_not_taken_for_the_rule(rule_id: str) -> Non
 
 def test_the_table_names_its_source_and_every_rule_compiles() -> None:
     """The table says where it comes from, and every rule is a valid Python regex."""
-    import wsd.hooks.secret_rules as table
+    import wsd.redact.gitleaks as table
 
     assert "gitleaks v8.30.0" in (table.__doc__ or "") and "MIT" in (table.__doc__ or "")
     assert len(RULES) >= 90

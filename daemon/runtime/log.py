@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from wsd.hooks.hygiene import redact
+from wsd.redact import redact
 
 #: Event-dict keys whose values are never logged, whatever they hold.
 _SECRET_KEYS = frozenset({"token", "api_key", "auth_token", "authorization", "x-api-key"})

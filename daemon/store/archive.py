@@ -28,7 +28,7 @@ from wsd.daemon.store import actions
 from wsd.daemon.store.base import Databases
 from wsd.daemon.store.records import LEARNING_TYPES, learning_key
 from wsd.hooks.capture import is_memory_call
-from wsd.hooks.hygiene import clean_text
+from wsd.redact import clean_text
 
 #: Turns copied per call (one short write transaction each).
 INDEX_BATCH = 500

@@ -1,4 +1,4 @@
-"""How a match of one of issue 20's forms (:data:`wsd.hooks.secret_forms.FORMS`) is judged.
+"""How a match of one of issue 20's forms (:data:`wsd.redact.forms.FORMS`) is judged.
 
 :func:`check_match` gives the ``(start, end, replacement)`` spans a match stands for, by its
 rule's ``check``: a Kubernetes Secret's data values, the password of ``user:password``, the
@@ -8,12 +8,14 @@ base64 that decodes to a secret. Imported only when such a rule matched.
 
 from __future__ import annotations
 
-from wsd.hooks.secret_shape import NOT_SECRET_PREFIXES as _NOT_SECRET_PREFIXES
-from wsd.hooks.secret_shape import classes as _classes
-from wsd.hooks.secret_shape import entropy
-from wsd.hooks.secret_shape import generated as _generated
-from wsd.hooks.secret_shape import lenient_name as _lenient_name
-from wsd.hooks.secret_shape import plausible_secret as _plausible_secret
+from wsd.redact.shape import (
+    NOT_SECRET_PREFIXES,
+    classes,
+    entropy,
+    generated,
+    lenient_name,
+    plausible_secret,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,7 +81,7 @@ def _userpass(kind: str, group: int, m: re.Match[str]) -> list[Span]:
     stripped = password.strip("'\"")
     if cut < 0 or stripped.lower() in _ALLOWED_USERPASS:
         return []
-    if not _plausible_secret(stripped, "password") or "{{" in stripped:
+    if not plausible_secret(stripped, "password") or "{{" in stripped:
         return []
     vs = start + cut + 1 + password.index(stripped)
     return [(vs, vs + len(stripped), f"[REDACTED:{kind}]")]
@@ -100,16 +102,16 @@ def _prose(kind: str, group: int, m: re.Match[str]) -> list[Span]:
             return []  # "the password is 12 characters long"
         if any(c in value for c in "()[]{}"):
             return []  # "password: get_password()": code, not prose
-        if value.startswith(_NOT_SECRET_PREFIXES):
+        if value.startswith(NOT_SECRET_PREFIXES):
             return []  # "reset your password at https://…": the rest of a URL, a path
     if word.startswith("pin"):
         ok = value.isdigit() and 4 <= len(value) <= 12
     elif "key" in word.split()[1:2] or word.startswith(("private", "secret", "signing")):
-        ok = len(value) >= 16 and (_generated(value) or _classes(value) >= 2)
+        ok = len(value) >= 16 and (generated(value) or classes(value) >= 2)
     else:
         ok = (
             len(value) >= 4
-            and _plausible_secret(value, "password")
+            and plausible_secret(value, "password")
             and value.lower() not in _PROSE_STOP
             and not _is_length(value)
             and (quoted or not value.isalpha() or any(c.isupper() for c in value[1:]))
@@ -127,9 +129,9 @@ def _pair(kind: str, _group: int, m: re.Match[str]) -> list[Span]:
     """The value of ``{"name": "API_TOKEN", "value": "…"}`` and the like."""
     name, value = m.group("n"), m.group("v").strip()
     low = name.lower()
-    if not any(w in low for w in _SECRET_NAME_WORDS) or value.startswith(_NOT_SECRET_PREFIXES):
+    if not any(w in low for w in _SECRET_NAME_WORDS) or value.startswith(NOT_SECRET_PREFIXES):
         return []
-    if not _plausible_secret(value, "password" if _lenient_name(name) else name):
+    if not plausible_secret(value, "password" if lenient_name(name) else name):
         return []
     vs = m.start("v") + m.group("v").index(value)
     return [(vs, vs + len(value), f"[REDACTED:{kind}]")]
@@ -156,7 +158,7 @@ def _b64(kind: str, group: int, m: re.Match[str], inner: Redactor | None = None)
     generated-looking token: ``echo c2stYW50… | base64 -d``."""
     start, end = m.span(group)
     s = m.group(group)
-    if _classes(s) < 2 or s.startswith(_NOT_SECRET_PREFIXES):
+    if classes(s) < 2 or s.startswith(NOT_SECRET_PREFIXES):
         return []
     decoded = _decode64(s)
     if decoded is None:
@@ -168,13 +170,13 @@ def _b64(kind: str, group: int, m: re.Match[str], inner: Redactor | None = None)
         bool(colon)
         and 0 < len(user) <= 100
         and not any(c.isspace() for c in plain)
-        and _plausible_secret(password, "password")
+        and plausible_secret(password, "password")
     )
     if not ok and any(d in m.string.lower() for d in _DECODERS):
         ok = (
             len(plain) >= 8
             and not any(c.isspace() for c in plain)
-            and _classes(plain) >= 2
+            and classes(plain) >= 2
             and entropy(plain) >= 2.5
         )
     return [(start, end, f"[REDACTED:{kind}]")] if ok else []

@@ -1,9 +1,9 @@
-"""Provider token rules for :mod:`wsd.hooks.redact`: gitleaks' whole default rule set.
+"""Provider token rules for :mod:`wsd.redact.rules`: gitleaks' whole default rule set.
 
 Source: gitleaks' default rule set, ``config/gitleaks.toml`` of gitleaks v8.30.0 (+27 commits,
 b58d3f10; https://github.com/gitleaks/gitleaks), MIT licence, Copyright (c) 2019 Zachary Rice;
 the newest snapshot checked for this port (issue 20) is that same commit. All 222 rules are
-here or in :mod:`wsd.hooks.redact`'s own table:
+here or in the redactor's own table (:mod:`wsd.redact.table`):
 
 * :data:`GITLEAKS`: every rule that matches a token by its own shape (a fixed prefix, a
   checksum part), translated from Go's RE2 to Python's ``re`` mechanically (POSIX classes
@@ -15,9 +15,9 @@ here or in :mod:`wsd.hooks.redact`'s own table:
   gone (``sourcegraph-access-token``: any 40 hex digits; ``vault-service-token``: ``s.`` + 24
   letters; ``facebook-access-token``; ``kubernetes-secret-yaml``; ``curl-auth-*``), each with
   its keyword required near the token; see the comment above it.
-* Covered by :mod:`wsd.hooks.redact`'s table: Anthropic, OpenAI, AWS, GCP, GitHub, GitLab,
+* Covered by :mod:`wsd.redact.table`: Anthropic, OpenAI, AWS, GCP, GitHub, GitLab,
   PyPI, Slack, Stripe, npm, Hugging Face, SendGrid, JWT, private keys (tests/gitleaks_examples.py
-  holds their regexes). ``generic-api-key`` is the entropy net of :mod:`wsd.hooks.secret_forms`
+  holds their regexes). ``generic-api-key`` is the entropy net of :mod:`wsd.redact.forms`
   (with more names); ``pkcs12-file`` matches file names only.
 
 tests/gitleaks_examples.py and tests/test_secret_rules.py run every rule's examples.
@@ -320,12 +320,12 @@ def named_regex(ident: str, secret: str, case_sensitive: bool) -> str:
 # rule only on a file holding one of its keywords; a captured field is much smaller than a
 # file, but a keyword anywhere in it is not enough here): the token must follow its keyword
 # within a short distance. (kind, anchors, secret group, minimum entropy, regex, check) as
-# :data:`wsd.hooks.secret_forms.EXTRA`. ``curl-auth-*``: gitleaks' unbounded ``.*`` between
+# :data:`wsd.redact.forms.EXTRA`. ``curl-auth-*``: gitleaks' unbounded ``.*`` between
 # ``curl`` and the option bounded to 1,000 characters. ``kubernetes-secret-yaml``: every value
 # of the ``data:``/``stringData:`` block of a manifest of ``kind: Secret`` (check "k8s").
 # ``hashicorp-tf-password`` and ``freemius-secret-key`` (gitleaks: only in .tf/.hcl and .php
 # files) run everywhere, the password checked as a password. Left out: ``generic-api-key``
-# (the entropy net, :data:`wsd.hooks.secret_forms.NET_REGEX`, is its form with more names) and
+# (the entropy net, :data:`wsd.redact.forms.NET_REGEX`, is its form with more names) and
 # ``pkcs12-file`` (a rule on file names: a captured field has none).
 _CURL_AUTH = (
     r"(?i:Authorization:[ \t]{0,5}(?:Basic[ \t]([a-z0-9+/]{8,}={0,3})|(?:Bearer|(?:Api-)?Token)"

@@ -1,12 +1,12 @@
-"""Secret forms beyond gitleaks' rules (:mod:`wsd.hooks.secret_rules`), and the entropy net.
+"""Secret forms beyond gitleaks' rules (:mod:`wsd.redact.gitleaks`), and the entropy net.
 
 :data:`EXTRA` holds forms issue 13 found stored verbatim that no unique gitleaks rule matches by
 shape, :data:`FORMS` those of issue 20 (newer vendor prefixes, chat webhooks and bot tokens,
 private keys that are not PEM, passwords in prose, a key split over a name and a value field,
 a secret wrapped in base64), and :data:`NET_REGEX` the entropy net for assignment-shaped text
 (gitleaks' ``generic-api-key``, with more names). Every entry is ``(kind, anchors, secret
-group, minimum entropy, regex, check)``; anchors gate it as in :mod:`wsd.hooks.secret_rules`.
-``check`` says how a match is judged by :mod:`wsd.hooks.redact_rules`:
+group, minimum entropy, regex, check)``; anchors gate it as in :mod:`wsd.redact.gitleaks`.
+``check`` says how a match is judged by :mod:`wsd.redact.rules`:
 
 * ``""``: the secret group is a secret (if its entropy is high enough);
 * ``"lenient"``: a password: anything but a placeholder or a reference;
@@ -191,7 +191,7 @@ STARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (_MNEMONIC, ("seed", "recovery", "mnemonic", "secret", "backup", "wallet")),
 )
 
-#: Provider-name rules of the same shape as gitleaks' (:func:`secret_rules.named_regex`) for
+#: Provider-name rules of the same shape as gitleaks' (:func:`wsd.redact.gitleaks.named_regex`) for
 #: providers gitleaks has none for: (kind, keywords, minimum entropy, name, secret, case).
 MORE_NAMED: tuple[tuple[str, tuple[str, ...], float, str, str, bool], ...] = (
     ("mistral_api_key", ("mistral",), 3.5, "mistral", "[a-z0-9]{32}", False),

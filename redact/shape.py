@@ -2,12 +2,13 @@
 
 The bottom of the redaction modules (no import of theirs but the rule data): a value's
 entropy and character classes, whether it looks generated, whether a name is a password's,
-and whether a value is worth redacting at all (placeholders, references and paths are not).
+whether a value is worth redacting at all (placeholders, references and paths are not), and
+the name an assignment's value is given (:func:`name_before`).
 """
 
 from __future__ import annotations
 
-from wsd.hooks.secret_forms import NET_ENTROPY, NET_LENIENT
+from wsd.redact.forms import NET_ENTROPY, NET_LENIENT
 
 # fmt: off
 PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "str", "string",
@@ -99,3 +100,19 @@ def generated(v: str) -> bool:
         and not v.replace(".", "").replace("-", "").replace(":", "").isdigit()
         and not wordy(v)
     )
+
+
+#: What a name may hold, read back from the value: an identifier, dotted or dashed
+#: (``db.password``, ``x-api-key``), and the quotes and backslash around it in code and
+#: (escaped) JSON (``"API_KEY"``, ``\\"api_key\\"``).
+_NAME_CHARS = frozenset("_.-\"'`\\")
+
+
+def name_before(text: str, start: int) -> str:
+    """The identifier (and its quotes) that ends at ``start``, up to 64 characters: the start
+    of the NAME of ``NAME=value`` whose match begins at ``start`` (one of the table's anchors,
+    one of the entropy net's words)."""
+    i = start
+    while i > 0 and start - i < 64 and (text[i - 1].isalnum() or text[i - 1] in _NAME_CHARS):
+        i -= 1
+    return text[i:start]

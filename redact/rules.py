@@ -1,39 +1,22 @@
-"""Running the rules of :mod:`wsd.hooks.secret_rules` and :mod:`wsd.hooks.secret_forms`.
+"""Running the rules of :mod:`wsd.redact.gitleaks` and :mod:`wsd.redact.forms`.
 
 :func:`find` returns the secrets these rules see in a text as non-overlapping
-``(start, end, replacement)`` spans, left to right; :mod:`wsd.hooks.redact` merges them with
-its own table's. A rule runs only when one of its anchors is in the text, and is compiled on
+``(start, end, replacement)`` spans, left to right; :mod:`wsd.redact.engine` merges them with
+its table's. A rule runs only when one of its anchors is in the text, and is compiled on
 its first use: a hook process whose text holds no anchor never imports ``re``.
 """
 
 from __future__ import annotations
 
-from wsd.hooks.secret_forms import (
-    EXTRA,
-    FORMS,
-    MORE_NAMED,
-    NET_REGEX,
-    NET_WORDS,
-    STARTS,
-)
-from wsd.hooks.secret_rules import GATED, GITLEAKS, NAMED, named_regex
-from wsd.hooks.secret_shape import (
-    SENSITIVE_KEY_WORDS as _SENSITIVE_KEY_WORDS,
-)
-from wsd.hooks.secret_shape import (
-    classes as _classes,
-)
-from wsd.hooks.secret_shape import (
+from wsd.redact.forms import EXTRA, FORMS, MORE_NAMED, NET_REGEX, NET_WORDS, STARTS
+from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex
+from wsd.redact.shape import (
+    classes,
     entropy,
-)
-from wsd.hooks.secret_shape import (
-    generated as _generated,
-)
-from wsd.hooks.secret_shape import (
-    lenient_name as _lenient_name,
-)
-from wsd.hooks.secret_shape import (
-    plausible_secret as _plausible_secret,
+    generated,
+    lenient_name,
+    name_before,
+    plausible_secret,
 )
 
 TYPE_CHECKING = False
@@ -125,39 +108,15 @@ def _triggered(text: str, low: str) -> list[int]:
     return sorted(hits, key=lambda i: (i < 0, i))  # the entropy net last: named rules win ties
 
 
-_NAME_KEYS = ("name", "key", "header", "field", "param", "variable", "var")
-_VALUE_KEYS = ("value", "val")
-
-
-def _named_secret(d: dict[object, object]) -> str:
-    """The secret a dict's name field names (``{"name": "API_TOKEN", "value": …}``,
-    ``header_name: X-Api-Key``), whose value field is then redacted like ``API_TOKEN=…``."""
-    if len(d) > 12:
-        return ""
-    for k, v in d.items():
-        if isinstance(k, str) and isinstance(v, str) and len(v) <= 80:
-            low = k.lower()
-            if low.endswith(_NAME_KEYS) and any(w in v.lower() for w in _SENSITIVE_KEY_WORDS):
-                return v
-    return ""
-
-
-def _name_before(text: str, start: int) -> str:
-    i = start
-    while i > 0 and start - i < 64 and (text[i - 1].isalnum() or text[i - 1] in "_.-"):
-        i -= 1
-    return text[i:start]
-
-
 def _net(m: re.Match[str]) -> tuple[int, int, str] | None:
     value = m.group("v")
     if value.split(" ", 1)[0].lower() in _SCHEMES or "[REDACTED:" in value:
         return None  # "Authorization: Bearer …": the token after it is another rule's
-    name = (_name_before(m.string, m.start()) + m.group(0)[: m.start("v") - m.start()]).lower()
-    if _lenient_name(name):  # but not a bare lower-case word: ``bypass = use_cache``
-        ok = _plausible_secret(value, "password") and not value.replace("_", "").islower()
+    name = (name_before(m.string, m.start()) + m.group(0)[: m.start("v") - m.start()]).lower()
+    if lenient_name(name):  # but not a bare lower-case word: ``bypass = use_cache``
+        ok = plausible_secret(value, "password") and not value.replace("_", "").islower()
     else:
-        ok = _plausible_secret(value, name) and _generated(value)
+        ok = plausible_secret(value, name) and generated(value)
     return (m.start("v"), m.end("v"), "[REDACTED:secret_assignment]") if ok else None
 
 
@@ -173,7 +132,7 @@ def _cookie(_kind: str, _group: int, m: re.Match[str]) -> list[tuple[int, int, s
         name = text[pos:eq].strip().lower() if eq >= 0 else ""
         if eq >= 0 and name not in ("path", "domain", "expires", "max-age", "samesite"):
             value = text[eq + 1 : stop].strip()
-            if _plausible_secret(value, "cookie"):
+            if plausible_secret(value, "cookie"):
                 vs = text.index(value, eq + 1)
                 spans.append((vs, vs + len(value), "[REDACTED:cookie]"))
         pos = stop + 1
@@ -188,7 +147,7 @@ def _spans(i: int, m: re.Match[str], inner: Redactor | None) -> list[tuple[int, 
     if check == "cookie":
         return _cookie(kind, group, m)
     if check in _SPECIAL:  # the checks of issue 20's forms (they use this module's helpers)
-        from wsd.hooks.secret_checks import check_match
+        from wsd.redact.checks import check_match
 
         # Without the whole redactor (kind_of), these rules alone look inside base64.
         return check_match(check, kind, group, m, inner or _rules_alone)
@@ -199,12 +158,12 @@ def _spans(i: int, m: re.Match[str], inner: Redactor | None) -> list[tuple[int, 
     start, end = m.span(group)
     secret = m.group(group) or ""
     if check == "lenient":
-        ok = _plausible_secret(secret.strip("'\""), "password")
+        ok = plausible_secret(secret.strip("'\""), "password")
         kind = (ok and kind_of(secret)) or kind  # `docker login -p dckr_pat_…`: the token's kind
     else:
         ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")
-        ok = ok and (check != "random" or _classes(secret) >= 2)
-        ok = ok and (check != "mixed" or _classes(secret) == 3)
+        ok = ok and (check != "random" or classes(secret) >= 2)
+        ok = ok and (check != "mixed" or classes(secret) == 3)
     return [(start, end, f"[REDACTED:{kind}]")] if ok and end > start else []
 
 
@@ -220,7 +179,7 @@ def _rules_alone(text: str) -> str:
 def find(text: str, inner: Redactor | None = None) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, replacement) of the secrets these rules see, in order.
 
-    ``inner`` is the whole redactor (:func:`wsd.hooks.redact.redact`), handed down for what
+    ``inner`` is the whole redactor (:func:`wsd.redact.engine.redact`), handed down for what
     hides a text inside a match (base64 is decoded and looked at again); without it, these
     rules alone look."""
     if len(text) < 8:

@@ -1,8 +1,10 @@
-"""Hygiene for every captured field: safe text, private spans removed, secrets redacted, bounded.
+"""Hygiene of one text field: safe text, private spans removed, secrets redacted, bounded.
 
-Runs inside the agent process on every hook call, *before* anything is written anywhere, so it
-uses only the standard library, compiles its regexes lazily on first use (``import re`` included)
-and never runs a regex over more than a window of a huge input.
+The top of the redaction package with :mod:`wsd.redact.value`: it runs inside the agent
+process on every hook call, *before* anything is written anywhere (and in the daemon on what
+the curator writes and on what ``wsd import`` reads), so it uses only the standard library,
+compiles its regexes lazily on first use (``import re`` included) and never runs a regex over
+more than a window of a huge input.
 
 Contracts:
 
@@ -11,49 +13,26 @@ Contracts:
   (each becomes ``[REDACTED:<kind>]``) and is at most ``max_chars`` long (``""`` if <= 0).
 * A secret anywhere in a huge input, even straddling a window or truncation edge, never leaves
   12 or more consecutive characters of itself in the output.
-* :func:`clean_value` never raises and returns JSON-ready data (str keys, finite floats) whose
-  serialised size stays within a small multiple of ``max_chars``.
 """
 
 from __future__ import annotations
 
-from wsd.hooks.redact import (  # package-internal helpers shared with the redactor
-    _MARGIN,
-    _UNSAFE,
-    BOOT_CONTEXT_TAG,
-    _drop_orphan_pem,
-    _redactions,
-    _sm,
-    _specific_kind,
-    redact,
-)
-from wsd.hooks.redact_rules import _VALUE_KEYS, _named_secret
-from wsd.hooks.secret_shape import SENSITIVE_KEY_WORDS as _SENSITIVE_KEY_WORDS
-from wsd.hooks.secret_shape import plausible_secret as _plausible_secret
+from wsd.redact.engine import drop_orphan_pem, redact, redactions
+from wsd.redact.table import UNSAFE
 
-# typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    import re
 
-__all__ = [
-    "BOOT_CONTEXT_TAG",
-    "DEFAULT_MAX_CHARS",
-    "clean_bytes",
-    "clean_text",
-    "clean_value",
-    "redact",
-]
+#: The tag the daemon wraps injected boot context in: its spans are removed like <private> ones
+#: (boot context the agent echoes is stripped, not curated again).
+BOOT_CONTEXT_TAG = "workspace-memory"
 
+#: How many characters of a field are kept when the caller names no limit.
 DEFAULT_MAX_CHARS = 2000
 
-_MAX_DEPTH = 32
-_MAX_ITEMS = 100
-_BUDGET_FACTOR = 3  # clean_value keeps about this many max_chars of content in total
-_OMITTED = "…"
-
+_MARGIN = 16_384  # window length beyond the kept head/tail; must exceed UNSAFE
 _CONTROL = bytes(i for i in range(32) if i not in (9, 10, 13))
-_INF = float("inf")  # (math.isfinite without importing math: the hook's start-up counts)
 
 
 # -- terminal colour codes and JSON's escaped slash -------------------------------------------
@@ -164,7 +143,7 @@ def _strip_spans(text: str, tag: str) -> str:
     of an outer private span."""
     out: list[str] = []
     depth = pos = 0
-    for m in _sm().tags[tag].finditer(text):
+    for m in _span_tags()[tag].finditer(text):
         closing = bool(m.group(1))
         if depth == 0:
             out.append(text[pos : m.start()])
@@ -177,6 +156,22 @@ def _strip_spans(text: str, tag: str) -> str:
     return "".join(out)
 
 
+_tags: dict[str, re.Pattern[str]] = {}
+
+
+def _span_tags() -> dict[str, re.Pattern[str]]:
+    """The span-tag regexes, compiled on first use apart from the secret tables: only text
+    with a tag needs them."""
+    if not _tags:
+        import re
+
+        _tags.update(
+            (tag, re.compile(rf"<\s*(/?)\s*{tag}(?:\s[^<>]{{0,200}})?\s*>", re.I | re.A))
+            for tag in ("private", BOOT_CONTEXT_TAG)
+        )
+    return _tags
+
+
 def _marker(cut: int) -> str:
     return f"…[truncated {cut} chars]…"
 
@@ -185,17 +180,17 @@ def _head(text: str, need: int) -> tuple[str, int]:
     """Redacted head (≤ ``need`` chars) of a huge text, and how many input chars it covers.
 
     Makes safe and scans only ``need + _MARGIN`` chars (cut at whitespace when possible) and
-    never emits a character from the window's last ``_UNSAFE`` chars, where a secret cut by the
+    never emits a character from the window's last ``UNSAFE`` chars, where a secret cut by the
     window edge could sit unrecognised; every match starting before that zone ends inside the
     window. (The count is of safe characters: exact unless control characters were dropped.)
     """
     end = need + _MARGIN
     ws = max(text.rfind(" ", end - 256, end), text.rfind("\n", end - 256, end))
-    window = _drop_orphan_pem(_safe(_plain(text[: ws + 1 if ws >= 0 else end])))
-    safe = len(window) - _UNSAFE
+    window = drop_orphan_pem(_safe(_plain(text[: ws + 1 if ws >= 0 else end])))
+    safe = len(window) - UNSAFE
     out: list[str] = []
     have = pos = 0
-    for start, stop, rep in _redactions(window):
+    for start, stop, rep in redactions(window):
         if start >= safe or have + start - pos >= need:
             break
         out += (window[pos:start], rep)
@@ -211,7 +206,7 @@ def _head(text: str, need: int) -> tuple[str, int]:
 def _tail(text: str, need: int) -> tuple[str, int]:
     """Redacted tail (≤ ``need`` chars) of a huge text, and how many input chars it covers.
 
-    Mirror of :func:`_head`: the window's first ``_UNSAFE`` chars are never emitted (a match
+    Mirror of :func:`_head`: the window's first ``UNSAFE`` chars are never emitted (a match
     reaching past them shows as its marker only)."""
     start = len(text) - need - _MARGIN
     breaks = [
@@ -221,8 +216,8 @@ def _tail(text: str, need: int) -> tuple[str, int]:
     ]
     window = _safe(_plain(text[min(breaks) + 1 if breaks else start :]))
     pieces: list[tuple[str, int, bool]] = []  # (output, input chars covered, is plain text)
-    pos = _UNSAFE
-    for s, e, rep in _redactions(window):
+    pos = UNSAFE
+    for s, e, rep in redactions(window):
         if e > pos:
             if s > pos:
                 pieces.append((window[pos:s], s - pos, True))
@@ -252,7 +247,7 @@ def clean_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     and redacted in a head and a tail window only, never as a whole.
     """
     if type(text) is not str:
-        text = text[:] if isinstance(text, str) else _to_str(text)  # slicing gives a plain str
+        text = text[:] if isinstance(text, str) else to_str(text)  # slicing gives a plain str
     if max_chars <= 0:
         return ""
     if len(text) > max_chars + 2 * _MARGIN:
@@ -283,116 +278,10 @@ def clean_bytes(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     return clean_text(bytes(data).decode("utf-8", "replace"), max_chars)
 
 
-def _to_str(obj: object) -> str:
+def to_str(obj: object) -> str:
     """``str(obj)``, whatever its ``__str__`` does (raises, returns a non-str…)."""
     try:
         out = str(obj)
         return out if type(out) is str else out[:]
     except Exception:
         return f"<unrepresentable {type(obj).__name__}>"
-
-
-_Task = tuple[object, int, "Any", "Any", str]  # (value, depth, parent container, slot, sensitive)
-
-
-class _Walker:
-    """Iterative, budgeted conversion behind :func:`clean_value`: no recursion anywhere.
-
-    The budget counts serialised characters (quotes and separators roughly included); once it
-    is spent every value still to convert becomes ``…``, and no container is opened any more.
-    """
-
-    def __init__(self, max_chars: int) -> None:
-        self.max_chars = max(max_chars, 1)
-        self.budget = max(256, _BUDGET_FACTOR * max_chars)
-
-    def text(self, s: str, limit: int, sensitive: str = "") -> str:
-        """Clean one string within the budget; redact it whole under a secret-naming key."""
-        out = clean_text(s, min(limit, max(32, self.budget))) if self.budget > 0 else _OMITTED
-        if sensitive and "[REDACTED:" not in out and _plausible_secret(out, sensitive):
-            aws = "secretaccesskey" in sensitive.lower()
-            kind = _specific_kind(out, "aws_secret_key" if aws else "secret_assignment")
-            out = f"[REDACTED:{kind}]"
-        self.budget -= len(out) + 6
-        return out
-
-    def convert(self, src: object, depth: int, sensitive: str, stack: list[_Task]) -> object:
-        """``src`` made JSON-safe; a container comes back empty and its items go on ``stack``."""
-        if self.budget <= 0:
-            self.budget -= 6
-            return _OMITTED
-        if src is None or isinstance(src, bool | float):
-            self.budget -= 8
-            if isinstance(src, float) and not -_INF < src < _INF:  # NaN fails too
-                return str(float(src))
-            return src
-        if isinstance(src, int):
-            self.budget -= src.bit_length() // 3 + 6
-            if src.bit_length() > 1000:  # str() of it raises (int_max_str_digits), json too
-                return f"[int of {src.bit_length()} bits]"
-            if "passw" in sensitive.lower() and src >= 1000:  # "password": 12345678
-                return "[REDACTED:secret_assignment]"
-            return int(src)
-        if isinstance(src, str | bytes | bytearray | memoryview):
-            raw = src if isinstance(src, str) else bytes(src).decode("utf-8", "replace")
-            return self.text(raw, self.max_chars, sensitive)
-        if not isinstance(src, dict | list | tuple | set | frozenset):
-            return self.text(_to_str(src), self.max_chars)
-        if depth >= _MAX_DEPTH:
-            return self.text("[max depth reached]", 32)
-        tasks: list[_Task] = []
-        out: dict[str, object] | list[object] = {} if isinstance(src, dict) else []
-        named = _named_secret(src) if isinstance(src, dict) else ""
-        items = src.items() if isinstance(src, dict) else enumerate(src)
-        for i, (k, v) in enumerate(items):
-            if i >= _MAX_ITEMS or self.budget <= 0:
-                more = f"[… {len(src) - i} more {'entries' if isinstance(src, dict) else 'items'}]"
-                if isinstance(out, dict):
-                    out["…"] = more
-                else:
-                    out.append(more)
-                break
-            if isinstance(out, dict):
-                key = self.text(k if isinstance(k, str) else _to_str(k), min(self.max_chars, 200))
-                key = f"{key}#{i}" if key in out else key
-                out[key] = None  # placeholder keeps the order; the task fills it in
-                low = key.lower()
-                hint = key if any(w in low for w in _SENSITIVE_KEY_WORDS) else ""
-                if named and low.endswith(_VALUE_KEYS):  # {"name": "API_TOKEN", "value": …}
-                    hint = named
-                tasks.append((v, depth + 1, out, key, hint))
-            else:
-                out.append(None)
-                self.budget -= 2
-                tasks.append((v, depth + 1, out, i, sensitive))
-        stack.extend(reversed(tasks))  # reversed: the first item is converted (budgeted) first
-        return out
-
-    def run(self, value: object) -> object:
-        root: list[object] = [None]
-        stack: list[_Task] = [(value, 0, root, 0, "")]
-        while stack:
-            src, depth, parent, slot, sensitive = stack.pop()
-            try:
-                parent[slot] = self.convert(src, depth, sensitive, stack)
-            except Exception:  # a dict changing size under us and the like: keep going
-                parent[slot] = f"[unconvertible {type(src).__name__}]"
-        return root[0]
-
-
-def clean_value(value: object, max_chars: int = DEFAULT_MAX_CHARS) -> object:
-    """JSON-ready, hygienic copy of a JSON-like value (tool input / response); never raises.
-
-    Strings (dict keys too) go through :func:`clean_text`; bytes are decoded first; ints, finite
-    floats, bools and None stay; NaN/Infinity and huge ints become strings; tuples and sets
-    become lists; anything else becomes its cleaned ``str()``. Containers deeper than
-    32 levels become a marker, only the first 100 items of each are kept (then a marker), and
-    the content is budgeted at about 3 × ``max_chars`` (anything after that becomes ``…``), so
-    the JSON stays within a small multiple of ``max_chars``. A string under a key naming a
-    secret (``password``, ``api_key``, ``Authorization``…) is redacted whole when it looks like
-    a value rather than a reference. ``json.dumps(result, allow_nan=False)`` always works.
-    """
-    try:
-        return _Walker(max_chars).run(value)
-    except Exception:  # MemoryError and the like: never break the hook
-        return "[unconvertible value]"
