@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -238,7 +239,12 @@ def test_a_thousand_hostile_payloads_never_break_the_hook(
     conn = apsw.Connection(layout.transcript_db)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
-    assert events == sum(1 for *_, ok in results if ok), f"in {elapsed:.0f}s"
+    # On a loaded machine a hook may find the database busy past its wait and spool the
+    # event instead (no daemon runs here to ingest it): kept all the same.
+    spooled = sum(
+        len(Path(path).read_bytes().splitlines()) for path in spool.to_ingest(layout.spool)
+    )
+    assert events + spooled == sum(1 for *_, ok in results if ok), f"in {elapsed:.0f}s"
     for (payload,) in conn.execute("SELECT payload FROM events"):
         json.loads(payload)
         assert "\x00" not in payload
