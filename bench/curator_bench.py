@@ -31,7 +31,7 @@ from wsd.daemon.runtime.config import (
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import estimate_tokens
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema.transcript import request_flush
 
 # -- 4. curator cost per batch -------------------------------------------------------------------

@@ -24,8 +24,7 @@ from wsd import schema
 from wsd.daemon.memory.search.core import Hit, search_memory
 from wsd.daemon.memory.search.text import STOP_WORDS, clean_query, spans, tokenizer
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.store.archive import import_lines, index_new_turns
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 
@@ -84,7 +83,7 @@ def load_turns(layout: Layout, sample: dict[str, Any]) -> dict[int, list[str]]:
             order.append(turn["dia_id"])
     capture.close()
     store = Store(layout)
-    while index_new_turns(store):
+    while store.archive.index_new_turns():
         pass
     m = schema.connect(layout.memory_db, "memory", readonly=True)
     try:
@@ -113,7 +112,7 @@ def load_facts(layout: Layout, sample: dict[str, Any]) -> None:
                 if when is not None:
                     line["created_at"] = when
                 lines.append(json.dumps(line))
-    report = import_lines(Store(layout), lines)
+    report = Store(layout).archive.import_lines(lines)
     if report.errors:
         raise RuntimeError(f"import errors: {report.errors[:3]}")
 

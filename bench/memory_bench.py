@@ -20,8 +20,7 @@ from wsd import schema
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.store.archive import import_lines
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
 # -- search latency at scale -------------------------------------------------------------
@@ -221,7 +220,7 @@ def boot_context() -> list[Row]:
             )
             for i in range(50)
         ]
-        import_lines(Store(layout), lines)
+        Store(layout).archive.import_lines(lines)
         samples = []
         for _ in range(200):
             t0 = time.perf_counter()

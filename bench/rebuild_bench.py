@@ -74,9 +74,9 @@ from wsd.daemon.store import vectors
 from wsd.daemon.ops.cli import main
 written = [0]
 original = vectors.write
-def counted(store, rows):
+def counted(conn, rows):
     written[0] += len(rows)
-    return original(store, rows)
+    return original(conn, rows)
 vectors.write = counted
 code = 1
 try:

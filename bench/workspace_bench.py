@@ -36,14 +36,14 @@ from wsd.daemon.runtime import log
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.daemon.workspace.checks import Checks
 from wsd.daemon.workspace.watcher import Watcher
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
 log.configure("json", stream=sys.stderr)
 root = sys.argv[1]
 layout, stop = Layout(root), threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
-store = WorkspaceStore(layout)
+store = Store(layout)
 started = time.monotonic()
 watcher = Watcher(
     layout, stop, store=store, canvas=CanvasSync(root, store), checks=Checks(root, store)

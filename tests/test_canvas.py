@@ -13,7 +13,7 @@ import apsw
 import pytest
 from structlog.testing import capture_logs
 
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.daemon.workspace.canvas import TRUNCATION_NOTE, CanvasSync, confine, conflict_path, slug
 from wsd.daemon.workspace.checks import Checks
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings
@@ -69,7 +69,7 @@ def open_actions(layout: Layout) -> dict[str, str]:
 
 @pytest.fixture
 def sync(layout: Layout) -> CanvasSync:
-    return CanvasSync(layout.root, WorkspaceStore(layout))
+    return CanvasSync(layout.root, Store(layout))
 
 
 def read(layout: Layout, rel: str) -> str:
@@ -87,7 +87,7 @@ def test_create_writes_the_card_file(layout: Layout, sync: CanvasSync) -> None:
     assert read(layout, "artifacts/canvas/invoice-7.md") == (
         "# Invoice 7\n\nTotal: 12 EUR\n\n- paid on 2026-02-01\n"
     )
-    card = WorkspaceStore(layout).card("c1")
+    card = Store(layout).card("c1")
     assert card is not None and card.path == "artifacts/canvas/invoice-7.md"
     assert card.status == "open" and card.last_synced_sha256
     assert sync.sync() == []  # the cursor moved on: nothing is done twice
@@ -126,7 +126,7 @@ def test_update_title_only_and_close(layout: Layout, sync: CanvasSync) -> None:
     tool_call(layout, CLOSE, {"card_id": "c1"})
     assert sync.sync() == []
     assert read(layout, "artifacts/canvas/plan.md") == "step 1\nstep 2\n"
-    card = WorkspaceStore(layout).card("c1")
+    card = Store(layout).card("c1")
     assert card is not None and card.status == "closed" and card.title == "Plan (renamed)"
 
 
@@ -144,7 +144,7 @@ def test_hand_edit_then_update_gives_conflict_copy_and_action(
     assert read(layout, copy).endswith("\n\ncard v2\n")
     actions = open_actions(layout)
     assert "canvas_conflict:c1" in actions and copy in actions["canvas_conflict:c1"]
-    checks = Checks(layout.root, WorkspaceStore(layout))
+    checks = Checks(layout.root, Store(layout))
     checks.run()
     assert "canvas_drift:c1" in open_actions(layout)  # the drift check sees it too
     update(layout, "c1", "card v3")  # still edited: the copy is refreshed, one action only
@@ -268,7 +268,7 @@ def test_update_of_unknown_card_and_replay(layout: Layout, sync: CanvasSync) -> 
     update(layout, "late", "from an update", title="Late card")
     sync.sync()
     assert read(layout, "artifacts/canvas/late-card.md") == "from an update\n"
-    WorkspaceStore(layout).set_canvas_cursor("", 0, time.time())  # e.g. a rebuilt memory.db
+    Store(layout).set_canvas_cursor("", 0, time.time())  # e.g. a rebuilt memory.db
     assert sync.sync() == []
     assert sorted(os.listdir(f"{layout.root}/artifacts/canvas")) == ["late-card.md"]
 
@@ -294,7 +294,7 @@ def test_confine_rules() -> None:
 def test_canvas_event_reaches_disk_within_seconds(layout: Layout) -> None:
     """With the watcher running, a canvas call is mirrored promptly, not at a curator batch."""
     stop = threading.Event()
-    store = WorkspaceStore(layout)
+    store = Store(layout)
     watcher = Watcher(
         layout,
         stop,

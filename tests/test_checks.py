@@ -10,7 +10,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings
 from wsd.schema.layout import Layout
@@ -42,7 +42,7 @@ def index(layout: Layout) -> Watcher:
 
 
 def checks(layout: Layout, **settings: object) -> Checks:
-    return Checks(layout.root, WorkspaceStore(layout), CheckSettings(**settings))  # type: ignore[arg-type]
+    return Checks(layout.root, Store(layout), CheckSettings(**settings))  # type: ignore[arg-type]
 
 
 def test_unprocessed_document_raises_one_action_then_closes(layout: Layout, index: Watcher) -> None:

@@ -15,7 +15,7 @@ from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, UnsafeFile, atomic_write, read_regular
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.schema.layout import Layout
 
@@ -36,7 +36,7 @@ def test_canvas_update_never_writes_through_a_link_at_the_old_temp_name(
 ) -> None:
     """A link planted at ``.wsd-tmp-notes.md.<pid>`` (the old predictable temp name) is neither
     written through nor renamed into place: the card lands in a regular notes.md."""
-    sync = CanvasSync(layout.root, WorkspaceStore(layout))
+    sync = CanvasSync(layout.root, Store(layout))
     create(layout, "c1", "Notes", "first version")
     sync.sync()
     folder = Path(layout.root, "artifacts/canvas")
@@ -74,7 +74,7 @@ def test_md_file_that_is_a_link_is_refused_and_reported(layout: Layout, outside:
 def test_canvas_file_that_became_a_link_is_refused(layout: Layout, outside: Path) -> None:
     """A card's mirror replaced by a link after the first sync: the victim is untouched and
     the agent is told (a refused-path action)."""
-    sync = CanvasSync(layout.root, WorkspaceStore(layout))
+    sync = CanvasSync(layout.root, Store(layout))
     create(layout, "c1", "Notes", "first version")
     sync.sync()
     notes = Path(layout.root, "artifacts/canvas/notes.md")

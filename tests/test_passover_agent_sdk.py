@@ -19,8 +19,7 @@ from tests.conftest import query as _rows
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory.agent import ALLOWED_TOOLS, agent_memory
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.daemon.store.archive import index_new_turns
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
 
@@ -66,7 +65,7 @@ def _curate(layout: Layout, worker: Worker) -> None:
     """Ask the daemon to curate now and drive it until it settles."""
     flush(layout)
     drain(worker)
-    index_new_turns(worker.store)
+    worker.store.archive.index_new_turns()
 
 
 def _text_of(content: Any) -> str:

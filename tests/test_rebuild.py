@@ -23,9 +23,8 @@ from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store import archive, aside
-from wsd.daemon.store.archive import import_lines
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store import aside
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
 #: Each turn states a preference and asks for a reminder (a learning and an action).
@@ -100,7 +99,9 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     """Imported learnings, other sources' actions and state stay; closed actions stay closed."""
     curated(layout, standin)
     store = Store(layout)
-    import_lines(store, [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})])
+    store.archive.import_lines(
+        [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})]
+    )
     first, *_ = store.open_actions()
     store.set_action_status(first[0], "dismissed", time.time())
     conn = apsw.Connection(layout.memory_db)
@@ -147,8 +148,8 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
         user.write_text(user.read_text() + "- Hand edit: my cat is called Rebuild\n")
         context = Store(layout).latest_md().get("context.md", "")
         store.add_revision("context.md", context + "- Adopted by a restarted daemon\n", "hand", 1.0)
-        import_lines(store, [json.dumps({"type": "fact", "content": "Imported midway"})])
-        assert archive.retract(store, int(forgotten[0]), time.time(), "test")
+        store.archive.import_lines([json.dumps({"type": "fact", "content": "Imported midway"})])
+        assert store.archive.retract(int(forgotten[0]), time.time(), "test")
         conn = apsw.Connection(layout.memory_db)
         conn.execute(
             "INSERT INTO pending_actions (created_at, updated_at, content, source,"

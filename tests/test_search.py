@@ -21,8 +21,8 @@ from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.archive import import_lines, index_new_turns, turn_text
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.archive import turn_text
+from wsd.daemon.store.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 
@@ -66,7 +66,7 @@ def turn(cap: Capture, session: str, prompt: str, answer: str, command: str = ""
 def curate(layout: Layout, standin: BridgeStandin) -> None:
     flush(layout)
     drain(make_worker(layout, standin, batch_turns=25))
-    while index_new_turns(Store(layout)):
+    while Store(layout).archive.index_new_turns():
         pass
 
 
@@ -87,8 +87,7 @@ def memory(layout: Layout, standin: BridgeStandin) -> Layout:
     turn(cap, "s2", "What is the capital of Australia?", "Canberra, not Sydney.")
     cap.close()
     curate(layout, standin)
-    report = import_lines(
-        Store(layout),
+    report = Store(layout).archive.import_lines(
         [
             json.dumps(
                 {
@@ -194,7 +193,7 @@ def test_turn_index_skips_memory_tools_and_is_incremental(layout: Layout) -> Non
     cap.handle({"hook_event_name": "Stop", "session_id": "a", "last_assistant_message": "done"})
     cap.close()
     store = Store(layout)
-    assert index_new_turns(store) == 1 and index_new_turns(store) == 0
+    assert store.archive.index_new_turns() == 1 and store.archive.index_new_turns() == 0
     assert search_memory(layout, "secret plan") == []
     shell = [
         {
@@ -459,8 +458,8 @@ FILLER = [f"note {i}: the team met on day {i} and the plan was as it always is" 
 
 def _notes(layout: Layout, notes: list[str], turns: tuple[tuple[str, str], ...] = ()) -> None:
     """Import ``notes`` as facts (no session: no neighbours) and capture ``turns``."""
-    report = import_lines(
-        Store(layout), [json.dumps({"type": "fact", "content": c}) for c in FILLER + notes]
+    report = Store(layout).archive.import_lines(
+        [json.dumps({"type": "fact", "content": c}) for c in FILLER + notes]
     )
     assert not report.errors
     cap = Capture(CaptureConfig(workspace=layout.root))
@@ -468,7 +467,7 @@ def _notes(layout: Layout, notes: list[str], turns: tuple[tuple[str, str], ...] 
         cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt})
         cap.handle({"hook_event_name": "Stop", "session_id": session, "last_assistant_message": ""})
     cap.close()
-    while index_new_turns(Store(layout)):
+    while Store(layout).archive.index_new_turns():
         pass
 
 
@@ -584,7 +583,7 @@ def test_hits_name_a_session_by_its_first_eight_characters(layout: Layout) -> No
     tell sessions apart in a list); the JSON keeps the whole id."""
     session = "3f2b9c1e-8d4a-4c7e-9b1f-0a2d3e4f5a6b"
     write_turns(layout, 1, session=session, prompt="the quarterly zeppelin maintenance plan")
-    while index_new_turns(Store(layout)):
+    while Store(layout).archive.index_new_turns():
         pass
     (hit,) = search_memory(layout, "zeppelin maintenance")
     assert hit.source == "session 3f2b9c1e, turn 1" and hit.session_id == session

@@ -35,8 +35,7 @@ from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.archive import import_lines
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
@@ -56,8 +55,8 @@ def _patient(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _import(layout: Layout, notes: list[str]) -> None:
-    report = import_lines(
-        Store(layout), [json.dumps({"type": "fact", "content": n}) for n in notes]
+    report = Store(layout).archive.import_lines(
+        [json.dumps({"type": "fact", "content": n}) for n in notes]
     )
     assert not report.errors
 
@@ -179,7 +178,7 @@ from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.ops.wiring import build_worker, semantic as wire
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 print(semantic.missing())
 print([h.id for h in search_memory(Layout({layout.root!r}), "jellyfish")])
@@ -266,16 +265,14 @@ def test_a_rebuilt_memory_is_noticed_even_when_its_newest_ids_are_the_same(
 ) -> None:
     """The embedder's cheap check reads the vectors' epoch too: a memory.db swapped in with
     the same newest ids (a rebuild) is looked at again."""
-    from wsd.daemon.store import vectors
-
     _import(layout, NOTES)
-    before = vectors.newest(Store(layout))
+    before = Store(layout).vectors.newest()
     conn = schema.connect(layout.memory_db, "memory")
     try:
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors_epoch', 'renewed')")
     finally:
         conn.close()
-    after = vectors.newest(Store(layout))
+    after = Store(layout).vectors.newest()
     assert after[1:] == before[1:] and after[0] == "renewed" != before[0]
 
 

@@ -26,7 +26,7 @@ from tests.test_spool_damage import _hook
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.aside import pause_path
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.watcher import Watcher
@@ -91,7 +91,7 @@ def test_special_file_at_a_card_path_never_wedges_the_running_daemon(
 def test_checks_and_canvas_refuse_special_and_huge_files(layout: Layout) -> None:
     """In-process: drift check, duplicate hashing and the mirror each return at once on a FIFO,
     a /dev/zero link and a file over the limits; the agent is told about the card."""
-    store = WorkspaceStore(layout)
+    store = Store(layout)
     sync = CanvasSync(layout.root, store)
     create(layout, "c1", "Notes", "first")
     create(layout, "c2", "Big", "small")

@@ -21,7 +21,7 @@ from tests.conftest import (
 from tests.conftest import query as q
 from wsd.daemon.curation.bridge import usage_of
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
 DAY = 20_000 * 86400.0
@@ -161,7 +161,6 @@ def test_the_charges_ledger_equals_what_the_bridge_answered(
 def test_maintenance_prunes_old_charges_but_never_the_last_two_days(tmp_path: Path) -> None:
     """Idle maintenance bounds the charges ledger, keeping every charge the daily cap still sums."""
     from wsd.daemon.ops.bootstrap import init_workspace
-    from wsd.daemon.store.maintenance import Maintenance
 
     layout = Layout(str(tmp_path))
     init_workspace(layout, templates=None)
@@ -170,7 +169,7 @@ def test_maintenance_prunes_old_charges_but_never_the_last_two_days(tmp_path: Pa
     for age_days in (30, 3, 1.5, 0.1):
         store.ask_charge(now - age_days * day, 0.25, "batch")
     # A one-hour retention must not take yesterday's charges with the events.
-    assert Maintenance(store).idle_pass(now, every=0, retention=3600) is not None
+    assert store.maintenance.idle_pass(now, every=0, retention=3600) is not None
     rows = q(layout.transcript_db, "SELECT asked_at FROM charges")
     assert sorted(round((now - at) / day, 1) for (at,) in rows) == [0.1, 1.5]
     assert store.spent_since(now - day) == 0.25

@@ -31,9 +31,8 @@ from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.ops.deploy import PLUGIN_TOOL_PREFIX, render_plugin
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.daemon.store.archive import import_lines
-from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import Turn
+from wsd.daemon.store.store import Store
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
 
@@ -41,7 +40,7 @@ FACT = "The shared drive password hint is kept in the red notebook"
 
 
 def _learn(layout: Layout, *facts: str) -> None:
-    import_lines(Store(layout), [json.dumps({"type": "fact", "content": f}) for f in facts])
+    Store(layout).archive.import_lines([json.dumps({"type": "fact", "content": f}) for f in facts])
 
 
 def _tool_results(body: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 

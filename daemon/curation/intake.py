@@ -14,8 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wsd.daemon.runtime.heartbeat import StatusFile
-from wsd.daemon.store import archive
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema import spool
 
 
@@ -68,7 +67,7 @@ class SpoolIntake:
             return
         finally:
             if refolded:  # late events changed these turns' text: search must see it
-                archive.reindex_turns(self.store, refolded, identity)
+                self.store.archive.reindex_turns(refolded, identity)
         self.log.info(
             "spool_ingested",
             recorded=report.recorded,

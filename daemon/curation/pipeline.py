@@ -35,9 +35,8 @@ from wsd.daemon.curation.spend import StoreMeter, price
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory.files import canonical
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import archive
-from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES
 
 #: A turn holding a spooled event younger than this is not claimed yet: the rest of a
@@ -179,7 +178,7 @@ class Pipeline:
         notify = on_commit or self.on_commit
         actions = self.store.open_actions()
         base = self.files()
-        related = archive.related_learnings(self.store, _batch_text(batch), RELATED_LEARNINGS)
+        related = self.store.archive.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
         system, messages = build_request(base, actions, batch.rendered, related)
         started = self.began(batch.turns)
         try:

@@ -45,12 +45,12 @@ from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store import archive, aside
+from wsd.daemon.store import aside
 from wsd.daemon.store.aside import pause_path, pause_requested
 
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
-from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import Turn
+from wsd.daemon.store.store import Store
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -96,7 +96,7 @@ def rebuild(
         identity = live.transcript_identity()
         edits = PersonEdits(live, built)
         report = _recurate(config, layout, built, bridge, identity, edits, say)
-        while archive.index_new_turns(built, identity=identity):
+        while built.archive.index_new_turns(identity=identity):
             pass
         # A person's edit made while we ran is theirs to keep: recorded in the live memory
         # first (as the daemon would), it is replayed on top of the rebuilt revisions.
@@ -104,7 +104,7 @@ def rebuild(
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
         edits.rest()
-        aside.finish(built)
+        aside.finish(layout)
         say("swapping the rebuilt memory in")
         aside.swap(layout)
         live.rederive_processed(identity)

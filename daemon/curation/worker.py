@@ -30,8 +30,8 @@ from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
-from wsd.daemon.store.ledger import Store
-from wsd.daemon.store.maintenance import Maintenance
+from wsd.daemon.store.facets import Maintenance
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
 
@@ -226,7 +226,7 @@ class Worker:
         backlog = self.store.backlog()
         self._check_identity(backlog.identity)
         if backlog.last_turn_id != self._indexed_upto:  # new turns for search_memory
-            indexed = archive.index_new_turns(self.store, identity=self.identity)
+            indexed = self.store.archive.index_new_turns(identity=self.identity)
             if indexed < archive.INDEX_BATCH:
                 self._indexed_upto = backlog.last_turn_id
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once

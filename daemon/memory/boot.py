@@ -27,8 +27,7 @@ from datetime import UTC, datetime
 import apsw
 
 from wsd.daemon.runtime.fsio import read_text
-from wsd.daemon.store import archive
-from wsd.daemon.store.base import Databases
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
 TAG = "workspace-memory"
@@ -199,10 +198,10 @@ def _from_db(
     """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
     if not os.path.exists(layout.memory_db):
         return [], []
-    db = Databases(layout)
+    archive = Store(layout).archive
     try:
-        recent = archive.recent_learnings(db, since, max_learnings)
-        open_actions = archive.open_actions(db, max_actions)
+        recent = archive.recent_learnings(since, max_learnings)
+        open_actions = archive.open_actions(max_actions)
     except (apsw.Error, OSError) as exc:
         _warn(f"memory.db not readable ({exc}); boot context without learnings")
         return [], []

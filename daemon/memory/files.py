@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime import fsio
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
-from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import sha256
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: Reads of a memory file stop here (a file this large is not one the daemon wrote).

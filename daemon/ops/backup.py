@@ -17,8 +17,7 @@ import time
 from typing import Any
 
 from wsd.daemon.runtime.fsio import UnsafeFile, read_regular
-from wsd.daemon.store.ledger import Store
-from wsd.daemon.store.maintenance import Maintenance
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: How a copy is created in DEST: never through a link someone left there.
@@ -28,7 +27,7 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 def backup(layout: Layout, dest: str) -> dict[str, Any]:
     """Copy ``layout``'s databases and memory files into ``dest``; returns the manifest."""
     os.makedirs(dest, mode=0o700, exist_ok=True)
-    pages = Maintenance(Store(layout)).backup(dest)
+    pages = Store(layout).maintenance.backup(dest)
     sources = {name: layout.md(name) for name in (*DEPLOY_FILES, *CURATED_FILES)}
     sources["VERSION"] = layout.version_file
     copied: list[str] = []

@@ -50,10 +50,10 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def no_memory(command: str, layout: Layout) -> bool:
     """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
-    from wsd.daemon.store.ledger import Store
-    from wsd.daemon.store.maintenance import MADE_BY, Maintenance
+    from wsd.daemon.store.maintenance import MADE_BY
+    from wsd.daemon.store.store import Store
 
-    why = Maintenance(Store(layout)).unready().get("memory")
+    why = Store(layout).maintenance.unready().get("memory")
     if why is not None:
         print(
             f"{command}: memory.db {why}: {MADE_BY}",
@@ -95,15 +95,14 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd import FILE.jsonl`` (``-`` reads stdin): bad lines reported and skipped."""
-    from wsd.daemon.store.archive import import_jsonl, import_lines
-    from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.store import Store
 
     store = Store(_layout(args, env))
     store.migrate()
     if args.file == "-":
-        report = import_lines(store, (line.rstrip(b"\r\n") for line in sys.stdin.buffer))
+        report = store.archive.import_lines(line.rstrip(b"\r\n") for line in sys.stdin.buffer)
     else:
-        report = import_jsonl(store, args.file)
+        report = store.archive.import_jsonl(args.file)
     for number, why in report.errors:
         print(f"{args.file}:{number}: {why}", file=sys.stderr)
     print(
@@ -115,7 +114,7 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd pending [list|complete ID|dismiss ID] [--all] [--json]``."""
-    from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.store import Store
 
     layout = _layout(args, env)
     if no_memory("wsd pending", layout):
@@ -241,12 +240,11 @@ def register(subparsers: Any) -> None:
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd forget ID``: retract a learning (search, boot context and index forget it)."""
-    from wsd.daemon.store import archive
-    from wsd.daemon.store.base import Databases
+    from wsd.daemon.store.store import Store
 
-    store = Databases(_layout(args, env))
-    if not archive.retract(store, args.id, time.time(), args.reason):
-        when = archive.retracted_at(store, args.id)
+    archive = Store(_layout(args, env)).archive
+    if not archive.retract(args.id, time.time(), args.reason):
+        when = archive.retracted_at(args.id)
         if when is not None:  # a second forget: say so, not "no learning"
             from wsd.daemon.runtime.dates import iso_time
 

@@ -32,8 +32,8 @@ from typing import Any
 
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store.ledger import Store
 from wsd.daemon.store.records import Revision
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 #: The largest id SQLite stores (a signed 64-bit integer): past it a number is no id at all.
@@ -122,10 +122,10 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
 
 def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout) -> int:
     """The ``wsd memory`` verbs (``layout`` resolved by the caller)."""
-    from wsd.daemon.store.maintenance import MADE_BY, Maintenance
+    from wsd.daemon.store.maintenance import MADE_BY
 
     store = Store(layout)
-    why = Maintenance(store).unready().get("memory")
+    why = store.maintenance.unready().get("memory")
     if why is not None:  # never create it here: the daemon does (or `wsd rebuild`)
         print(
             f"wsd memory: memory.db {why}: {MADE_BY}",

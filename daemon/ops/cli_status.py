@@ -31,13 +31,12 @@ def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.memory import erosion
     from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-    from wsd.daemon.store.ledger import Store
-    from wsd.daemon.store.maintenance import Maintenance
+    from wsd.daemon.store.store import Store
 
     config = config_of(args, env)
     layout = Layout(config.workspace)
     store = Store(layout)
-    unready = Maintenance(store).unready()
+    unready = store.maintenance.unready()
     if unready:  # read-only: say what state the workspace is in, create nothing
         return _status_unready(layout, unready, read_status(layout), args.json)
     now = time.time()
@@ -152,7 +151,7 @@ def _status_unready(
 
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.runtime.heartbeat import daemon_running
-    from wsd.daemon.store.ledger import Store
+    from wsd.daemon.store.store import Store
 
     layout = Layout(config_of(args, env).workspace)
     store = Store(layout)

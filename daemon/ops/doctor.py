@@ -26,9 +26,9 @@ from wsd.daemon.ops import doctor_states
 from wsd.daemon.runtime.config import DEFAULT_EROSION
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store.ledger import Store
-from wsd.daemon.store.maintenance import MADE_BY, Maintenance
+from wsd.daemon.store.maintenance import MADE_BY
 from wsd.daemon.store.records import sha256
+from wsd.daemon.store.store import Store
 from wsd.schema import spool
 from wsd.schema.layout import Layout
 
@@ -76,7 +76,7 @@ class Doctor:
         self.fix = fix
         self.erosion = erosion_fraction
         self.store = Store(layout)
-        self.ops = Maintenance(self.store)
+        self.ops = self.store.maintenance
         self.findings: list[Finding] = []
 
     def add(self, level: str, check: str, detail: str, fixed: bool = False) -> None:

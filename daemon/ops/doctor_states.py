@@ -20,8 +20,7 @@ from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.fsio import kind_of, read_regular
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store import aside
-from wsd.daemon.store.ledger import Store
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
@@ -125,7 +124,7 @@ def special_files(doctor: Reporter) -> None:
         elif what is not None:
             found.append(f"{path} is {what}")
     try:
-        cards = [c.path for c in WorkspaceStore(doctor.layout).open_cards()]
+        cards = [c.path for c in doctor.store.workspace.open_cards()]
     except Exception:  # a missing, old or damaged memory.db: the database checks say so
         cards = []
     for rel in cards:

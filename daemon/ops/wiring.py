@@ -25,8 +25,7 @@ from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.ledger import Store
-from wsd.daemon.store.maintenance import Maintenance
+from wsd.daemon.store.store import Store
 
 
 def build_worker(
@@ -53,7 +52,7 @@ def build_worker(
         failures=failures,
         backoff=Backoff(store, config.outage_backoff, config.outage_backoff_max, monotonic),
         wake=WakeDetector(config.wake_jump_seconds, config.orphan_seconds),
-        maintenance=Maintenance(store),
+        maintenance=store.maintenance,
         md=md,
         intake=SpoolIntake(store, stop, log, failures.record, status),
         shedder=MemoryShedder(config.shed_memory_seconds, monotonic),

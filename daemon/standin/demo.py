@@ -22,8 +22,7 @@ from typing import Any
 
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store import archive
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 SESSION = "demo-session-1"
@@ -174,7 +173,7 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
         if path.exists():
             print(f"--- {name}\n{path.read_text().rstrip()}")
     _banner("learnings (memory.db)")
-    for kind, content in archive.learnings(store):
+    for kind, content in store.archive.learnings():
         print(f"  {kind:<12} {content}")
     _banner("pending actions")
     for aid, priority, content in store.open_actions():

@@ -1,14 +1,16 @@
-"""The archive's SQL verbs: the turn index search_memory reaches, ``wsd import``, and the
-boot context's recent learnings.
+"""The archive's SQL verbs: the turn index search_memory reaches, ``wsd import``, the
+learnings a new session and the curator are shown, and ``wsd forget``.
 
-* :func:`index_new_turns` copies closed turns of transcript.db into memory.db's ``turns``
-  table (and so into ``turns_fts``), oldest first, in bounded steps: the daemon calls it every
-  pass, ``wsd rebuild`` until it returns 0. Memory tool calls are left out of the copy, so the
-  archive never holds what the archive said.
-* :func:`import_jsonl` loads learnings from JSON lines; each bad line is reported with its
-  line number and skipped, the good ones are kept (one transaction for the whole file).
-* :func:`recent_learnings` and :func:`open_actions` read what a new session starts with
-  (read-only connections: the boot context never writes).
+Each verb takes an open connection (the Store's :class:`~wsd.daemon.store.facets.Archive`
+opens them, one per unit of work):
+
+* the turn index copies closed turns of transcript.db into memory.db's ``turns`` table (and
+  so into ``turns_fts``), oldest first, in bounded steps (:func:`index_cursor`,
+  :func:`observations_after`, :func:`add_turns`). Memory tool calls are left out of the copy,
+  so the archive never holds what the archive said.
+* an import parses JSON lines (:func:`parse_lines`); each bad line is reported with its line
+  number and skipped, the good ones are kept (:func:`add_imported`, one transaction).
+* :func:`recent_learnings` reads what a new session starts with.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.runtime.dates import parse_since
-from wsd.daemon.store import actions
-from wsd.daemon.store.base import Databases
 from wsd.daemon.store.records import LEARNING_TYPES, learning_key
 from wsd.hooks.capture import is_memory_call
 from wsd.redact import clean_text
@@ -41,72 +41,77 @@ TOOL_OUTPUT_CHARS = 300
 IMPORT_MAX_CHARS = 4000
 
 
-def index_new_turns(store: Databases, batch: int = INDEX_BATCH, identity: str | None = None) -> int:
-    """Copy up to ``batch`` closed turns not yet in the turn index; returns how many.
+def index_cursor(m: apsw.Connection, identity: str) -> int | None:
+    """The highest observation id of ``identity`` in the turn index (0: none yet); None when
+    memory.db has no turn index (not migrated yet: the daemon migrates at start).
 
-    The cursor is the highest observation id indexed for this transcript's identity, so a
-    recreated transcript.db starts its own sequence and older turns stay searchable.
+    Per identity, so a recreated transcript.db starts its own sequence and older turns stay
+    searchable.
     """
-    if identity is None:
-        with store._transcript() as t:
-            identity = schema.identity(t)
-    with store._memory() as m:
-        if not _has_turns(m):
-            return 0  # memory.db not migrated yet: the daemon migrates at start
-        row = m.execute(
-            "SELECT coalesce(max(observation_id), 0) FROM turns WHERE transcript_identity = ?",
-            (identity,),
-        ).fetchone()
-        cursor = row[0] if row else 0
-    with store._transcript() as t:
-        rows = t.execute(
-            "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
-            " agent_response FROM observations WHERE id > ? ORDER BY id LIMIT ?",
-            (cursor, batch),
-        ).fetchall()
-    if not rows:
+    if not _has_turns(m):
+        return None
+    row = m.execute(
+        "SELECT coalesce(max(observation_id), 0) FROM turns WHERE transcript_identity = ?",
+        (identity,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def observations_after(t: apsw.Connection, cursor: int, limit: int) -> list[tuple[Any, ...]]:
+    """Up to ``limit`` observations with an id above ``cursor``, in id order, as the index
+    reads them."""
+    return t.execute(
+        f"{_OBSERVATIONS} WHERE id > ? ORDER BY id LIMIT ?", (cursor, limit)
+    ).fetchall()
+
+
+def observations_by_id(t: apsw.Connection, ids: Iterable[int]) -> list[tuple[Any, ...]]:
+    """These observations, as the index reads them."""
+    wanted = json.dumps(sorted(set(ids)))
+    return t.execute(
+        f"{_OBSERVATIONS} WHERE id IN (SELECT value FROM json_each(?))", (wanted,)
+    ).fetchall()
+
+
+def add_turns(m: apsw.Connection, identity: str, rows: list[tuple[Any, ...]]) -> None:
+    """Index these observations (of :func:`observations_after`); one already in is kept."""
+    with schema.write_txn(m):
+        m.executemany(f"{_INSERT_TURN} ON CONFLICT DO NOTHING", _index_rows(identity, rows))
+
+
+def replace_turns(
+    m: apsw.Connection, identity: str, ids: Iterable[int], rows: list[tuple[Any, ...]]
+) -> int:
+    """Index turns ``ids`` again as these observations (of :func:`observations_by_id`: a late
+    event folded into them changed their text); how many (0 when memory.db has no turn index
+    yet)."""
+    if not rows or not _has_turns(m):
         return 0
-    values = [
+    with schema.write_txn(m):
+        m.execute(
+            "DELETE FROM turns WHERE transcript_identity = ?"
+            " AND observation_id IN (SELECT value FROM json_each(?))",
+            (identity, json.dumps(sorted(set(ids)))),
+        )
+        m.executemany(_INSERT_TURN, _index_rows(identity, rows))
+    return len(rows)
+
+
+_OBSERVATIONS = (
+    "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
+    " agent_response FROM observations"
+)
+_INSERT_TURN = (
+    "INSERT INTO turns (transcript_identity, observation_id, session_id, sequence_num,"
+    " created_at, prompt, response, tools) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _index_rows(identity: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [
         (identity, oid, sid, seq, ts, *turn_text(user, calls, response))
         for oid, sid, seq, ts, user, calls, response in rows
     ]
-    with store._memory() as m, schema.write_txn(m):
-        m.executemany(
-            "INSERT INTO turns (transcript_identity, observation_id, session_id, sequence_num,"
-            " created_at, prompt, response, tools) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
-            values,
-        )
-    return len(rows)
-
-
-def reindex_turns(store: Databases, ids: Iterable[int], identity: str) -> int:
-    """Index these turns again (a late event folded into them changed their text); how many."""
-    wanted = json.dumps(sorted(set(ids)))
-    with store._transcript() as t:
-        rows = t.execute(
-            "SELECT id, session_id, sequence_num, timestamp, user_message, tool_calls_json,"
-            " agent_response FROM observations WHERE id IN (SELECT value FROM json_each(?))",
-            (wanted,),
-        ).fetchall()
-    with store._memory() as m:
-        if not rows or not _has_turns(m):
-            return 0
-        with schema.write_txn(m):
-            m.execute(
-                "DELETE FROM turns WHERE transcript_identity = ?"
-                " AND observation_id IN (SELECT value FROM json_each(?))",
-                (identity, wanted),
-            )
-            m.executemany(
-                "INSERT INTO turns (transcript_identity, observation_id, session_id, sequence_num,"
-                " created_at, prompt, response, tools) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (identity, oid, sid, seq, ts, *turn_text(user, calls, response))
-                    for oid, sid, seq, ts, user, calls, response in rows
-                ],
-            )
-    return len(rows)
 
 
 def _has_turns(conn: apsw.Connection) -> bool:
@@ -214,10 +219,11 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
     )
 
 
-def import_lines(store: Databases, lines: Iterable[str | bytes]) -> ImportReport:
-    """Import learnings from JSON lines (see :func:`parse_import_line`); one transaction."""
+def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[tuple[Any, ...]], ImportReport]:
+    """JSON lines as learnings rows (see :func:`parse_import_line`), and a report holding the
+    bad lines, each with its number."""
     report = ImportReport()
-    rows: list[tuple[int, tuple[Any, ...]]] = []
+    rows: list[tuple[Any, ...]] = []
     for number, raw in enumerate(lines, start=1):
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
@@ -227,11 +233,17 @@ def import_lines(store: Databases, lines: Iterable[str | bytes]) -> ImportReport
         if not text.strip():
             continue
         try:
-            rows.append((number, parse_import_line(text)))
+            rows.append(parse_import_line(text))
         except ValueError as exc:
             report.errors.append((number, str(exc)))
-    with store._memory() as m, schema.write_txn(m):
-        for _number, row in rows:
+    return rows, report
+
+
+def add_imported(m: apsw.Connection, rows: list[tuple[Any, ...]], report: ImportReport) -> None:
+    """Store the rows of :func:`parse_lines` in one transaction, counting in ``report`` the
+    learnings added and the exact duplicates skipped."""
+    with schema.write_txn(m):
+        for row in rows:
             m.execute(
                 "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
                 " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -242,49 +254,36 @@ def import_lines(store: Databases, lines: Iterable[str | bytes]) -> ImportReport
                 report.added += 1
             else:
                 report.duplicates += 1
-    return report
 
 
-def import_jsonl(store: Databases, path: str) -> ImportReport:
-    """Import a JSON-lines file (``wsd import``)."""
+def file_lines(path: str) -> Iterator[bytes]:
+    """The lines of a JSON-lines file, without their line ends (``wsd import FILE``)."""
     with open(path, "rb") as fh:
-        return import_lines(store, _lines(fh))
+        for line in fh:
+            yield line.rstrip(b"\r\n")
 
 
-def _lines(fh: Any) -> Iterator[bytes]:
-    for line in fh:
-        yield line.rstrip(b"\r\n")
+# -- what a new session and the curator are shown ---------------------------------------------
 
 
-# -- what a new session starts with ----------------------------------------------------------
-
-
-def recent_learnings(store: Databases, since: float, limit: int) -> list[tuple[str, float, str]]:
+def recent_learnings(m: apsw.Connection, since: float, limit: int) -> list[tuple[str, float, str]]:
     """(type, created_at, content) of current learnings since ``since``, newest first
-    (read-only; a superseded learning is left out: its successor says it better)."""
-    with store._memory(readonly=True) as m:
-        rows = schema.rows(
-            m,
-            "SELECT type, created_at, content FROM learnings WHERE created_at >= ?"
-            " AND superseded_by IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
-            (since, max(0, limit)),
-        )
+    (a superseded learning is left out: its successor says it better)."""
+    rows = schema.rows(
+        m,
+        "SELECT type, created_at, content FROM learnings WHERE created_at >= ?"
+        " AND superseded_by IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
+        (since, max(0, limit)),
+    )
     return [(str(kind), float(ts), str(text)) for kind, ts, text in rows]
 
 
-def open_actions(store: Databases, limit: int) -> list[tuple[int, int, str]]:
-    """Open pending actions as (id, priority, content), most urgent first (read-only)."""
-    with store._memory(readonly=True) as m:
-        return actions.open_list(m, limit)
-
-
-def learnings(store: Databases) -> list[tuple[str, str]]:
+def learnings(m: apsw.Connection) -> list[tuple[str, str]]:
     """Every stored learning as (type, content), oldest first (the demo prints them)."""
-    with store._memory(readonly=True) as m:
-        return [
-            (str(k), str(c))
-            for k, c in schema.rows(m, "SELECT type, content FROM learnings ORDER BY id")
-        ]
+    return [
+        (str(k), str(c))
+        for k, c in schema.rows(m, "SELECT type, content FROM learnings ORDER BY id")
+    ]
 
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
@@ -298,49 +297,50 @@ _COMMON_WORDS = (
 _COMMON = frozenset(_COMMON_WORDS.split())
 
 
-def related_learnings(
-    store: Databases, text: str, limit: int, words: int = 40
-) -> list[tuple[int, str, float, str]]:
-    """Current (not superseded) learnings most related to ``text``, best first, as
-    (id, type, created_at, content): plain FTS5 BM25 over its most frequent words.
-
-    What the curator is shown so it can say a new learning replaces an old one; plain BM25
-    on purpose: it reads the store it is given (a rebuild's aside database too).
-    """
+def related_query(text: str, words: int) -> str | None:
+    """The FTS5 query of :func:`related_learnings` for ``text``: its ``words`` most frequent
+    words (the common ones left out), or None if it has none."""
     counts: dict[str, int] = {}
     for word in _WORD.findall(text.lower()):
         if word not in _COMMON:
             counts[word] = counts.get(word, 0) + 1
     top = sorted(counts, key=lambda w: (-counts[w], w))[:words]
-    if not top or limit <= 0:
-        return []
-    query = " OR ".join(f'"{w}"' for w in top)
-    with store._memory(readonly=True) as m:
-        rows = schema.rows(
-            m,
-            "SELECT l.id, l.type, l.created_at, l.content FROM learnings_fts f"
-            " JOIN learnings l ON l.id = f.rowid"
-            " WHERE learnings_fts MATCH ? AND l.superseded_by IS NULL"
-            " ORDER BY bm25(learnings_fts) LIMIT ?",
-            (query, limit),
-        )
+    return " OR ".join(f'"{w}"' for w in top) if top else None
+
+
+def related_learnings(
+    m: apsw.Connection, query: str, limit: int
+) -> list[tuple[int, str, float, str]]:
+    """Current (not superseded) learnings matching ``query`` (of :func:`related_query`), best
+    first, as (id, type, created_at, content): plain FTS5 BM25.
+
+    What the curator is shown so it can say a new learning replaces an old one; plain BM25
+    on purpose: it reads the database it is given (a rebuild's aside database too).
+    """
+    rows = schema.rows(
+        m,
+        "SELECT l.id, l.type, l.created_at, l.content FROM learnings_fts f"
+        " JOIN learnings l ON l.id = f.rowid"
+        " WHERE learnings_fts MATCH ? AND l.superseded_by IS NULL"
+        " ORDER BY bm25(learnings_fts) LIMIT ?",
+        (query, limit),
+    )
     return [(int(i), str(k), float(ts), str(c)) for i, k, ts, c in rows]
 
 
-def retracted_at(store: Databases, learning_id: int) -> float | None:
+def retracted_at(m: apsw.Connection, learning_id: int) -> float | None:
     """When learning ``learning_id`` was retracted (``wsd forget``), or None if it was not."""
-    with store._memory(readonly=True) as m:
-        row = schema.first(
-            m, "SELECT max(retracted_at) FROM retractions WHERE learning_id = ?", (learning_id,)
-        )
+    row = schema.first(
+        m, "SELECT max(retracted_at) FROM retractions WHERE learning_id = ?", (learning_id,)
+    )
     return None if row is None or row[0] is None else float(row[0])
 
 
-def retract(store: Databases, learning_id: int, now: float, reason: str | None = None) -> bool:
+def retract(m: apsw.Connection, learning_id: int, now: float, reason: str | None) -> bool:
     """``wsd forget``: delete a learning (and so its FTS entry and source links), keeping in
     ``retractions`` that it was, when, and its key, so it is never stored again (by curation
     or a rebuild). False if there is no such learning."""
-    with store._memory() as m, schema.write_txn(m):
+    with schema.write_txn(m):
         row = schema.first(
             m,
             "SELECT type, content_key, batch_id, created_at FROM learnings WHERE id = ?",

@@ -1,6 +1,6 @@
 """The SQL of ``wsd rebuild``: a memory.db built aside, what it carries over, and the swap.
 
-The aside database (``memory.rebuild.db``) is a :class:`~wsd.daemon.store.ledger.Store`
+The aside database (``memory.rebuild.db``) is a :class:`~wsd.daemon.store.store.Store`
 whose memory.db path is redirected, so the loop's own verbs (``commit_batch``, the turn
 index) fill it. What curation does not produce is carried over from the live database:
 imported learnings, non-curator actions and revisions, daemon state, the watcher's tables,
@@ -28,7 +28,8 @@ from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.daemon.runtime.instance import flock_holders
 from wsd.daemon.store import actions
-from wsd.daemon.store.ledger import Store
+from wsd.daemon.store.connections import Connections, Opener
+from wsd.daemon.store.store import Store
 from wsd.daemon.store.workspace import CANVAS_CURSOR_KEY
 from wsd.schema.layout import Layout
 
@@ -115,19 +116,28 @@ def open_aside(layout: Layout) -> Store:
     uncurated rows carried over; returned as a Store that writes into it."""
     path = aside_path(layout)
     remove(path)
-    live = layout.memory_db
+    with _aside(layout).memory() as m:
+        schema.migrate(m, "memory", path)
+        with _attached(m, layout.memory_db), schema.write_txn(m):
+            for sql in CARRY_SQL:
+                m.execute(sql)
+            actions.carry_uncurated(m)
+    return Store(layout, opener=_redirect(layout))
+
+
+def _redirect(layout: Layout) -> Opener:
+    """``schema.connect`` with the live memory.db's path redirected to the aside database."""
+    live, path = layout.memory_db, aside_path(layout)
 
     def opener(target: str, kind: schema.Kind, **kwargs: Any) -> apsw.Connection:
         return schema.connect(path if target == live else target, kind, **kwargs)
 
-    aside = Store(layout, opener=opener)
-    with aside._memory() as m:
-        schema.migrate(m, "memory", path)
-        with _attached(m, live), schema.write_txn(m):
-            for sql in CARRY_SQL:
-                m.execute(sql)
-            actions.carry_uncurated(m)
-    return aside
+    return opener
+
+
+def _aside(layout: Layout) -> Connections:
+    """Connections whose memory.db is the aside database."""
+    return Connections(layout, opener=_redirect(layout))
 
 
 #: What people and the CLI wrote to the live database while the rebuild ran (``wsd import``,
@@ -173,12 +183,12 @@ VECTOR_SQL = (
 )
 
 
-def finish(aside: Store) -> None:
+def finish(layout: Layout) -> None:
     """Carry what the live database gained meanwhile (:data:`LATE_CARRY_SQL`), the live
-    closed status of curator actions, the vectors it can reuse and the watcher's rows again,
-    and leave no WAL behind (the swap follows at once)."""
-    with aside._memory() as m:
-        with _attached(m, aside.layout.memory_db), schema.write_txn(m):
+    closed status of curator actions, the vectors it can reuse and the watcher's rows again
+    into the aside database, and leave no WAL behind (the swap follows at once)."""
+    with _aside(layout).memory() as m:
+        with _attached(m, layout.memory_db), schema.write_txn(m):
             for sql in LATE_CARRY_SQL:
                 m.execute(sql)
             actions.carry_late(m)
@@ -192,17 +202,10 @@ def finish(aside: Store) -> None:
 
 def swap(layout: Layout) -> None:
     """Copy the aside database over the live one in a single write transaction."""
-    source = schema.connect(aside_path(layout), "memory", readonly=True)
-    try:
-        dest = schema.connect(layout.memory_db, "memory")
-        try:
-            with dest.backup("main", source, "main") as backup:
-                backup.step(-1)
-            dest.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            dest.close()
-    finally:
-        source.close()
+    with _aside(layout).memory(readonly=True) as source, Connections(layout).memory() as dest:
+        with dest.backup("main", source, "main") as backup:
+            backup.step(-1)
+        dest.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def remove(path: str) -> None:

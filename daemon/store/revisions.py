@@ -1,90 +1,85 @@
 """The md revisions: every version of every curated file, with where it came from.
 
-A batch's revisions are written by :meth:`~wsd.daemon.store.ledger.Store.commit_batch`, in
-the batch's transaction; the verbs here read them and record the ones no batch produced
-(a person's edit adopted, a ``wsd memory restore``).
+A batch's revisions are written by :func:`wsd.daemon.store.ledger.commit_batch`, in the
+batch's transaction; the verbs here read them and record the ones no batch produced (a
+person's edit adopted, a ``wsd memory restore``). Each takes an open memory.db connection.
 """
 
 from __future__ import annotations
 
+import apsw
+
 from wsd import schema
-from wsd.daemon.store.base import Databases
 from wsd.daemon.store.records import Revision, sha256
 
+_COLUMNS = "id, file, created_at, source, batch_id, sha256, content"
 
-class Revisions(Databases):
-    """md revision verbs (a part of :class:`~wsd.daemon.store.ledger.Store`)."""
 
-    def latest_md(self) -> dict[str, str]:
-        """The latest revision of each curated file that has one."""
-        with self._memory() as m:
-            rows = schema.rows(
-                m,
-                "SELECT file, content FROM md_revisions WHERE id IN"
-                " (SELECT max(id) FROM md_revisions GROUP BY file)",
-            )
-        return {str(f): str(c) for f, c in rows}
+def latest_md(m: apsw.Connection) -> dict[str, str]:
+    """The latest revision of each curated file that has one."""
+    rows = schema.rows(
+        m,
+        "SELECT file, content FROM md_revisions WHERE id IN"
+        " (SELECT max(id) FROM md_revisions GROUP BY file)",
+    )
+    return {str(f): str(c) for f, c in rows}
 
-    def md_history(self, name: str) -> list[Revision]:
-        """Every revision of one curated file, oldest first."""
-        with self._memory() as m:
-            rows = schema.rows(
-                m,
-                "SELECT id, file, created_at, source, batch_id, sha256, content"
-                " FROM md_revisions WHERE file = ? ORDER BY id",
-                (name,),
-            )
-        return [Revision(*row) for row in rows]
 
-    def known_revision(self, name: str, digest: str) -> int | None:
-        """The newest revision of ``name`` with this sha256, if any."""
-        with self._memory() as m:
-            row = schema.first(
-                m,
-                "SELECT max(id) FROM md_revisions WHERE file = ? AND sha256 = ?",
-                (name, digest),
-            )
-        return None if row is None or row[0] is None else int(row[0])
+def md_history(m: apsw.Connection, name: str) -> list[Revision]:
+    """Every revision of one curated file, oldest first."""
+    rows = schema.rows(
+        m, f"SELECT {_COLUMNS} FROM md_revisions WHERE file = ? ORDER BY id", (name,)
+    )
+    return [Revision(*row) for row in rows]
 
-    def baseline_revision(self, name: str, since: float) -> Revision | None:
-        """The version of ``name`` that erosion is measured against (see
-        :mod:`wsd.daemon.memory.erosion`): the latest a person made (a hand edit adopted, a
-        restore) after ``since``; else the latest at ``since``; else the first after it."""
-        with self._memory() as m:
-            row = schema.first(
-                m,
-                "SELECT id, file, created_at, source, batch_id, sha256, content FROM md_revisions"
-                " WHERE id = coalesce("
-                "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2"
-                "    AND source IN ('hand', 'restore')),"
-                "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at <= ?2),"
-                "  (SELECT min(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2))",
-                (name, since),
-            )
-        return None if row is None else Revision(*row)
 
-    def person_revisions(self, after: int = 0) -> list[tuple[Revision, str]]:
-        """Every revision a person made (a hand edit adopted, a restore) with an id above
-        ``after``, oldest first, each with the content of the revision before it ("" for a
-        file's first): what they changed, for ``wsd rebuild`` to replay."""
-        with self._memory() as m:
-            rows = schema.rows(
-                m,
-                "SELECT r.id, r.file, r.created_at, r.source, r.batch_id, r.sha256, r.content,"
-                " coalesce((SELECT p.content FROM md_revisions p WHERE p.file = r.file"
-                "   AND p.id < r.id ORDER BY p.id DESC LIMIT 1), '')"
-                " FROM md_revisions r WHERE r.source != 'curator' AND r.batch_id IS NULL"
-                " AND r.id > ? ORDER BY r.id",
-                (after,),
-            )
-        return [(Revision(*row[:7]), str(row[7])) for row in rows]
+def known_revision(m: apsw.Connection, name: str, digest: str) -> int | None:
+    """The newest revision of ``name`` with this sha256, if any."""
+    row = schema.first(
+        m, "SELECT max(id) FROM md_revisions WHERE file = ? AND sha256 = ?", (name, digest)
+    )
+    return None if row is None or row[0] is None else int(row[0])
 
-    def add_revision(self, name: str, content: str, source: str, now: float) -> int:
-        """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
-        with self._memory() as m, schema.write_txn(m):
-            m.execute(
-                "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
-                " VALUES (?, ?, ?, ?, NULL, ?)",
-                (name, content, sha256(content), now, source),
-            )
-            return int(m.last_insert_rowid())
+
+def baseline_revision(m: apsw.Connection, name: str, since: float) -> Revision | None:
+    """The version of ``name`` that erosion is measured against (see
+    :mod:`wsd.daemon.memory.erosion`): the latest a person made (a hand edit adopted, a
+    restore) after ``since``; else the latest at ``since``; else the first after it."""
+    row = schema.first(
+        m,
+        f"SELECT {_COLUMNS} FROM md_revisions"
+        " WHERE id = coalesce("
+        "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2"
+        "    AND source IN ('hand', 'restore')),"
+        "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at <= ?2),"
+        "  (SELECT min(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2))",
+        (name, since),
+    )
+    return None if row is None else Revision(*row)
+
+
+def person_revisions(m: apsw.Connection, after: int) -> list[tuple[Revision, str]]:
+    """Every revision a person made (a hand edit adopted, a restore) with an id above
+    ``after``, oldest first, each with the content of the revision before it ("" for a
+    file's first): what they changed, for ``wsd rebuild`` to replay."""
+    rows = schema.rows(
+        m,
+        "SELECT r.id, r.file, r.created_at, r.source, r.batch_id, r.sha256, r.content,"
+        " coalesce((SELECT p.content FROM md_revisions p WHERE p.file = r.file"
+        "   AND p.id < r.id ORDER BY p.id DESC LIMIT 1), '')"
+        " FROM md_revisions r WHERE r.source != 'curator' AND r.batch_id IS NULL"
+        " AND r.id > ? ORDER BY r.id",
+        (after,),
+    )
+    return [(Revision(*row[:7]), str(row[7])) for row in rows]
+
+
+def add_revision(m: apsw.Connection, name: str, content: str, source: str, now: float) -> int:
+    """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
+    with schema.write_txn(m):
+        m.execute(
+            "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
+            " VALUES (?, ?, ?, ?, NULL, ?)",
+            (name, content, sha256(content), now, source),
+        )
+        return int(m.last_insert_rowid())

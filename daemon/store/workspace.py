@@ -1,21 +1,21 @@
 """Every SQL verb of workspace consistency: the file index, checks, canvas map, tool events.
 
 Paths in ``workspace_files`` and ``canvas_cards`` are relative to the workspace root, with
-``/`` separators. The actions raised here go through :mod:`wsd.daemon.store.actions`.
+``/`` separators. Each verb takes an open connection (memory.db, except
+:func:`tool_events`); the Store's :class:`~wsd.daemon.store.facets.Workspace` opens them,
+and raises the checks' actions through :mod:`wsd.daemon.store.actions`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import actions
-from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.base import Databases
+from wsd.daemon.store.ledger import put_state
 
 #: state key of the canvas cursor: the last transcript event id looked at.
 CANVAS_CURSOR_KEY = "canvas_event_cursor"
@@ -47,199 +47,168 @@ class ToolEvent:
 _CARD_COLUMNS = "card_id, title, card_type, path, status, last_synced_sha256, last_synced_at"
 
 
-class WorkspaceStore(Databases):
-    """memory.db (index, actions, canvas map, state) and read-only transcript events."""
-
-    # -- the file index ------------------------------------------------------------
-
-    def index_rows(self) -> Iterator[tuple[str, int, int]]:
-        """Stream (path, size, mtime_ns) of the stored index (no list of 100k tuples)."""
-        with self._memory() as m:
-            for path, size, mtime in m.execute("SELECT path, size, mtime_ns FROM workspace_files"):
-                yield str(path), int(size), int(mtime)
-
-    def apply_index(
-        self, upserts: Sequence[tuple[str, int, int]], deletes: Iterable[str], now: float
-    ) -> None:
-        """Record changed files and forget gone ones, in one transaction.
-
-        A stored hash is kept only while size and mtime are unchanged; a file
-        changed in any way loses it (hashes are recomputed lazily, when needed).
-        """
-        gone = list(deletes)
-        if not upserts and not gone:
-            return
-        with self._memory() as m, schema.write_txn(m):
-            m.executemany(
-                "INSERT INTO workspace_files (path, size, mtime_ns, sha256, first_seen, last_seen)"
-                " VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (path) DO UPDATE SET"
-                " sha256 = CASE WHEN size = excluded.size AND mtime_ns = excluded.mtime_ns"
-                "  THEN sha256 END,"
-                " size = excluded.size, mtime_ns = excluded.mtime_ns,"
-                " last_seen = excluded.last_seen",
-                [(p, s, t, now, now) for p, s, t in upserts],
-            )
-            m.executemany("DELETE FROM workspace_files WHERE path = ?", [(p,) for p in gone])
-
-    def files_under(self, prefixes: Sequence[str]) -> list[tuple[str, float]]:
-        """(path, first_seen) of indexed files under any of ``prefixes`` (``"ocr/"``...)."""
-        out: list[tuple[str, float]] = []
-        with self._memory() as m:
-            for prefix in prefixes:
-                # Range on the primary key instead of LIKE: '_' and '%' are legal in names.
-                rows = schema.rows(
-                    m,
-                    "SELECT path, first_seen FROM workspace_files WHERE path >= ? AND path < ?",
-                    (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
-                )
-                out += [(str(p), float(f)) for p, f in rows]
-        return out
-
-    def size_groups(self, min_size: int) -> Iterator[list[tuple[str, int, int, str | None, float]]]:
-        """Files sharing their size with another, one size at a time.
-
-        Each group is a list of (path, size, mtime_ns, sha256, first_seen);
-        streamed so that only one group is ever in memory.
-        """
-        with self._memory() as m:
-            group: list[tuple[str, int, int, str | None, float]] = []
-            for p, s, t, h, f in m.execute(
-                "SELECT path, size, mtime_ns, sha256, first_seen FROM workspace_files"
-                " WHERE size IN (SELECT size FROM workspace_files WHERE size >= ? GROUP BY size"
-                "  HAVING count(*) > 1) ORDER BY size, path",
-                (min_size,),
-            ):
-                if group and group[0][1] != s:
-                    yield group
-                    group = []
-                group.append((str(p), int(s), int(t), None if h is None else str(h), float(f)))
-            if group:
-                yield group
-
-    def set_hashes(self, hashes: Sequence[tuple[str, int, int, str]]) -> None:
-        """Store (path, size, mtime_ns, sha256); ignored where the file changed meanwhile."""
-        if not hashes:
-            return
-        with self._memory() as m, schema.write_txn(m):
-            m.executemany(
-                "UPDATE workspace_files SET sha256 = ?"
-                " WHERE path = ? AND size = ? AND mtime_ns = ?",
-                [(h, p, s, t) for p, s, t, h in hashes],
-            )
-
-    # -- pending actions --------------------------------------------------------------
-
-    def raise_actions(self, requests: Sequence[ActionRequest], source: str, now: float) -> int:
-        """Raise each request unless open or acknowledged (see :func:`actions.raise_requests`);
-        returns how many were inserted."""
-        if not requests:
-            return 0
-        with self._memory() as m, schema.write_txn(m):
-            return actions.raise_requests(m, requests, source, now)
-
-    def open_action_keys(self, prefix: str) -> dict[str, int]:
-        """Open actions whose key starts with ``prefix``: key -> id."""
-        with self._memory() as m:
-            return actions.open_keys(m, prefix)
-
-    def close_actions(self, keys: Iterable[str], now: float) -> int:
-        """Mark the open actions with these keys completed (the problem is resolved)."""
-        with self._memory() as m, schema.write_txn(m):
-            return actions.close_keys(m, keys, now)
-
-    # -- canvas map -----------------------------------------------------------------
-
-    def card(self, card_id: str) -> Card | None:
-        with self._memory() as m:
-            row = schema.first(
-                m, f"SELECT {_CARD_COLUMNS} FROM canvas_cards WHERE card_id = ?", (card_id,)
-            )
-        return None if row is None else Card(*row)
-
-    def card_paths(self) -> dict[str, str]:
-        """path -> card id of every mapped card (open or closed)."""
-        with self._memory(readonly=True) as m:
-            rows = schema.rows(m, "SELECT path, card_id FROM canvas_cards")
-        return {str(p): str(c) for p, c in rows}
-
-    def open_cards(self) -> list[Card]:
-        with self._memory(readonly=True) as m:  # (wsd doctor reads it: never create the file)
-            rows = schema.rows(
-                m, f"SELECT {_CARD_COLUMNS} FROM canvas_cards WHERE status = 'open' ORDER BY path"
-            )
-        return [Card(*r) for r in rows]
-
-    def save_card(self, card: Card, now: float, cursor: tuple[str, int] | None = None) -> None:
-        """Insert or update one card row, and advance the event cursor in the same commit."""
-        with self._memory() as m, schema.write_txn(m):
-            m.execute(
-                "INSERT INTO canvas_cards (card_id, title, card_type, path, status,"
-                " last_synced_sha256, last_synced_at, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (card_id) DO UPDATE SET"
-                " title = excluded.title, card_type = excluded.card_type, path = excluded.path,"
-                " status = excluded.status, last_synced_sha256 = excluded.last_synced_sha256,"
-                " last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at",
-                (
-                    card.card_id,
-                    card.title,
-                    card.card_type,
-                    card.path,
-                    card.status,
-                    card.last_synced_sha256,
-                    card.last_synced_at,
-                    now,
-                    now,
-                ),
-            )
-            if cursor is not None:
-                _set_state(m, CANVAS_CURSOR_KEY, json.dumps(list(cursor)), now)
-
-    # -- state and the transcript -----------------------------------------------------------
-
-    def canvas_cursor(self) -> tuple[str, int]:
-        """(transcript identity, last event id handled); ("", 0) before the first event."""
-        with self._memory() as m:
-            row = schema.first(m, "SELECT value FROM state WHERE key = ?", (CANVAS_CURSOR_KEY,))
-        try:
-            identity, last = json.loads(str(row[0])) if row else ("", 0)
-            return str(identity), int(last)
-        except (ValueError, TypeError):
-            return "", 0
-
-    def set_canvas_cursor(self, identity: str, last_id: int, now: float) -> None:
-        with self._memory() as m, schema.write_txn(m):
-            _set_state(m, CANVAS_CURSOR_KEY, json.dumps([identity, last_id]), now)
-
-    def tool_events(
-        self, after_id: int, tool_names: Sequence[str], limit: int = 200
-    ) -> tuple[str, list[ToolEvent], int]:
-        """PostToolUse events of ``tool_names`` with id > ``after_id``, in id order.
-
-        Returns (transcript identity, events, scanned up to): the last id the
-        caller may move its cursor to, so a transcript with no canvas events is
-        not rescanned from the start on every call. Read-only: the agent's
-        database is never written from here.
-        """
-        with self._transcript(readonly=True) as conn:
-            conn.execute("BEGIN")  # one snapshot for the events and the max id
-            identity = schema.identity(conn)
-            rows = schema.rows(
-                conn,
-                "SELECT id, ts, tool_name, payload FROM events WHERE id > ?"
-                " AND kind = 'PostToolUse' AND tool_name IN (SELECT value FROM json_each(?))"
-                " ORDER BY id LIMIT ?",
-                (after_id, json.dumps(list(tool_names)), limit),
-            )
-            (top,) = schema.one(conn, "SELECT coalesce(max(id), 0) FROM events")
-            conn.execute("COMMIT")
-        events = [ToolEvent(int(i), float(t), str(n), str(p)) for i, t, n, p in rows]
-        upto = events[-1].id if len(events) >= limit else max(int(top), after_id)
-        return identity, events, upto
+# -- the file index ------------------------------------------------------------------------
 
 
-def _set_state(m: apsw.Connection, key: str, value: str, now: float) -> None:
-    m.execute(
-        "INSERT INTO state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key)"
-        " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (key, value, now),
+def index_rows(m: apsw.Connection) -> Iterator[tuple[str, int, int]]:
+    """Stream (path, size, mtime_ns) of the stored index (no list of 100k tuples)."""
+    for path, size, mtime in m.execute("SELECT path, size, mtime_ns FROM workspace_files"):
+        yield str(path), int(size), int(mtime)
+
+
+def apply_index(
+    m: apsw.Connection, upserts: Sequence[tuple[str, int, int]], gone: Sequence[str], now: float
+) -> None:
+    """Record changed files and forget gone ones, in one transaction.
+
+    A stored hash is kept only while size and mtime are unchanged; a file
+    changed in any way loses it (hashes are recomputed lazily, when needed).
+    """
+    with schema.write_txn(m):
+        m.executemany(
+            "INSERT INTO workspace_files (path, size, mtime_ns, sha256, first_seen, last_seen)"
+            " VALUES (?, ?, ?, NULL, ?, ?) ON CONFLICT (path) DO UPDATE SET"
+            " sha256 = CASE WHEN size = excluded.size AND mtime_ns = excluded.mtime_ns"
+            "  THEN sha256 END,"
+            " size = excluded.size, mtime_ns = excluded.mtime_ns,"
+            " last_seen = excluded.last_seen",
+            [(p, s, t, now, now) for p, s, t in upserts],
+        )
+        m.executemany("DELETE FROM workspace_files WHERE path = ?", [(p,) for p in gone])
+
+
+def files_under(m: apsw.Connection, prefixes: Sequence[str]) -> list[tuple[str, float]]:
+    """(path, first_seen) of indexed files under any of ``prefixes`` (``"ocr/"``...)."""
+    out: list[tuple[str, float]] = []
+    for prefix in prefixes:
+        # Range on the primary key instead of LIKE: '_' and '%' are legal in names.
+        rows = schema.rows(
+            m,
+            "SELECT path, first_seen FROM workspace_files WHERE path >= ? AND path < ?",
+            (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
+        )
+        out += [(str(p), float(f)) for p, f in rows]
+    return out
+
+
+def size_groups(
+    m: apsw.Connection, min_size: int
+) -> Iterator[list[tuple[str, int, int, str | None, float]]]:
+    """Files sharing their size with another, one size at a time.
+
+    Each group is a list of (path, size, mtime_ns, sha256, first_seen);
+    streamed so that only one group is ever in memory.
+    """
+    group: list[tuple[str, int, int, str | None, float]] = []
+    for p, s, t, h, f in m.execute(
+        "SELECT path, size, mtime_ns, sha256, first_seen FROM workspace_files"
+        " WHERE size IN (SELECT size FROM workspace_files WHERE size >= ? GROUP BY size"
+        "  HAVING count(*) > 1) ORDER BY size, path",
+        (min_size,),
+    ):
+        if group and group[0][1] != s:
+            yield group
+            group = []
+        group.append((str(p), int(s), int(t), None if h is None else str(h), float(f)))
+    if group:
+        yield group
+
+
+def set_hashes(m: apsw.Connection, hashes: Sequence[tuple[str, int, int, str]]) -> None:
+    """Store (path, size, mtime_ns, sha256); ignored where the file changed meanwhile."""
+    with schema.write_txn(m):
+        m.executemany(
+            "UPDATE workspace_files SET sha256 = ? WHERE path = ? AND size = ? AND mtime_ns = ?",
+            [(h, p, s, t) for p, s, t, h in hashes],
+        )
+
+
+# -- canvas map ------------------------------------------------------------------------------
+
+
+def card(m: apsw.Connection, card_id: str) -> Card | None:
+    row = schema.first(m, f"SELECT {_CARD_COLUMNS} FROM canvas_cards WHERE card_id = ?", (card_id,))
+    return None if row is None else Card(*row)
+
+
+def card_paths(m: apsw.Connection) -> dict[str, str]:
+    """path -> card id of every mapped card (open or closed)."""
+    rows = schema.rows(m, "SELECT path, card_id FROM canvas_cards")
+    return {str(p): str(c) for p, c in rows}
+
+
+def open_cards(m: apsw.Connection) -> list[Card]:
+    rows = schema.rows(
+        m, f"SELECT {_CARD_COLUMNS} FROM canvas_cards WHERE status = 'open' ORDER BY path"
     )
+    return [Card(*r) for r in rows]
+
+
+def save_card(m: apsw.Connection, card: Card, now: float, cursor: tuple[str, int] | None) -> None:
+    """Insert or update one card row, and advance the event cursor in the same commit."""
+    with schema.write_txn(m):
+        m.execute(
+            "INSERT INTO canvas_cards (card_id, title, card_type, path, status,"
+            " last_synced_sha256, last_synced_at, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (card_id) DO UPDATE SET"
+            " title = excluded.title, card_type = excluded.card_type, path = excluded.path,"
+            " status = excluded.status, last_synced_sha256 = excluded.last_synced_sha256,"
+            " last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at",
+            (
+                card.card_id,
+                card.title,
+                card.card_type,
+                card.path,
+                card.status,
+                card.last_synced_sha256,
+                card.last_synced_at,
+                now,
+                now,
+            ),
+        )
+        if cursor is not None:
+            put_state(m, CANVAS_CURSOR_KEY, json.dumps(list(cursor)), now)
+
+
+# -- state and the transcript --------------------------------------------------------------
+
+
+def canvas_cursor(m: apsw.Connection) -> tuple[str, int]:
+    """(transcript identity, last event id handled); ("", 0) before the first event."""
+    row = schema.first(m, "SELECT value FROM state WHERE key = ?", (CANVAS_CURSOR_KEY,))
+    try:
+        identity, last = json.loads(str(row[0])) if row else ("", 0)
+        return str(identity), int(last)
+    except (ValueError, TypeError):
+        return "", 0
+
+
+def set_canvas_cursor(m: apsw.Connection, identity: str, last_id: int, now: float) -> None:
+    with schema.write_txn(m):
+        put_state(m, CANVAS_CURSOR_KEY, json.dumps([identity, last_id]), now)
+
+
+def tool_events(
+    t: apsw.Connection, after_id: int, tool_names: Sequence[str], limit: int
+) -> tuple[str, list[ToolEvent], int]:
+    """PostToolUse events of ``tool_names`` with id > ``after_id``, in id order (read from a
+    read-only transcript.db connection: the agent's database is never written from here).
+
+    Returns (transcript identity, events, scanned up to): the last id the
+    caller may move its cursor to, so a transcript with no canvas events is
+    not rescanned from the start on every call.
+    """
+    t.execute("BEGIN")  # one snapshot for the events and the max id
+    identity = schema.identity(t)
+    rows = schema.rows(
+        t,
+        "SELECT id, ts, tool_name, payload FROM events WHERE id > ?"
+        " AND kind = 'PostToolUse' AND tool_name IN (SELECT value FROM json_each(?))"
+        " ORDER BY id LIMIT ?",
+        (after_id, json.dumps(list(tool_names)), limit),
+    )
+    (top,) = schema.one(t, "SELECT coalesce(max(id), 0) FROM events")
+    t.execute("COMMIT")
+    events = [ToolEvent(int(i), float(ts), str(n), str(p)) for i, ts, n, p in rows]
+    upto = events[-1].id if len(events) >= limit else max(int(top), after_id)
+    return identity, events, upto

@@ -42,7 +42,8 @@ from wsd.daemon.runtime.config import (
 from wsd.daemon.runtime.fsio import UnsafeFile, atomic_write, read_regular
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.workspace import Card, ToolEvent, WorkspaceStore
+from wsd.daemon.store.store import Store
+from wsd.daemon.store.workspace import Card, ToolEvent
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 #: A mirror larger than this is not read: it cannot hold a card's text, so it was edited.
@@ -231,7 +232,7 @@ class CanvasSync:
     def __init__(
         self,
         root: str,
-        store: WorkspaceStore,
+        store: Store,
         tools: CanvasTools | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -248,10 +249,10 @@ class CanvasSync:
         One bad event is logged and skipped (the cursor moves past it), so it
         can never wedge the mirror.
         """
-        known, last = self.store.canvas_cursor()
-        identity, events, upto = self.store.tool_events(last, self.tools.names(), limit)
+        known, last = self.store.workspace.canvas_cursor()
+        identity, events, upto = self.store.workspace.tool_events(last, self.tools.names(), limit)
         if identity != known and last:  # transcript.db was replaced: its ids restarted
-            identity, events, upto = self.store.tool_events(0, self.tools.names(), limit)
+            identity, events, upto = self.store.workspace.tool_events(0, self.tools.names(), limit)
         written: list[str] = []
         while True:
             for event in events:
@@ -260,11 +261,13 @@ class CanvasSync:
                 except Exception as exc:
                     self.log.error("canvas_event_failed", event_id=event.id, error=repr(exc)[:300])
             if (identity, upto) != (known, last):
-                self.store.set_canvas_cursor(identity, upto, self.clock())
+                self.store.workspace.set_canvas_cursor(identity, upto, self.clock())
                 known, last = identity, upto
             if len(events) < limit:
                 return written
-            identity, events, upto = self.store.tool_events(upto, self.tools.names(), limit)
+            identity, events, upto = self.store.workspace.tool_events(
+                upto, self.tools.names(), limit
+            )
 
     def handle(self, event: ToolEvent, cursor: tuple[str, int] | None = None) -> list[str]:
         """Apply one canvas event; returns the paths written."""
@@ -284,10 +287,10 @@ class CanvasSync:
         if card_id is None:
             card_id = f"unidentified-{event.id}"
             self.log.warning("canvas_card_id_missing", event_id=event.id, tool=event.tool_name)
-        card = self.store.card(card_id)
+        card = self.store.workspace.card(card_id)
         if event.tool_name == self.tools.close:
             if card is not None and card.status != "closed":
-                self.store.save_card(replace(card, status="closed"), now, cursor)
+                self.store.workspace.save_card(replace(card, status="closed"), now, cursor)
             return []
         title = inp.get("title") if isinstance(inp.get("title"), str) else None
         has_blocks = "blocks" in inp
@@ -302,7 +305,7 @@ class CanvasSync:
         elif title is not None:
             card = replace(card, title=title)
         if not has_blocks:  # a title-only update: the file does not change
-            self.store.save_card(card, now, cursor)
+            self.store.workspace.save_card(card, now, cursor)
             return []
         if truncated:
             self.log.info("canvas_card_truncated", card_id=card_id, path=card.path)
@@ -315,7 +318,7 @@ class CanvasSync:
         unless that file holds exactly this card's text (a replay after memory.db
         was rebuilt adopts its own earlier mirror instead of making a copy).
         """
-        taken = self.store.card_paths()
+        taken = self.store.workspace.card_paths()
         if named is not None:
             try:
                 rel = confine(named)
@@ -355,7 +358,7 @@ class CanvasSync:
             f" refused ({why}); it is mirrored under {self.tools.folder}/ instead."
         )
         req = ActionRequest(f"canvas_refused:{card_id}", content, 1, ts)
-        self.store.raise_actions([req], "canvas", self.clock())
+        self.store.workspace.raise_actions([req], "canvas", self.clock())
 
     def _mirror(
         self, card: Card, text: str, now: float, cursor: tuple[str, int] | None
@@ -367,13 +370,13 @@ class CanvasSync:
             full = resolve(self.root, confine(card.path))
         except Refused as why:
             self._refused(card.card_id, card.title or "", card.path, str(why), now)
-            self.store.save_card(card, now, cursor)
+            self.store.workspace.save_card(card, now, cursor)
             return []
         try:
             current = _file_sha(full, self.real_root)
         except UnsafeFile as why:  # a FIFO, a device, a huge file: neither read nor replaced
             self._refused(card.card_id, card.title or "", card.path, str(why), now)
-            self.store.save_card(card, now, cursor)
+            self.store.workspace.save_card(card, now, cursor)
             return []
         if current == new_sha or current is None or current == card.last_synced_sha256:
             written = [] if current == new_sha else [card.path]
@@ -381,8 +384,8 @@ class CanvasSync:
                 os.makedirs(os.path.dirname(full), exist_ok=True)
                 resolve(self.root, card.path)  # re-check: nothing swapped in meanwhile
                 atomic_write(full, text, mode=0o644, root=self.real_root)
-            self.store.save_card(replace(card, last_synced_sha256=new_sha, last_synced_at=now),
-                                 now, cursor)  # fmt: skip
+            synced = replace(card, last_synced_sha256=new_sha, last_synced_at=now)
+            self.store.workspace.save_card(synced, now, cursor)
             return written
         return self._conflict(card, text, now, cursor)
 
@@ -413,6 +416,6 @@ class CanvasSync:
             f" delete {rel} (or update the card from the file)."
         )
         req = ActionRequest(f"canvas_conflict:{card.card_id}", content, 1, now)
-        self.store.raise_actions([req], "canvas", now)
-        self.store.save_card(card, now, cursor)
+        self.store.workspace.raise_actions([req], "canvas", now)
+        self.store.workspace.save_card(card, now, cursor)
         return [rel] if ours else []

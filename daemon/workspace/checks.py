@@ -2,7 +2,7 @@
 
 Each check computes the problems present now, each with a stable
 de-duplication key. :meth:`Checks.run` raises an action for every new problem
-(see :meth:`wsd.daemon.store.workspace.WorkspaceStore.raise_actions`: an action the agent
+(see :meth:`wsd.daemon.store.facets.Workspace.raise_actions`: an action the agent
 dismissed is not nagged back) and closes, as completed, every open action of
 the check whose problem is gone. The checks:
 
@@ -35,7 +35,7 @@ from wsd.daemon.runtime.config import DEFAULT_UNPROCESSED_SECONDS
 from wsd.daemon.runtime.fsio import UnsafeFile, kind_of, read_text
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.daemon.workspace.canvas import CARD_MAX_BYTES, CONFLICT_MARK, conflict_path
 
 SOURCE = "checks"
@@ -116,7 +116,7 @@ class Checks:
     def __init__(
         self,
         root: str,
-        store: WorkspaceStore,
+        store: Store,
         settings: CheckSettings | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -137,7 +137,7 @@ class Checks:
         report.hashes_pending = pending
         self._apply("duplicate:", duplicates, now, report, may_close=pending == 0)
         self._apply("canvas_drift:", self.canvas_drift(), now, report)
-        report.closed += self.store.close_actions(self.resolved_conflicts(), now)
+        report.closed += self.store.workspace.close_actions(self.resolved_conflicts(), now)
         if report.raised or report.closed:
             self.log.info("checks", raised=report.raised, closed=report.closed)
         return report
@@ -162,20 +162,20 @@ class Checks:
                 max(r.appeared_at for r in rest),
             )
             found = [*found[: cap - 1], summary]
-        report.raised += self.store.raise_actions(found, SOURCE, now)
+        report.raised += self.store.workspace.raise_actions(found, SOURCE, now)
         if may_close:
             present = {r.key for r in found}
-            gone = [k for k in self.store.open_action_keys(prefix) if k not in present]
-            report.closed += self.store.close_actions(gone, now)
+            gone = [k for k in self.store.workspace.open_action_keys(prefix) if k not in present]
+            report.closed += self.store.workspace.close_actions(gone, now)
 
     # -- the checks ---------------------------------------------------------------------
 
     def unprocessed(self, now: float) -> list[ActionRequest]:
         """Documents old enough to have been processed, with no output named after them."""
         s = self.settings
-        outputs = _output_keys([p for p, _ in self.store.files_under(list(s.outputs))])
+        outputs = _output_keys([p for p, _ in self.store.workspace.files_under(list(s.outputs))])
         found = []
-        for path, first_seen in self.store.files_under([s.documents]):
+        for path, first_seen in self.store.workspace.files_under([s.documents]):
             if now - first_seen < s.unprocessed_seconds or _doc_key(path) in outputs:
                 continue
             where = " or ".join(o.rstrip("/") + "/" for o in s.outputs)
@@ -192,7 +192,7 @@ class Checks:
         hashed: list[tuple[str, int, int, str]] = []
         pending = 0
         found = []
-        for same_size in self.store.size_groups(self.settings.duplicate_min_bytes):
+        for same_size in self.store.workspace.size_groups(self.settings.duplicate_min_bytes):
             groups: dict[str, list[tuple[str, float]]] = defaultdict(list)
             for path, size, mtime, sha, first_seen in same_size:
                 if sha is None:
@@ -207,7 +207,7 @@ class Checks:
             for sha, members in groups.items():
                 if len(members) > 1:
                     found.append(self._duplicate(sha, same_size[0][1], members))
-        self.store.set_hashes(hashed)
+        self.store.workspace.set_hashes(hashed)
         return found, pending
 
     @staticmethod
@@ -233,7 +233,7 @@ class Checks:
     def canvas_drift(self) -> list[ActionRequest]:
         """Open cards whose file no longer holds what was last synced."""
         found = []
-        for card in self.store.open_cards():
+        for card in self.store.workspace.open_cards():
             if card.last_synced_sha256 is None:
                 continue
             full = os.path.join(self.root, card.path)
@@ -261,8 +261,8 @@ class Checks:
     def resolved_conflicts(self) -> list[str]:
         """Keys of open conflict actions whose copy is gone or merged into the file."""
         done = []
-        for key in self.store.open_action_keys("canvas_conflict:"):
-            card = self.store.card(key.split(":", 1)[1])
+        for key in self.store.workspace.open_action_keys("canvas_conflict:"):
+            card = self.store.workspace.card(key.split(":", 1)[1])
             if card is None:
                 done.append(key)
                 continue

@@ -40,7 +40,7 @@ from wsd.daemon.memory import files_md
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store.aside import pause_requested
-from wsd.daemon.store.workspace import WorkspaceStore
+from wsd.daemon.store.store import Store
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.inventory import Tree, diff, is_noise, render_inventory, scan
@@ -59,7 +59,7 @@ class Watcher:
         stop: threading.Event,
         settings: WatchSettings | None = None,
         *,
-        store: WorkspaceStore | None = None,
+        store: Store | None = None,
         canvas: CanvasSync | None = None,
         checks: Checks | None = None,
         nudge: threading.Event | None = None,
@@ -70,7 +70,7 @@ class Watcher:
         self.root = layout.root
         self.stop = stop
         self.settings = settings or WatchSettings()
-        self.store = store or WorkspaceStore(layout)
+        self.store = store or Store(layout)
         self.canvas = canvas
         self.checks = checks
         self.clock, self.monotonic = clock, monotonic
@@ -270,7 +270,7 @@ class Watcher:
         started, wall = self.monotonic(), self.clock()
         self._sync_producers()
         if not self.tree and not self.rescans:  # first time: start from what memory.db holds
-            for path, size, mtime in self.store.index_rows():
+            for path, size, mtime in self.store.workspace.index_rows():
                 d, _, name = path.rpartition("/")
                 self.tree.setdefault(d, {})[name] = (size, mtime)
         new, folders = scan(self.root)
@@ -363,7 +363,7 @@ class Watcher:
         if (not self._upserts and not self._removed) or pause_requested(self.layout):
             return
         upserts = [(p, s, t) for p, (s, t) in self._upserts.items()]
-        self.store.apply_index(upserts, sorted(self._removed), self.clock())
+        self.store.workspace.apply_index(upserts, sorted(self._removed), self.clock())
         self._upserts.clear()
         self._removed.clear()
 
@@ -378,7 +378,7 @@ def workspace_watcher(
 ) -> Watcher:
     """The daemon's watcher, wired: index + files.md, the checks, the canvas mirror, and the
     loop's ``nudge`` set on every transcript write."""
-    store = WorkspaceStore(layout)
+    store = Store(layout)
     return Watcher(
         layout,
         stop,

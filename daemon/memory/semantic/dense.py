@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from wsd.daemon.memory.semantic.model import DIMENSIONS, encoder, trim
 from wsd.daemon.store import vectors
-from wsd.daemon.store.base import Databases
+from wsd.daemon.store.store import Store
 
 #: Candidates kept by the coarse pass for the exact one.
 COARSE = 1000
@@ -70,7 +70,7 @@ class _Bits:
 class DenseIndex:
     """Nearest stored vectors to a query, for one workspace; safe across threads."""
 
-    def __init__(self, store: Databases) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.lock = threading.Lock()
         self.kinds = {kind: _Bits() for kind in vectors.KINDS}
@@ -78,13 +78,13 @@ class DenseIndex:
 
     def refresh(self) -> None:
         """Take in the vectors stored since the last look (all of them the first time)."""
-        epoch, found = vectors.newer(self.store, {k: b.last for k, b in self.kinds.items()})
+        epoch, found = self.store.vectors.newer({k: b.last for k, b in self.kinds.items()})
         # Started afresh (a rebuild swapped in, another model): everything again. Deleted
         # rows may stay here meanwhile: the exact pass reads only rows that still exist.
         if epoch != self.epoch or any(top < self.kinds[k].last for k, (top, _) in found.items()):
             self.epoch = epoch
             self.kinds = {kind: _Bits() for kind in vectors.KINDS}
-            epoch, found = vectors.newer(self.store, {})
+            epoch, found = self.store.vectors.newer({})
         for kind, (_top, rows) in found.items():
             self.kinds[kind].extend(rows)
 
@@ -105,7 +105,7 @@ class DenseIndex:
             coarse = {kind: self._coarse(self.kinds[kind], qbits) for kind in kinds}
         for kind, ids in coarse.items():
             learning_type = type_ if kind == "L" and type_ != TURN_TYPE else None
-            rows = vectors.fetch(self.store, kind, ids, learning_type, since)
+            rows = self.store.vectors.fetch(kind, ids, learning_type, since)
             if rows:
                 matrix = np.frombuffer(b"".join(v for _, v in rows), np.int8)
                 matrix = matrix.reshape(len(rows), -1).astype(np.float32)

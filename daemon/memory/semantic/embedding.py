@@ -19,8 +19,7 @@ from typing import Any
 
 from wsd.daemon.memory.semantic import MODEL_ID, missing
 from wsd.daemon.runtime import signals
-from wsd.daemon.store import vectors
-from wsd.daemon.store.base import Databases
+from wsd.daemon.store.store import Store
 
 #: At most this many texts per step (~0.3 s on one core when they are short learnings).
 STEP = 32
@@ -39,7 +38,7 @@ class Embedder:
 
     def __init__(
         self,
-        store: Databases,
+        store: Store,
         log: Any,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -65,19 +64,19 @@ class Embedder:
         now = self.monotonic()
         if not self.dirty and now - self._checked >= CHECK_SECONDS:
             self._checked = now
-            newest = vectors.newest(self.store)
+            newest = self.store.vectors.newest()
             self.dirty = newest != self._seen
             self._seen = newest
         if not self.dirty or not self._enable():
             return 0
         fits = int(STEP_SECONDS / max(self._per_text, 1e-3))
-        rows = vectors.pending(self.store, max(1, min(STEP, fits)))
+        rows = self.store.vectors.pending(max(1, min(STEP, fits)))
         if not rows:
             self.dirty = False
             self._finish()
             return 0
         if self._backfill is None:
-            done, total = vectors.counts(self.store)
+            done, total = self.store.vectors.counts()
             self._backfill = (now, 0, done, total)
         with signals.held():  # the native threads the model starts never take SIGTERM
             from wsd.daemon.memory.semantic.dense import embed_texts
@@ -85,8 +84,8 @@ class Embedder:
             started = self.monotonic()
             packed = embed_texts([text for _, _, text in rows])
             self._per_text = (self.monotonic() - started) / len(rows)
-        written = vectors.write(
-            self.store, [(kind, i, v) for (kind, i, _), v in zip(rows, packed, strict=True)]
+        written = self.store.vectors.write(
+            [(kind, i, v) for (kind, i, _), v in zip(rows, packed, strict=True)]
         )
         self._progress(len(rows))
         return max(written, len(rows))
@@ -112,7 +111,7 @@ class Embedder:
                 self.log.info("semantic_off", reason=reason)
                 self.enabled = False
             else:
-                self.enabled = vectors.use_model(self.store, MODEL_ID)
+                self.enabled = self.store.vectors.use_model(MODEL_ID)
         return self.enabled
 
     def _progress(self, count: int) -> None:

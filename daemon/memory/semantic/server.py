@@ -28,7 +28,7 @@ from wsd.daemon.memory.semantic import MODEL_ID
 from wsd.daemon.memory.semantic.client import address, read_line, socket_path
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.runtime.signals import background
-from wsd.daemon.store.base import Databases
+from wsd.daemon.store.store import Store
 
 #: A client has this long, all told, to send its request line (a byte now and then does not
 #: extend it), and as long again to take its answer.
@@ -42,7 +42,7 @@ MAX_K = 200
 class SemanticServer:
     """Listens for search_memory's semantic half while the daemon runs."""
 
-    def __init__(self, store: Databases, on_use: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, store: Store, on_use: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.on_use = on_use
         self.path = socket_path(store.layout)

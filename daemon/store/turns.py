@@ -1,0 +1,145 @@
+"""The transcript side of the loop: turns waiting to be curated, claiming them, and the
+``processed`` markers (a cache of the ledger, see :func:`rederive_processed`).
+
+Each verb takes an open transcript.db connection (the :class:`~wsd.daemon.store.store.Store`
+opens one per call).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from wsd import schema
+from wsd.daemon.store.records import Backlog, Turn
+
+#: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
+_SETTLING = (
+    "(EXISTS (SELECT 1 FROM events e WHERE e.observation_id = o.id AND e.via = 'spool')"
+    " AND (SELECT max(ts) FROM events e WHERE e.observation_id = o.id) >= ?{n})"
+)
+_TURN_COLS = (
+    "id, session_id, sequence_num, timestamp, user_message, tool_calls_json, agent_response,"
+    " closed_by, amends"
+)
+
+
+def backlog(t: apsw.Connection) -> Backlog:
+    """What is waiting to be curated."""
+    # The oldest pending turn by id uses the partial index on pending
+    # turns; min(timestamp) would read every pending row.
+    (pending,) = schema.one(t, "SELECT count(*) FROM observations WHERE processed = 0")
+    first = schema.first(
+        t, "SELECT timestamp FROM observations WHERE processed = 0 ORDER BY id LIMIT 1"
+    )
+    oldest = first[0] if first else None
+    (last_activity,) = schema.one(t, "SELECT max(last_event_at) FROM sessions")
+    (flush_upto,) = schema.one(t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL")
+    (last_turn,) = schema.one(t, "SELECT coalesce(max(id), 0) FROM observations")
+    identity = schema.identity(t)
+    return Backlog(int(pending), oldest, last_activity, flush_upto, identity, int(last_turn))
+
+
+def next_turns(t: apsw.Connection, limit: int, settled_before: float) -> tuple[list[Turn], bool]:
+    """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
+    of them is still settling (holds a spooled event newer than ``settled_before``: the
+    rest of a burst spooled with it may still be on its way)."""
+    rows = schema.rows(
+        t,
+        f"SELECT {_TURN_COLS}, {_SETTLING.format(n=2)} FROM observations o"
+        " WHERE processed = 0 ORDER BY id LIMIT ?1",
+        (limit, settled_before),
+    )
+    return [_turn(r[:-1]) for r in rows], any(r[-1] for r in rows)
+
+
+def claim_turns(t: apsw.Connection, ids: Sequence[int], now: float) -> list[Turn]:
+    """Mark these turns as taken into a batch and read them, in one transaction: from
+    now on a late event never folds into them (it becomes an addendum), so what the
+    curator is sent is what gets curated."""
+    with schema.write_txn(t):
+        t.execute(
+            "UPDATE observations SET claimed_at = ? WHERE claimed_at IS NULL"
+            " AND id IN (SELECT value FROM json_each(?))",
+            (now, json.dumps(list(ids))),
+        )
+        return turns_by_id(t, ids)
+
+
+def turns_by_id(t: apsw.Connection, ids: Sequence[int]) -> list[Turn]:
+    rows = schema.rows(
+        t,
+        f"SELECT {_TURN_COLS} FROM observations"
+        " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+        (json.dumps(list(ids)),),
+    )
+    return [_turn(r) for r in rows]
+
+
+def turn_ids(t: apsw.Connection, settled_before: float | None) -> list[int]:
+    """Every turn's id, oldest first (``wsd rebuild`` re-curates them all); with
+    ``settled_before``, a turn not curated yet that holds a spooled event newer than that
+    is left out (as :func:`next_turns` tells the loop: the daemon curates it once settled)."""
+    settling = f"processed = 0 AND {_SETTLING.format(n=1)}"
+    unsettled = "" if settled_before is None else f" WHERE NOT ({settling})"
+    args = () if settled_before is None else (settled_before,)
+    rows = schema.rows(t, f"SELECT id FROM observations o{unsettled} ORDER BY id", args)
+    return [int(r[0]) for r in rows]
+
+
+def mark_processed(t: apsw.Connection, ids: Sequence[int]) -> None:
+    with schema.write_txn(t):
+        t.execute(
+            "UPDATE observations SET processed = 1 WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(ids)),),
+        )
+
+
+def rederive_processed(t: apsw.Connection, memory_db: str, identity: str) -> tuple[int, int]:
+    """Make the ``processed`` markers agree with the ledger in ``memory_db``; returns (set,
+    cleared).
+
+    Run at start-up: a crash between the memory.db commit and the marker
+    update leaves covered turns unmarked; a deleted memory.db leaves marked
+    turns that nothing covers any more (they are curated again).
+    """
+    t.execute("ATTACH DATABASE ? AS mem", (memory_db,))
+    try:
+        with schema.write_txn(t):
+            covered = "SELECT observation_id FROM mem.batch_turns WHERE transcript_identity = ?"
+            t.execute(
+                f"UPDATE observations SET processed = 1 WHERE processed = 0 AND id IN ({covered})",
+                (identity,),
+            )
+            marked = t.changes()
+            t.execute(
+                "UPDATE observations SET processed = 0"
+                f" WHERE processed = 1 AND id NOT IN ({covered})",
+                (identity,),
+            )
+            cleared = t.changes()
+    finally:
+        t.execute("DETACH DATABASE mem")
+    return marked, cleared
+
+
+def _turn(row: tuple[Any, ...]) -> Turn:
+    oid, session, seq, ts, user, calls, response, closed_by, amends = row
+    try:
+        parsed = json.loads(calls) if calls else []
+    except ValueError:
+        parsed = []
+    return Turn(
+        int(oid),
+        str(session),
+        int(seq),
+        float(ts),
+        user,
+        parsed if isinstance(parsed, list) else [],
+        response,
+        str(closed_by),
+        None if amends is None else int(amends),
+    )
