@@ -1,6 +1,7 @@
 """The import contract (SPEC.md section 10), read from the source with ``ast``, not by importing:
 hooks import only schema and redact; redaction sits below hooks and daemon behind a public face;
-SQL lives only in schema and daemon/store (search may read); the job folders stack in layers;
+SQL lives only in schema and daemon/store (search may read); only the store opens connections and
+touches its protected members; no private name crosses modules; the job folders stack in layers;
 and no module imports another that imports it back."""
 
 from __future__ import annotations
@@ -152,20 +153,24 @@ def _private_uses(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
     def private(part: str) -> bool:
         return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
+    def ours(module: str) -> bool:  # not the standard library's (``import _json``)
+        return module.split(".")[0] == "wsd"
+
     modules: set[str] = set()  # local names bound to one of our modules
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if any(private(part) for part in alias.name.split(".")):
+                if ours(alias.name) and any(private(part) for part in alias.name.split(".")):
                     yield node.lineno, f"import {alias.name}"
                 if alias.asname and alias.name in MODULES:
                     modules.add(alias.asname)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
-            if any(private(part) for part in base.split(".")):
+            mine = bool(node.level) or ours(base)
+            if mine and any(private(part) for part in base.split(".")):
                 yield node.lineno, f"from {base} import ..."
             for alias in node.names:
-                if private(alias.name):
+                if mine and private(alias.name):
                     yield node.lineno, f"from {base} import {alias.name}"
                 elif f"{base}.{alias.name}" in MODULES:
                     modules.add(alias.asname or alias.name)
@@ -271,19 +276,62 @@ def test_the_sql_check_sees_sql() -> None:
 
 
 def test_no_connection_is_handed_out_of_the_store() -> None:
-    """In the daemon only the store opens connections: no module elsewhere calls connect() or
-    the store's protected ``_memory()``/``_transcript()`` (the hooks write through schema)."""
+    """In the daemon only the store opens connections (search keeps its own read-only one)."""
     allowed = ("wsd.schema", "wsd.hooks", "wsd.daemon.store", "wsd.daemon.memory.search")
     for name, (path, tree) in MODULES.items():
         if name.startswith(allowed):
             continue
+        assert STORE_CONNECTIONS not in GRAPH[name], f"{name} imports {STORE_CONNECTIONS}"
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 called = node.func.attr
-                bad = called in ("_memory", "_transcript") or (
-                    called == "connect" and ast.unparse(node.func.value) in ("schema", "apsw")
+                bad = called in ("connect", "Connection") and ast.unparse(node.func.value) in (
+                    "schema",
+                    "apsw",
                 )
                 assert not bad, f"{path.relative_to(REPO)}:{node.lineno} calls {called}()"
+
+
+STORE = "wsd.daemon.store"
+STORE_CONNECTIONS = "wsd.daemon.store.connections"
+
+
+def _protected_store_members() -> set[str]:
+    """Protected names the store's classes define: methods, and attributes set on self."""
+    found: set[str] = set()
+    for name, (_path, tree) in MODULES.items():
+        if not (name == STORE or name.startswith(STORE + ".")):
+            continue
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(cls):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found.add(node.name)
+                elif isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self":
+                    found.add(node.attr)
+    return {n for n in found if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_protected_member_of_the_store_is_used_outside_it() -> None:
+    """Outside daemon/store no module touches a store object's protected member (``store._db``)."""
+    protected = _protected_store_members()
+    assert {"_db", "_maintained_at"} <= protected  # the check sees what it guards
+    for name, (path, tree) in MODULES.items():
+        if name == STORE or name.startswith(STORE + "."):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in protected:
+                owner = ast.unparse(node.value)
+                where = f"{path.relative_to(REPO)}:{node.lineno}"
+                assert owner in ("self", "cls"), f"{where} uses {owner}.{node.attr}"
+
+
+def test_no_private_name_is_used_across_modules_of_the_daemon_and_schema() -> None:
+    """In wsd.daemon (the store included) and wsd.schema no module uses another's private name."""
+    for name, (path, tree) in MODULES.items():
+        if not name.startswith(("wsd.daemon", "wsd.schema")):
+            continue
+        for line, what in _private_uses(name, tree):
+            raise AssertionError(f"{path.relative_to(REPO)}:{line}: {what}")
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))

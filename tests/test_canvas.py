@@ -87,7 +87,7 @@ def test_create_writes_the_card_file(layout: Layout, sync: CanvasSync) -> None:
     assert read(layout, "artifacts/canvas/invoice-7.md") == (
         "# Invoice 7\n\nTotal: 12 EUR\n\n- paid on 2026-02-01\n"
     )
-    card = Store(layout).card("c1")
+    card = Store(layout).workspace.card("c1")
     assert card is not None and card.path == "artifacts/canvas/invoice-7.md"
     assert card.status == "open" and card.last_synced_sha256
     assert sync.sync() == []  # the cursor moved on: nothing is done twice
@@ -126,7 +126,7 @@ def test_update_title_only_and_close(layout: Layout, sync: CanvasSync) -> None:
     tool_call(layout, CLOSE, {"card_id": "c1"})
     assert sync.sync() == []
     assert read(layout, "artifacts/canvas/plan.md") == "step 1\nstep 2\n"
-    card = Store(layout).card("c1")
+    card = Store(layout).workspace.card("c1")
     assert card is not None and card.status == "closed" and card.title == "Plan (renamed)"
 
 
@@ -268,7 +268,7 @@ def test_update_of_unknown_card_and_replay(layout: Layout, sync: CanvasSync) -> 
     update(layout, "late", "from an update", title="Late card")
     sync.sync()
     assert read(layout, "artifacts/canvas/late-card.md") == "from an update\n"
-    Store(layout).set_canvas_cursor("", 0, time.time())  # e.g. a rebuilt memory.db
+    Store(layout).workspace.set_canvas_cursor("", 0, time.time())  # e.g. a rebuilt memory.db
     assert sync.sync() == []
     assert sorted(os.listdir(f"{layout.root}/artifacts/canvas")) == ["late-card.md"]
 
