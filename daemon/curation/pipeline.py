@@ -7,7 +7,7 @@
   asks for through the guards (:mod:`wsd.daemon.curation.guards`: md edits against the
   files as they are now, loss and size limits, caps, restatements) and commits the rest in
   one memory.db transaction (the exactly-once point,
-  :meth:`~wsd.daemon.store.ledger.Store.commit_batch`). A batch the
+  :meth:`~wsd.daemon.store.store.Store.commit_batch`). A batch the
   Bridge rejects is split in halves; a lone rejected turn is parked in the ledger (failed,
   never deleted, for ``wsd retry``). ``Outage`` and ``Shutdown`` propagate: what was
   committed before them stays committed (``on_commit`` has seen it), the rest is curated

@@ -1,7 +1,7 @@
 """The values the store reads and writes: turns, the backlog, one batch's record.
 
 Plain data shared by the loop (daemon/worker.py), the curator's parsing
-(daemon/curator.py) and ``wsd rebuild``; daemon/store.py turns them into SQL.
+(daemon/curator.py) and ``wsd rebuild``; the store's modules turn them into SQL.
 """
 
 from __future__ import annotations
