@@ -247,7 +247,7 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
 def test_an_embedding_step_takes_as_many_texts_as_fit_in_its_time(layout: Layout) -> None:
     """A step sizes itself by what the last texts took (one text while unmeasured, never
     more than STEP): a backlog of long turns no longer holds a flushed batch for a minute."""
-    from wsd.daemon.curation import embedding
+    from wsd.daemon.memory.semantic import embedding
 
     _import(layout, [f"{note} (note {i})" for i in range(3) for note in NOTES])  # 9 texts
     ticks = iter(float(i) for i in range(1000))
