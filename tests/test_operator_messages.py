@@ -5,7 +5,10 @@ the Bridge recovers, ``wsd status`` no longer shows the outage."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 from pathlib import Path
 
 from tests.conftest import daemon_env, running_daemon, wait_for, write_turns, wsd
@@ -166,3 +169,26 @@ def test_bare_bootstrap_works_and_says_how_to_reach_the_commands(tmp_path: Path)
     for command in ("wsd", "supervisorctl"):
         assert os.access(os.path.join(path.group(1), command), os.X_OK)
     assert f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd" in first.stdout
+
+
+def test_the_boot_contexts_shell_commands_work_from_the_agents_shell(tmp_path: Path) -> None:
+    """Found by a new user: without a memory tool the boot context told the agent to run a
+    bare ``wsd search``, refused from its shell (no WSD_WORKSPACE) for any workspace but
+    /workspace. The commands it names now carry the workspace and run as written."""
+    root = tmp_path / "my workspace"  # not /workspace, and a space to quote
+    shell = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    wsd(shell, "--workspace", str(root), "init")
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(json.dumps({"type": "fact", "content": "The boiler is serviced in May."}))
+    wsd(shell, "--workspace", str(root), "import", str(notes))
+    boot = wsd(shell, "--workspace", str(root), "boot-context").stdout
+    search = re.search(r"`([^`]*search \"question\")`", boot)
+    complete = re.search(r"`([^`]*pending complete ID)`", boot)
+    assert search and complete, boot
+    command = shlex.split(search.group(1).replace('"question"', "boiler"))
+    found = subprocess.run(command, env=shell, capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert "The boiler is serviced in May." in found.stdout
+    resolve = shlex.split(complete.group(1).replace("ID", "A1"))
+    missing = subprocess.run(resolve, env=shell, capture_output=True, text=True, timeout=60)
+    assert "does not exist" not in missing.stderr and "init" not in missing.stderr, missing.stderr
