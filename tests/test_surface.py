@@ -262,13 +262,14 @@ def test_doctor_is_quiet_on_a_healthy_workspace_with_an_inventory(
 
 def test_the_boot_context_names_the_tools_the_host_has(layout: Layout) -> None:
     """The closing section names the MCP tools as the host names them; with no tool, the
-    wsd commands by absolute path (the agent's PATH may not have them)."""
+    wsd commands by absolute path (the agent's PATH may not have them) for this workspace."""
     sdk = load_memory(layout, tools=Tools.mcp("mcp__memory__"))
     assert "`mcp__memory__search_memory` tool" in sdk and "`mcp__memory__resolve_action`" in sdk
     plugin = wsd({"WSD_WORKSPACE": layout.root}, "boot-context", "--tool-prefix", "mcp__p__")
     assert "`mcp__p__search_memory` tool" in plugin.stdout
     shell = wsd({"WSD_WORKSPACE": layout.root}, "boot-context").stdout
-    assert f'`{os.path.dirname(venv_script("wsd"))}/wsd search "question"` in a shell' in shell
+    named = f'{os.path.dirname(venv_script("wsd"))}/wsd --workspace {layout.root}'
+    assert f'`{named} search "question"` in a shell' in shell
 
 
 def test_the_boot_context_says_nothing_twice_and_dates_carry_an_offset(
