@@ -192,3 +192,25 @@ def test_the_boot_contexts_shell_commands_work_from_the_agents_shell(tmp_path: P
     resolve = shlex.split(complete.group(1).replace("ID", "A1"))
     missing = subprocess.run(resolve, env=shell, capture_output=True, text=True, timeout=60)
     assert "does not exist" not in missing.stderr and "init" not in missing.stderr, missing.stderr
+
+
+def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path) -> None:
+    """Found by a new user: a flushed turn the Bridge rejected (400) was parked and
+    ``flush --wait`` still said "flush done", exit 0. It now exits 1 naming the parked batch
+    and what to do; a later flush with nothing parked is done again."""
+    reject = [True]
+
+    def responder(_body: object) -> Fault | Reply:
+        return Fault.bad_request("prompt is too long") if reject[0] else Reply.text("FACT: ok")
+
+    with BridgeStandin(responder=responder) as bridge:
+        env = daemon_env(layout, bridge, WSD_RETRY_ATTEMPTS="1")
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 1)
+            waited = wsd(env, "flush", "--wait", "60", check=False)
+            assert waited.returncode == 1, waited.stdout + waited.stderr
+            assert "1 batch(es) parked" in waited.stderr and "wsd retry" in waited.stderr
+            assert "prompt is too long" in waited.stderr, waited.stderr
+            reject[0] = False
+            write_turns(layout, 1, start=1)
+            assert wsd(env, "flush", "--wait", "60").stdout.strip().endswith("flush done")

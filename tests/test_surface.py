@@ -268,7 +268,7 @@ def test_the_boot_context_names_the_tools_the_host_has(layout: Layout) -> None:
     plugin = wsd({"WSD_WORKSPACE": layout.root}, "boot-context", "--tool-prefix", "mcp__p__")
     assert "`mcp__p__search_memory` tool" in plugin.stdout
     shell = wsd({"WSD_WORKSPACE": layout.root}, "boot-context").stdout
-    named = f'{os.path.dirname(venv_script("wsd"))}/wsd --workspace {layout.root}'
+    named = f"{os.path.dirname(venv_script('wsd'))}/wsd --workspace {layout.root}"
     assert f'`{named} search "question"` in a shell' in shell
 
 

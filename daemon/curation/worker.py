@@ -112,6 +112,9 @@ class Worker:
         self.intake = SpoolIntake(store, stop, self.log, self._failed, self.status)
         self.shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
         self._reason = ""  # what triggered the batch in hand (for its log line)
+        #: Batches parked since the backlog was last empty: a flush waiting on them did not
+        #: curate them (``wsd flush --wait`` said "flush done" for a parked turn).
+        self._parked: list[tuple[int, str]] = []
         self.budget = Budget(store, config.daily_budget_usd)
         #: Work done after each pass (embedding new memories); True means more is waiting.
         self.after_pass: list[Callable[[PassResult], bool]] = []
@@ -226,7 +229,8 @@ class Worker:
         if backlog.pending == 0:
             self.status.update(state="idle")
             if backlog.flush_upto is not None:
-                self.store.mark_flushes_handled(backlog.flush_upto, now, self.md.error())
+                self.store.mark_flushes_handled(backlog.flush_upto, now, self._flush_error())
+            self._parked.clear()  # a flush answers for what was parked since this point
             self._maintain(now)
             return PassResult(Step.IDLE)
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
@@ -310,6 +314,7 @@ class Worker:
             return
         now = self.clock()
         if done.parked:
+            self._parked.append((done.batch_id, done.record.error or "rejected"))
             self.store.mark_processed(ids)
             self.log.error(
                 "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
@@ -324,6 +329,18 @@ class Worker:
         self.store.mark_processed(ids)
         self._recovered()
         reporting.batch(self.log, self.status, done, self._reason, now)
+
+    def _flush_error(self) -> str | None:
+        """What a handled flush could not do: md files not written, batches parked."""
+        md_error = self.md.error()
+        problems = [md_error] if md_error else []
+        if self._parked:
+            batch_id, error = self._parked[0]
+            problems.append(
+                f"{len(self._parked)} batch(es) parked, not curated (batch {batch_id}: "
+                f"{error[:200]}); wsd status shows them, wsd retry runs them again"
+            )
+        return "; ".join(problems) or None
 
     def _over_budget(self, now: float) -> bool:
         exhausted = self.budget.exhausted(now)
