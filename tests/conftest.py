@@ -115,12 +115,17 @@ def make_config(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Con
 
 
 def make_worker(
-    layout: Layout, standin: BridgeStandin, stop: threading.Event | None = None, **overrides: Any
+    layout: Layout,
+    standin: BridgeStandin,
+    stop: threading.Event | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    **overrides: Any,
 ) -> Worker:
     """A Worker wired to real stores and a real Bridge client aimed at the stand-in."""
     config = make_config(layout, standin, **overrides)
     stop = stop or threading.Event()
-    return Worker(config, Store(layout), BridgeClient(config, stop), stop)
+    return Worker(config, Store(layout), BridgeClient(config, stop), stop, clock=clock)
 
 
 # -- the real Claude Agent SDK against the stand-in ---------------------------------

@@ -27,7 +27,7 @@ from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, plan
 from wsd.daemon.curation.rebuild import LATE_SETTLE_SECONDS, pause_requested
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
-from wsd.daemon.runtime.heartbeat import StatusFile
+from wsd.daemon.runtime.heartbeat import StatusFile, read_status
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store import archive
 from wsd.daemon.store.ledger import Store
@@ -138,6 +138,8 @@ class Worker:
         self._check_identity()
         self.md.repair()
         self.backoff.load(self.clock())
+        before = read_status(self.layout) or {}  # the previous process's last heartbeat
+        self.budget.remember(before.get("spent_today"), before.get("budget"))
         self._started_wall = self.clock()
         # The wake detector's first reading: a leap between start-up and the first pass is
         # then a wake like any other (found by the soak: one there closed every open turn).
@@ -316,6 +318,7 @@ class Worker:
         if done.parked:
             self._parked.append((done.batch_id, done.record.error or "rejected"))
             self.store.mark_processed(ids)
+            self._remember_spend(now)  # a rejected call may still be billed
             self.log.error(
                 "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
             )
@@ -327,8 +330,14 @@ class Worker:
         if done.result.files_updated:
             self.md.write(done.result.files_updated)
         self.store.mark_processed(ids)
+        self._remember_spend(now)
         self._recovered()
         reporting.batch(self.log, self.status, done, self._reason, now)
+
+    def _remember_spend(self, now: float) -> None:
+        """The day's spend into the heartbeat, where a restore from a backup cannot lower it."""
+        spent = self.budget.spent_today(now)
+        self.status.update(spent_today={"day": int(now // 86400), "usd": spent})
 
     def _flush_error(self) -> str | None:
         """What a handled flush could not do: md files not written, batches parked."""

@@ -74,7 +74,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             "cache_read": stats["cache_read_tokens"],
         },
         "cost_usd": round(float(stats["cost_usd"]), 6),
-        "spent_today_usd": round(store.spent_since(now // 86400 * 86400), 6),
+        "spent_today_usd": round(_spent_today(store, beat, now), 6),
         "daily_budget_usd": settings.get("daily_budget_usd", config.daily_budget_usd),
         "budget_paused": (beat or {}).get("budget"),
         "md_removals_waiting": {
@@ -118,6 +118,18 @@ def _readable(key: str, value: Any, now: float) -> Any:
         when = f"{_ago(ago)} ago" if ago >= 0 else f"in {_ago(-ago)}"
         return f"{iso_time(value)} ({when})"
     return value
+
+
+def _spent_today(store: Any, beat: Mapping[str, Any] | None, now: float) -> float:
+    """The UTC day's spend as the daemon counts it: the ledgers', never below what its
+    heartbeat last saw that day (a restore from a backup takes the day's charges back)."""
+    spent = float(store.spent_since(now // 86400 * 86400))
+    seen = (beat or {}).get("spent_today")
+    if isinstance(seen, dict) and seen.get("day") == int(now // 86400):
+        usd = seen.get("usd")
+        if isinstance(usd, int | float) and 0 <= usd <= 1e6:
+            spent = max(spent, float(usd))
+    return spent
 
 
 def _ago(seconds: float) -> str:
