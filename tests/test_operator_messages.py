@@ -84,7 +84,8 @@ def test_flush_wait_names_the_budget_pause(layout: Layout, tmp_path: Path) -> No
 def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_path: Path) -> None:
     """Found by an operator: under a 0.002 cap, ``wsd status`` from a shell without the
     setting showed the shell's default (1.0). Now the daemon reports its settings (never its
-    credentials) and status shows them; the readable form prints times as ISO 8601 with ages."""
+    credentials) and status shows them; the readable form prints plain lines, times as ISO
+    8601 with ages, and whether semantic matching runs."""
     with BridgeStandin() as bridge:
         env = daemon_env(
             layout,
@@ -106,8 +107,12 @@ def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_
         assert secret not in heartbeat and secret not in readable
     assert isinstance(status["last_batch"]["finished_at"], float)
     assert re.search(
-        r"'finished_at': '20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \(\d+ s ago\)'", readable
-    )
+        r"\n +finished_at: 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \(\d+ s ago\)\n", readable
+    ), readable
+    # Plain lines, no Python reprs (a new user saw dicts and None); the semantic half as
+    # the daemon runs it, not as the setting wishes.
+    assert "{" not in readable and "None" not in readable, readable
+    assert status["semantic"] == "on" and re.search(r"\n +semantic: on\n", readable)
 
 
 def test_doctor_fails_an_outage_past_half_an_hour(layout: Layout) -> None:
