@@ -185,7 +185,7 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     store = Store(layout)
     store.migrate()
     flush_id = store.request_flush("cli", time.time())
-    print(f"flush requested (#{flush_id})")
+    print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
     # Nobody to wait for: say so now (after a short grace, for a daemon just starting).
     grace = time.monotonic() + min(args.wait, 3.0)
     while args.wait and not daemon_running(layout) and time.monotonic() < grace:
