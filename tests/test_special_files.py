@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import (
     daemon_env,
+    drain,
     make_worker,
     query,
     running_daemon,
@@ -161,6 +162,25 @@ def test_a_curated_file_deleted_while_the_daemon_runs_is_written_back(
         wsd(env, "flush", "--wait", "30")  # the loop goes on
     hand = "SELECT content FROM md_revisions WHERE file = 'context.md' AND source = 'hand'"
     assert query(layout.memory_db, hand) == [("",)]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_one_doctor_fix_clears_a_fifo_or_link_at_user_md_and_writes_it_back(
+    layout: Layout, standin: BridgeStandin, kind: str
+) -> None:
+    """A FIFO or link in user.md's place: one ``wsd doctor --fix`` removes it and writes
+    user.md from its revision, ending with 0 problems (it took two runs)."""
+    worker = make_worker(layout, standin, batch_turns=2)
+    write_turns(layout, 2)
+    drain(worker)
+    curated = Store(layout).latest_md()["user.md"]
+    assert curated
+    _plant(Path(layout.md("user.md")), kind)
+    worker.status.update(force=True)  # a live heartbeat: this process plays the daemon
+    env = daemon_env(layout, standin)
+    fixed = wsd(env, "doctor", "--fix", check=False, timeout=30)
+    assert fixed.returncode == 0 and fixed.stdout.endswith("0 problem(s)\n"), fixed.stdout
+    assert _text(Path(layout.md("user.md"))) == curated
 
 
 def test_a_fifo_at_the_daemons_own_small_files_blocks_no_reader(

@@ -83,9 +83,13 @@ class Doctor:
         self.findings.append(Finding(level, check, detail, fixed))
 
     def run(self) -> list[Finding]:
-        """All checks in order; later checks are skipped when a database cannot be opened."""
+        """All checks in order; later checks are skipped when a database cannot be opened.
+        Special files come before the md files: ``--fix`` removes a link or a FIFO in an md
+        file's place, then writes the file from its revision, in one run."""
         self.permissions()
-        if self.databases():
+        usable = self.databases()
+        doctor_states.special_files(self)
+        if usable:
             self.processing()
             self.md_files()
         self.disk_and_spool()

@@ -256,10 +256,10 @@ def md_failures(doctor: Reporter) -> None:
 
 
 def check_states(doctor: Reporter) -> None:
-    """Every check of this module, in order."""
+    """Every check of this module, in order, but :func:`special_files`: the doctor runs that
+    one before its md-file check, so that one ``--fix`` clears a FIFO and rewrites the file."""
     spool_damage(doctor)
     spool_refused(doctor)
-    special_files(doctor)
     md_failures(doctor)
     instances(doctor)
     rebuild_leftovers(doctor)
