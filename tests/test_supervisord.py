@@ -170,7 +170,8 @@ def test_the_readmes_restore_procedure_ends_green(
 ) -> None:
     """The README's restore, step by step under real supervisord (backup; stop; remove the WAL
     files; copy the backup in; start; doctor): doctor exits 0 with no FAIL, and the memory is
-    the backup's (issue 21: the procedure used to end in "FAIL daemon: not running")."""
+    the backup's (issue 21: the procedure used to end in "FAIL daemon: not running"); doctor
+    while stopped says how to start the daemon, not "try --fix"."""
     layout, _bridge, sup = deployed
     sup.wait_state("RUNNING")
     write_turns(layout, 25, "before")  # a full batch: curated without waiting to be idle
@@ -190,6 +191,9 @@ def test_the_readmes_restore_procedure_ends_green(
     for name in ["transcript.db", "memory.db", *manifest["md_files"]]:
         target = Path(layout.md(name)) if name.endswith(".md") else memory / name
         shutil.copyfile(dest / name, target)
+    stopped = _wsd(layout, "doctor")  # says how to start it, and no "try --fix" (no fix)
+    assert f"start it: `supervisorctl -c {sup.conf} start wsd`" in stopped.stdout, stopped.stdout
+    assert stopped.stdout.splitlines()[-1] == "1 problem(s)", stopped.stdout
     assert "started" in sup.ctl("start", "wsd")
     sup.wait_state("RUNNING")
     assert wait_for(lambda: _wsd(layout, "status", "--json").returncode == 0, 20, 0.3)

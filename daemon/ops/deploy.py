@@ -20,7 +20,8 @@ from pathlib import Path
 
 from wsd.daemon.memory.files import LINE_LIMITS
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.runtime.fsio import atomic_write
+from wsd.daemon.runtime.fsio import atomic_write, read_small
+from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.schema.layout import DEPLOY_FILES, Layout
 
 
@@ -130,6 +131,39 @@ def bootstrap(
         changes += _reload_supervisor(os_dir, venv)
     _install(Path(layout.version_file), version.strip() + "\n", 0o600, changes)
     return changes
+
+
+def supervisord_conf(layout: Layout) -> Path:
+    """Where ``wsd bootstrap --standalone`` writes a stand-alone supervisord.conf."""
+    return Path(layout.os_dir) / "supervisor" / "supervisord.conf"
+
+
+def supervisorctl(layout: Layout) -> str:
+    """The supervisorctl command that reaches this workspace's supervisord: a stand-alone
+    deploy's own (``-c`` its conf, which exists only there), else the system's."""
+    conf = supervisord_conf(layout)
+    return f"supervisorctl -c {shlex.quote(str(conf))}" if conf.exists() else "supervisorctl"
+
+
+def start_hint(layout: Layout) -> str:
+    """How an operator starts this workspace's daemon, in words and a command."""
+    conf = supervisord_conf(layout)
+    if not (conf.parent / "conf.d" / "wsd.conf").exists():
+        return (
+            f"not deployed: start it with `wsd --workspace {shlex.quote(layout.root)} run`"
+            " (or deploy it: deploy/bootstrap.sh)"
+        )
+    if conf.exists() and not _supervisord_running(layout):
+        return (
+            f"start its supervisord, which starts wsd: `supervisord -c {shlex.quote(str(conf))}`"
+            " with ANTHROPIC_BASE_URL and WSD_BRIDGE_TOKEN in its environment"
+        )
+    return f"start it: `{supervisorctl(layout)} start wsd`"
+
+
+def _supervisord_running(layout: Layout) -> bool:
+    pid = (read_small(os.path.join(layout.os_dir, "run", "supervisord.pid")) or "").strip()
+    return pid.isdigit() and pid_alive(int(pid))
 
 
 #: The longest path a Unix socket may have on Linux (sun_path is 108 bytes with its NUL).
