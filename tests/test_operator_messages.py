@@ -230,3 +230,24 @@ def test_doctor_says_how_to_start_a_stopped_daemon(tmp_path: Path) -> None:
     assert f"`supervisord -c {conf}`" in _summary(env)[1]["daemon"]
     Path(root, ".os", "run", "supervisord.pid").write_text(f"{os.getpid()}\n")
     assert f"start it: `supervisorctl -c {conf} start wsd`" in _summary(env)[1]["daemon"]
+
+
+def test_doctors_budget_hint_names_the_settings_file(tmp_path: Path) -> None:
+    """Found by a new user: "raise WSD_DAILY_BUDGET_USD in the deployed settings" named no
+    place; a deployed workspace's doctor names .os/settings.env and the restart command."""
+    import os
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env["WSD_WORKSPACE"] = str(root)
+    wsd(env, "init")
+    budget = {"spent_usd": 0.01, "cap_usd": 0.002, "resumes_at": 1.9e9}
+    _beat(Layout(str(root)), state="budget", budget=budget)
+    by_hand = _doctor(env)["curation"]["detail"]
+    assert "set WSD_DAILY_BUDGET_USD in the environment of `wsd run`" in str(by_hand), by_hand
+    wsd(env, "bootstrap", "--standalone")
+    deployed = _doctor(env)["curation"]["detail"]
+    conf = f"{root}/.os/supervisor/supervisord.conf"
+    where = f"set WSD_DAILY_BUDGET_USD in {root}/.os/settings.env and restart the daemon"
+    assert f"{where} (`supervisorctl -c {conf} restart wsd`)" in str(deployed), deployed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -150,6 +151,42 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
     assert third not in (first, second)
     status = json.loads((Path(layout.memory_dir) / "daemon.status.json").read_text())
     assert status["supervised"] == "wsd"
+
+
+def _beat(layout: Layout) -> dict[str, object]:
+    return dict(json.loads((Path(layout.memory_dir) / "daemon.status.json").read_text()))
+
+
+def _budget_of(layout: Layout, pid: int) -> object:
+    """The daily cap the daemon of ``pid`` reports (None until its heartbeat says so)."""
+    with contextlib.suppress(OSError, ValueError):
+        beat = _beat(layout)
+        settings = beat.get("settings")
+        if beat.get("pid") == pid and isinstance(settings, dict):
+            return settings.get("daily_budget_usd")
+    return None
+
+
+def test_a_setting_in_settings_env_reaches_the_daemon_and_outlasts_a_redeploy(
+    deployed: tuple[Layout, BridgeStandin, Supervisor],
+) -> None:
+    """Found by a new user: "the deployed settings" were nowhere, and wsd.conf's edits were
+    undone by the next bootstrap. A WSD_* line in .os/settings.env takes effect at the next
+    restart and survives a redeploy; the file is not changed by it."""
+    layout, _bridge, sup = deployed
+    first = sup.wait_state("RUNNING")
+    settings = Path(layout.os_dir) / "settings.env"
+    with settings.open("a") as fh:
+        fh.write("WSD_DAILY_BUDGET_USD=0.5\nWSD_WORKSPACE=/elsewhere\n")
+    kept = settings.read_text()
+    sup.ctl("restart", "wsd")
+    second = sup.wait_state("RUNNING", not_pid=first)
+    assert wait_for(lambda: _budget_of(layout, second) == 0.5, 20, 0.3), _beat(layout)
+    _deploy(layout, "1.1")  # the daemon exits on the new VERSION; supervisord restarts it
+    third = sup.wait_state("RUNNING", not_pid=second)
+    assert wait_for(lambda: _budget_of(layout, third) == 0.5, 20, 0.3), _beat(layout)
+    assert settings.read_text() == kept
+    assert _beat(layout)["state"] != "stopped"  # in this workspace, whatever the file said
 
 
 def _wsd(layout: Layout, *args: str) -> subprocess.CompletedProcess[str]:

@@ -110,7 +110,9 @@ def bootstrap(
         "venv": str(venv),
         "osdir": str(os_dir),
         "logdir": str(os_dir / "logs"),
+        "settings": str(settings_path(layout)),
     }
+    _create_settings(layout, standalone, changes)
     program = (supervisor / "wsd.conf.in").read_text(encoding="utf-8").format(**values)
     program_path = os_dir / "supervisor" / "conf.d" / "wsd.conf"
     before = len(changes)
@@ -131,6 +133,45 @@ def bootstrap(
         changes += _reload_supervisor(os_dir, venv)
     _install(Path(layout.version_file), version.strip() + "\n", 0o600, changes)
     return changes
+
+
+def settings_path(layout: Layout) -> Path:
+    """The operator's settings file: WSD_* lines the supervisord program reads at each start."""
+    return Path(layout.os_dir) / "settings.env"
+
+
+def _create_settings(layout: Layout, standalone: bool, changes: list[str]) -> None:
+    """Create the settings file, commented, if nothing is at its path; never change one that
+    is there (it is the operator's: that is what makes a setting last across deploys)."""
+    path = settings_path(layout)
+    if os.path.lexists(path):
+        return
+    conf = shlex.quote(str(supervisord_conf(layout)))
+    restart = f"supervisorctl -c {conf} restart wsd" if standalone else "supervisorctl restart wsd"
+    atomic_write(
+        str(path),
+        "# Settings of this workspace's daemon, one NAME=value a line (sh syntax: quote a value\n"
+        "# with spaces), e.g.\n"
+        "#   WSD_DAILY_BUDGET_USD=5\n"
+        "# The supervisord program reads this file each time it starts the daemon, so after an\n"
+        f"# edit: {restart}\n"
+        "# A value here wins over supervisord's environment. `wsd bootstrap`\n"
+        "# (deploy/bootstrap.sh) created this file and never changes it.\n"
+        "# Every setting: README.md, Settings.\n",
+        mode=0o600,
+    )
+    changes.append(f"created {path}")
+
+
+def settings_hint(layout: Layout, name: str) -> str:
+    """Where an operator sets ``name`` so that it lasts, and how it takes effect."""
+    path = settings_path(layout)
+    if os.path.lexists(path):  # deployed by bootstrap
+        return (
+            f"set {name} in {shlex.quote(str(path))} and restart the daemon"
+            f" (`{supervisorctl(layout)} restart wsd`)"
+        )
+    return f"set {name} in the environment of `wsd run` and restart it"
 
 
 def supervisord_conf(layout: Layout) -> Path:

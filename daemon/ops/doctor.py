@@ -338,8 +338,9 @@ class Doctor:
                 "curation",
                 f"paused by the daily budget: ${b.get('spent_usd', '?')} of"
                 f" ${b.get('cap_usd', '?')} spent today; resumes at {iso_time(b.get('resumes_at'))}"
-                " (raise WSD_DAILY_BUDGET_USD in the deployed settings and restart to resume"
-                " now); turns wait, nothing is lost",
+                " (to resume now, raise it: "
+                + deploy.settings_hint(self.layout, "WSD_DAILY_BUDGET_USD")
+                + "); turns wait, nothing is lost",
             )
         else:
             self.add("ok", "curation", f"state {beat.get('state')}, no outage or budget pause")
