@@ -189,6 +189,7 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
     soul = Path(layout.md("soul.md")).read_text()
     for section in ("## Your Daemon", "## Autonomy Rules", "## Tool Guidance", "Canvas"):
         assert section in soul
+    assert f"Read any file in {root}/ outside .os/" in soul and "/workspace/" not in soul
     conf = (root / ".os" / "supervisor" / "conf.d" / "wsd.conf").read_text()
     assert f'exec "{venv}/bin/wsd" run' in conf and "%(ENV_WSD_BRIDGE_TOKEN)s" in conf
     settings = root / ".os" / "settings.env"  # the operator's: made once, then never touched

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from wsd.daemon.memory.files import LINE_LIMITS
-from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.ops.bootstrap import init_workspace, render_template
 from wsd.daemon.runtime.fsio import atomic_write, read_small
 from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.schema.layout import DEPLOY_FILES, Layout
@@ -99,7 +99,7 @@ def bootstrap(
         lines = len(content.splitlines())
         if lines > LINE_LIMITS[name]:
             raise DeployError(f"template {source}: {lines} lines, limit {LINE_LIMITS[name]}")
-        _install(Path(layout.md(name)), content, 0o600, changes)
+        _install(Path(layout.md(name)), render_template(content, layout), 0o600, changes)
     for folder in ("logs", "run", "supervisor/conf.d"):
         path = os_dir / folder
         if not path.is_dir():
