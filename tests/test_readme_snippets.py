@@ -4,6 +4,7 @@ every event the plugin does, and no install line names a distribution that does 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -118,3 +119,42 @@ def test_the_operator_commands_run_as_written(tmp_path: Path) -> None:
             while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
                 time.sleep(0.2)
             shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_hooks_stderr_lines_are_the_readmes(tmp_path: Path) -> None:
+    """The README said wsd-hook "prints nothing"; it prints a line on stderr when it spools or
+    is pointed outside a workspace: those lines are the README's, stdout stays empty, exit 0."""
+    from tests.conftest import venv_script
+    from wsd import schema
+    from wsd.daemon.ops.bootstrap import init_workspace
+    from wsd.schema.layout import Layout
+
+    layout = Layout(str(tmp_path / "ws"))
+    os.makedirs(layout.root)
+    init_workspace(layout, templates=None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WSD_")}
+    env |= {"WSD_WORKSPACE": layout.root, "WSD_HOOK_TIMEOUT_MS": "10"}
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi"})
+    blocker = schema.connect(layout.transcript_db, "transcript")
+    blocker.execute("BEGIN IMMEDIATE")  # the database does not take the event: it is spooled
+    try:
+        spooled = subprocess.run(
+            [venv_script("wsd-hook")], input=event, env=env, capture_output=True, text=True
+        )
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    outside = subprocess.run(
+        [venv_script("wsd-hook"), "--workspace", str(tmp_path / "nope")],
+        input=event,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    for done, start in ((spooled, "wsd-hook: transcript.db"), (outside, "wsd-hook: event not")):
+        said = re.search(rf"`({re.escape(start)}[^`]*)`", README)
+        assert said is not None, start
+        line = " ".join(said[1].split())  # the README wraps lines inside a code span
+        pattern = ".+".join(re.escape(part) for part in re.split(r"<\w+>", line))
+        assert done.returncode == 0 and done.stdout == "", done
+        assert re.fullmatch(pattern + "\n", done.stderr), (pattern, done.stderr)
