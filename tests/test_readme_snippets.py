@@ -3,10 +3,12 @@ every event the plugin does, and no install line names a distribution that does 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -158,3 +160,45 @@ def test_the_hooks_stderr_lines_are_the_readmes(tmp_path: Path) -> None:
         pattern = ".+".join(re.escape(part) for part in re.split(r"<\w+>", line))
         assert done.returncode == 0 and done.stdout == "", done
         assert re.fullmatch(pattern + "\n", done.stderr), (pattern, done.stderr)
+
+
+def test_the_development_snippet_runs_the_daemon_on_a_fresh_path(tmp_path: Path) -> None:
+    """The by-hand daemon snippet exited 2 on a fresh /tmp/ws (no workspace): with its init
+    step, run as written (the stand-in's URL put in), the daemon starts and keeps running."""
+    from wsd.daemon.standin.bridge import BridgeStandin
+
+    block = next(b for b in _sh_blocks(README) if "wsd.daemon.standin" in b)
+    lines = [line for line in block.splitlines() if "wsd.daemon.standin" not in line]
+    workspace = tmp_path / "ws"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    with BridgeStandin() as bridge:
+        script = "\n".join(lines).replace("http://127.0.0.1:PORT", bridge.url)
+        script = script.replace("/tmp/ws", str(workspace))
+        proc = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        beat = workspace / ".os" / "memory" / "daemon.status.json"
+        try:
+            deadline = time.monotonic() + 30
+            while _state(beat) not in ("running", "idle"):
+                assert proc.poll() is None, proc.communicate()[0]
+                assert time.monotonic() < deadline, "the daemon did not start"
+                time.sleep(0.2)
+            assert proc.poll() is None
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # exited already: the asserts say why
+                os.killpg(proc.pid, signal.SIGTERM)
+            proc.communicate(timeout=30)
+
+
+def _state(beat: Path) -> object:
+    """The state the daemon's heartbeat file says (None before it wrote one)."""
+    try:
+        return json.loads(beat.read_text()).get("state")
+    except (OSError, ValueError):
+        return None
