@@ -171,9 +171,94 @@ def test_bare_bootstrap_works_and_says_how_to_reach_the_commands(tmp_path: Path)
     assert "at version deployed-7" in again.stdout
     path = re.search(r'export PATH="([^"]+):\$PATH"', first.stdout)
     assert path is not None, first.stdout
-    for command in ("wsd", "supervisorctl"):
+    named = next(line for line in first.stdout.splitlines() if "live in" in line)
+    for command in ("wsd", "supervisord", "supervisorctl"):
         assert os.access(os.path.join(path.group(1), command), os.X_OK)
-    assert f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd" in first.stdout
+        assert re.search(rf"\b{command}\b", named), named
+    ctl = f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd"
+    assert ctl in first.stdout
+    bare = wsd(env, "bootstrap")  # found by a new user: this one said `supervisorctl status wsd`
+    assert ctl in bare.stdout, bare.stdout
+
+
+def _beat(layout: Layout, **fields: object) -> None:
+    """A heartbeat as the daemon writes it; this test process plays the daemon's pid."""
+    import os
+    import time
+
+    beat = {"pid": os.getpid(), "state": "idle", "heartbeat_at": time.time(), "supervised": "wsd"}
+    Path(status_path(layout)).write_text(json.dumps(beat | fields))
+
+
+def _summary(env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """``wsd doctor``'s last line and its FAIL lines by check."""
+    out = wsd(env, "doctor", check=False).stdout.splitlines()
+    fails = dict(line[5:].split(": ", 1) for line in out if line.startswith("FAIL "))
+    return out[-1], fails
+
+
+def test_doctor_says_try_fix_only_for_what_fix_repairs(layout: Layout) -> None:
+    """Found by a new user: "; try --fix" followed any failure, the Bridge's too, which --fix
+    cannot repair; it is said only when a failing finding is one --fix repairs."""
+    import os
+
+    env = _shell(layout, dict(os.environ)) | {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
+    _beat(layout)
+    last, fails = _summary(env)
+    assert list(fails) == ["bridge"] and last == "1 problem(s)", (last, fails)
+    os.chmod(layout.memory_db, 0o644)
+    last, fails = _summary(env)
+    assert "permissions" in fails and last == "2 problem(s); try --fix", (last, fails)
+    doctor = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
+    fixable = {f["check"]: f["fixable"] for f in doctor["findings"] if f["level"] == "fail"}
+    assert fixable == {"permissions": True, "bridge": False}, fixable
+
+
+def test_doctor_says_how_to_start_a_stopped_daemon(tmp_path: Path) -> None:
+    """Daemon down: doctor says how to start it, as the deploy runs it: a stand-alone
+    supervisord (its -c conf; supervisord itself when that is down too), the system's
+    supervisorctl, or `wsd run` where nothing is deployed; never "try --fix"."""
+    import os
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    layout = Layout(str(root))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env["WSD_WORKSPACE"] = str(root)
+    wsd(env, "init")
+    last, fails = _summary(env)
+    assert f"`wsd --workspace {root} run`" in fails["daemon"] and last == "1 problem(s)"
+    _beat(layout, pid=2**22 + 1)  # no such process: the daemon stopped
+    wsd(env, "bootstrap")
+    last, fails = _summary(env)
+    assert "start it: `supervisorctl start wsd`" in fails["daemon"], fails
+    assert last == "1 problem(s)", last
+    wsd(env, "bootstrap", "--standalone")
+    conf = f"{root}/.os/supervisor/supervisord.conf"
+    assert f"`supervisord -c {conf}`" in _summary(env)[1]["daemon"]
+    Path(root, ".os", "run", "supervisord.pid").write_text(f"{os.getpid()}\n")
+    assert f"start it: `supervisorctl -c {conf} start wsd`" in _summary(env)[1]["daemon"]
+
+
+def test_doctors_budget_hint_names_the_settings_file(tmp_path: Path) -> None:
+    """Found by a new user: "raise WSD_DAILY_BUDGET_USD in the deployed settings" named no
+    place; a deployed workspace's doctor names .os/settings.env and the restart command."""
+    import os
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env["WSD_WORKSPACE"] = str(root)
+    wsd(env, "init")
+    budget = {"spent_usd": 0.01, "cap_usd": 0.002, "resumes_at": 1.9e9}
+    _beat(Layout(str(root)), state="budget", budget=budget)
+    by_hand = _doctor(env)["curation"]["detail"]
+    assert "set WSD_DAILY_BUDGET_USD in the environment of `wsd run`" in str(by_hand), by_hand
+    wsd(env, "bootstrap", "--standalone")
+    deployed = _doctor(env)["curation"]["detail"]
+    conf = f"{root}/.os/supervisor/supervisord.conf"
+    where = f"set WSD_DAILY_BUDGET_USD in {root}/.os/settings.env and restart the daemon"
+    assert f"{where} (`supervisorctl -c {conf} restart wsd`)" in str(deployed), deployed
 
 
 def test_the_boot_contexts_shell_commands_work_from_the_agents_shell(tmp_path: Path) -> None:

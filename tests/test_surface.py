@@ -217,12 +217,17 @@ def test_commands_outside_a_workspace_say_so_in_one_line_and_create_nothing(
 
 
 def test_init_installs_the_deploy_templates_and_never_replaces_them(tmp_path: Path) -> None:
-    """`wsd init` installs soul.md and os.md (as bootstrap does) where missing, and leaves a
-    changed one alone."""
+    """`wsd init` installs soul.md and os.md (as bootstrap does) where missing, naming this
+    workspace's path (they said /workspace/ for any), and leaves a changed one alone."""
     env = {**os.environ, "WSD_WORKSPACE": str(tmp_path / "ws")}
     assert "installed" in wsd(env, "init").stdout
     soul = tmp_path / "ws" / ".os" / "memory" / "soul.md"
+    os_md = (tmp_path / "ws" / ".os" / "memory" / "os.md").read_text()
     assert "Your Daemon" in soul.read_text()
+    assert f"Write inside {tmp_path}/ws/.os/ (the system space" in soul.read_text()
+    assert f"- `{tmp_path}/ws/` is the user's space" in os_md
+    for text in (soul.read_text(), os_md):
+        assert "/workspace/" not in text and "@WORKSPACE@" not in text
     soul.write_text("# mine\n")
     wsd(env, "init")
     assert soul.read_text() == "# mine\n"
