@@ -287,7 +287,8 @@ def test_the_boot_contexts_shell_commands_work_from_the_agents_shell(tmp_path: P
 def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path) -> None:
     """Found by a new user: a flushed turn the Bridge rejected (400) was parked and
     ``flush --wait`` still said "flush done", exit 0. It now exits 1 naming the parked batch
-    and what to do; a later flush with nothing parked is done again."""
+    and what to do; ``wsd retry`` exits 1 while it stays parked, 0 once curated; a later
+    flush with nothing parked is done again."""
     reject = [True]
 
     def responder(_body: object) -> Fault | Reply:
@@ -301,6 +302,18 @@ def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path
             assert waited.returncode == 1, waited.stdout + waited.stderr
             assert "1 batch(es) parked" in waited.stderr and "wsd retry" in waited.stderr
             assert "prompt is too long" in waited.stderr, waited.stderr
+            # wsd retry from an operator's terminal: logged as the shell asks (the deployed
+            # daemon's JSON came out raw), and exit 1 while the batch is parked again.
+            shell = _shell(layout, env) | {"WSD_LOG_FORMAT": "console"}
+            retried = wsd(shell, "retry", check=False, timeout=120)
+            assert retried.returncode == 1, retried.stdout + retried.stderr
+            assert "0 curated, 1 parked again" in retried.stdout
+            assert "still failing" in retried.stderr and "prompt is too long" in retried.stderr
+            assert not any(line.startswith("{") for line in retried.stderr.splitlines())
+            # The retry left the daemon's heartbeat alone (it wrote its own pid there, and
+            # once it exited the daemon looked gone to status and the next retry).
+            assert _status(env)["daemon_running"] is True
             reject[0] = False
+            assert "1 curated, 0 parked again" in wsd(shell, "retry", timeout=120).stdout
             write_turns(layout, 1, start=1)
             assert wsd(env, "flush", "--wait", "60").stdout.strip().endswith("flush done")

@@ -84,6 +84,7 @@ class Worker:
         monotonic: Callable[[], float] = time.monotonic,
         nudge: threading.Event | None = None,
         on_wake: Sequence[Callable[[], Any]] = (),
+        heartbeat: bool = True,
     ) -> None:
         self.config = config
         self.layout: Layout = store.layout
@@ -96,7 +97,7 @@ class Worker:
         self.on_wake = list(on_wake)
         self.log = get_logger(component="worker")
         self.throttle = ErrorThrottle()
-        self.status = StatusFile(self.layout, clock)
+        self.status = StatusFile(self.layout, clock, writes=heartbeat)
         self.identity = ""
         self.version = ""
         self.backoff = Backoff(  # through self: a test may swap the monotonic clock

@@ -34,13 +34,15 @@ def _worker(
     stop: threading.Event,
     nudge: threading.Event | None = None,
     on_wake: Any = (),
+    heartbeat: bool = True,
 ) -> Any:
     from wsd.daemon.curation.bridge import BridgeClient
     from wsd.daemon.curation.worker import Worker
     from wsd.daemon.store.ledger import Store
 
     store = Store(Layout(config.workspace))
-    return Worker(config, store, BridgeClient(config, stop), stop, nudge=nudge, on_wake=on_wake)
+    bridge = BridgeClient(config, stop)
+    return Worker(config, store, bridge, stop, nudge=nudge, on_wake=on_wake, heartbeat=heartbeat)
 
 
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -110,12 +112,18 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 0
     config = _config(args, deployed_env(layout, env))  # the daemon's Bridge and token
     config.validate_for_run()
-    log.configure(config.log_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
-    worker = _worker(config, threading.Event())
+    # Logged as this shell wants it (the daemon's settings said JSON: a new user got raw
+    # JSON lines on a terminal).
+    shell_format = _config(args, env).log_format
+    log.configure(shell_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
+    worker = _worker(config, threading.Event(), heartbeat=False)  # the daemon's is its own
     worker.start()
     done = worker.retry_parked()
-    parked = sum(c.parked for c in done)
-    print(f"retried parked batches: {len(done) - parked} curated, {parked} parked again")
+    again = [c for c in done if c.parked]
+    print(f"retried parked batches: {len(done) - len(again)} curated, {len(again)} parked again")
+    if again:  # not done: say why, and exit 1 (it exited 0 with every batch parked again)
+        print(f"still failing: {again[0].record.error}", file=sys.stderr)
+        return 1
     return 0
 
 
