@@ -218,7 +218,8 @@ def test_commands_outside_a_workspace_say_so_in_one_line_and_create_nothing(
 
 def test_init_installs_the_deploy_templates_and_never_replaces_them(tmp_path: Path) -> None:
     """`wsd init` installs soul.md and os.md (as bootstrap does) where missing, naming this
-    workspace's path (they said /workspace/ for any), and leaves a changed one alone."""
+    workspace's path (they said /workspace/ for any) and no memory tool of their own, and
+    leaves a changed one alone."""
     env = {**os.environ, "WSD_WORKSPACE": str(tmp_path / "ws")}
     assert "installed" in wsd(env, "init").stdout
     soul = tmp_path / "ws" / ".os" / "memory" / "soul.md"
@@ -228,6 +229,13 @@ def test_init_installs_the_deploy_templates_and_never_replaces_them(tmp_path: Pa
     assert f"- `{tmp_path}/ws/` is the user's space" in os_md
     for text in (soul.read_text(), os_md):
         assert "/workspace/" not in text and "@WORKSPACE@" not in text
+    # One name for each memory tool in the whole boot context: the closing section's, for
+    # this host (the templates said `search_memory` and "the pending-action tool" while a
+    # host with no memory tool was told to run `wsd search`: two instructions, found by a
+    # new user).
+    shell = wsd(env, "boot-context").stdout
+    assert "search_memory" not in shell and "pending-action" not in shell, shell
+    assert "wsd --workspace" in shell and 'search "question"' in shell
     soul.write_text("# mine\n")
     wsd(env, "init")
     assert soul.read_text() == "# mine\n"

@@ -187,11 +187,11 @@ class Doctor:
             self.add(
                 "fail",
                 "processing",
-                f"{backlog.pending} turns pending, oldest {age:.0f}s "
+                f"{_turns(backlog.pending)} pending, oldest {age:.0f}s "
                 "old: is the daemon running and the Bridge reachable?",
             )
         else:
-            self.add("ok", "processing", f"{backlog.pending} turns pending")
+            self.add("ok", "processing", f"{_turns(backlog.pending)} pending")
         if parked:
             self.add("warn", "parked batches", f"{parked} (inspect, then `wsd retry`)")
 
@@ -364,3 +364,7 @@ class Doctor:
             self.add("ok", "bridge", f"{self.bridge_url} reachable (HTTP {exc.code})")
         except (urllib.error.URLError, OSError) as exc:
             self.add("fail", "bridge", f"{self.bridge_url} unreachable: {exc}")
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" + ("" if count == 1 else "s")
