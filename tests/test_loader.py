@@ -63,7 +63,7 @@ def test_sections_come_in_order_stable_parts_first(layout: Layout) -> None:
     ]
     positions = [text.index(m) for m in marks]
     assert positions == sorted(positions)
-    assert "wsd search" in text and "never need to save" in text
+    assert f"wsd --workspace {layout.root} search" in text and "never need to save" in text
     # A turn that echoes the boot context captures none of it.
     assert "short answers" not in clean_text(f"before {text} after", 100_000)
 

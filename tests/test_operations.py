@@ -189,8 +189,14 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
     soul = Path(layout.md("soul.md")).read_text()
     for section in ("## Your Daemon", "## Autonomy Rules", "## Tool Guidance", "Canvas"):
         assert section in soul
+    assert f"Read any file in {root}/ outside .os/" in soul and "/workspace/" not in soul
     conf = (root / ".os" / "supervisor" / "conf.d" / "wsd.conf").read_text()
-    assert f"command={venv}/bin/wsd run" in conf and "%(ENV_WSD_BRIDGE_TOKEN)s" in conf
+    assert f'exec "{venv}/bin/wsd" run' in conf and "%(ENV_WSD_BRIDGE_TOKEN)s" in conf
+    settings = root / ".os" / "settings.env"  # the operator's: made once, then never touched
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600 and f'. "{settings}"' in conf
+    settings.write_text("WSD_DAILY_BUDGET_USD=5\n")
+    assert "settings.env" not in _bootstrap_sh(root, venv).stdout
+    assert settings.read_text() == "WSD_DAILY_BUDGET_USD=5\n"
     if existing:
         assert (root / "documents" / "mine.txt").read_text() == "user data"
         assert _q(layout.transcript_db, "SELECT count(*) FROM observations") == [(3,)]

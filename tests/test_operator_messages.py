@@ -5,7 +5,10 @@ the Bridge recovers, ``wsd status`` no longer shows the outage."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 from pathlib import Path
 
 from tests.conftest import daemon_env, running_daemon, wait_for, write_turns, wsd
@@ -81,7 +84,8 @@ def test_flush_wait_names_the_budget_pause(layout: Layout, tmp_path: Path) -> No
 def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_path: Path) -> None:
     """Found by an operator: under a 0.002 cap, ``wsd status`` from a shell without the
     setting showed the shell's default (1.0). Now the daemon reports its settings (never its
-    credentials) and status shows them; the readable form prints times as ISO 8601 with ages."""
+    credentials) and status shows them; the readable form prints plain lines, times as ISO
+    8601 with ages, and whether semantic matching runs."""
     with BridgeStandin() as bridge:
         env = daemon_env(
             layout,
@@ -103,8 +107,12 @@ def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_
         assert secret not in heartbeat and secret not in readable
     assert isinstance(status["last_batch"]["finished_at"], float)
     assert re.search(
-        r"'finished_at': '20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \(\d+ s ago\)'", readable
-    )
+        r"\n +finished_at: 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d \(\d+ s ago\)\n", readable
+    ), readable
+    # Plain lines, no Python reprs (a new user saw dicts and None); the semantic half as
+    # the daemon runs it, not as the setting wishes.
+    assert "{" not in readable and "None" not in readable, readable
+    assert status["semantic"] == "on" and re.search(r"\n +semantic: on\n", readable)
 
 
 def test_doctor_fails_an_outage_past_half_an_hour(layout: Layout) -> None:
@@ -163,6 +171,149 @@ def test_bare_bootstrap_works_and_says_how_to_reach_the_commands(tmp_path: Path)
     assert "at version deployed-7" in again.stdout
     path = re.search(r'export PATH="([^"]+):\$PATH"', first.stdout)
     assert path is not None, first.stdout
-    for command in ("wsd", "supervisorctl"):
+    named = next(line for line in first.stdout.splitlines() if "live in" in line)
+    for command in ("wsd", "supervisord", "supervisorctl"):
         assert os.access(os.path.join(path.group(1), command), os.X_OK)
-    assert f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd" in first.stdout
+        assert re.search(rf"\b{command}\b", named), named
+    ctl = f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd"
+    assert ctl in first.stdout
+    bare = wsd(env, "bootstrap")  # found by a new user: this one said `supervisorctl status wsd`
+    assert ctl in bare.stdout, bare.stdout
+
+
+def _beat(layout: Layout, **fields: object) -> None:
+    """A heartbeat as the daemon writes it; this test process plays the daemon's pid."""
+    import os
+    import time
+
+    beat = {"pid": os.getpid(), "state": "idle", "heartbeat_at": time.time(), "supervised": "wsd"}
+    Path(status_path(layout)).write_text(json.dumps(beat | fields))
+
+
+def _summary(env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """``wsd doctor``'s last line and its FAIL lines by check."""
+    out = wsd(env, "doctor", check=False).stdout.splitlines()
+    fails = dict(line[5:].split(": ", 1) for line in out if line.startswith("FAIL "))
+    return out[-1], fails
+
+
+def test_doctor_says_try_fix_only_for_what_fix_repairs(layout: Layout) -> None:
+    """Found by a new user: "; try --fix" followed any failure, the Bridge's too, which --fix
+    cannot repair; it is said only when a failing finding is one --fix repairs."""
+    import os
+
+    env = _shell(layout, dict(os.environ)) | {"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
+    _beat(layout)
+    last, fails = _summary(env)
+    assert list(fails) == ["bridge"] and last == "1 problem(s)", (last, fails)
+    os.chmod(layout.memory_db, 0o644)
+    last, fails = _summary(env)
+    assert "permissions" in fails and last == "2 problem(s); try --fix", (last, fails)
+    doctor = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
+    fixable = {f["check"]: f["fixable"] for f in doctor["findings"] if f["level"] == "fail"}
+    assert fixable == {"permissions": True, "bridge": False}, fixable
+
+
+def test_doctor_says_how_to_start_a_stopped_daemon(tmp_path: Path) -> None:
+    """Daemon down: doctor says how to start it, as the deploy runs it: a stand-alone
+    supervisord (its -c conf; supervisord itself when that is down too), the system's
+    supervisorctl, or `wsd run` where nothing is deployed; never "try --fix"."""
+    import os
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    layout = Layout(str(root))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env["WSD_WORKSPACE"] = str(root)
+    wsd(env, "init")
+    last, fails = _summary(env)
+    assert f"`wsd --workspace {root} run`" in fails["daemon"] and last == "1 problem(s)"
+    _beat(layout, pid=2**22 + 1)  # no such process: the daemon stopped
+    wsd(env, "bootstrap")
+    last, fails = _summary(env)
+    assert "start it: `supervisorctl start wsd`" in fails["daemon"], fails
+    assert last == "1 problem(s)", last
+    wsd(env, "bootstrap", "--standalone")
+    conf = f"{root}/.os/supervisor/supervisord.conf"
+    assert f"`supervisord -c {conf}`" in _summary(env)[1]["daemon"]
+    Path(root, ".os", "run", "supervisord.pid").write_text(f"{os.getpid()}\n")
+    assert f"start it: `supervisorctl -c {conf} start wsd`" in _summary(env)[1]["daemon"]
+
+
+def test_doctors_budget_hint_names_the_settings_file(tmp_path: Path) -> None:
+    """Found by a new user: "raise WSD_DAILY_BUDGET_USD in the deployed settings" named no
+    place; a deployed workspace's doctor names .os/settings.env and the restart command."""
+    import os
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    env["WSD_WORKSPACE"] = str(root)
+    wsd(env, "init")
+    budget = {"spent_usd": 0.01, "cap_usd": 0.002, "resumes_at": 1.9e9}
+    _beat(Layout(str(root)), state="budget", budget=budget)
+    by_hand = _doctor(env)["curation"]["detail"]
+    assert "set WSD_DAILY_BUDGET_USD in the environment of `wsd run`" in str(by_hand), by_hand
+    wsd(env, "bootstrap", "--standalone")
+    deployed = _doctor(env)["curation"]["detail"]
+    conf = f"{root}/.os/supervisor/supervisord.conf"
+    where = f"set WSD_DAILY_BUDGET_USD in {root}/.os/settings.env and restart the daemon"
+    assert f"{where} (`supervisorctl -c {conf} restart wsd`)" in str(deployed), deployed
+
+
+def test_the_boot_contexts_shell_commands_work_from_the_agents_shell(tmp_path: Path) -> None:
+    """Found by a new user: without a memory tool the boot context told the agent to run a
+    bare ``wsd search``, refused from its shell (no WSD_WORKSPACE) for any workspace but
+    /workspace. The commands it names now carry the workspace and run as written."""
+    root = tmp_path / "my workspace"  # not /workspace, and a space to quote
+    shell = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    wsd(shell, "--workspace", str(root), "init")
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(json.dumps({"type": "fact", "content": "The boiler is serviced in May."}))
+    wsd(shell, "--workspace", str(root), "import", str(notes))
+    boot = wsd(shell, "--workspace", str(root), "boot-context").stdout
+    search = re.search(r"`([^`]*search \"question\")`", boot)
+    complete = re.search(r"`([^`]*pending complete ID)`", boot)
+    assert search and complete, boot
+    command = shlex.split(search.group(1).replace('"question"', "boiler"))
+    found = subprocess.run(command, env=shell, capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert "The boiler is serviced in May." in found.stdout
+    resolve = shlex.split(complete.group(1).replace("ID", "A1"))
+    missing = subprocess.run(resolve, env=shell, capture_output=True, text=True, timeout=60)
+    assert "does not exist" not in missing.stderr and "init" not in missing.stderr, missing.stderr
+
+
+def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path) -> None:
+    """Found by a new user: a flushed turn the Bridge rejected (400) was parked and
+    ``flush --wait`` still said "flush done", exit 0. It now exits 1 naming the parked batch
+    and what to do; ``wsd retry`` exits 1 while it stays parked, 0 once curated; a later
+    flush with nothing parked is done again."""
+    reject = [True]
+
+    def responder(_body: object) -> Fault | Reply:
+        return Fault.bad_request("prompt is too long") if reject[0] else Reply.text("FACT: ok")
+
+    with BridgeStandin(responder=responder) as bridge:
+        env = daemon_env(layout, bridge, WSD_RETRY_ATTEMPTS="1")
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 1)
+            waited = wsd(env, "flush", "--wait", "60", check=False)
+            assert waited.returncode == 1, waited.stdout + waited.stderr
+            assert "1 batch(es) parked" in waited.stderr and "wsd retry" in waited.stderr
+            assert "prompt is too long" in waited.stderr, waited.stderr
+            # wsd retry from an operator's terminal: logged as the shell asks (the deployed
+            # daemon's JSON came out raw), and exit 1 while the batch is parked again.
+            shell = _shell(layout, env) | {"WSD_LOG_FORMAT": "console"}
+            retried = wsd(shell, "retry", check=False, timeout=120)
+            assert retried.returncode == 1, retried.stdout + retried.stderr
+            assert "0 curated, 1 parked again" in retried.stdout
+            assert "still failing" in retried.stderr and "prompt is too long" in retried.stderr
+            assert not any(line.startswith("{") for line in retried.stderr.splitlines())
+            # The retry left the daemon's heartbeat alone (it wrote its own pid there, and
+            # once it exited the daemon looked gone to status and the next retry).
+            assert _status(env)["daemon_running"] is True
+            reject[0] = False
+            assert "1 curated, 0 parked again" in wsd(shell, "retry", timeout=120).stdout
+            write_turns(layout, 1, start=1)
+            assert wsd(env, "flush", "--wait", "60").stdout.strip().endswith("flush done")

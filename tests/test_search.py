@@ -588,3 +588,26 @@ def test_hits_name_a_session_by_its_first_eight_characters(layout: Layout) -> No
     (hit,) = search_memory(layout, "zeppelin maintenance")
     assert hit.source == "session 3f2b9c1e, turn 1" and hit.session_id == session
     assert session not in format_hits([hit])
+
+
+def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStandin) -> None:
+    """Found by a new user: a learning imported with no ``ref`` and no session was shown as
+    "curated". Imported ones say ``imported`` (or their ref); curated ones their session."""
+    store = Store(layout)
+    store.archive.import_lines(
+        [
+            json.dumps({"type": "fact", "content": "The boiler is serviced in May."}),
+            json.dumps(
+                {"type": "fact", "content": "The boiler manual is on the shelf.", "ref": "n1"}
+            ),
+        ],
+    )
+    standin.responder = lambda _body: Reply.text("FACT: The boiler pressure is 1.5 bar.")
+    write_turns(layout, 1, prompt="Task {i}: check the boiler pressure")
+    flush(layout)
+    drain(make_worker(layout, standin, batch_turns=1))
+    sources = {h.snippet.strip("*"): h.source for h in search_memory(layout, "boiler")}
+    by_text = {text.split(".")[0].replace("*", ""): src for text, src in sources.items()}
+    assert by_text["The boiler is serviced in May"] == "imported", sources
+    assert by_text["The boiler manual is on the shelf"] == "n1", sources
+    assert by_text["The boiler pressure is 1"].startswith("session "), sources

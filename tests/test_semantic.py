@@ -185,6 +185,7 @@ print([h.id for h in search_memory(Layout({layout.root!r}), "jellyfish")])
 config, stop = Config(workspace={layout.root!r}), threading.Event()
 worker = build_worker(config, Store(Layout({layout.root!r})), stop)
 print(wire(config, worker), worker.after_pass)
+print(worker.status.data["semantic"])
 """
     _import(layout, NOTES)
     proc = subprocess.run(
@@ -193,7 +194,8 @@ print(wire(config, worker), worker.after_pass)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     assert out[0].startswith("numpy is not installed")
-    assert out[1] == "['L1']" and out[-1] == "None []"
+    assert out[1] == "['L1']" and out[-2] == "None []"
+    assert out[-1].startswith("off (numpy is not installed")  # what wsd status shows
     assert "semantic_off" in proc.stdout + proc.stderr
 
 

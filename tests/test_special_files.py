@@ -15,10 +15,13 @@ import pytest
 
 from tests.conftest import (
     daemon_env,
+    drain,
     make_worker,
+    query,
     running_daemon,
     venv_script,
     wait_for,
+    write_turns,
     wsd,
 )
 from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
@@ -130,6 +133,53 @@ def test_doctor_names_and_fixes_a_fifo_in_place_of_a_memory_file(
     fixed = wsd(env, "doctor", "--fix", check=False, timeout=30)
     assert f"removed {layout.md('user.md')} (a FIFO)" in fixed.stdout
     assert not os.path.lexists(layout.md("user.md"))
+
+
+def test_a_curated_file_deleted_while_the_daemon_runs_is_written_back(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """A deleted user.md is written back from its revision within a pass or two (no restart);
+    an emptied file is still an adopted hand edit; a FIFO or link put there is left alone."""
+    log = tmp_path / "wsd.log"
+    env = daemon_env(layout, standin)
+    user, context = Path(layout.md("user.md")), Path(layout.md("context.md"))
+    with running_daemon(env, log):
+        write_turns(layout, 2)
+        wsd(env, "flush", "--wait", "30")
+        curated = Store(layout).latest_md()["user.md"]
+        assert curated and _text(user) == curated
+        user.unlink()
+        assert wait_for(lambda: _text(user) == curated, timeout=5), "user.md stayed missing"
+        assert '"reason": "missing on disk"' in log.read_text()
+        context.write_text("")  # emptied by a person: an edit, kept and adopted
+        assert wait_for(lambda: Store(layout).latest_md().get("context.md") == "", timeout=5)
+        for kind in ("fifo", "dev_zero"):
+            _plant(user, kind)
+            time.sleep(1)  # five passes over it
+            assert user.is_fifo() if kind == "fifo" else user.is_symlink()
+        write_turns(layout, 1, start=2, prompt="Remind me to water the plants")
+        wsd(env, "flush", "--wait", "30")  # the loop goes on
+    hand = "SELECT content FROM md_revisions WHERE file = 'context.md' AND source = 'hand'"
+    assert query(layout.memory_db, hand) == [("",)]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_one_doctor_fix_clears_a_fifo_or_link_at_user_md_and_writes_it_back(
+    layout: Layout, standin: BridgeStandin, kind: str
+) -> None:
+    """A FIFO or link in user.md's place: one ``wsd doctor --fix`` removes it and writes
+    user.md from its revision, ending with 0 problems (it took two runs)."""
+    worker = make_worker(layout, standin, batch_turns=2)
+    write_turns(layout, 2)
+    drain(worker)
+    curated = Store(layout).latest_md()["user.md"]
+    assert curated
+    _plant(Path(layout.md("user.md")), kind)
+    worker.status.update(force=True)  # a live heartbeat: this process plays the daemon
+    env = daemon_env(layout, standin)
+    fixed = wsd(env, "doctor", "--fix", check=False, timeout=30)
+    assert fixed.returncode == 0 and fixed.stdout.endswith("0 problem(s)\n"), fixed.stdout
+    assert _text(Path(layout.md("user.md"))) == curated
 
 
 def test_a_fifo_at_the_daemons_own_small_files_blocks_no_reader(

@@ -17,6 +17,7 @@ from tests.conftest import (
     start_daemon,
     wait_for,
     write_turns,
+    wsd,
 )
 from tests.conftest import query as q
 from wsd.daemon.curation.bridge import usage_of
@@ -173,3 +174,73 @@ def test_maintenance_prunes_old_charges_but_never_the_last_two_days(tmp_path: Pa
     rows = q(layout.transcript_db, "SELECT asked_at FROM charges")
     assert sorted(round((now - at) / day, 1) for (at,) in rows) == [0.1, 1.5]
     assert store.spent_since(now - day) == 0.25
+
+
+def test_a_restore_from_a_backup_does_not_lower_the_days_spend(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """Found by a new user: restoring transcript.db and memory.db from a backup took the day's
+    charges back with them (spent today $0.0098 -> $0.0044) and the cap let the money be
+    spent again. The daemon keeps the day's spend in its heartbeat: after the restore
+    ``wsd status`` and the cap see what was spent, and the cap still stops the next call."""
+    expensive = {"input_tokens": 1000, "output_tokens": 1000}  # $0.006 a call
+    standin.responder = lambda _body: Reply.text("FACT: A fact", usage=expensive)
+    now = time.time()  # today: `wsd status` counts the real day
+    today = now // 86400 * 86400
+    worker = make_worker(layout, standin, batch_turns=1, daily_budget_usd=0.01, clock=lambda: now)
+    write_turns(layout, 1)
+    flush(layout)
+    assert "curated" in drain(worker, now=now)
+    backup = tmp_path / "backup"
+    from wsd.daemon.ops.backup import backup as take_backup
+
+    take_backup(Layout(layout.root), str(backup))
+    write_turns(layout, 1, start=1)
+    flush(layout)
+    assert "curated" in drain(worker, now=now)
+    spent = Store(layout).spent_since(today)
+    assert spent >= 0.01
+    worker.status.update(force=True)  # the heartbeat as the daemon leaves it
+
+    memory = Path(layout.memory_dir)  # the README's restore, the daemon stopped
+    for leftover in [*memory.glob("*-wal"), *memory.glob("*-shm")]:
+        leftover.unlink()
+    for name in ("transcript.db", "memory.db"):
+        (memory / name).write_bytes((backup / name).read_bytes())
+    assert Store(layout).spent_since(today) < spent  # the ledgers alone went back
+    shown = wsd({"WSD_WORKSPACE": layout.root}, "status", "--json").stdout
+    assert json.loads(shown)["spent_today_usd"] == round(spent, 6)
+
+    write_turns(layout, 1, start=2)
+    flush(layout)
+    restarted = make_worker(
+        layout, standin, batch_turns=1, daily_budget_usd=0.01, clock=lambda: now
+    )
+    calls = len(standin.requests)
+    assert drain(restarted, now=now)[-1] == "budget"
+    assert len(standin.requests) == calls  # the cap held: no call was made
+    assert restarted.budget.spent == spent
+
+
+def test_a_restart_with_a_higher_cap_logs_that_curation_resumed(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Found by a new user: restarted with a higher cap, the daemon curated the waiting turns
+    at once but logged no ``budget_resumed`` (the README promises it) and kept nothing of
+    the pause; now the new process reads the pause from the last heartbeat and says so."""
+    from structlog.testing import capture_logs
+
+    expensive = {"input_tokens": 1000, "output_tokens": 1000}  # $0.006 a call
+    standin.responder = lambda _body: Reply.text("FACT: A fact", usage=expensive)
+    now = DAY + 3600
+    worker = make_worker(layout, standin, batch_turns=1, daily_budget_usd=0.01, clock=lambda: now)
+    write_turns(layout, 3)
+    flush(layout)
+    assert drain(worker, now=now)[-1] == "budget"
+    worker.status.update(force=True)
+    raised = make_worker(layout, standin, batch_turns=1, daily_budget_usd=1.0, clock=lambda: now)
+    with capture_logs() as logs:
+        assert "curated" in drain(raised, now=now)
+    resumed = [e for e in logs if e["event"] == "budget_resumed"]
+    assert len(resumed) == 1 and resumed[0]["cap_usd"] == 1.0, logs
+    assert raised.status.data.get("budget") is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -152,6 +153,42 @@ def test_supervised_daemon_lifecycle(deployed: tuple[Layout, BridgeStandin, Supe
     assert status["supervised"] == "wsd"
 
 
+def _beat(layout: Layout) -> dict[str, object]:
+    return dict(json.loads((Path(layout.memory_dir) / "daemon.status.json").read_text()))
+
+
+def _budget_of(layout: Layout, pid: int) -> object:
+    """The daily cap the daemon of ``pid`` reports (None until its heartbeat says so)."""
+    with contextlib.suppress(OSError, ValueError):
+        beat = _beat(layout)
+        settings = beat.get("settings")
+        if beat.get("pid") == pid and isinstance(settings, dict):
+            return settings.get("daily_budget_usd")
+    return None
+
+
+def test_a_setting_in_settings_env_reaches_the_daemon_and_outlasts_a_redeploy(
+    deployed: tuple[Layout, BridgeStandin, Supervisor],
+) -> None:
+    """Found by a new user: "the deployed settings" were nowhere, and wsd.conf's edits were
+    undone by the next bootstrap. A WSD_* line in .os/settings.env takes effect at the next
+    restart and survives a redeploy; the file is not changed by it."""
+    layout, _bridge, sup = deployed
+    first = sup.wait_state("RUNNING")
+    settings = Path(layout.os_dir) / "settings.env"
+    with settings.open("a") as fh:
+        fh.write("WSD_DAILY_BUDGET_USD=0.5\nWSD_WORKSPACE=/elsewhere\n")
+    kept = settings.read_text()
+    sup.ctl("restart", "wsd")
+    second = sup.wait_state("RUNNING", not_pid=first)
+    assert wait_for(lambda: _budget_of(layout, second) == 0.5, 20, 0.3), _beat(layout)
+    _deploy(layout, "1.1")  # the daemon exits on the new VERSION; supervisord restarts it
+    third = sup.wait_state("RUNNING", not_pid=second)
+    assert wait_for(lambda: _budget_of(layout, third) == 0.5, 20, 0.3), _beat(layout)
+    assert settings.read_text() == kept
+    assert _beat(layout)["state"] != "stopped"  # in this workspace, whatever the file said
+
+
 def _wsd(layout: Layout, *args: str) -> subprocess.CompletedProcess[str]:
     """``wsd`` as an operator runs it: a shell with none of the daemon's settings."""
     bare = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
@@ -170,7 +207,8 @@ def test_the_readmes_restore_procedure_ends_green(
 ) -> None:
     """The README's restore, step by step under real supervisord (backup; stop; remove the WAL
     files; copy the backup in; start; doctor): doctor exits 0 with no FAIL, and the memory is
-    the backup's (issue 21: the procedure used to end in "FAIL daemon: not running")."""
+    the backup's (issue 21: the procedure used to end in "FAIL daemon: not running"); doctor
+    while stopped says how to start the daemon, not "try --fix"."""
     layout, _bridge, sup = deployed
     sup.wait_state("RUNNING")
     write_turns(layout, 25, "before")  # a full batch: curated without waiting to be idle
@@ -190,6 +228,9 @@ def test_the_readmes_restore_procedure_ends_green(
     for name in ["transcript.db", "memory.db", *manifest["md_files"]]:
         target = Path(layout.md(name)) if name.endswith(".md") else memory / name
         shutil.copyfile(dest / name, target)
+    stopped = _wsd(layout, "doctor")  # says how to start it, and no "try --fix" (no fix)
+    assert f"start it: `supervisorctl -c {sup.conf} start wsd`" in stopped.stdout, stopped.stdout
+    assert stopped.stdout.splitlines()[-1] == "1 problem(s)", stopped.stdout
     assert "started" in sup.ctl("start", "wsd")
     sup.wait_state("RUNNING")
     assert wait_for(lambda: _wsd(layout, "status", "--json").returncode == 0, 20, 0.3)

@@ -216,12 +216,25 @@ def test_commands_outside_a_workspace_say_so_in_one_line_and_create_nothing(
 
 
 def test_init_installs_the_deploy_templates_and_never_replaces_them(tmp_path: Path) -> None:
-    """`wsd init` installs soul.md and os.md (as bootstrap does) where missing, and leaves a
-    changed one alone."""
+    """`wsd init` installs soul.md and os.md (as bootstrap does) where missing, naming this
+    workspace's path (they said /workspace/ for any) and no memory tool of their own, and
+    leaves a changed one alone."""
     env = {**os.environ, "WSD_WORKSPACE": str(tmp_path / "ws")}
     assert "installed" in wsd(env, "init").stdout
     soul = tmp_path / "ws" / ".os" / "memory" / "soul.md"
+    os_md = (tmp_path / "ws" / ".os" / "memory" / "os.md").read_text()
     assert "Your Daemon" in soul.read_text()
+    assert f"Write inside {tmp_path}/ws/.os/ (the system space" in soul.read_text()
+    assert f"- `{tmp_path}/ws/` is the user's space" in os_md
+    for text in (soul.read_text(), os_md):
+        assert "/workspace/" not in text and "@WORKSPACE@" not in text
+    # One name for each memory tool in the whole boot context: the closing section's, for
+    # this host (the templates said `search_memory` and "the pending-action tool" while a
+    # host with no memory tool was told to run `wsd search`: two instructions, found by a
+    # new user).
+    shell = wsd(env, "boot-context").stdout
+    assert "search_memory" not in shell and "pending-action" not in shell, shell
+    assert "wsd --workspace" in shell and 'search "question"' in shell
     soul.write_text("# mine\n")
     wsd(env, "init")
     assert soul.read_text() == "# mine\n"
@@ -261,13 +274,14 @@ def test_doctor_is_quiet_on_a_healthy_workspace_with_an_inventory(
 
 def test_the_boot_context_names_the_tools_the_host_has(layout: Layout) -> None:
     """The closing section names the MCP tools as the host names them; with no tool, the
-    wsd commands by absolute path (the agent's PATH may not have them)."""
+    wsd commands by absolute path (the agent's PATH may not have them) for this workspace."""
     sdk = load_memory(layout, tools=Tools.mcp("mcp__memory__"))
     assert "`mcp__memory__search_memory` tool" in sdk and "`mcp__memory__resolve_action`" in sdk
     plugin = wsd({"WSD_WORKSPACE": layout.root}, "boot-context", "--tool-prefix", "mcp__p__")
     assert "`mcp__p__search_memory` tool" in plugin.stdout
     shell = wsd({"WSD_WORKSPACE": layout.root}, "boot-context").stdout
-    assert f'`{os.path.dirname(venv_script("wsd"))}/wsd search "question"` in a shell' in shell
+    named = f"{os.path.dirname(venv_script('wsd'))}/wsd --workspace {layout.root}"
+    assert f'`{named} search "question"` in a shell' in shell
 
 
 def test_the_boot_context_says_nothing_twice_and_dates_carry_an_offset(

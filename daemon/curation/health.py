@@ -85,8 +85,9 @@ class Backoff:
 class Budget:
     """The daily spend cap: no curator call once the UTC day's cost reaches ``cap``.
 
-    Read from the ledger (the cost of every batch finished today), so a restart, a rebuild
-    or a second day need no state of their own; ``cap`` 0 turns the cap off.
+    Read from the ledgers (charges booked before each call, the cost of every batch finished
+    today), never below what was seen earlier that day (the heartbeat keeps it across a
+    restore from a backup); ``cap`` 0 turns the cap off.
     """
 
     def __init__(self, store: Store, cap: float) -> None:
@@ -95,13 +96,38 @@ class Budget:
         self.spent = 0.0
         #: The UTC day the cap was last reached on, while it still holds.
         self.reached_on: int | None = None
+        #: (UTC day, spent) as last seen, kept in the heartbeat file: restoring transcript.db
+        #: and memory.db from a backup takes the day's charges back with them (a new user's
+        #: restore took $0.0098 down to $0.0044), and the day's spend must never go down.
+        self.floor: tuple[int, float] = (-1, 0.0)
+
+    def remember(self, seen: object, paused: object = None) -> None:
+        """What the previous process's heartbeat said: the floor from ``spent_today``
+        ({"day", "usd"}), and whether curation was paused by the cap (``budget``, with
+        ``resumes_at``), so a restart with a higher cap logs ``budget_resumed`` (it logged
+        nothing). Anything else (missing, damaged, not a finite amount) is ignored."""
+        if isinstance(seen, dict):
+            day, usd = seen.get("day"), seen.get("usd")
+            if isinstance(day, int) and isinstance(usd, int | float) and 0 <= usd <= 1e6:
+                self.floor = (day, float(usd))
+        resumes = paused.get("resumes_at") if isinstance(paused, dict) else None
+        if isinstance(resumes, int | float) and 0 < resumes < 1e11:
+            self.reached_on = int(resumes // 86400) - 1
+
+    def spent_today(self, now: float) -> float:
+        """The UTC day's spend: the ledgers', never less than was seen earlier that day."""
+        day = int(now // 86400)
+        spent = self.store.spent_since(day * 86400.0)
+        if self.floor[0] == day:
+            spent = max(spent, self.floor[1])
+        self.floor = (day, spent)
+        return spent
 
     def exhausted(self, now: float) -> bool:
         """True if today's curator cost has reached the cap (``now``: wall clock)."""
         if self.cap <= 0:
             return False
-        day = int(now // 86400)
-        self.spent = self.store.spent_since(day * 86400.0)
+        self.spent = self.spent_today(now)
         return self.spent >= self.cap
 
     @staticmethod

@@ -27,7 +27,7 @@ from wsd.daemon.curation.reporting import Failures
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
-from wsd.daemon.runtime.heartbeat import StatusFile
+from wsd.daemon.runtime.heartbeat import StatusFile, read_status
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.facets import Maintenance
@@ -131,6 +131,9 @@ class Worker:
         self._started_wall = 0.0  # wall clock at start (orphans: see _close_orphans)
         self.stop_reason = "stop requested"
         self._reason = ""  # what triggered the batch in hand (for its log line)
+        #: Batches parked since the backlog was last empty: a flush waiting on them did not
+        #: curate them (``wsd flush --wait`` said "flush done" for a parked turn).
+        self._parked: list[tuple[int, str]] = []
         #: Work done after each pass (embedding new memories); True means more is waiting.
         self.after_pass: list[Callable[[PassResult], bool]] = []
 
@@ -143,6 +146,8 @@ class Worker:
         self._check_identity()
         self.md.repair()
         self.backoff.load(self.clock())
+        before = read_status(self.layout) or {}  # the previous process's last heartbeat
+        self.budget.remember(before.get("spent_today"), before.get("budget"))
         self._started_wall = self.clock()
         # The wake detector's first reading: a leap between start-up and the first pass is
         # then a wake like any other (found by the soak: one there closed every open turn).
@@ -234,7 +239,8 @@ class Worker:
         if backlog.pending == 0:
             self.status.update(state="idle")
             if backlog.flush_upto is not None:
-                self.store.mark_flushes_handled(backlog.flush_upto, now, self.md.error())
+                self.store.mark_flushes_handled(backlog.flush_upto, now, self._flush_error())
+            self._parked.clear()  # a flush answers for what was parked since this point
             self._maintain(now)
             return PassResult(Step.IDLE)
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
@@ -303,7 +309,9 @@ class Worker:
             return
         now = self.clock()
         if done.parked:
+            self._parked.append((done.batch_id, done.record.error or "rejected"))
             self.store.mark_processed(ids)
+            self._remember_spend(now)  # a rejected call may still be billed
             self.log.error(
                 "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
             )
@@ -315,8 +323,26 @@ class Worker:
         if done.result.files_updated:
             self.md.write(done.result.files_updated)
         self.store.mark_processed(ids)
+        self._remember_spend(now)
         self._recovered()
         reporting.batch(self.log, self.status, done, self._reason, now)
+
+    def _remember_spend(self, now: float) -> None:
+        """The day's spend into the heartbeat, where a restore from a backup cannot lower it."""
+        spent = self.budget.spent_today(now)
+        self.status.update(spent_today={"day": int(now // 86400), "usd": spent})
+
+    def _flush_error(self) -> str | None:
+        """What a handled flush could not do: md files not written, batches parked."""
+        md_error = self.md.error()
+        problems = [md_error] if md_error else []
+        if self._parked:
+            batch_id, error = self._parked[0]
+            problems.append(
+                f"{len(self._parked)} batch(es) parked, not curated (batch {batch_id}: "
+                f"{error[:200]}); wsd status shows them, wsd retry runs them again"
+            )
+        return "; ".join(problems) or None
 
     def _over_budget(self, now: float) -> bool:
         exhausted = self.budget.exhausted(now)

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Mapping
@@ -84,11 +85,14 @@ class Tools:
         return cls(f"{prefix}search_memory", f"{prefix}resolve_action")
 
     @classmethod
-    def shell(cls, wsd: str | None = None) -> Tools:
+    def shell(cls, workspace: str, wsd: str | None = None) -> Tools:
         """No memory tool: the ``wsd`` commands, by absolute path (the agent's PATH may lack
-        the daemon's virtual environment)."""
+        the daemon's virtual environment) and naming ``workspace`` (the agent's shell has no
+        WSD_WORKSPACE: a new user's agent, told a bare ``wsd search``, was refused for any
+        workspace but /workspace, and was told to init one there)."""
         wsd = wsd or os.path.join(os.path.dirname(sys.executable), "wsd")
-        return cls(f'{wsd} search "question"', f"{wsd} pending complete ID", are_tools=False)
+        base = f"{shlex.quote(wsd)} --workspace {shlex.quote(workspace)}"
+        return cls(f'{base} search "question"', f"{base} pending complete ID", are_tools=False)
 
 
 def how_memory_works(tools: Tools) -> str:
@@ -147,7 +151,7 @@ def load_memory(
         for kind, ts, text in recent
         if not reflected(text, lines)
     ]
-    closing = how_memory_works(tools or Tools.shell())
+    closing = how_memory_works(tools or Tools.shell(layout.root))
     return _fit(files, learnings, actions, max(budget_chars, 2000), closing)
 
 

@@ -189,10 +189,22 @@ class DiskWatch:
         self._seen = now
         return True
 
+    def missing(self) -> list[str]:
+        """The curated files nothing was at when :meth:`changed` last looked (a link, a
+        FIFO or a folder there is something: it is not missing, and is not replaced)."""
+        return [name for name, seen in self._seen.items() if seen is None]
+
+
+#: What :func:`_stat` says of a path it could not lstat for another reason than absence.
+_UNKNOWN = (-1, -1, -1)
+
 
 def _stat(path: str) -> tuple[int, int, int] | None:
+    """Size, mtime and inode of what is at ``path`` (never followed); None when nothing is."""
     try:
         st = os.lstat(path)
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError:
+        return _UNKNOWN
     return st.st_size, st.st_mtime_ns, st.st_ino

@@ -4,8 +4,10 @@ adopted, failures in view.
 A person's edit of a curated file is adopted as a new revision (source ``hand``) as soon as
 the loop sees a curated file changed on disk (one lstat each per pass), and again before a
 request and a commit use the files (see :mod:`wsd.daemon.memory.files` for how an edit is
-told from a version the daemon wrote). A batch commits its md revisions to memory.db first;
-the files are written after. When a
+told from a version the daemon wrote). A curated file deleted meanwhile is no edit: the same
+look writes it back from its latest revision (an emptied file is an edit, and is adopted).
+
+A batch commits its md revisions to memory.db first; the files are written after. When a
 write fails (disk full, a folder or a FIFO where the file should be), the revision is safe
 but the file on disk is stale, and so is the boot context read from it. So a failure is
 never just logged: :class:`MdSync` remembers it, retries it at the start of every pass
@@ -54,12 +56,30 @@ class MdSync:
         return done
 
     def adopt(self) -> list[str]:
-        """Adopt hand edits, if any curated file changed on disk since the last look."""
+        """If any curated file changed on disk since the last look: adopt hand edits, and
+        write back from its latest revision a file that was deleted (nothing at its path)."""
         if not self.disk.changed():
             return []
         adopted = memory_files.adopt_hand_edits(self.layout, self.store, self.clock())
         self._adopted(adopted)
+        self._restore_missing()
         return adopted
+
+    def _restore_missing(self) -> None:
+        """A deleted curated file is not an edit to adopt: the boot context would lack it
+        until a restart, so it is written again now. Only where nothing is: a link or a FIFO
+        in its place is left alone (``wsd doctor`` names it, ``--fix`` removes it)."""
+        gone = self.disk.missing()
+        if not gone:
+            return
+        latest = self.store.latest_md()
+        wanted = {name: latest[name] for name in gone if name in latest}
+        if not wanted:
+            return
+        written, failed = memory_files.materialise_each(self.layout, wanted)
+        self._settle(failed, wanted)
+        if written:
+            self.log.info("md_repaired", files=written, reason="missing on disk")
 
     def current(self) -> dict[str, str]:
         """The memory files as the curator should see them now (hand edits adopted)."""

@@ -18,6 +18,13 @@ from wsd.schema.layout import DEPLOY_FILES, USER_FOLDERS, Layout
 
 #: The deploy-managed templates a workspace starts with (bootstrap installs its own).
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "deploy" / "templates"
+#: Written in a template where the workspace's own path belongs (rendered at install).
+WORKSPACE_TOKEN = "@WORKSPACE@"
+
+
+def render_template(text: str, layout: Layout) -> str:
+    """A soul.md or os.md template with this workspace's path in place of its token."""
+    return text.replace(WORKSPACE_TOKEN, os.path.abspath(layout.root).rstrip("/"))
 
 
 def init_workspace(
@@ -64,6 +71,7 @@ def init_workspace(
         if templates is None or os.path.exists(target):
             continue
         if (templates / name).is_file():
-            atomic_write(target, (templates / name).read_text(encoding="utf-8"))
+            text = (templates / name).read_text(encoding="utf-8")
+            atomic_write(target, render_template(text, layout))
             done.append(f"installed {target}")
     return done

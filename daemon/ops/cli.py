@@ -93,14 +93,21 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 0
     config = _config(args, deployed_env(layout, env))  # the daemon's Bridge and token
     config.validate_for_run()
-    log.configure(config.log_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
+    # Logged as this shell wants it (the daemon's settings said JSON: a new user got raw
+    # JSON lines on a terminal).
+    shell_format = _config(args, env).log_format
+    log.configure(shell_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
     from wsd.daemon.ops import wiring
 
-    worker = wiring.build_worker(config, Store(layout), threading.Event())
+    # No heartbeat of its own: the daemon's file is the daemon's.
+    worker = wiring.build_worker(config, Store(layout), threading.Event(), heartbeat=False)
     worker.start()
     done = worker.retry_parked()
-    parked = sum(c.parked for c in done)
-    print(f"retried parked batches: {len(done) - parked} curated, {parked} parked again")
+    again = [c for c in done if c.parked]
+    print(f"retried parked batches: {len(done) - len(again)} curated, {len(again)} parked again")
+    if again:  # not done: say why, and exit 1 (it exited 0 with every batch parked again)
+        print(f"still failing: {again[0].record.error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -108,7 +115,7 @@ def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from pathlib import Path
 
     from wsd.daemon.curation.worker import package_version
-    from wsd.daemon.ops.deploy import ASSETS, DeployError, bootstrap
+    from wsd.daemon.ops.deploy import ASSETS, DeployError, bootstrap, supervisorctl
     from wsd.daemon.runtime.fsio import read_small
 
     layout = Layout(_config(args, env).workspace)
@@ -133,15 +140,15 @@ def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f"bootstrap of {layout.root} at version {version}: "
         + (f"{len(changes)} change(s)" if changes else "nothing to change")
     )
-    # The operator's shell has neither command on its PATH: say exactly how to reach them.
+    # The operator's shell has none of these commands on its PATH: say how to reach them,
+    # and the stand-alone supervisord's conf whenever one is deployed (with or without
+    # --standalone this time: a bare `wsd bootstrap` keeps what is there).
     bin_dir = os.path.join(os.path.abspath(args.venv), "bin")
-    conf = os.path.join(layout.os_dir, "supervisor", "supervisord.conf")
-    ctl = f"supervisorctl -c {conf}" if args.standalone else "supervisorctl"
     print(
-        "operator commands (wsd and supervisorctl live in the daemon's venv):\n"
+        "operator commands (wsd, supervisord and supervisorctl live in the daemon's venv):\n"
         f'  export PATH="{bin_dir}:$PATH"\n'
         f"  wsd --workspace {layout.root} status\n"
-        f"  {ctl} status wsd"
+        f"  {supervisorctl(layout)} status wsd"
     )
     return 0
 
@@ -170,7 +177,9 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 1 if failed else 0
     for finding in findings:
         print(finding.line())
-    print(f"{len(failed)} problem(s)" + ("" if args.fix or not failed else "; try --fix"))
+    # "try --fix" only when it would repair one of the failures (not a Bridge, not a daemon).
+    fixable = not args.fix and any(f.fixable for f in failed)
+    print(f"{len(failed)} problem(s)" + ("; try --fix" if fixable else ""))
     return 1 if failed else 0
 
 

@@ -35,7 +35,7 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.memory.boot import Tools, hook_output, load_memory
 
     layout = _layout(args, env)
-    tools = Tools.mcp(args.tool_prefix) if args.tool_prefix else Tools.shell()
+    tools = Tools.mcp(args.tool_prefix) if args.tool_prefix else Tools.shell(layout.root)
     if not args.hook:
         print(load_memory(layout, tools=tools))
         return 0

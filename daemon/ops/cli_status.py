@@ -73,7 +73,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             "cache_read": stats["cache_read_tokens"],
         },
         "cost_usd": round(float(stats["cost_usd"]), 6),
-        "spent_today_usd": round(store.spent_since(now // 86400 * 86400), 6),
+        "spent_today_usd": round(_spent_today(store, beat, now), 6),
         "daily_budget_usd": settings.get("daily_budget_usd", config.daily_budget_usd),
         "budget_paused": (beat or {}).get("budget"),
         "md_removals_waiting": {
@@ -81,6 +81,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             for e in erosion.waiting_files(store, now, float(settings.get("erosion", 0.5)))
         }
         or None,
+        "semantic": (beat or {}).get("semantic"),
         "settings": settings,
         "settings_from": "the daemon (its heartbeat)"
         if reported
@@ -97,26 +98,52 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 _TIMES = ("next_attempt_at", "finished_at", "at", "resumes_at", "heartbeat_at")
 #: Settings shown by name in the readable output (``--json`` has them all).
 _SHOWN_SETTINGS = (
-    "daily_budget_usd", "model", "batch_turns", "max_loss", "erosion", "bridge_url", "semantic",
+    "daily_budget_usd", "model", "batch_turns", "max_loss", "erosion", "bridge_url",
 )  # fmt: skip
 
 
 def _print_readable(report: Mapping[str, Any], now: float) -> None:
-    """One ``key: value`` line each; times as ISO 8601 (UTC) and how long ago (or until)."""
+    """One ``key: value`` line each, a nested field's keys indented below it (a new user saw
+    Python dicts and ``None``); times as ISO 8601 (UTC) and how long ago (or until)."""
     for key, value in report.items():
         if key == "settings":
             value = {k: value[k] for k in _SHOWN_SETTINGS if k in value}
-        print(f"{key:>22}: {_readable(key, value, now)}")
+        _print_field(key, value, now, 22)
 
 
-def _readable(key: str, value: Any, now: float) -> Any:
-    if isinstance(value, dict):
-        return {k: _readable(k, v, now) for k, v in value.items()}
-    if key in _TIMES and isinstance(value, int | float) and not isinstance(value, bool):
+def _print_field(key: str, value: Any, now: float, width: int) -> None:
+    if isinstance(value, dict) and value:
+        print(f"{key:>{width}}:")
+        for inner, item in value.items():
+            _print_field(inner, item, now, width + 4)
+        return
+    print(f"{key:>{width}}: {_readable(key, value, now)}")
+
+
+def _readable(key: str, value: Any, now: float) -> str:
+    if value is None or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key in _TIMES and isinstance(value, int | float):
         ago = now - float(value)
         when = f"{_ago(ago)} ago" if ago >= 0 else f"in {_ago(-ago)}"
         return f"{iso_time(value)} ({when})"
-    return value
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def _spent_today(store: Any, beat: Mapping[str, Any] | None, now: float) -> float:
+    """The UTC day's spend as the daemon counts it: the ledgers', never below what its
+    heartbeat last saw that day (a restore from a backup takes the day's charges back)."""
+    spent = float(store.spent_since(now // 86400 * 86400))
+    seen = (beat or {}).get("spent_today")
+    if isinstance(seen, dict) and seen.get("day") == int(now // 86400):
+        usd = seen.get("usd")
+        if isinstance(usd, int | float) and 0 <= usd <= 1e6:
+            spent = max(spent, float(usd))
+    return spent
 
 
 def _ago(seconds: float) -> str:
@@ -157,7 +184,7 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     store = Store(layout)
     store.migrate()
     flush_id = store.request_flush("cli", time.time())
-    print(f"flush requested (#{flush_id})")
+    print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
     # Nobody to wait for: say so now (after a short grace, for a daemon just starting).
     grace = time.monotonic() + min(args.wait, 3.0)
     while args.wait and not daemon_running(layout) and time.monotonic() < grace:

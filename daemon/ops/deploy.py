@@ -19,8 +19,9 @@ import subprocess
 from pathlib import Path
 
 from wsd.daemon.memory.files import LINE_LIMITS
-from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.runtime.fsio import atomic_write
+from wsd.daemon.ops.bootstrap import init_workspace, render_template
+from wsd.daemon.runtime.fsio import atomic_write, read_small
+from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.schema.layout import DEPLOY_FILES, Layout
 
 
@@ -98,7 +99,7 @@ def bootstrap(
         lines = len(content.splitlines())
         if lines > LINE_LIMITS[name]:
             raise DeployError(f"template {source}: {lines} lines, limit {LINE_LIMITS[name]}")
-        _install(Path(layout.md(name)), content, 0o600, changes)
+        _install(Path(layout.md(name)), render_template(content, layout), 0o600, changes)
     for folder in ("logs", "run", "supervisor/conf.d"):
         path = os_dir / folder
         if not path.is_dir():
@@ -109,7 +110,9 @@ def bootstrap(
         "venv": str(venv),
         "osdir": str(os_dir),
         "logdir": str(os_dir / "logs"),
+        "settings": str(settings_path(layout)),
     }
+    _create_settings(layout, standalone, changes)
     program = (supervisor / "wsd.conf.in").read_text(encoding="utf-8").format(**values)
     program_path = os_dir / "supervisor" / "conf.d" / "wsd.conf"
     before = len(changes)
@@ -130,6 +133,78 @@ def bootstrap(
         changes += _reload_supervisor(os_dir, venv)
     _install(Path(layout.version_file), version.strip() + "\n", 0o600, changes)
     return changes
+
+
+def settings_path(layout: Layout) -> Path:
+    """The operator's settings file: WSD_* lines the supervisord program reads at each start."""
+    return Path(layout.os_dir) / "settings.env"
+
+
+def _create_settings(layout: Layout, standalone: bool, changes: list[str]) -> None:
+    """Create the settings file, commented, if nothing is at its path; never change one that
+    is there (it is the operator's: that is what makes a setting last across deploys)."""
+    path = settings_path(layout)
+    if os.path.lexists(path):
+        return
+    conf = shlex.quote(str(supervisord_conf(layout)))
+    restart = f"supervisorctl -c {conf} restart wsd" if standalone else "supervisorctl restart wsd"
+    atomic_write(
+        str(path),
+        "# Settings of this workspace's daemon, one NAME=value a line (sh syntax: quote a value\n"
+        "# with spaces), e.g.\n"
+        "#   WSD_DAILY_BUDGET_USD=5\n"
+        "# The supervisord program reads this file each time it starts the daemon, so after an\n"
+        f"# edit: {restart}\n"
+        "# A value here wins over supervisord's environment. `wsd bootstrap`\n"
+        "# (deploy/bootstrap.sh) created this file and never changes it.\n"
+        "# Every setting: README.md, Settings.\n",
+        mode=0o600,
+    )
+    changes.append(f"created {path}")
+
+
+def settings_hint(layout: Layout, name: str) -> str:
+    """Where an operator sets ``name`` so that it lasts, and how it takes effect."""
+    path = settings_path(layout)
+    if os.path.lexists(path):  # deployed by bootstrap
+        return (
+            f"set {name} in {shlex.quote(str(path))} and restart the daemon"
+            f" (`{supervisorctl(layout)} restart wsd`)"
+        )
+    return f"set {name} in the environment of `wsd run` and restart it"
+
+
+def supervisord_conf(layout: Layout) -> Path:
+    """Where ``wsd bootstrap --standalone`` writes a stand-alone supervisord.conf."""
+    return Path(layout.os_dir) / "supervisor" / "supervisord.conf"
+
+
+def supervisorctl(layout: Layout) -> str:
+    """The supervisorctl command that reaches this workspace's supervisord: a stand-alone
+    deploy's own (``-c`` its conf, which exists only there), else the system's."""
+    conf = supervisord_conf(layout)
+    return f"supervisorctl -c {shlex.quote(str(conf))}" if conf.exists() else "supervisorctl"
+
+
+def start_hint(layout: Layout) -> str:
+    """How an operator starts this workspace's daemon, in words and a command."""
+    conf = supervisord_conf(layout)
+    if not (conf.parent / "conf.d" / "wsd.conf").exists():
+        return (
+            f"not deployed: start it with `wsd --workspace {shlex.quote(layout.root)} run`"
+            " (or deploy it: deploy/bootstrap.sh)"
+        )
+    if conf.exists() and not _supervisord_running(layout):
+        return (
+            f"start its supervisord, which starts wsd: `supervisord -c {shlex.quote(str(conf))}`"
+            " with ANTHROPIC_BASE_URL and WSD_BRIDGE_TOKEN in its environment"
+        )
+    return f"start it: `{supervisorctl(layout)} start wsd`"
+
+
+def _supervisord_running(layout: Layout) -> bool:
+    pid = (read_small(os.path.join(layout.os_dir, "run", "supervisord.pid")) or "").strip()
+    return pid.isdigit() and pid_alive(int(pid))
 
 
 #: The longest path a Unix socket may have on Linux (sun_path is 108 bytes with its NUL).

@@ -22,7 +22,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory import files as memory_files
-from wsd.daemon.ops import doctor_states
+from wsd.daemon.ops import deploy, doctor_states
 from wsd.daemon.runtime.config import DEFAULT_EROSION
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
@@ -47,6 +47,8 @@ class Finding:
     check: str
     detail: str
     fixed: bool = False
+    #: ``--fix`` repairs this (said of a finding it has not repaired yet).
+    fixable: bool = False
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -54,6 +56,7 @@ class Finding:
             "check": self.check,
             "detail": self.detail,
             "fixed": self.fixed,
+            "fixable": self.fixable,
         }
 
     def line(self) -> str:
@@ -79,13 +82,19 @@ class Doctor:
         self.ops = self.store.maintenance
         self.findings: list[Finding] = []
 
-    def add(self, level: str, check: str, detail: str, fixed: bool = False) -> None:
-        self.findings.append(Finding(level, check, detail, fixed))
+    def add(
+        self, level: str, check: str, detail: str, fixed: bool = False, fixable: bool = False
+    ) -> None:
+        self.findings.append(Finding(level, check, detail, fixed, fixable))
 
     def run(self) -> list[Finding]:
-        """All checks in order; later checks are skipped when a database cannot be opened."""
+        """All checks in order; later checks are skipped when a database cannot be opened.
+        Special files come before the md files: ``--fix`` removes a link or a FIFO in an md
+        file's place, then writes the file from its revision, in one run."""
         self.permissions()
-        if self.databases():
+        usable = self.databases()
+        doctor_states.special_files(self)
+        if usable:
             self.processing()
             self.md_files()
         self.disk_and_spool()
@@ -112,7 +121,12 @@ class Doctor:
                 os.chmod(path, mode)
                 self.add("warn", "permissions", f"{path} was {actual:04o}, now {mode:04o}", True)
             else:
-                self.add("fail", "permissions", f"{path} is {actual:04o}, expected {mode:04o}")
+                self.add(
+                    "fail",
+                    "permissions",
+                    f"{path} is {actual:04o}, expected {mode:04o}",
+                    fixable=True,
+                )
         if not any(f.check in ("layout", "permissions") for f in self.findings):
             self.add("ok", "permissions", ".os/ 0700, databases 0600")
 
@@ -149,8 +163,10 @@ class Doctor:
                 rebuilt = self.ops.rebuild_fts()
                 problems = self.ops.integrity(kind)
                 self.add("warn", "fts", f"rebuilt {', '.join(rebuilt)}", fixed=not problems)
-            if problems:
-                self.add("fail", f"{kind}.db integrity", "; ".join(problems))
+            if problems:  # --fix rebuilds memory.db's FTS indexes (all it can repair)
+                self.add(
+                    "fail", f"{kind}.db integrity", "; ".join(problems), fixable=kind == "memory"
+                )
             else:
                 self.add("ok", f"{kind}.db integrity", "quick_check and FTS indexes ok")
             wal = path + "-wal"
@@ -171,11 +187,11 @@ class Doctor:
             self.add(
                 "fail",
                 "processing",
-                f"{backlog.pending} turns pending, oldest {age:.0f}s "
+                f"{_turns(backlog.pending)} pending, oldest {age:.0f}s "
                 "old: is the daemon running and the Bridge reachable?",
             )
         else:
-            self.add("ok", "processing", f"{backlog.pending} turns pending")
+            self.add("ok", "processing", f"{_turns(backlog.pending)} pending")
         if parked:
             self.add("warn", "parked batches", f"{parked} (inspect, then `wsd retry`)")
 
@@ -218,6 +234,7 @@ class Doctor:
                 "md files",
                 f"edited by hand: {states['hand']} (the running daemon adopts the edit as a"
                 " new revision; --fix adopts it now)",
+                fixable=True,
             )
         if broken or stray:
             self.add(
@@ -225,6 +242,7 @@ class Doctor:
                 "md files",
                 f"missing: {states['missing']}, older than their latest revision:"
                 f" {states['stale']}, temp files: {len(stray)} (--fix writes them)",
+                fixable=True,
             )
 
     def disk_and_spool(self) -> None:
@@ -262,13 +280,21 @@ class Doctor:
     def daemon(self) -> None:
         beat = read_status(self.layout)
         if beat is None:
-            self.add("fail", "daemon", "never ran in this workspace (no heartbeat)")
+            self.add(
+                "fail",
+                "daemon",
+                f"never ran in this workspace (no heartbeat); {deploy.start_hint(self.layout)}",
+            )
             return
         age = time.time() - float(beat.get("heartbeat_at") or 0)
         alive = pid_alive(beat.get("pid"))
         supervised = bool(beat.get("supervised"))
         if not alive or beat.get("state") == "stopped":
-            self.add("fail", "daemon", f"not running (last heartbeat {age:.0f}s ago)")
+            self.add(
+                "fail",
+                "daemon",
+                f"not running (last heartbeat {age:.0f}s ago); {deploy.start_hint(self.layout)}",
+            )
         elif age > HEARTBEAT_STALE_SECONDS:
             self.add(
                 "fail",
@@ -312,8 +338,9 @@ class Doctor:
                 "curation",
                 f"paused by the daily budget: ${b.get('spent_usd', '?')} of"
                 f" ${b.get('cap_usd', '?')} spent today; resumes at {iso_time(b.get('resumes_at'))}"
-                " (raise WSD_DAILY_BUDGET_USD in the deployed settings and restart to resume"
-                " now); turns wait, nothing is lost",
+                " (to resume now, raise it: "
+                + deploy.settings_hint(self.layout, "WSD_DAILY_BUDGET_USD")
+                + "); turns wait, nothing is lost",
             )
         else:
             self.add("ok", "curation", f"state {beat.get('state')}, no outage or budget pause")
@@ -337,3 +364,7 @@ class Doctor:
             self.add("ok", "bridge", f"{self.bridge_url} reachable (HTTP {exc.code})")
         except (urllib.error.URLError, OSError) as exc:
             self.add("fail", "bridge", f"{self.bridge_url} unreachable: {exc}")
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" + ("" if count == 1 else "s")

@@ -37,7 +37,9 @@ class Reporter(Protocol):
     store: Store
     fix: bool
 
-    def add(self, level: str, check: str, detail: str, fixed: bool = False) -> None: ...
+    def add(
+        self, level: str, check: str, detail: str, fixed: bool = False, fixable: bool = False
+    ) -> None: ...
 
 
 def spool_damage(doctor: Reporter) -> None:
@@ -89,6 +91,7 @@ def spool_refused(doctor: Reporter) -> None:
                 "spool refused",
                 f"{name} is {kind}, found where the spool belongs and set aside unread"
                 " (nothing lost); remove it (wsd doctor --fix)",
+                fixable=kind != "a folder",
             )
 
 
@@ -114,6 +117,7 @@ def special_files(doctor: Reporter) -> None:
     """Memory files and canvas mirrors that are not regular files: the daemon refuses them."""
     found: list[str] = []
     removed = 0
+    removable = False  # what --fix would remove: a link, a FIFO, a device among the md files
     for name in DEPLOY_FILES + CURATED_FILES:
         path = doctor.layout.md(name)
         what = _not_regular(path)
@@ -123,6 +127,7 @@ def special_files(doctor: Reporter) -> None:
             removed += 1
         elif what is not None:
             found.append(f"{path} is {what}")
+            removable |= what != "a folder"
     try:
         cards = [c.path for c in doctor.store.workspace.open_cards()]
     except Exception:  # a missing, old or damaged memory.db: the database checks say so
@@ -137,6 +142,7 @@ def special_files(doctor: Reporter) -> None:
             "refused files",
             "; ".join(found) + ": the daemon neither reads nor replaces these; remove them"
             " (--fix removes links, FIFOs and devices among the memory files)",
+            fixable=removable,
         )
     elif not removed:
         doctor.add("ok", "refused files", "memory files and canvas mirrors are regular files")
@@ -238,6 +244,7 @@ def rebuild_leftovers(doctor: Reporter) -> None:
             "rebuild",
             f"a wsd rebuild died and left {names} (the live memory is unchanged;"
             " --fix removes them)",
+            fixable=True,
         )
 
 
@@ -255,10 +262,10 @@ def md_failures(doctor: Reporter) -> None:
 
 
 def check_states(doctor: Reporter) -> None:
-    """Every check of this module, in order."""
+    """Every check of this module, in order, but :func:`special_files`: the doctor runs that
+    one before its md-file check, so that one ``--fix`` clears a FIFO and rewrites the file."""
     spool_damage(doctor)
     spool_refused(doctor)
-    special_files(doctor)
     md_failures(doctor)
     instances(doctor)
     rebuild_leftovers(doctor)

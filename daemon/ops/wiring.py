@@ -38,12 +38,15 @@ def build_worker(
     monotonic: Callable[[], float] = time.monotonic,
     nudge: threading.Event | None = None,
     on_wake: Sequence[Callable[[], Any]] = (),
+    heartbeat: bool = True,
 ) -> Worker:
     """A worker for ``store`` with its collaborators; ``bridge`` defaults to the configured
-    Bridge client (stopped by ``stop``)."""
+    Bridge client (stopped by ``stop``). ``heartbeat`` False: its status stays in memory (a
+    one-off command curating beside the daemon, ``wsd retry``, must not overwrite the
+    daemon's heartbeat)."""
     bridge = bridge or BridgeClient(config, stop)
     log = get_logger(component="worker")
-    status = StatusFile(store.layout, clock)
+    status = StatusFile(store.layout, clock, writes=heartbeat)
     failures = Failures(status, log, clock)
     md = MdSync(store, status, log, clock)
     parts = Parts(

@@ -28,9 +28,17 @@ class StatusFile:
     """Accumulates counters and state; writes them out on a heartbeat."""
 
     def __init__(
-        self, layout: Layout, clock: Callable[[], float], every: float = HEARTBEAT_SECONDS
+        self,
+        layout: Layout,
+        clock: Callable[[], float],
+        every: float = HEARTBEAT_SECONDS,
+        *,
+        writes: bool = True,
     ) -> None:
-        self.path = status_path(layout)
+        #: None: kept in memory only. A one-off command curating beside the daemon (``wsd
+        #: retry``) must not put its own pid in the daemon's heartbeat: it did, and once it
+        #: exited, status, doctor and the deployed settings all took the daemon for gone.
+        self.path = status_path(layout) if writes else None
         self.clock = clock
         self.every = every
         self.data: dict[str, Any] = {
@@ -50,7 +58,7 @@ class StatusFile:
         """Merge ``fields``; write them out if forced or the heartbeat is due."""
         self.data.update(fields)
         now = self.clock()
-        if force or now - self._written >= self.every:
+        if self.path is not None and (force or now - self._written >= self.every):
             self.data["heartbeat_at"] = now
             try:
                 atomic_write(self.path, json.dumps(self.data, default=str) + "\n", durable=False)

@@ -263,8 +263,9 @@ class _Search:
                 if "turns" in self.tables
                 else "NULL"
             )
-            for lid, kind, ts, content, ref, session, seq in self.conn.execute(
-                f"SELECT l.id, l.type, l.created_at, l.content, l.ref, l.session_id, {turn}"
+            for lid, kind, ts, content, ref, session, seq, imported in self.conn.execute(
+                f"SELECT l.id, l.type, l.created_at, l.content, l.ref, l.session_id, {turn},"
+                " l.batch_id IS NULL"  # no curator batch: it came in by `wsd import`
                 " FROM learnings l WHERE l.id IN (SELECT value FROM json_each(?))",
                 args,
             ):
@@ -276,7 +277,7 @@ class _Search:
                         display_date(ts),
                         float(ts),
                         make_snippet(self.tok, str(content), weights),
-                        _source(ref, session, seq),
+                        _source(ref, session, seq, bool(imported)),
                         None if ref is None else str(ref),
                         None if session is None else str(session),
                         None if seq is None else int(seq),
@@ -309,12 +310,13 @@ class _Search:
             )
 
 
-def _source(ref: object, session: object, seq: object) -> str:
-    """Where a hit came from: the import reference, else session (and turn)."""
+def _source(ref: object, session: object, seq: object, imported: bool = False) -> str:
+    """Where a hit came from: the import reference, else session (and turn); a learning
+    imported with neither says so (it was shown as "curated")."""
     if ref is not None and str(ref):
         return str(ref)
     if session is None:
-        return "curated" if ref is None else "imported"
+        return "imported" if imported or ref is not None else "curated"
     # A session id is a 36-character UUID: its first 8 tell sessions apart in a result list,
     # and the whole id stays in the hit's JSON (session_id).
     short = str(session)[:8]
