@@ -543,3 +543,40 @@ def test_wsd_run_stops_in_reverse_order_and_reports_the_first_error(
     assert seen == ["watcher start", "watcher join (stop set: True)"]
     with pytest.raises(OSError, match="semantic would not stop"):
         serve(worker, watcher, semantic)  # type: ignore[arg-type]
+
+
+def test_a_pass_opens_each_database_once_and_holds_none_after(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Issue 22: a pass that curated a batch opened transcript.db 8 times and memory.db 13;
+    now once each (a store session), all closed when the pass ends (an idle daemon holds no
+    database file open: CRIU, WAL checkpoints)."""
+    from collections import Counter
+
+    from tests.conftest import make_config
+    from wsd import schema
+    from wsd.daemon.ops.wiring import build_worker
+    from wsd.daemon.store.store import Store
+
+    opened: Counter[str] = Counter()
+    live: list[apsw.Connection] = []
+
+    def counting(path: str, kind: schema.Kind, **kwargs: Any) -> apsw.Connection:
+        opened[kind] += 1
+        conn = schema.connect(path, kind, **kwargs)
+        live.append(conn)
+        return conn
+
+    stop = threading.Event()
+    config = make_config(layout, standin, batch_turns=3)
+    worker = build_worker(config, Store(layout, opener=counting), stop)
+    worker.start()
+    write_turns(layout, 3)
+    for want in ("curated", "idle"):
+        opened.clear()
+        assert worker.run_once().action == want
+        assert opened == {"transcript": 1, "memory": 1}, (want, opened)
+        for conn in live:  # closed: using one raises
+            with pytest.raises(apsw.ConnectionClosedError):
+                conn.execute("SELECT 1")
+        live.clear()

@@ -210,9 +210,14 @@ class Worker:
     # -- one pass ------------------------------------------------------------------
 
     def run_once(self, now: float | None = None) -> PassResult:
-        """One pass of the loop; ``now`` (wall clock) may be injected by tests."""
+        """One pass of the loop; ``now`` (wall clock) may be injected by tests. The pass
+        opens each database once (a store session), and holds none after it."""
         if not self._started:
             self.start()
+        with self.store.session():
+            return self._pass(now)
+
+    def _pass(self, now: float | None) -> PassResult:
         if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
             self.status.update(state="paused", force=True)  # what the rebuild waits for
             return PassResult(Step.PAUSED)

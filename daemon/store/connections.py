@@ -11,8 +11,10 @@ never a connection (an import-contract test holds it so).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 import apsw
 
@@ -29,6 +31,28 @@ class Connections:
     def __init__(self, layout: Layout, opener: Opener = schema.connect) -> None:
         self.layout = layout
         self.opener = opener
+        #: A session's connections, per thread: kind -> [connection, in use].
+        self._local = threading.local()
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Everything this thread does inside shares one connection per database, opened
+        when first needed and closed when the session ends: a pass of the loop opened one
+        for each verb (8 to transcript.db and 13 to memory.db for one batch) and now opens
+        each once, and still holds none between passes. A unit of work that starts while
+        another holds the session's connection (nested) gets its own, as outside one;
+        other threads never share it. A session inside a session is the outer one."""
+        if getattr(self._local, "held", None) is not None:
+            yield
+            return
+        held: dict[str, list[Any]] = {}
+        self._local.held = held
+        try:
+            yield
+        finally:
+            self._local.held = None
+            for conn, _busy in held.values():
+                conn.close()
 
     def transcript(self, readonly: bool = False) -> AbstractContextManager[apsw.Connection]:
         """A connection to transcript.db for one unit of work, closed after it."""
@@ -40,7 +64,28 @@ class Connections:
 
     @contextmanager
     def open(self, kind: schema.Kind, readonly: bool = False) -> Iterator[apsw.Connection]:
-        """A connection to the ``kind`` database for one unit of work, closed after it."""
+        """A connection to the ``kind`` database for one unit of work, closed after it (in a
+        :meth:`session`, the session's, kept open)."""
+        held: dict[str, list[Any]] | None = getattr(self._local, "held", None)
+        entry: list[Any] | None = None
+        if held is not None:
+            entry = held.get(kind)
+            if entry is None:  # read-only units share it too: it sees what they would
+                entry = held[kind] = [self.opener(self.path(kind), kind), False]
+            elif entry[1]:  # in use by an enclosing unit of work: one of its own
+                entry = None
+        if held is not None and entry is not None:
+            entry[1] = True
+            try:
+                yield entry[0]
+            except BaseException:
+                if not entry[0].get_autocommit():  # a transaction left open: not reused
+                    del held[kind]
+                    entry[0].close()
+                raise
+            finally:
+                entry[1] = False
+            return
         path = self.path(kind)
         conn = self.opener(path, kind, readonly=True) if readonly else self.opener(path, kind)
         try:

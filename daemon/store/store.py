@@ -17,6 +17,7 @@ one holds no file open.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from wsd import schema
@@ -38,6 +39,11 @@ class Store:
         self.vectors = Vectors(self._db)
         self.workspace = Workspace(self._db)
         self.maintenance = Maintenance(self._db)
+
+    def session(self) -> AbstractContextManager[None]:
+        """One connection per database for everything this thread does inside (see
+        :meth:`Connections.session`): the loop wraps each pass in one."""
+        return self._db.session()
 
     def migrate(self) -> dict[schema.Kind, tuple[int, int]]:
         """Create/upgrade both databases; (version before, after) of each. Raises
