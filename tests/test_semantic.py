@@ -218,7 +218,7 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
 ) -> None:
     """`wsd rebuild` loads no model (curation pauses only for its batches); the daemon's
     embedding step, told of the swap by the pause ending, gives every memory its vector."""
-    from wsd.daemon.curation.worker import PassResult, Step
+    from wsd.daemon.curation.passes import PassResult, Step
     from wsd.daemon.ops.wiring import semantic as wire
 
     write_turns(layout, 4, prompt="Task {i}: I prefer tabs in file{i}.")

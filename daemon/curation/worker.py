@@ -12,8 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -22,52 +21,18 @@ from wsd.daemon.curation import reporting
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
+from wsd.daemon.curation.passes import PassResult, Step
 from wsd.daemon.curation.pipeline import Batch, Committed, NoBatch, Pipeline
 from wsd.daemon.curation.reporting import Failures
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
-from wsd.daemon.runtime.heartbeat import StatusFile, read_status
+from wsd.daemon.runtime.heartbeat import StatusFile, package_version, read_status
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.facets import Maintenance
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
-
-
-def package_version() -> str:
-    """The installed workspace-daemon's version (what runs, whatever .os/VERSION says)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("workspace-daemon")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-class Step(StrEnum):
-    """What one pass did."""
-
-    IDLE = "idle"  # nothing pending (maintenance may have run)
-    PAUSED = "paused"  # a `wsd rebuild` holds memory.db
-    VERSION_CHANGED = "version_changed"  # .os/VERSION changed: stopping for a restart
-    BACKOFF = "backoff"  # the Bridge failed recently: waiting out the backoff
-    BUDGET = "budget"  # today's curator spend reached WSD_DAILY_BUDGET_USD: turns wait
-    WAITING = "waiting"  # turns pending, no trigger yet (threshold, flush, idle)
-    REMARKED = "remarked"  # markers caught up with the ledger (after a crash)
-    CURATED = "curated"  # a batch committed (parts may have been parked)
-    PARKED = "parked"  # the batch failed for good and was parked
-    STOPPED = "stopped"  # stop requested during the call: the batch was abandoned
-    ERROR = "error"  # the pass raised (logged, rate-limited)
-
-
-@dataclass
-class PassResult:
-    """What one ``run_once`` did; ``more`` means call again without waiting."""
-
-    action: Step
-    more: bool = False
-    batches: list[int] = field(default_factory=list)
 
 
 @dataclass

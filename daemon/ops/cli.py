@@ -114,9 +114,9 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from pathlib import Path
 
-    from wsd.daemon.curation.worker import package_version
     from wsd.daemon.ops.deploy import ASSETS, DeployError, bootstrap, supervisorctl
     from wsd.daemon.runtime.fsio import read_small
+    from wsd.daemon.runtime.heartbeat import package_version
 
     layout = Layout(_config(args, env).workspace)
     # Bare `wsd bootstrap` keeps the deployed version (a new one restarts the daemon).

@@ -15,9 +15,10 @@ from typing import Any, Protocol
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
+from wsd.daemon.curation.passes import PassResult, Step
 from wsd.daemon.curation.pipeline import Pipeline
 from wsd.daemon.curation.reporting import Failures
-from wsd.daemon.curation.worker import Parts, PassResult, Step, Worker
+from wsd.daemon.curation.worker import Parts, Worker
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.memory.semantic import missing
 from wsd.daemon.memory.semantic.embedding import Embedder

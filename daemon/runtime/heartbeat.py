@@ -101,3 +101,13 @@ def daemon_running(layout: Layout, stale: float = 60.0) -> bool:
         return time.time() - float(beat.get("heartbeat_at") or 0) < stale
     except (TypeError, ValueError):
         return False
+
+
+def package_version() -> str:
+    """The installed workspace-daemon's version (what runs, whatever .os/VERSION says)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workspace-daemon")
+    except PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,32 @@
+"""What one pass of the loop did: the worker returns a :class:`PassResult` from each
+``run_once``, and the work done after a pass (the embedding step) reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Step(StrEnum):
+    """What one pass did."""
+
+    IDLE = "idle"  # nothing pending (maintenance may have run)
+    PAUSED = "paused"  # a `wsd rebuild` holds memory.db
+    VERSION_CHANGED = "version_changed"  # .os/VERSION changed: stopping for a restart
+    BACKOFF = "backoff"  # the Bridge failed recently: waiting out the backoff
+    BUDGET = "budget"  # today's curator spend reached WSD_DAILY_BUDGET_USD: turns wait
+    WAITING = "waiting"  # turns pending, no trigger yet (threshold, flush, idle)
+    REMARKED = "remarked"  # markers caught up with the ledger (after a crash)
+    CURATED = "curated"  # a batch committed (parts may have been parked)
+    PARKED = "parked"  # the batch failed for good and was parked
+    STOPPED = "stopped"  # stop requested during the call: the batch was abandoned
+    ERROR = "error"  # the pass raised (logged, rate-limited)
+
+
+@dataclass
+class PassResult:
+    """What one ``run_once`` did; ``more`` means call again without waiting."""
+
+    action: Step
+    more: bool = False
+    batches: list[int] = field(default_factory=list)
