@@ -285,6 +285,18 @@ class Store(Charges, Flushes, Revisions, Databases):
             )
         return [(float(s), float(f), sorted(json.loads(ids))) for s, f, ids in rows]
 
+    def parked_since(self, since: float) -> list[tuple[int, str | None]]:
+        """Batches parked (failed, not retried since) that ended at or after ``since``, as
+        (batch id, error), oldest first (read-only)."""
+        with self._memory(readonly=True) as m:
+            rows = schema.rows(
+                m,
+                "SELECT id, error FROM batches WHERE status = 'failed' AND finished_at >= ?"
+                " ORDER BY id",
+                (since,),
+            )
+        return [(int(b), None if e is None else str(e)) for b, e in rows]
+
     def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
         """Parked batches as (batch id, turn ids, error)."""
         with self._memory() as m:
