@@ -52,12 +52,13 @@ def run(raw: bytes, env: Mapping[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: always returns 0. ``--workspace PATH`` (the Claude Code
     plugin passes it) overrides ``$WSD_WORKSPACE``."""
-    args = sys.argv[1:] if argv is None else argv
+    args = list(sys.argv[1:] if argv is None else argv)
     env: Mapping[str, str] = os.environ
-    if len(args) == 2 and args[0] == "--workspace":
-        env = {**os.environ, "WSD_WORKSPACE": args[1]}
-    elif args:
-        _report(f"ignored arguments {args[:3]}: the only option is --workspace PATH")
+    workspace, ignored = _workspace_of(args)
+    if workspace is not None:
+        env = {**os.environ, "WSD_WORKSPACE": workspace}
+    if ignored:  # reported, and the event still goes to the workspace named (it was lost)
+        _report(f"ignored arguments {ignored[:3]}: the only option is --workspace PATH")
     try:
         run(_read_stdin(), env)
     except InvalidInput as exc:
@@ -65,6 +66,25 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:
         _report(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
     return 0
+
+
+def _workspace_of(args: list[str]) -> tuple[str | None, list[str]]:
+    """``--workspace PATH`` or ``--workspace=PATH`` (the last one wins), and the rest."""
+    workspace: str | None = None
+    ignored: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--workspace" and i + 1 < len(args):
+            workspace = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--workspace="):
+            workspace = arg[len("--workspace=") :]
+        else:
+            ignored.append(arg)
+        i += 1
+    return workspace, ignored
 
 
 def _report(message: str) -> None:

@@ -387,3 +387,35 @@ def test_in_process_capture_lets_go_of_its_connection_when_idle(layout: Layout) 
     cap.close()
     assert cap._conn is None
     assert _rows(layout, "SELECT count(*) FROM events") == [(4,)]
+
+
+def test_wsd_hook_keeps_the_workspace_it_is_given_beside_other_arguments(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Found by a second new-user run: ``wsd-hook --workspace W --bogus`` (and
+    ``--workspace=W``) reported the arguments and then captured into /workspace, which does
+    not exist: the event was lost. The workspace named is used; the rest is reported."""
+    import subprocess
+
+    from tests.conftest import venv_script
+
+    bare = {k: v for k, v in os.environ.items() if not k.startswith("WSD_")}
+    for i, args in enumerate(
+        (["--workspace", layout.root, "--bogus"], [f"--workspace={layout.root}"])
+    ):
+        event = {"hook_event_name": "UserPromptSubmit", "session_id": f"s{i}", "prompt": "hi"}
+        done = subprocess.run(
+            [venv_script("wsd-hook"), *args],
+            input=json.dumps(event).encode(),
+            env=bare,
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stdout == b""
+        assert (b"--bogus" in done.stderr) == ("--bogus" in args), done.stderr
+        assert b"not captured" not in done.stderr, done.stderr
+    conn = apsw.Connection(layout.transcript_db)
+    try:
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (2,)
+    finally:
+        conn.close()

@@ -44,7 +44,8 @@ class Session:
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.send(json.dumps(INIT))
-        assert self.answer()["id"] == 0
+        self.hello = self.answer()
+        assert self.hello["id"] == 0
         self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
 
     def send(self, line: str) -> None:
@@ -187,3 +188,11 @@ def test_errors_are_answered_before_exit(layout: Layout) -> None:
     assert s.lines.get(timeout=10) == b""
     assert s.proc.stderr is not None and b"Traceback" not in s.proc.stderr.read()
     assert s.close() == 0
+
+
+def test_the_handshake_names_the_server_and_its_version(session: Session) -> None:
+    """serverInfo carries the package's version (a new user's client saw an empty one)."""
+    from importlib.metadata import version
+
+    info = session.hello["result"]["serverInfo"]
+    assert info["name"] == "memory" and info["version"] == version("workspace-daemon")

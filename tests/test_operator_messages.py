@@ -302,6 +302,10 @@ def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path
             assert waited.returncode == 1, waited.stdout + waited.stderr
             assert "1 batch(es) parked" in waited.stderr and "wsd retry" in waited.stderr
             assert "prompt is too long" in waited.stderr, waited.stderr
+            # Asked again at once: nothing is pending (the turn is parked), but the flush
+            # still says its turn was not curated (found by a second new-user run).
+            again = wsd(env, "flush", "--wait", "20", check=False)
+            assert again.returncode == 1 and "parked in the last 10 min" in again.stderr
             # wsd retry from an operator's terminal: logged as the shell asks (the deployed
             # daemon's JSON came out raw), and exit 1 while the batch is parked again.
             shell = _shell(layout, env) | {"WSD_LOG_FORMAT": "console"}

@@ -195,7 +195,7 @@ print(worker.status.data["semantic"])
     out = proc.stdout.splitlines()
     assert out[0].startswith("numpy is not installed")
     assert out[1] == "['L1']" and out[-2] == "None []"
-    assert out[-1].startswith("off (numpy is not installed")  # what wsd status shows
+    assert out[-1].startswith("off: numpy is not installed")  # what wsd status shows
     assert "semantic_off" in proc.stdout + proc.stderr
 
 

@@ -14,6 +14,7 @@ from tests.conftest import (
     drain,
     flush,
     make_worker,
+    running_daemon,
     start_daemon,
     wait_for,
     write_turns,
@@ -244,3 +245,27 @@ def test_a_restart_with_a_higher_cap_logs_that_curation_resumed(
     resumed = [e for e in logs if e["event"] == "budget_resumed"]
     assert len(resumed) == 1 and resumed[0]["cap_usd"] == 1.0, logs
     assert raised.status.data.get("budget") is None
+
+
+def test_a_restarted_daemon_reads_its_predecessors_pause_and_spend(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Found by a second new-user run: under ``wsd run`` (as supervisord starts it) the entry
+    point's first heartbeat replaced the previous process's before the worker read it, so a
+    restart with a higher cap logged no ``budget_resumed`` and a restore could lower the
+    day's spend. The restarted daemon now reads both from its predecessor's heartbeat."""
+    expensive = {"input_tokens": 1000, "output_tokens": 1000}  # $0.006 a call
+    with BridgeStandin(responder=lambda _b: Reply.text("FACT: A fact", usage=expensive)) as bridge:
+        env = daemon_env(layout, bridge, WSD_BATCH_TURNS="1", WSD_DAILY_BUDGET_USD="0.002")
+        with running_daemon(env, tmp_path / "first.log"):
+            write_turns(layout, 2)
+            wsd(env, "flush")
+            assert wait_for(lambda: "budget_reached" in (tmp_path / "first.log").read_text(), 30)
+        spent = json.loads(wsd(env, "status", "--json").stdout)["spent_today_usd"]
+        raised = env | {"WSD_DAILY_BUDGET_USD": "5"}
+        with running_daemon(raised, tmp_path / "second.log"):
+            wsd(raised, "flush", "--wait", "30")
+            beat = json.loads(Path(layout.memory_dir, "daemon.status.json").read_text())
+        log = (tmp_path / "second.log").read_text()
+        assert "budget_resumed" in log, log[-3000:]
+        assert beat["spent_today"]["usd"] > spent > 0

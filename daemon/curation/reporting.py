@@ -71,7 +71,9 @@ def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: floa
         log.warning(
             "budget_reached", spent_usd=round(cap.spent, 6), cap_usd=cap.cap, resumes_at=resumes
         )
-        status.update(budget={"spent_usd": cap.spent, "cap_usd": cap.cap, "resumes_at": resumes})
+        status.update(
+            budget={"spent_usd": round(cap.spent, 6), "cap_usd": cap.cap, "resumes_at": resumes}
+        )
     elif not exhausted and cap.reached_on is not None:
         cap.reached_on = None
         log.info("budget_resumed", spent_usd=round(cap.spent, 6), cap_usd=cap.cap)

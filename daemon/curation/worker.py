@@ -27,7 +27,7 @@ from wsd.daemon.curation.reporting import Failures
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
-from wsd.daemon.runtime.heartbeat import StatusFile, package_version, read_status
+from wsd.daemon.runtime.heartbeat import StatusFile, package_version
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.facets import Maintenance
@@ -111,7 +111,7 @@ class Worker:
         self._check_identity()
         self.md.repair()
         self.backoff.load(self.clock())
-        before = read_status(self.layout) or {}  # the previous process's last heartbeat
+        before = self.status.previous  # the previous process's last heartbeat
         self.budget.remember(before.get("spent_today"), before.get("budget"))
         self._started_wall = self.clock()
         # The wake detector's first reading: a leap between start-up and the first pass is

@@ -127,7 +127,9 @@ def serve(layout: Layout) -> int:
         ]
         return types.CallToolResult(content=content, is_error=bool(result.get("is_error")))
 
-    server: Server[Any] = Server(SERVER_NAME, on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool
+    )
 
     stdin = anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace"))
     out: list[Any] = []  # the write stream, once stdio_server has made it
@@ -157,3 +159,13 @@ def serve(layout: Layout) -> int:
 
     anyio.run(main)
     return 0
+
+
+def _version() -> str:
+    """The package's version, for the handshake's serverInfo (it was empty)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("workspace-daemon")
+    except PackageNotFoundError:
+        return "unknown"

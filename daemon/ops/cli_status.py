@@ -176,6 +176,11 @@ def _status_unready(
     return 1
 
 
+#: ``flush --wait`` names batches parked this recently as not curated, though its own request
+#: came after them.
+RECENT_PARKED_SECONDS = 600.0
+
+
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.runtime.heartbeat import daemon_running
     from wsd.daemon.store.store import Store
@@ -183,7 +188,8 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     layout = Layout(config_of(args, env).workspace)
     store = Store(layout)
     store.migrate()
-    flush_id = store.request_flush("cli", time.time())
+    asked = time.time()
+    flush_id = store.request_flush("cli", asked)
     print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
     # Nobody to wait for: say so now (after a short grace, for a daemon just starting).
     grace = time.monotonic() + min(args.wait, 3.0)
@@ -202,6 +208,19 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             print(f"flush done, but {error}", file=sys.stderr)
             return 1
         if handled:
+            # A turn parked just before this flush was asked for (an earlier flush or the
+            # threshold took it) left this one nothing to do: "flush done" alone misled.
+            recent = store.parked_since(asked - RECENT_PARKED_SECONDS)
+            if recent:
+                batch_id, why = recent[0]
+                print(
+                    f"flush done, but {len(recent)} batch(es) parked in the last"
+                    f" {RECENT_PARKED_SECONDS // 60:.0f} min, not curated (batch {batch_id}:"
+                    f" {(why or 'rejected')[:200]}); wsd status shows them, wsd retry runs"
+                    " them again",
+                    file=sys.stderr,
+                )
+                return 1
             print("flush done")
             return 0
         time.sleep(0.2)

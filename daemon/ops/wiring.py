@@ -83,13 +83,13 @@ def semantic(config: Config, worker: Worker) -> SemanticServer | None:
     socket search_memory asks. None when switched off (WSD_SEMANTIC=false) or the [semantic]
     extra is not installed (search then ranks by words alone)."""
     if not config.semantic:
-        worker.status.update(semantic="off (WSD_SEMANTIC=false)")
+        worker.status.update(semantic="off: WSD_SEMANTIC=false")
         return None
     reason = missing()
     if reason is not None:
         worker.log.info("semantic_off", reason=reason)
         # What wsd status shows: the setting alone said "semantic: True" without the extra.
-        worker.status.update(semantic=f"off ({reason})")
+        worker.status.update(semantic=f"off: {reason}")
         return None
     worker.status.update(semantic="on")
     embedder = Embedder(worker.store, worker.log)

@@ -39,6 +39,10 @@ class StatusFile:
         #: retry``) must not put its own pid in the daemon's heartbeat: it did, and once it
         #: exited, status, doctor and the deployed settings all took the daemon for gone.
         self.path = status_path(layout) if writes else None
+        #: The previous process's last heartbeat, read before this one writes any (what it
+        #: was paused by, what it had spent today). Read later, after the entry point's first
+        #: update, it was this process's own: a restart under supervisord forgot both.
+        self.previous: dict[str, Any] = read_status(layout) or {}
         self.clock = clock
         self.every = every
         self.data: dict[str, Any] = {

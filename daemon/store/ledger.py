@@ -133,6 +133,17 @@ def batch_groups(m: apsw.Connection, identity: str) -> list[tuple[float, float, 
     return [(float(s), float(f), sorted(json.loads(ids))) for s, f, ids in rows]
 
 
+def parked_since(m: apsw.Connection, since: float) -> list[tuple[int, str | None]]:
+    """Batches parked (failed, not retried since) that ended at or after ``since``, as
+    (batch id, error), oldest first."""
+    rows = schema.rows(
+        m,
+        "SELECT id, error FROM batches WHERE status = 'failed' AND finished_at >= ? ORDER BY id",
+        (since,),
+    )
+    return [(int(b), None if e is None else str(e)) for b, e in rows]
+
+
 def failed_batches(m: apsw.Connection) -> list[tuple[int, list[int], str | None]]:
     """Parked batches as (batch id, turn ids, error)."""
     rows = schema.rows(

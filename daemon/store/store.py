@@ -141,6 +141,11 @@ class Store:
         with self._db.memory() as m:
             return ledger.batch_groups(m, identity)
 
+    def parked_since(self, since: float) -> list[tuple[int, str | None]]:
+        """Batches parked that ended at or after ``since``, as (batch id, error)."""
+        with self._db.memory(readonly=True) as m:
+            return ledger.parked_since(m, since)
+
     def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
         """Parked batches as (batch id, turn ids, error)."""
         with self._db.memory() as m:
