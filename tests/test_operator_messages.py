@@ -79,6 +79,10 @@ def test_flush_wait_names_the_budget_pause(layout: Layout, tmp_path: Path) -> No
     assert waited.returncode == 1
     assert "daily budget is spent" in waited.stderr and "WSD_DAILY_BUDGET_USD" in waited.stderr
     assert "resumes at 20" in waited.stderr, waited.stderr
+    # and how to resume now, not deployed here: the daemon's own environment
+    assert "to resume now, set WSD_DAILY_BUDGET_USD in the environment of `wsd run`" in (
+        waited.stderr
+    ), waited.stderr
 
 
 def test_status_shows_the_daemons_settings_and_times_as_iso(layout: Layout, tmp_path: Path) -> None:

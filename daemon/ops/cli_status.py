@@ -246,9 +246,12 @@ def _why_waiting(layout: Layout) -> str:
     budget = beat.get("budget")
     if state == "budget" or budget:
         b = budget if isinstance(budget, dict) else {}
+        from wsd.daemon.ops.deploy import settings_hint
+
         return (
             f"the daily budget is spent (${b.get('spent_usd', '?')} of ${b.get('cap_usd', '?')},"
-            f" WSD_DAILY_BUDGET_USD); curation resumes at {iso_time(b.get('resumes_at'))}"
+            f" WSD_DAILY_BUDGET_USD); curation resumes at {iso_time(b.get('resumes_at'))}; to"
+            f" resume now, {settings_hint(layout, 'WSD_DAILY_BUDGET_USD')}"
         )
     if state == "paused":
         return "a wsd rebuild holds the memory; the daemon curates once it ends"
