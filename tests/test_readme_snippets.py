@@ -174,6 +174,8 @@ def test_the_development_snippet_runs_the_daemon_on_a_fresh_path(tmp_path: Path)
     with BridgeStandin() as bridge:
         script = "\n".join(lines).replace("http://127.0.0.1:PORT", bridge.url)
         script = script.replace("/tmp/ws", str(workspace))
+        # The venv running these tests (CI's second run is .venv-bare, not the README's .venv).
+        script = script.replace(".venv/bin/", f"{Path(sys.executable).parent}/")
         proc = subprocess.Popen(
             ["bash", "-c", script],
             cwd=REPO,
