@@ -25,8 +25,11 @@ $(STAMP): pyproject.toml $(CODE_DIRS)
 
 install: $(STAMP)
 
+# Three workers on two cores: the suite mostly waits (daemons, sockets, supervisord).
+TEST_WORKERS ?= 3
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check schema redact hooks daemon tests bench soak

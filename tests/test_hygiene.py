@@ -193,16 +193,6 @@ def test_adversarial_inputs_stay_fast() -> None:
     assert worst < 0.5
 
 
-def test_typical_field_is_cheap() -> None:
-    """A 2,000-character field without secrets is cleaned in well under a millisecond."""
-    text = filler(random.Random(7), 2000)
-    clean_text(text)
-    t = time.perf_counter()
-    for _ in range(200):
-        clean_text(text)
-    assert (time.perf_counter() - t) / 200 < 0.002
-
-
 def test_prefilter_never_hides_a_match() -> None:
     """The pre-compile prefilter says "maybe" for every text the secret regex could match."""
     rng = random.Random(11)
