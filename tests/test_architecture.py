@@ -185,10 +185,9 @@ def _private_uses(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 
 def test_no_private_name_is_used_across_modules() -> None:
-    """In wsd.redact and wsd.hooks no module imports or reads another module's private name."""
+    """In every package (schema, redact, hooks, daemon) no module imports or reads another
+    module's private name."""
     for name, (path, tree) in MODULES.items():
-        if not name.startswith(("wsd.redact", "wsd.hooks")):
-            continue
         for line, what in _private_uses(name, tree):
             raise AssertionError(f"{path.relative_to(REPO)}:{line}: {what}")
 
@@ -323,15 +322,6 @@ def test_no_protected_member_of_the_store_is_used_outside_it() -> None:
                 owner = ast.unparse(node.value)
                 where = f"{path.relative_to(REPO)}:{node.lineno}"
                 assert owner in ("self", "cls"), f"{where} uses {owner}.{node.attr}"
-
-
-def test_no_private_name_is_used_across_modules_of_the_daemon_and_schema() -> None:
-    """In wsd.daemon (the store included) and wsd.schema no module uses another's private name."""
-    for name, (path, tree) in MODULES.items():
-        if not name.startswith(("wsd.daemon", "wsd.schema")):
-            continue
-        for line, what in _private_uses(name, tree):
-            raise AssertionError(f"{path.relative_to(REPO)}:{line}: {what}")
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
