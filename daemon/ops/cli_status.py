@@ -135,15 +135,13 @@ def _readable(key: str, value: Any, now: float) -> str:
 
 
 def _spent_today(store: Any, beat: Mapping[str, Any] | None, now: float) -> float:
-    """The UTC day's spend as the daemon counts it: the ledgers', never below what its
-    heartbeat last saw that day (a restore from a backup takes the day's charges back)."""
-    spent = float(store.spent_since(now // 86400 * 86400))
-    seen = (beat or {}).get("spent_today")
-    if isinstance(seen, dict) and seen.get("day") == int(now // 86400):
-        usd = seen.get("usd")
-        if isinstance(usd, int | float) and 0 <= usd <= 1e6:
-            spent = max(spent, float(usd))
-    return spent
+    """The UTC day's spend as the daemon counts it (its Budget: the ledgers', never below what
+    its heartbeat last saw that day, which a restore from a backup cannot take back)."""
+    from wsd.daemon.curation.health import Budget
+
+    budget = Budget(store, 0.0)
+    budget.remember((beat or {}).get("spent_today"))
+    return budget.spent_today(now)
 
 
 def _ago(seconds: float) -> str:
