@@ -96,8 +96,12 @@ def standin() -> Iterator[BridgeStandin]:
 
 
 def make_config(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Config:
-    """A daemon Config for tests: fast timeouts, small batches, no file watching."""
+    """A daemon Config for tests: fast timeouts, small batches, no file watching, and the
+    prompt lane (a direct call per batch) unless a test asks for ``curation="economy"``."""
     base: dict[str, Any] = {
+        "curation": "prompt",
+        "batch_poll_seconds": 0.2,
+        "batch_poll_max_seconds": 1.0,
         "workspace": layout.root,
         "bridge_url": standin.url,
         "api_key": "test-sprite-token",
@@ -245,7 +249,9 @@ def daemon_env(
     layout: Layout, bridge: BridgeStandin, token: str = "test-sprite-token", **extra: str
 ) -> dict[str, str]:
     """Environment of a ``wsd`` process on ``layout`` talking to ``bridge``: JSON logs, a short
-    poll, ``extra`` on top, and no ``WSD_``/``ANTHROPIC_`` variable leaking in from the shell."""
+    poll, the prompt lane (``WSD_CURATION=economy`` in ``extra`` for the economy lane, polled
+    every 0.2-1 s), ``extra`` on top, and no ``WSD_``/``ANTHROPIC_`` variable leaking in from
+    the shell."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
     return env | {
         "WSD_WORKSPACE": layout.root,
@@ -253,6 +259,9 @@ def daemon_env(
         "WSD_BRIDGE_TOKEN": token,
         "WSD_LOG_FORMAT": "json",
         "WSD_POLL_SECONDS": "0.2",
+        "WSD_CURATION": "prompt",
+        "WSD_BATCH_POLL_SECONDS": "0.2",
+        "WSD_BATCH_POLL_MAX_SECONDS": "1",
         **extra,
     }
 

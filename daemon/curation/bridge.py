@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import tenacity
 
@@ -45,6 +45,8 @@ from wsd.daemon.runtime.config import Config
 
 if TYPE_CHECKING:
     import anthropic
+
+T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 OUTAGE_STATUS = frozenset({401, 403, 404, 405})
@@ -154,7 +156,8 @@ def _import_sdk() -> None:
     import anthropic  # noqa: F401 - imported for its side effect: the module cache
 
 
-def _status(exc: BaseException) -> int | None:
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries, if any."""
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
 
@@ -170,7 +173,7 @@ def is_transient(exc: BaseException) -> bool:
         anthropic.APIConnectionError | BadReply | anthropic.APIResponseValidationError | ValueError,
     ):
         return True
-    status = _status(exc)
+    status = status_of(exc)
     return status is not None and (status in RETRYABLE_STATUS or status >= 500)
 
 
@@ -253,8 +256,22 @@ class BridgeClient:
         """Send one request; raise Shutdown, Outage or BatchRejected if no reply is had.
         Each attempt is booked with ``meter`` as it happens."""
         started = self._monotonic()
-        attempts = 0
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
+        tries = [0]
+
+        def attempt() -> Reply:
+            tries[0] += 1
+            message, usage = self._attempt(system, messages, chars, meter)
+            return to_reply(message, usage, tries[0], (self._monotonic() - started) * 1000)
+
+        return self.retried(attempt)
+
+    def retried(self, fn: Callable[[], T], passthrough: tuple[type[Exception], ...] = ()) -> T:
+        """Run ``fn`` under the one retry layer (transient failures retried with backoff,
+        bounded in attempts and time, interruptible by stop); raise Shutdown, Outage or
+        BatchRejected when it gives no result (an exception in ``passthrough``: as it is)."""
+        started = self._monotonic()
+        attempts = [0]
 
         def sleep(seconds: float) -> None:
             if self.stop.wait(seconds):
@@ -279,35 +296,30 @@ class BridgeClient:
         try:
             for attempt in retrying:
                 with attempt:
-                    attempts += 1
-                    message, usage = self._attempt(system, messages, chars, meter)
-                    latency = (self._monotonic() - started) * 1000
-                    return _reply(message, usage, attempts, latency)
-        except (Shutdown, Outage, BatchRejected):
-            raise
+                    attempts[0] += 1
+                    return fn()
         except Exception as exc:
-            self.reset()
-            hint = retry_after(exc)
-            message = self._scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
-            if is_transient(exc):
-                raise Outage(message, attempts, hint) from exc
-            status = _status(exc)
-            if status is not None and status in OUTAGE_STATUS:
-                raise Outage(message, attempts, hint) from exc
-            if status is not None and 400 <= status < 500:
-                raise BatchRejected(message, attempts) from exc
-            raise Outage(message, attempts, hint) from exc
+            if isinstance(exc, (Shutdown, Outage, BatchRejected, *passthrough)):
+                raise
+            raise self.classify(exc, attempts[0]) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def _attempt(
-        self,
-        system: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
-        chars: int,
-        meter: Meter | None,
-    ) -> tuple[Any, Usage]:
-        """One HTTP request in a helper thread, abandoned (and its pool closed) on stop;
-        booked with ``meter`` before it is sent and when it ends."""
+    def classify(self, exc: BaseException, attempts: int) -> Outage | BatchRejected:
+        """What a failure that retrying did not cure means for the loop (see the module
+        docstring); the pooled client is dropped."""
+        self.reset()
+        hint = retry_after(exc)
+        message = self._scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
+        status = status_of(exc)
+        if is_transient(exc) or status is None or status in OUTAGE_STATUS or status >= 500:
+            return Outage(message, attempts, hint)
+        if 400 <= status < 500:
+            return BatchRejected(message, attempts)
+        return Outage(message, attempts, hint)
+
+    def in_thread(self, fn: Callable[[Any], T], name: str = "wsd-curator-call") -> T:
+        """``fn(client)`` in a helper thread, abandoned (and its pool closed) on stop:
+        raises Shutdown then, else returns what ``fn`` returned or raises what it raised."""
         if self.stop.is_set():
             raise Shutdown("stop requested before the call")
         if self._client is None:
@@ -318,27 +330,42 @@ class BridgeClient:
 
         def run() -> None:
             try:
-                box["reply"] = client.messages.create(
-                    model=self.config.model,
-                    max_tokens=self.config.max_tokens,
-                    system=system,
-                    messages=messages,
-                )
+                box["value"] = fn(client)
             except BaseException as exc:
                 box["error"] = exc
             finally:
                 done.set()
 
+        signals.background(run, name)
+        while not done.wait(0.05):
+            if self.stop.is_set():
+                self.reset()  # closing the pool makes the in-flight request fail fast
+                raise Shutdown("stop requested during the curator call")
+        if "error" in box:
+            raise box["error"]
+        return cast(T, box["value"])
+
+    def _attempt(
+        self,
+        system: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        chars: int,
+        meter: Meter | None,
+    ) -> tuple[Any, Usage]:
+        """One HTTP request in a helper thread (:meth:`in_thread`), booked with ``meter``
+        before it is sent and when it ends."""
+        if self.stop.is_set():
+            raise Shutdown("stop requested before the call")
         ticket = meter.ask(chars) if meter is not None else None
         try:
-            signals.background(run, "wsd-curator-call")
-            while not done.wait(0.05):
-                if self.stop.is_set():
-                    self.reset()  # closing the pool makes the in-flight request fail fast
-                    raise Shutdown("stop requested during the curator call")
-            if "error" in box:
-                raise box["error"]
-            reply = box["reply"]
+            reply = self.in_thread(
+                lambda client: client.messages.create(
+                    model=self.config.model,
+                    max_tokens=self.config.max_tokens,
+                    system=system,
+                    messages=messages,
+                )
+            )
             if not isinstance(getattr(reply, "content", None), list):
                 raise BadReply("reply has no content list")
         except BaseException as exc:
@@ -387,7 +414,7 @@ def _unanswered(exc: BaseException) -> Unanswered:
     """How a request that raised ``exc`` ended, for the charges ledger."""
     if isinstance(exc, BadReply | ValueError) or type(exc).__name__ == "APIResponseValidationError":
         return "unreadable"  # a 200 came: billed
-    if _status(exc) is not None:
+    if status_of(exc) is not None:
         return "void"  # an error status: the API bills none
     cause = exc.__cause__ or exc.__context__
     if type(exc).__name__ == "APIConnectionError" and type(cause).__name__ == "ConnectError":
@@ -395,7 +422,8 @@ def _unanswered(exc: BaseException) -> Unanswered:
     return "lost"
 
 
-def _reply(message: Any, usage: Usage, attempts: int, latency_ms: float) -> Reply:
+def to_reply(message: Any, usage: Usage, attempts: int, latency_ms: float) -> Reply:
+    """The curator's reply from an answer's message; BadReply when it holds no text."""
     texts = [b.text for b in message.content if getattr(b, "type", None) == "text"]
     text = "\n".join(t for t in texts if isinstance(t, str))
     if not text.strip():

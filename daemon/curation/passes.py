@@ -17,6 +17,8 @@ class Step(StrEnum):
     BUDGET = "budget"  # today's curator spend reached WSD_DAILY_BUDGET_USD: turns wait
     WAITING = "waiting"  # turns pending, no trigger yet (threshold, flush, idle)
     REMARKED = "remarked"  # markers caught up with the ledger (after a crash)
+    SUBMITTED = "submitted"  # batches went to the economy lane as one Message Batch
+    AWAITING = "awaiting"  # turns wait for an economy result in flight
     CURATED = "curated"  # a batch committed (parts may have been parked)
     PARKED = "parked"  # the batch failed for good and was parked
     STOPPED = "stopped"  # stop requested during the call: the batch was abandoned

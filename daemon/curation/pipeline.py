@@ -21,6 +21,7 @@ after each commit (the loop materialises md files, marks turns processed and log
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,27 @@ def plan(turns: Sequence[Turn], budget: int) -> list[Batch]:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What one request showed the curator, which its reply is judged against: the memory
+    files, the open actions' ids and the related learnings' ids, and when it started."""
+
+    base: Mapping[str, str]
+    actions: tuple[int, ...]
+    offered: tuple[int, ...]
+    started: float
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request ready to send: its system and messages, what it shows, its size."""
+
+    system: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    seen: Seen
+    chars: int
+
+
+@dataclass(frozen=True)
 class Committed:
     """One commit of the pipeline: a curated batch, or a parked one (``parsed`` is None)."""
 
@@ -146,25 +168,52 @@ class Pipeline:
         #: Every request is booked in the charges ledger as it happens (the daily cap).
         self.meter = StoreMeter(store, config, clock, purpose, log)
 
-    def take(self, identity: str, now: float, spool_waiting: bool) -> Batch | NoBatch:
+    def take(
+        self, identity: str, now: float, spool_waiting: bool, lane: str = "prompt"
+    ) -> Batch | NoBatch:
         """The next batch, settled, checked against the ledger, planned and claimed, once per
         pass: one read of the pending turns, one plan, one claiming transaction (the plan
         is made again only when a late event changed a turn between the read and the claim).
         ``spool_waiting``: spooled events wait unrecorded (a hook spooled since this pass's
-        intake), so one of them may belong before these turns."""
-        turns, settling = self.store.next_turns(self.config.batch_turns, now - LATE_SETTLE_SECONDS)
+        intake), so one of them may belong before these turns. ``lane``: which pending turns
+        may be taken (see :func:`wsd.daemon.store.turns.next_turns`)."""
+        taken = self.take_many(identity, now, spool_waiting, 1, lane)
+        return taken if isinstance(taken, NoBatch) else taken[0]
+
+    def take_many(
+        self, identity: str, now: float, spool_waiting: bool, most: int, lane: str = "prompt"
+    ) -> list[Batch] | NoBatch:
+        """Up to ``most`` consecutive batches, as :meth:`take` takes one (a backlog going
+        to the economy lane in one Message Batch), claimed in one transaction."""
+        size = self.config.batch_turns
+        turns, settling = self.store.next_turns(size * most, now - LATE_SETTLE_SECONDS, lane)
         if settling or spool_waiting:
             return NoBatch.SETTLING
         covered = self.store.covered(identity, [t.id for t in turns])
         if covered:  # markers lagging behind the ledger (crash between the two commits)
             self.store.mark_processed(sorted(covered))
             return NoBatch.REMARKED
-        batch = plan(turns, self.config.batch_chars)[0]
+        batches = self._plan(turns, most)
+        if not batches:
+            return NoBatch.GONE
         # Claimed and read again in one transaction: a late event cannot change them now.
-        claimed = self.store.claim_turns([t.id for t in batch.turns], now)
+        claimed = self.store.claim_turns([t.id for b in batches for t in b.turns], now)
         if not claimed:
             return NoBatch.GONE
-        return batch if claimed == batch.turns else plan(claimed, self.config.batch_chars)[0]
+        if claimed == [t for b in batches for t in b.turns]:
+            return batches
+        return self._plan(claimed, most)
+
+    def _plan(self, turns: Sequence[Turn], most: int) -> list[Batch]:
+        """``turns`` cut into at most ``most`` batches of ``batch_turns`` turns and
+        ``batch_chars`` characters at most."""
+        size = self.config.batch_turns
+        out: list[Batch] = []
+        for start in range(0, len(turns), size):
+            out += plan(turns[start : start + size], self.config.batch_chars)
+            if len(out) >= most:
+                break
+        return out[:most]
 
     def curate(
         self,
@@ -173,19 +222,15 @@ class Pipeline:
         replaces: Sequence[int] = (),
         on_commit: Callable[[Committed], None] | None = None,
     ) -> list[Committed]:
-        """Curate ``batch``, splitting on rejection; every commit in order, each handed to
-        ``on_commit`` (else the pipeline's own) as it is made."""
+        """Curate ``batch`` through the prompt lane, splitting on rejection; every commit in
+        order, each handed to ``on_commit`` (else the pipeline's own) as it is made."""
         notify = on_commit or self.on_commit
-        actions = self.store.open_actions()
-        base = self.files()
-        related = self.store.archive.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
-        system, messages = build_request(base, actions, batch.rendered, related)
-        started = self.began(batch.turns)
+        prepared = self.prepare(batch)
         try:
-            reply = self.bridge.call(system, messages, meter=self.meter)
+            reply = self.bridge.call(prepared.system, prepared.messages, meter=self.meter)
         except BatchRejected as exc:
             if len(batch.turns) == 1:
-                record = BatchRecord.parked(batch.turns, exc, exc.attempts, started)
+                record = BatchRecord.parked(batch.turns, exc, exc.attempts, prepared.seen.started)
                 return [self._commit(batch.turns, record, identity, replaces, notify)]
             if self.log is not None:
                 self.log.warning("batch_split", turns=len(batch.turns), error=str(exc))
@@ -193,20 +238,59 @@ class Pipeline:
             return self.curate(first, identity, replaces, notify) + self.curate(
                 second, identity, replaces, notify
             )
-        parsed = parse_reply(reply.text, [t.id for t in batch.turns], [a[0] for a in actions])
-        record = self._record(batch, parsed, reply, base, {r[0] for r in related}, started)
-        return [self._commit(batch.turns, record, identity, replaces, notify, parsed, reply)]
+        return [self.apply(batch.turns, prepared.seen, reply, identity, replaces, notify)]
+
+    def prepare(
+        self,
+        batch: Batch,
+        base: Mapping[str, str] | None = None,
+        actions: Sequence[tuple[int, int, str]] | None = None,
+    ) -> Prepared:
+        """The request for ``batch`` and what it showed the curator: the memory files
+        (``base``: the disk's now, unless given, as every request of one Message Batch is
+        built from one snapshot), the open actions and the related learnings."""
+        actions = self.store.open_actions() if actions is None else actions
+        base = self.files() if base is None else base
+        related = self.store.archive.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
+        system, messages = build_request(base, actions, batch.rendered, related)
+        seen = Seen(
+            base=dict(base),
+            actions=tuple(a[0] for a in actions),
+            offered=tuple(r[0] for r in related),
+            started=self.began(batch.turns),
+        )
+        chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
+        return Prepared(system, messages, seen, chars)
+
+    def apply(
+        self,
+        turns: Sequence[Turn],
+        seen: Seen,
+        reply: Reply,
+        identity: str,
+        replaces: Sequence[int] = (),
+        notify: Callable[[Committed], None] | None = None,
+        remote: tuple[str, str] | None = None,
+    ) -> Committed:
+        """Parse ``reply`` to a request that showed the curator ``seen``, pass it through the
+        guards against the files as they are now, and commit it (the exactly-once point).
+        ``remote``: (Message Batch id, custom id) of an economy-lane result."""
+        parsed = parse_reply(reply.text, [t.id for t in turns], list(seen.actions))
+        record = self._record(turns, parsed, reply, seen, remote)
+        return self._commit(
+            turns, record, identity, replaces, notify or self.on_commit, parsed, reply
+        )
 
     def _record(
         self,
-        batch: Batch,
+        turns: Sequence[Turn],
         parsed: ParsedReply,
         reply: Reply,
-        base: Mapping[str, str],
-        offered: set[int],
-        started: float,
+        seen: Seen,
+        remote: tuple[str, str] | None,
     ) -> BatchRecord:
         """What of the reply may be committed (the guards), as the batch's ledger record."""
+        started = seen.started
         files = self.files()  # a person may have edited a file while the call was out
         current = {name: canonical(name, files.get(name, "")) for name in CURATED_FILES}
         day = {  # each edited file against what it had a day before this batch
@@ -215,17 +299,24 @@ class Pipeline:
         }
         checked = review(
             parsed,
-            base={name: canonical(name, text) for name, text in base.items()},
+            base={name: canonical(name, text) for name, text in seen.base.items()},
             current=current,
-            turns=len(batch.turns),
+            turns=len(turns),
             truncated=reply.stop_reason == "max_tokens",
             caps=self.caps,
-            offered=offered,
+            offered=set(seen.offered),
             erosion=day,
         )
         held = [day[name] for name in checked.held]
+        cost = price(
+            self.config,
+            reply.input_tokens,
+            reply.output_tokens,
+            reply.cache_read_tokens,
+            reply.cache_write_tokens,
+        )
         return BatchRecord(
-            turns=batch.turns,
+            turns=turns,
             learnings=checked.learnings,
             actions=checked.actions,
             closed_actions=checked.closed_actions,
@@ -238,16 +329,13 @@ class Pipeline:
             output_tokens=reply.output_tokens,
             cache_read_tokens=reply.cache_read_tokens,
             cache_write_tokens=reply.cache_write_tokens,
-            cost_usd=price(
-                self.config,
-                reply.input_tokens,
-                reply.output_tokens,
-                reply.cache_read_tokens,
-                reply.cache_write_tokens,
-            ),
+            cost_usd=cost if remote is None else cost * self.config.batch_price_factor,
             latency_ms=reply.latency_ms,
             started_at=started,
             state=dict(erosion.held_state(e, started) for e in held if e is not None),
+            lane="prompt" if remote is None else "economy",
+            remote_id=None if remote is None else remote[0],
+            custom_id=None if remote is None else remote[1],
         )
 
     def _commit(

@@ -70,22 +70,31 @@ class StoreMeter:
         clock: Callable[[], float],
         purpose: str = "curate",
         log: Any = None,
+        *,
+        factor: float = 1.0,
+        expect_output: int = 0,
     ) -> None:
         self.store = store
         self.config = config
         self.clock = clock
         self.purpose = purpose
         self.log = log
+        #: The price of this meter's requests beside a direct call's (a Message Batch: half).
+        self.factor = factor
+        #: Output tokens the estimate at submission assumes (0: the floor, input only).
+        self.expect_output = expect_output
         self._floors: dict[int, float] = {}
 
     def ask(self, request_chars: int) -> int | None:
-        floor = price(self.config, request_chars // FLOOR_CHARS_PER_TOKEN, 0)
+        floor = self.factor * price(
+            self.config, request_chars // FLOOR_CHARS_PER_TOKEN, self.expect_output
+        )
         ticket = self.store.ask_charge(self.clock(), floor, self.purpose)
         self._floors[ticket] = floor
         return ticket
 
     def answered(self, ticket: int | None, usage: Usage, message_id: str) -> None:
-        usd = usage_price(self.config, usage)
+        usd = self.factor * usage_price(self.config, usage)
         if not usage.valid and self.log is not None:
             self.log.warning("usage_invalid", reported=usage.raw, priced_usd=round(usd, 6))
         tokens = (
@@ -102,7 +111,7 @@ class StoreMeter:
         if how == "void":
             self._settle(ticket, VOID, 0.0, note="refused by the Bridge: not billed")
         elif how == "unreadable":
-            full = floor + price(self.config, 0, self.config.max_tokens)
+            full = floor + self.factor * price(self.config, 0, self.config.max_tokens)
             self._settle(ticket, ESTIMATED, full, note="answer unreadable: a full answer assumed")
         else:
             self._settle(ticket, ESTIMATED, floor, note="no answer came (timeout, reset, stop)")

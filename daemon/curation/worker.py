@@ -19,6 +19,7 @@ import apsw
 
 from wsd.daemon.curation import reporting
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
+from wsd.daemon.curation.economy import Economy
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.passes import PassResult, Step
@@ -31,6 +32,7 @@ from wsd.daemon.runtime.heartbeat import StatusFile, package_version
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.facets import Maintenance
+from wsd.daemon.store.records import Backlog
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
@@ -51,6 +53,7 @@ class Parts:
     shedder: MemoryShedder
     budget: Budget
     pipeline: Pipeline
+    economy: Economy
 
 
 class Worker:
@@ -89,6 +92,7 @@ class Worker:
         self.shedder = parts.shedder
         self.budget = parts.budget
         self.pipeline = parts.pipeline
+        self.economy = parts.economy
         self.identity = ""
         self.version = ""
         self._indexed_upto = -1  # newest turn id known to be in the search index
@@ -198,6 +202,8 @@ class Worker:
         closed = self._close_orphans(now)
         if closed:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
+        if not self._collect(now):
+            return PassResult(Step.STOPPED)
         backlog = self.store.backlog()
         self._check_identity(backlog.identity)
         if backlog.last_turn_id != self._indexed_upto:  # new turns for search_memory
@@ -222,9 +228,16 @@ class Worker:
         if reason is None:
             self.status.update(state="idle")
             return PassResult(Step.WAITING)
+        lane = self._lane(backlog, reason, now)
+        if lane == "economy" and backlog.held:
+            # One Message Batch at a time: the next request then sees this one's result.
+            self.status.update(state="awaiting")
+            return PassResult(Step.AWAITING)
         if self._over_budget(now):
             return PassResult(Step.BUDGET)
-        batch = self.pipeline.take(self.identity, now, self.intake.waiting())
+        if lane == "economy":
+            return self._submit(now)
+        batch = self.pipeline.take(self.identity, now, self.intake.waiting(), lane)
         if batch == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)
         if isinstance(batch, NoBatch):
@@ -235,6 +248,52 @@ class Worker:
         if outcome != Step.BACKOFF:
             self.status.update(state="idle", force=True)
         return PassResult(outcome, more=outcome == Step.CURATED, batches=ids)
+
+    def _lane(self, backlog: Backlog, reason: str, now: float) -> str:
+        """Which turns go how: ``economy`` (a Message Batch), ``prompt`` (a direct call, the
+        held turns too: PreCompact and ``wsd flush`` want them in memory now) or ``free``
+        (a direct call for the turns no economy request holds)."""
+        if reason == "flush" and backlog.urgent_flush is not None:
+            return "prompt"
+        if not self.economy.usable(now) or self.economy.prompt_only_pending():
+            return "free"
+        return "economy"
+
+    def _submit(self, now: float) -> PassResult:
+        """Claim the backlog (up to one Message Batch of batches) and submit it."""
+        taken = self.pipeline.take_many(
+            self.identity, now, self.intake.waiting(), self.config.batch_max_requests, "economy"
+        )
+        if taken == NoBatch.REMARKED:
+            return PassResult(Step.REMARKED, more=True)
+        if isinstance(taken, NoBatch):
+            self.status.update(state="idle")
+            return PassResult(Step.WAITING)
+        try:
+            submitted = self.economy.submit(taken, self.identity, now)
+        except Shutdown:
+            self.log.info(
+                "batch_abandoned", turns=sum(len(b.turns) for b in taken), reason="shutdown"
+            )
+            return PassResult(Step.STOPPED)
+        except Outage as exc:
+            self._enter_backoff(now, exc)
+            return PassResult(Step.BACKOFF)
+        if submitted.fallback is not None:
+            return PassResult(Step.WAITING, more=True)  # the prompt lane takes them next pass
+        self._recovered()
+        self.status.update(state="awaiting", force=True)
+        return PassResult(Step.SUBMITTED)
+
+    def _collect(self, now: float) -> bool:
+        """Apply the economy results that have come (False: stop was requested meanwhile)."""
+        self._reason = "economy"
+        try:
+            self.economy.poll(self.identity, now, self._after_commit)
+        except Shutdown:
+            self.log.info("economy_poll_abandoned", reason="shutdown")
+            return False
+        return True
 
     def _trigger(
         self,

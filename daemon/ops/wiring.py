@@ -12,7 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from wsd.daemon.curation.batches import BatchesClient
 from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.economy import Economy
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.passes import PassResult, Step
@@ -50,6 +52,9 @@ def build_worker(
     status = StatusFile(store.layout, clock, writes=heartbeat)
     failures = Failures(status, log, clock)
     md = MdSync(store, status, log, clock)
+    pipeline = Pipeline(
+        config, store, bridge, files=md.current, dated=lambda _t: clock(), log=log, clock=clock
+    )
     parts = Parts(
         log=log,
         status=status,
@@ -61,9 +66,8 @@ def build_worker(
         intake=SpoolIntake(store, stop, log, failures.record, status),
         shedder=MemoryShedder(config.shed_memory_seconds, monotonic),
         budget=Budget(store, config.daily_budget_usd),
-        pipeline=Pipeline(
-            config, store, bridge, files=md.current, dated=lambda _t: clock(), log=log, clock=clock
-        ),
+        pipeline=pipeline,
+        economy=Economy(config, store, BatchesClient(bridge), pipeline, log=log, clock=clock),
     )
     return Worker(
         config,

@@ -52,6 +52,21 @@ DEFAULT_SEMANTIC = True
 #: How long `wsd search` waits for the daemon's semantic half before ranking by words alone
 #: (the agent's tool uses the same default).
 DEFAULT_SEMANTIC_TIMEOUT = 0.3
+#: How curator requests go to the Bridge (issue 23): ``economy`` sends them as Message Batches
+#: (billed at half price, answered within minutes to hours; PreCompact and ``wsd flush`` still
+#: go at once), ``prompt`` makes every call a direct Messages call.
+DEFAULT_CURATION = "economy"
+#: First look at a Message Batch after creating it, and the longest wait between looks (the
+#: wait doubles from one to the other: most batches end within minutes, some take hours).
+DEFAULT_BATCH_POLL_SECONDS = 30.0
+DEFAULT_BATCH_POLL_MAX_SECONDS = 300.0
+#: What a request in a Message Batch costs beside a direct call (Anthropic: half).
+DEFAULT_BATCH_PRICE_FACTOR = 0.5
+#: Requests in one Message Batch at most (a backlog after an outage goes in one).
+DEFAULT_BATCH_MAX_REQUESTS = 100
+#: A Message Batch still unanswered this long is named by ``wsd doctor`` (the API's ceiling is
+#: 24 h, after which its requests come back expired and go through the prompt lane).
+DEFAULT_BATCH_WAIT_LIMIT_SECONDS = 25 * 3600.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 #: Curator spend per UTC day after which curation pauses (turns wait; nothing is lost).
@@ -152,6 +167,12 @@ def _figure(x: float) -> str:
     return f"{int(x):,}" if x == int(x) else f"{x:g}"
 
 
+def _curation(raw: str) -> str:
+    if raw not in ("economy", "prompt"):
+        raise ValueError(raw)
+    return raw
+
+
 def _log_format(raw: str) -> str:
     if raw not in ("auto", "json", "console"):
         raise ValueError(raw)
@@ -181,6 +202,12 @@ class Config:
     outage_backoff_max: float = DEFAULT_OUTAGE_BACKOFF_MAX
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
     wake_jump_seconds: float = DEFAULT_WAKE_JUMP_SECONDS
+    curation: str = DEFAULT_CURATION
+    batch_poll_seconds: float = DEFAULT_BATCH_POLL_SECONDS
+    batch_poll_max_seconds: float = DEFAULT_BATCH_POLL_MAX_SECONDS
+    batch_price_factor: float = DEFAULT_BATCH_PRICE_FACTOR
+    batch_max_requests: int = DEFAULT_BATCH_MAX_REQUESTS
+    batch_wait_limit_seconds: float = DEFAULT_BATCH_WAIT_LIMIT_SECONDS
     price_input: float = DEFAULT_PRICE_INPUT
     price_output: float = DEFAULT_PRICE_OUTPUT
     daily_budget_usd: float = DEFAULT_DAILY_BUDGET_USD
@@ -248,6 +275,20 @@ class Config:
             ),
             heartbeat_seconds=seconds("WSD_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS, 3600),
             wake_jump_seconds=seconds("WSD_WAKE_JUMP_SECONDS", DEFAULT_WAKE_JUMP_SECONDS, DAY),
+            curation=_get(env, "WSD_CURATION", DEFAULT_CURATION, _curation, "economy or prompt"),
+            batch_poll_seconds=seconds("WSD_BATCH_POLL_SECONDS", DEFAULT_BATCH_POLL_SECONDS, DAY),
+            batch_poll_max_seconds=seconds(
+                "WSD_BATCH_POLL_MAX_SECONDS", DEFAULT_BATCH_POLL_MAX_SECONDS, DAY
+            ),
+            batch_price_factor=number(
+                "WSD_BATCH_PRICE_FACTOR", DEFAULT_BATCH_PRICE_FACTOR, float, 0, 1, above=True
+            ),
+            batch_max_requests=number(
+                "WSD_BATCH_MAX_REQUESTS", DEFAULT_BATCH_MAX_REQUESTS, int, 1, 10_000
+            ),
+            batch_wait_limit_seconds=seconds(
+                "WSD_BATCH_WAIT_LIMIT_SECONDS", DEFAULT_BATCH_WAIT_LIMIT_SECONDS, 7 * DAY
+            ),
             price_input=number("WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, float, 0, 1000, above=True),
             price_output=number(
                 "WSD_PRICE_OUTPUT", DEFAULT_PRICE_OUTPUT, float, 0, 1000, above=True

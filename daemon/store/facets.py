@@ -15,11 +15,12 @@ from collections.abc import Iterable, Iterator, Sequence
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import actions, archive, maintenance, turns, vectors, workspace
+from wsd.daemon.store import actions, archive, maintenance, remote, turns, vectors, workspace
 from wsd.daemon.store.actions import ActionRequest
 from wsd.daemon.store.archive import INDEX_BATCH, ImportReport
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.maintenance import DAY
+from wsd.daemon.store.remote import RemoteBatch, RemoteRequest
 from wsd.daemon.store.workspace import Card, ToolEvent
 
 
@@ -287,9 +288,11 @@ class Maintenance:
 
     def prune_events(self, before: float, charges_before: float | None = None) -> int:
         """Delete raw events older than ``before`` already folded into a processed turn (see
-        :func:`maintenance.prune_events`); how many."""
+        :func:`maintenance.prune_events`); how many. Settled Message Batches as old go too."""
         with self._db.transcript() as t:
-            return maintenance.prune_events(t, before, charges_before)
+            pruned = maintenance.prune_events(t, before, charges_before)
+            remote.prune(t, before)
+            return pruned
 
     def vacuum_if_sparse(self, min_free_ratio: float = 0.5, min_pages: int = 2048) -> list[str]:
         """VACUUM a database whose free pages exceed the ratio; the ones vacuumed."""
@@ -349,3 +352,76 @@ class Maintenance:
         with self._db.transcript() as t:
             oldest = turns.backlog(t).oldest_ts
         return None if oldest is None else now - float(oldest)
+
+
+class RemoteBatches:
+    """The economy lane's Message Batches at the Bridge (see :mod:`wsd.daemon.store.remote`):
+    all in transcript.db."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def record(
+        self, identity: str, base_json: str, requests: Sequence[RemoteRequest], now: float
+    ) -> int:
+        """Record a batch about to be created, holding its requests' turns; its row id."""
+        with self._db.transcript() as t:
+            return remote.record(t, identity, base_json, requests, now)
+
+    def submitted(self, rid: int, remote_id: str, now: float, next_poll: float) -> None:
+        with self._db.transcript() as t:
+            remote.submitted(t, rid, remote_id, now, next_poll)
+
+    def forget(self, rid: int) -> None:
+        """Drop a batch whose create call got no id: its turns are free again."""
+        with self._db.transcript() as t:
+            remote.forget(t, rid)
+
+    def open_batches(self) -> list[RemoteBatch]:
+        with self._db.transcript() as t:
+            return remote.open_batches(t)
+
+    def pending_requests(self, rid: int) -> list[RemoteRequest]:
+        with self._db.transcript() as t:
+            return remote.pending_requests(t, rid)
+
+    def polled(
+        self,
+        rid: int,
+        *,
+        next_poll: float,
+        error: str | None = None,
+        missing: bool = False,
+        ended_at: float | None = None,
+        fetched: bool = False,
+    ) -> None:
+        """One poll done (see :func:`remote.polled`)."""
+        with self._db.transcript() as t:
+            remote.polled(
+                t,
+                rid,
+                next_poll=next_poll,
+                error=error,
+                missing=missing,
+                ended_at=ended_at,
+                fetched=fetched,
+            )
+
+    def settle_request(
+        self, rid: int, custom_id: str, outcome: str, detail: str | None, now: float
+    ) -> None:
+        with self._db.transcript() as t:
+            remote.settle_request(t, rid, custom_id, outcome, detail, now)
+
+    def prompt_only_pending(self) -> bool:
+        with self._db.transcript(readonly=True) as t:
+            return remote.prompt_only_pending(t)
+
+    def prune(self, before: float) -> int:
+        with self._db.transcript() as t:
+            return remote.prune(t, before)
+
+    def summary(self) -> list[dict[str, object]]:
+        """Open batches for ``wsd status`` / ``wsd doctor`` (read-only)."""
+        with self._db.transcript(readonly=True) as t:
+            return remote.summary(t)

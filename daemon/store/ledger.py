@@ -195,8 +195,8 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
         "INSERT INTO batches (transcript_identity, first_observation_id,"
         " last_observation_id, turns, status, attempts, error, model, stop_reason,"
         " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
-        " latency_ms, started_at, finished_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " latency_ms, started_at, finished_at, lane, remote_id, custom_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             identity,
             min(ids),
@@ -215,6 +215,9 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
             batch.latency_ms,
             batch.started_at or now,
             now,
+            batch.lane,
+            batch.remote_id,
+            batch.custom_id,
         ),
     )
     return int(m.last_insert_rowid())

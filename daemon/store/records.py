@@ -46,6 +46,10 @@ class Backlog:
     #: The transcript's identity and its newest turn id (read in the same pass).
     identity: str = ""
     last_turn_id: int = 0
+    #: Pending turns an economy request in flight holds (counted in ``pending`` too).
+    held: int = 0
+    #: The newest open flush that wants the prompt lane (PreCompact, ``wsd flush``).
+    urgent_flush: int | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,11 @@ class BatchRecord:
     refused: list[str] = field(default_factory=list)
     #: State rows written in the batch's transaction (a file's removals held back by it).
     state: dict[str, str] = field(default_factory=dict)
+    #: How it was curated: ``prompt`` (a Messages call) or ``economy`` (a request in the
+    #: Message Batch ``remote_id``, named ``custom_id`` there).
+    lane: str = "prompt"
+    remote_id: str | None = None
+    custom_id: str | None = None
 
     @classmethod
     def parked(

@@ -23,7 +23,7 @@ from typing import Any
 from wsd import schema
 from wsd.daemon.store import actions, charges, flushes, ledger, revisions, turns
 from wsd.daemon.store.connections import Connections, Opener
-from wsd.daemon.store.facets import Archive, Maintenance, Vectors, Workspace
+from wsd.daemon.store.facets import Archive, Maintenance, RemoteBatches, Vectors, Workspace
 from wsd.daemon.store.records import Backlog, BatchRecord, CommitResult, Revision, Turn
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
@@ -39,6 +39,7 @@ class Store:
         self.vectors = Vectors(self._db)
         self.workspace = Workspace(self._db)
         self.maintenance = Maintenance(self._db)
+        self.remote = RemoteBatches(self._db)
 
     def session(self) -> AbstractContextManager[None]:
         """One connection per database for everything this thread does inside (see
@@ -84,11 +85,13 @@ class Store:
         """The oldest unprocessed turns, in id order."""
         return self.next_turns(limit, float("inf"))[0]
 
-    def next_turns(self, limit: int, settled_before: float) -> tuple[list[Turn], bool]:
+    def next_turns(
+        self, limit: int, settled_before: float, lane: str = "prompt"
+    ) -> tuple[list[Turn], bool]:
         """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
-        of them is still settling (see :func:`turns.next_turns`)."""
+        of them is still settling; ``lane`` says which (see :func:`turns.next_turns`)."""
         with self._db.transcript() as t:
-            return turns.next_turns(t, limit, settled_before)
+            return turns.next_turns(t, limit, settled_before, lane)
 
     def claim_turns(self, ids: Sequence[int], now: float) -> list[Turn]:
         """Mark these turns as taken into a batch and read them, in one transaction."""

@@ -40,17 +40,51 @@ def backlog(t: apsw.Connection) -> Backlog:
     (flush_upto,) = schema.one(t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL")
     (last_turn,) = schema.one(t, "SELECT coalesce(max(id), 0) FROM observations")
     identity = schema.identity(t)
-    return Backlog(int(pending), oldest, last_activity, flush_upto, identity, int(last_turn))
+    (held,) = schema.one(
+        t,
+        "SELECT count(*) FROM remote_turns r JOIN observations o ON o.id = r.observation_id"
+        " WHERE o.processed = 0",
+    )
+    (urgent,) = schema.one(
+        t,
+        "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"
+        " AND reason IN ('precompact', 'cli')",
+    )
+    return Backlog(
+        int(pending),
+        oldest,
+        last_activity,
+        flush_upto,
+        identity,
+        int(last_turn),
+        held=int(held),
+        urgent_flush=urgent,
+    )
 
 
-def next_turns(t: apsw.Connection, limit: int, settled_before: float) -> tuple[list[Turn], bool]:
+#: Turns a pending economy request holds, and turns handed back to the prompt lane.
+_HELD = "o.id NOT IN (SELECT observation_id FROM remote_turns)"
+_NOT_PROMPT_ONLY = "o.id NOT IN (SELECT observation_id FROM prompt_only_turns)"
+
+
+def next_turns(
+    t: apsw.Connection, limit: int, settled_before: float, lane: str = "prompt"
+) -> tuple[list[Turn], bool]:
     """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
     of them is still settling (holds a spooled event newer than ``settled_before``: the
-    rest of a burst spooled with it may still be on its way)."""
+    rest of a burst spooled with it may still be on its way). ``lane``: ``prompt`` reads
+    every pending turn (a flush takes those an economy request holds too: the later result
+    is then discarded as covered); ``economy`` leaves out the turns a pending request holds
+    and those handed back to the prompt lane; ``free`` leaves out only the held ones."""
+    where = {
+        "prompt": "",
+        "free": f" AND {_HELD}",
+        "economy": f" AND {_HELD} AND {_NOT_PROMPT_ONLY}",
+    }[lane]
     rows = schema.rows(
         t,
         f"SELECT {_TURN_COLS}, {_SETTLING.format(n=2)} FROM observations o"
-        " WHERE processed = 0 ORDER BY id LIMIT ?1",
+        f" WHERE processed = 0{where} ORDER BY id LIMIT ?1",
         (limit, settled_before),
     )
     return [_turn(r[:-1]) for r in rows], any(r[-1] for r in rows)

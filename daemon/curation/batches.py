@@ -1,0 +1,292 @@
+"""The economy lane's wire: Message Batches through the Bridge (create, retrieve, results).
+
+Every call goes through the :class:`~wsd.daemon.curation.bridge.BridgeClient` the prompt
+lane uses: the same anthropic client aimed at the Bridge (its retries off), the same helper
+thread abandoned on stop, the same error sorting. ``create`` runs under the one retry layer;
+a poll is not retried here, since the next poll is its retry (the economy lane's backoff).
+
+Hostile by default:
+
+* The results are fetched from ``{bridge}/v1/messages/batches/{id}/results`` through the
+  client, never from the ``results_url`` the batch names: the real API names an absolute
+  ``api.anthropic.com`` URL, and following it (as the SDK's ``results()`` does) would leave the
+  Bridge and this machine. A ``results_url`` on another origin is logged, never fetched.
+* A Bridge without the endpoints (404, 405, 501, or a 200 that is not a batch object) raises
+  :class:`Unsupported`, so the loop uses the prompt lane instead.
+* Each results line is checked on its own: a line that is not JSON, names no request of the
+  batch, repeats one, or is cut short is skipped and reported; the requests it leaves without
+  a result are fetched again, then handed to the prompt lane (the economy lane decides).
+* A message's usage is checked as a prompt answer's is (:func:`usage_of`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from wsd.daemon.curation.bridge import (
+    BadReply,
+    BridgeClient,
+    Reply,
+    Usage,
+    status_of,
+    to_reply,
+    usage_of,
+)
+
+#: Statuses that mean "this Bridge has no Message Batches endpoint".
+UNSUPPORTED_STATUS = frozenset({404, 405, 501})
+#: Batch processing states the API documents.
+STATES = frozenset({"in_progress", "canceling", "ended"})
+#: Result types the API documents.
+RESULT_TYPES = frozenset({"succeeded", "errored", "canceled", "expired"})
+#: The largest results body read (a hostile Bridge must not fill the daemon's memory): 100
+#: requests of a 4,096-token answer are ~2 MB.
+MAX_RESULTS_BYTES = 64 * 1024 * 1024
+
+
+class Unsupported(Exception):
+    """The Bridge has no Message Batches endpoint (or answers it with something else)."""
+
+
+class Gone(Exception):
+    """The Bridge says it has no batch by this id."""
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """A batch as the Bridge reports it."""
+
+    remote_id: str
+    status: str
+    ended_at: float | None
+    results_url: str | None
+
+
+@dataclass(frozen=True)
+class Result:
+    """One request's result: a reply (``succeeded``), or why there is none."""
+
+    custom_id: str
+    kind: str
+    reply: Reply | None = None
+    usage: Usage | None = None
+    message_id: str = ""
+    error: str | None = None
+
+
+@dataclass
+class Results:
+    """A batch's results by custom id, and what was wrong with the file."""
+
+    by_id: dict[str, Result] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+class BatchesClient:
+    """Message Batches at the Bridge, through ``bridge``'s client and retry layer."""
+
+    def __init__(self, bridge: BridgeClient) -> None:
+        self.bridge = bridge
+        self.config = bridge.config
+
+    def create(self, requests: list[dict[str, Any]]) -> str:
+        """Create a batch of ``requests`` (``custom_id`` and ``params`` each); its id.
+        Raises Unsupported, Outage, BatchRejected or Shutdown."""
+
+        def attempt() -> str:
+            try:
+                batch = self.bridge.in_thread(
+                    lambda c: c.messages.batches.create(requests=requests), "wsd-batch-create"
+                )
+            except Exception as exc:
+                _raise_unsupported(exc)
+                raise
+            return _state(batch, unsupported=True).remote_id
+
+        return self.bridge.retried(attempt, passthrough=(Unsupported,))
+
+    def retrieve(self, remote_id: str) -> RemoteState:
+        """The batch as it stands. Raises Gone (404), Unsupported (an answer that is not a
+        batch), Shutdown, or the client's error (the caller polls again later)."""
+        try:
+            batch = self.bridge.in_thread(
+                lambda c: c.messages.batches.retrieve(_safe(remote_id)),
+                "wsd-batch-poll",
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:
+                raise Gone(self._scrub(exc)) from exc
+            raise
+        state = _state(batch, unsupported=False)
+        if state.remote_id != remote_id:
+            raise BadReply(f"asked for batch {remote_id}, the Bridge answered {state.remote_id}")
+        return state
+
+    def results(self, remote_id: str, expected: Mapping[str, int]) -> Results:
+        """The results of an ended batch, by custom id; ``expected`` maps each of its
+        custom ids to its request's size in characters (the usage check)."""
+        body = self.bridge.in_thread(
+            lambda c: c.get(
+                f"/v1/messages/batches/{_safe(remote_id)}/results",
+                cast_to=str,
+                options={"headers": {"Accept": "application/binary"}},
+            ),
+            "wsd-batch-results",
+        )
+        if not isinstance(body, str):
+            raise BadReply("results body is not text")
+        return parse_results(body, expected, self.config.max_tokens)
+
+    def foreign_results_url(self, state: RemoteState) -> str | None:
+        """The batch's ``results_url`` when it points off the Bridge (never fetched)."""
+        url = state.results_url
+        if not url or not self.config.bridge_url:
+            return None
+        mine, theirs = urlsplit(self.config.bridge_url), urlsplit(url)
+        if (theirs.scheme, theirs.netloc) == (mine.scheme, mine.netloc):
+            return None
+        return url[:200]
+
+    def _scrub(self, exc: BaseException) -> str:
+        return self.bridge.classify(exc, 1).args[0] if exc.args else type(exc).__name__
+
+
+def parse_results(body: str, expected: Mapping[str, int], max_tokens: int) -> Results:
+    """Each line of a results file checked on its own (see the module docstring)."""
+    out = Results()
+    if len(body) > MAX_RESULTS_BYTES:
+        out.problems.append(f"results body of {len(body)} characters: read only the first part")
+        body = body[:MAX_RESULTS_BYTES]
+    for number, line in enumerate(body.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            out.problems.append(f"line {number}: not JSON (cut short or garbled)")
+            continue
+        custom_id = item.get("custom_id") if isinstance(item, dict) else None
+        if not isinstance(custom_id, str) or custom_id not in expected:
+            out.problems.append(f"line {number}: names no request of this batch")
+            continue
+        if custom_id in out.by_id:
+            out.problems.append(f"line {number}: a second result for {custom_id}")
+            continue
+        result = _result(custom_id, item.get("result"), expected[custom_id], max_tokens)
+        if result is None:
+            out.problems.append(f"line {number}: {custom_id}'s result is not a documented one")
+            continue
+        out.by_id[custom_id] = result
+    return out
+
+
+def _result(custom_id: str, raw: Any, chars: int, max_tokens: int) -> Result | None:
+    if not isinstance(raw, dict) or raw.get("type") not in RESULT_TYPES:
+        return None
+    kind = str(raw["type"])
+    if kind == "errored":
+        error = raw.get("error")
+        inner = error.get("error") if isinstance(error, dict) else None
+        detail = inner if isinstance(inner, dict) else error if isinstance(error, dict) else {}
+        text = f"{detail.get('type', 'error')}: {detail.get('message', '')}"
+        return Result(custom_id, kind, error=str(text)[:300])
+    if kind != "succeeded":
+        return Result(custom_id, kind, error=kind)
+    message = _Message(raw.get("message"))
+    if not message.ok:
+        return Result(custom_id, "errored", error="succeeded without a readable message")
+    usage = usage_of(message, chars, max_tokens)
+    try:
+        reply = to_reply(message, usage, 1, 0.0)
+    except BadReply as exc:
+        return Result(custom_id, "unreadable", usage=usage, message_id=message.id, error=str(exc))
+    return Result(custom_id, kind, reply=reply, usage=usage, message_id=message.id)
+
+
+class _Message:
+    """A result's message JSON read the way the prompt lane reads an SDK Message: the
+    attributes :func:`usage_of` and :func:`to_reply` look at, nothing trusted."""
+
+    def __init__(self, raw: Any) -> None:
+        data = raw if isinstance(raw, dict) else {}
+        content = data.get("content")
+        self.ok = isinstance(content, list)
+        self.content = [_Block(b) for b in content] if isinstance(content, list) else []
+        self.id = str(data.get("id") or "")[:100]
+        self.model = str(data.get("model") or "")[:100]
+        stop = data.get("stop_reason")
+        self.stop_reason = stop if isinstance(stop, str) else None
+        usage = data.get("usage")
+        self.usage = _Usage(usage) if isinstance(usage, dict) else None
+
+
+class _Block:
+    def __init__(self, raw: Any) -> None:
+        data = raw if isinstance(raw, dict) else {}
+        self.type = data.get("type")
+        self.text = data.get("text")
+
+
+class _Usage:
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.input_tokens = raw.get("input_tokens")
+        self.output_tokens = raw.get("output_tokens")
+        self.cache_read_input_tokens = raw.get("cache_read_input_tokens")
+        self.cache_creation_input_tokens = raw.get("cache_creation_input_tokens")
+
+
+def _state(raw: Any, *, unsupported: bool) -> RemoteState:
+    """A batch object checked; not one is Unsupported (at create: this Bridge does not do
+    batches) or BadReply (at a poll: a hiccup, polled again)."""
+    fail: type[Exception] = Unsupported if unsupported else BadReply
+    if _get(raw, "type") != "message_batch":
+        raise fail(f"the Bridge answered something that is not a message batch: {str(raw)[:120]}")
+    remote_id = _get(raw, "id")
+    status = _get(raw, "processing_status")
+    if not isinstance(remote_id, str) or not remote_id or status not in STATES:
+        raise fail(f"a message batch without a usable id or status: {str(raw)[:120]}")
+    url = _get(raw, "results_url")
+    ended = _time(_get(raw, "ended_at"))
+    return RemoteState(remote_id[:200], str(status), ended, url if isinstance(url, str) else None)
+
+
+def _get(raw: Any, name: str) -> Any:
+    """A field of the SDK's batch object (lenient: the SDK does not validate answers), or of
+    the text or dict it returns when the answer was not one."""
+    if isinstance(raw, dict):
+        return raw.get(name)
+    if isinstance(raw, str | bytes):
+        return None
+    return getattr(raw, name, None)
+
+
+def _time(raw: Any) -> float | None:
+    if isinstance(raw, datetime):
+        return raw.timestamp()
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _safe(remote_id: str) -> str:
+    """A remote id as a path segment: the Bridge's own ids are word characters; anything
+    else (a hostile answer naming ``../``) is refused."""
+    if not remote_id or not all(ch.isalnum() or ch in "_-" for ch in remote_id):
+        raise BadReply(f"unusable batch id {remote_id[:60]!r}")
+    return remote_id
+
+
+def _raise_unsupported(exc: BaseException) -> None:
+    """A create that fails with 404/405/501, or whose 200 body is not JSON: no batches."""
+    if status_of(exc) in UNSUPPORTED_STATUS:
+        raise Unsupported(f"the Bridge answered {status_of(exc)} to a Message Batch") from exc
+    if isinstance(exc, ValueError) or type(exc).__name__ == "APIResponseValidationError":
+        raise Unsupported("the Bridge's answer to a Message Batch is not JSON") from exc

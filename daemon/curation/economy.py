@@ -1,0 +1,361 @@
+"""The economy lane: curator requests as Message Batches at half price (issue 23).
+
+The loop hands :meth:`Economy.submit` the batches it claimed; they go to the Bridge as the
+requests of one Message Batch, all built from one snapshot of the memory files. Each pass
+:meth:`Economy.poll` looks at every batch whose time has come (30 s after creating it, then
+doubling to 5 min), and once it has ended reads its results and applies them in claim order
+through :meth:`Pipeline.apply <wsd.daemon.curation.pipeline.Pipeline.apply>`: the same reply
+parsing, guards (an edit is re-anchored against the files as they are now, or refused) and
+exactly-once commit as the prompt lane.
+
+Exactly once across crashes and sleep: the batch and each request's ``custom_id`` are
+recorded before the create call (``submitting``) and the Bridge's id right after it; a
+restart polls every batch in flight. A batch still ``submitting`` at start-up was cut by a
+crash between the two: it is forgotten and its turns go again (at most one duplicate
+submission, its estimate kept in the charges ledger); its result, if it ever came, could not
+be applied twice anyway (the ledger refuses a second commit of any turn).
+
+What does not succeed goes to the prompt lane, which retries, splits and parks as it always
+has: a request ``errored``, ``expired`` or ``canceled``, one whose result is missing or
+unreadable after :data:`MAX_FETCHES` reads, a batch the Bridge no longer knows
+(:data:`MAX_MISSES` answers in a row), a create the Bridge rejects. A Bridge without the
+endpoint (404/405/501, an answer that is not a batch) turns the lane off until the next daily
+probe (``economy_off`` in memory.db's state, shown by ``wsd status``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
+from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown
+from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Seen
+from wsd.daemon.curation.spend import StoreMeter
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
+from wsd.daemon.store.store import Store
+
+#: Reads of an ended batch's results before the requests still without one are released.
+MAX_FETCHES = 3
+#: "No such batch" answers in a row before a batch is taken for lost.
+MAX_MISSES = 3
+#: How long the lane stays off after the Bridge showed it has no batches endpoint.
+PROBE_SECONDS = 86_400.0
+#: Output tokens the in-flight estimate assumes per request (``make bench`` curator_cost:
+#: 485 for a 25-turn batch).
+EXPECTED_OUTPUT_TOKENS = 500
+#: The state key remembering that the Bridge has no batches endpoint.
+OFF_KEY = "economy_off"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What :meth:`Economy.submit` did: ``remote_id`` of the new batch, or ``fallback``
+    (the prompt lane should take these turns now) with why."""
+
+    remote_id: str | None = None
+    fallback: str | None = None
+
+
+class Economy:
+    """Submits, polls and applies Message Batches (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        client: BatchesClient,
+        pipeline: Pipeline,
+        *,
+        log: Any,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.client = client
+        self.pipeline = pipeline
+        self.log = log
+        self.clock = clock
+        self.meter = StoreMeter(
+            store,
+            config,
+            clock,
+            "curate-batch",
+            log,
+            factor=config.batch_price_factor,
+            expect_output=EXPECTED_OUTPUT_TOKENS,
+        )
+        self._warned: set[str] = set()  # remote ids whose foreign results_url was logged
+
+    # -- the lane's state ------------------------------------------------------------------
+
+    def off(self, now: float) -> dict[str, Any] | None:
+        """Why the lane is off (the Bridge has no batches endpoint), until when; None: on."""
+        raw = self.store.get_state(OFF_KEY)
+        try:
+            off = json.loads(raw) if raw else None
+        except ValueError:
+            off = None
+        if not isinstance(off, dict) or not isinstance(off.get("probe_at"), int | float):
+            return None
+        return off if now < float(off["probe_at"]) else None
+
+    def usable(self, now: float) -> bool:
+        """Whether new batches may go to the economy lane now."""
+        return self.config.curation == "economy" and self.off(now) is None
+
+    def in_flight(self) -> list[RemoteBatch]:
+        return self.store.remote.open_batches()
+
+    def prompt_only_pending(self) -> bool:
+        """Whether turns handed back to the prompt lane wait to be curated."""
+        return self.store.remote.prompt_only_pending()
+
+    # -- submitting ------------------------------------------------------------------------
+
+    def submit(self, batches: Sequence[Batch], identity: str, now: float) -> Submitted:
+        """Send ``batches`` as one Message Batch, each request built from the same memory
+        snapshot. Raises Outage (the Bridge is down: back off) and Shutdown."""
+        base = self.pipeline.files()
+        actions = self.store.open_actions()
+        prepared = [self.pipeline.prepare(b, base, actions) for b in batches]
+        requests: list[RemoteRequest] = []
+        bodies: list[dict[str, Any]] = []
+        for position, (batch, ready) in enumerate(zip(batches, prepared, strict=True)):
+            ids = [t.id for t in batch.turns]
+            custom_id = f"t{ids[0]}-{ids[-1]}-{position}"
+            requests.append(
+                RemoteRequest(
+                    custom_id=custom_id,
+                    position=position,
+                    turn_ids=tuple(ids),
+                    offered=ready.seen.offered,
+                    actions=ready.seen.actions,
+                    request_chars=ready.chars,
+                    started_at=ready.seen.started,
+                    charge_id=self.meter.ask(ready.chars),
+                )
+            )
+            bodies.append(
+                {
+                    "custom_id": custom_id,
+                    "params": {
+                        "model": self.config.model,
+                        "max_tokens": self.config.max_tokens,
+                        "system": ready.system,
+                        "messages": ready.messages,
+                    },
+                }
+            )
+        rid = self.store.remote.record(identity, json.dumps(dict(base)), requests, now)
+        try:
+            remote_id = self.client.create(bodies)
+        except Unsupported as exc:
+            self._void(requests, rid)
+            self._turn_off(str(exc), now)
+            return Submitted(fallback=str(exc))
+        except BatchRejected as exc:
+            # The prompt lane takes these turns (it splits and parks what the Bridge rejects):
+            # sent here again they would be rejected again.
+            why = f"the Bridge rejected the Message Batch: {exc}"[:300]
+            for r in requests:
+                self.meter.unanswered(r.charge_id, "void")
+                self.store.remote.settle_request(rid, r.custom_id, RELEASED, why, now)
+            self.log.warning("economy_rejected", requests=len(bodies), error=why)
+            return Submitted(fallback=why)
+        except (Outage, Shutdown):
+            # It may have reached the Bridge: the estimates stay booked (a duplicate is paid).
+            self.store.remote.forget(rid)
+            raise
+        self.store.remote.submitted(rid, remote_id, self.clock(), now + self._wait(0))
+        if self.store.get_state(OFF_KEY):
+            self.store.set_state({OFF_KEY: None}, now)
+            self.log.info("economy_available", remote_id=remote_id)
+        self.log.info(
+            "economy_submitted",
+            remote_id=remote_id,
+            requests=len(bodies),
+            turns=sum(len(b.turns) for b in batches),
+        )
+        return Submitted(remote_id=remote_id)
+
+    def _void(self, requests: Sequence[RemoteRequest], rid: int) -> None:
+        """A create the Bridge refused: nothing billed, nothing held."""
+        for r in requests:
+            self.meter.unanswered(r.charge_id, "void")
+        self.store.remote.forget(rid)
+
+    def _turn_off(self, why: str, now: float) -> None:
+        off = {"since": now, "reason": why[:300], "probe_at": now + PROBE_SECONDS}
+        self.store.set_state({OFF_KEY: json.dumps(off)}, now)
+        self.log.warning("economy_unavailable", reason=why[:300], probe_at=off["probe_at"])
+
+    # -- polling ---------------------------------------------------------------------------
+
+    def poll(self, identity: str, now: float, on_commit: Callable[[Committed], None]) -> int:
+        """Look at every batch whose time has come; apply what has ended. How many requests
+        got an outcome. Raises Shutdown (what was applied stays applied)."""
+        settled = 0
+        for batch in self.in_flight():
+            if batch.status == "submitting" or batch.remote_id is None:
+                self.log.warning("economy_submission_lost", batch=batch.id)
+                self.store.remote.forget(batch.id)  # cut by a crash: its turns go again
+                continue
+            if batch.next_poll_at is not None and now < batch.next_poll_at:
+                continue
+            settled += self._poll_one(batch, identity, now, on_commit)
+        return settled
+
+    def _wait(self, polls: int) -> float:
+        """Seconds before the next look at a batch polled ``polls`` times."""
+        first = self.config.batch_poll_seconds
+        return min(max(first, self.config.batch_poll_max_seconds), first * 2.0 ** min(polls, 30))
+
+    def _poll_one(
+        self,
+        batch: RemoteBatch,
+        identity: str,
+        now: float,
+        on_commit: Callable[[Committed], None],
+    ) -> int:
+        remote_id = str(batch.remote_id)
+        later = now + self._wait(batch.polls + 1)
+        try:
+            state = self.client.retrieve(remote_id)
+        except Shutdown:
+            raise
+        except Gone as exc:
+            if batch.misses + 1 >= MAX_MISSES:
+                return self._release_all(batch, f"the Bridge no longer knows {remote_id}", now)
+            self.store.remote.polled(batch.id, next_poll=later, error=str(exc), missing=True)
+            return 0
+        except Exception as exc:
+            self.store.remote.polled(batch.id, next_poll=later, error=_problem(exc))
+            self._log_once("economy_poll_failed", remote_id, error=_problem(exc))
+            return 0
+        if state.status != "ended":
+            self.store.remote.polled(batch.id, next_poll=later)
+            return 0
+        return self._collect(batch, state, identity, now, on_commit)
+
+    def _collect(
+        self,
+        batch: RemoteBatch,
+        state: RemoteState,
+        identity: str,
+        now: float,
+        on_commit: Callable[[Committed], None],
+    ) -> int:
+        """Read an ended batch's results and apply them in claim order."""
+        remote_id = state.remote_id
+        foreign = self.client.foreign_results_url(state)
+        if foreign:
+            self._log_once("economy_results_url_ignored", remote_id, results_url=foreign)
+        pending = self.store.remote.pending_requests(batch.id)
+        last_read = batch.fetches + 1 >= MAX_FETCHES
+        soon = now + self.config.batch_poll_seconds
+        try:
+            results = self.client.results(
+                remote_id, {r.custom_id: r.request_chars for r in pending}
+            )
+        except Shutdown:
+            raise
+        except Exception as exc:
+            if last_read:
+                return self._release_all(batch, f"results unreadable: {_problem(exc)}", now)
+            self.store.remote.polled(
+                batch.id, next_poll=soon, error=_problem(exc), ended_at=state.ended_at, fetched=True
+            )
+            return 0
+        for problem in results.problems[:5]:
+            self.log.warning("economy_results_damaged", remote_id=remote_id, problem=problem)
+        base = self._base(batch)
+        settled = 0
+        for request in pending:
+            result = results.by_id.get(request.custom_id)
+            if result is None and not last_read:
+                break  # read again before going on: results are applied in claim order
+            self._settle(request, result, base, batch, remote_id, identity, on_commit)
+            settled += 1
+        left = len(pending) - settled
+        error = f"{left} result(s) missing; reading again" if left else None
+        self.store.remote.polled(
+            batch.id, next_poll=soon, error=error, ended_at=state.ended_at, fetched=True
+        )
+        return settled
+
+    def _settle(
+        self,
+        request: RemoteRequest,
+        result: Result | None,
+        base: dict[str, str],
+        batch: RemoteBatch,
+        remote_id: str,
+        identity: str,
+        on_commit: Callable[[Committed], None],
+    ) -> None:
+        """Book the request's charge, then apply its reply or hand its turns to the prompt
+        lane; the outcome is recorded last (a crash in between reads the result again, and
+        the ledger refuses the second commit)."""
+        now = self.clock()
+        if result is None or result.reply is None:
+            why = "result missing" if result is None else f"{result.kind}: {result.error}"
+            billed = result is not None and result.kind == "unreadable"
+            self.meter.unanswered(request.charge_id, "unreadable" if billed else "void")
+            self.log.warning(
+                "economy_request_failed", remote_id=remote_id, custom_id=request.custom_id, why=why
+            )
+            self.store.remote.settle_request(batch.id, request.custom_id, RELEASED, why, now)
+            return
+        if result.usage is not None:
+            self.meter.answered(request.charge_id, result.usage, result.message_id)
+        turns = self.store.turns_by_id(list(request.turn_ids))
+        if not turns:  # gone meanwhile (transcript.db replaced under us): nothing to apply
+            self.store.remote.settle_request(batch.id, request.custom_id, COVERED, "gone", now)
+            return
+        seen = Seen(base, request.actions, request.offered, request.started_at)
+        done = self.pipeline.apply(
+            turns,
+            seen,
+            result.reply,
+            identity,
+            notify=on_commit,
+            remote=(remote_id, request.custom_id),
+        )
+        outcome = APPLIED if done.result is not None else COVERED
+        self.store.remote.settle_request(batch.id, request.custom_id, outcome, None, self.clock())
+
+    def _release_all(self, batch: RemoteBatch, why: str, now: float) -> int:
+        """Hand every request of ``batch`` without an outcome to the prompt lane."""
+        pending = self.store.remote.pending_requests(batch.id)
+        for request in pending:
+            self.meter.unanswered(request.charge_id, "lost")
+            self.store.remote.settle_request(batch.id, request.custom_id, RELEASED, why, now)
+        self.log.warning(
+            "economy_batch_released", remote_id=batch.remote_id, requests=len(pending), why=why
+        )
+        return len(pending)
+
+    def _base(self, batch: RemoteBatch) -> dict[str, str]:
+        """The memory files the batch's requests were built from."""
+        try:
+            loaded = json.loads(batch.base_json)
+        except ValueError:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            return {}
+        return {str(k): v for k, v in loaded.items() if isinstance(v, str)}
+
+    def _log_once(self, event: str, remote_id: str, **fields: Any) -> None:
+        key = f"{event}:{remote_id}"
+        if key not in self._warned:
+            self._warned.add(key)
+            self.log.warning(event, remote_id=remote_id, **fields)
+
+
+def _problem(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
