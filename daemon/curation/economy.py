@@ -357,5 +357,27 @@ class Economy:
             self.log.warning(event, remote_id=remote_id, **fields)
 
 
+def report(store: Store, lane: str, now: float) -> dict[str, Any]:
+    """The lane as ``wsd status`` and ``wsd doctor`` show it (read-only): the setting, whether
+    the economy lane is off and why, and every Message Batch in flight with its age."""
+    raw = store.get_state(OFF_KEY)
+    try:
+        off = json.loads(raw) if raw else None
+    except ValueError:
+        off = None
+    in_flight = []
+    for batch in store.remote.summary():
+        since = batch.get("submitted_at") or batch.get("created_at")
+        age = now - float(since) if isinstance(since, int | float) else None
+        in_flight.append(batch | {"age_s": None if age is None else round(age, 1)})
+    return {
+        "lane": lane,
+        "economy_off": off
+        if isinstance(off, dict) and now < float(off.get("probe_at", 0))
+        else None,
+        "in_flight": in_flight,
+    }
+
+
 def _problem(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"

@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.curation import reporting
+from wsd.daemon.curation import lanes, reporting
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.economy import Economy
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
@@ -32,7 +32,6 @@ from wsd.daemon.runtime.heartbeat import StatusFile, package_version
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
 from wsd.daemon.store.facets import Maintenance
-from wsd.daemon.store.records import Backlog
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
@@ -222,13 +221,11 @@ class Worker:
         self.bridge.prepare()  # work is waiting: load the SDK while we decide
         if self.backoff.waiting():
             return PassResult(Step.BACKOFF)
-        reason = self._trigger(
-            backlog.pending, backlog.oldest_ts, backlog.last_activity_ts, backlog.flush_upto, now
-        )
+        reason = lanes.trigger(self.config, backlog, now)
         if reason is None:
             self.status.update(state="idle")
             return PassResult(Step.WAITING)
-        lane = self._lane(backlog, reason, now)
+        lane = lanes.choose(backlog, reason, self.economy, now)
         if lane == "economy" and backlog.held:
             # One Message Batch at a time: the next request then sees this one's result.
             self.status.update(state="awaiting")
@@ -248,16 +245,6 @@ class Worker:
         if outcome != Step.BACKOFF:
             self.status.update(state="idle", force=True)
         return PassResult(outcome, more=outcome == Step.CURATED, batches=ids)
-
-    def _lane(self, backlog: Backlog, reason: str, now: float) -> str:
-        """Which turns go how: ``economy`` (a Message Batch), ``prompt`` (a direct call, the
-        held turns too: PreCompact and ``wsd flush`` want them in memory now) or ``free``
-        (a direct call for the turns no economy request holds)."""
-        if reason == "flush" and backlog.urgent_flush is not None:
-            return "prompt"
-        if not self.economy.usable(now) or self.economy.prompt_only_pending():
-            return "free"
-        return "economy"
 
     def _submit(self, now: float) -> PassResult:
         """Claim the backlog (up to one Message Batch of batches) and submit it."""
@@ -294,23 +281,6 @@ class Worker:
             self.log.info("economy_poll_abandoned", reason="shutdown")
             return False
         return True
-
-    def _trigger(
-        self,
-        pending: int,
-        oldest: float | None,
-        last_activity: float | None,
-        flush_upto: int | None,
-        now: float,
-    ) -> str | None:
-        if flush_upto is not None:
-            return "flush"
-        if pending >= self.config.batch_turns:
-            return "threshold"
-        quiet = last_activity is None or now - last_activity >= self.config.quiet_seconds
-        if oldest is not None and now - oldest >= self.config.idle_seconds and quiet:
-            return "idle"
-        return None
 
     # -- curating ----------------------------------------------------------------
 

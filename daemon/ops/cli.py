@@ -165,11 +165,14 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     deployed = reported if isinstance(reported, dict) else {}
     bridge_url = deployed.get("bridge_url") or config.bridge_url
     erosion = deployed.get("erosion", config.erosion)
+    limit = deployed.get("batch_wait_limit_seconds", config.batch_wait_limit_seconds)
     findings = Doctor(
         layout,
         bridge_url if isinstance(bridge_url, str) else None,
         fix=args.fix,
         erosion_fraction=float(erosion) if isinstance(erosion, int | float) else config.erosion,
+        lane=str(deployed.get("curation", config.curation)),
+        batch_wait_limit=float(limit) if isinstance(limit, int | float) else None,
     ).run()
     failed = [f for f in findings if f.level == "fail"]
     if args.json:

@@ -29,6 +29,7 @@ def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
 
 
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.curation import economy
     from wsd.daemon.memory import erosion
     from wsd.daemon.runtime.heartbeat import pid_alive, read_status
     from wsd.daemon.store.store import Store
@@ -82,6 +83,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         }
         or None,
         "semantic": (beat or {}).get("semantic"),
+        "curation": economy.report(store, str(settings.get("curation", config.curation)), now),
         "settings": settings,
         "settings_from": "the daemon (its heartbeat)"
         if reported
@@ -108,7 +110,35 @@ def _print_readable(report: Mapping[str, Any], now: float) -> None:
     for key, value in report.items():
         if key == "settings":
             value = {k: value[k] for k in _SHOWN_SETTINGS if k in value}
+        if key == "curation":
+            value = _curation_lines(value)
         _print_field(key, value, now, 22)
+
+
+def _curation_lines(curation: Mapping[str, Any]) -> dict[str, str]:
+    """The lanes in words: the setting, why the economy lane is off, each Message Batch in
+    flight with its age."""
+    lane = str(curation.get("lane"))
+    off = curation.get("economy_off")
+    out = {"lane": lane}
+    if lane == "economy" and isinstance(off, dict):
+        out["lane"] = (
+            f"economy off, prompt lane in use: {off.get('reason')}; probed again at"
+            f" {iso_time(off.get('probe_at'))}"
+        )
+    batches = curation.get("in_flight") or []
+    out["in_flight"] = f"{len(batches)} Message Batch(es)" if batches else "none"
+    for b in batches:
+        age = b.get("age_s")
+        line = (
+            f"{b.get('requests')} request(s), {b.get('turns')} turn(s), "
+            f"{_ago(float(age)) if isinstance(age, int | float) else '?'} old,"
+            f" {b.get('polls')} poll(s)"
+        )
+        out[str(b.get("remote_id") or f"#{b.get('id')} (submitting)")] = line + (
+            f"; last problem: {b['error']}" if b.get("error") else ""
+        )
+    return out
 
 
 def _print_field(key: str, value: Any, now: float, width: int) -> None:

@@ -23,7 +23,11 @@ from wsd import schema
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.ops import deploy, doctor_states
-from wsd.daemon.runtime.config import DEFAULT_EROSION
+from wsd.daemon.runtime.config import (
+    DEFAULT_BATCH_WAIT_LIMIT_SECONDS,
+    DEFAULT_CURATION,
+    DEFAULT_EROSION,
+)
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store.maintenance import MADE_BY
@@ -73,8 +77,12 @@ class Doctor:
         bridge_url: str | None,
         fix: bool = False,
         erosion_fraction: float = DEFAULT_EROSION,
+        lane: str = DEFAULT_CURATION,
+        batch_wait_limit: float | None = None,
     ) -> None:
         self.layout = layout
+        self.lane = lane
+        self.batch_wait_limit = batch_wait_limit or DEFAULT_BATCH_WAIT_LIMIT_SECONDS
         self.bridge_url = bridge_url
         self.fix = fix
         self.erosion = erosion_fraction
@@ -101,6 +109,8 @@ class Doctor:
         doctor_states.check_states(self)
         self.daemon()
         self.curation()
+        if usable:
+            doctor_states.economy(self)
         self.bridge()
         return self.findings
 
@@ -183,7 +193,16 @@ class Doctor:
         age = self.ops.oldest_pending_age(now)
         backlog = self.store.backlog()
         parked = self.store.stats()["parked"]
-        if age is not None and age > STALE_PENDING_SECONDS:
+        if backlog.held and age is not None and age > STALE_PENDING_SECONDS:
+            # One Message Batch at a time: the turns wait for its result (the economy check
+            # judges how long it has been out).
+            self.add(
+                "ok",
+                "processing",
+                f"{_turns(backlog.pending)} pending ({backlog.held} in a Message Batch in"
+                f" flight), oldest {age:.0f}s old",
+            )
+        elif age is not None and age > STALE_PENDING_SECONDS:
             self.add(
                 "fail",
                 "processing",

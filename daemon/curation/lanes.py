@@ -1,0 +1,48 @@
+"""When the loop curates, and which lane a batch takes.
+
+* :func:`trigger`: a flush request, a full batch (``WSD_BATCH_TURNS``), or turns that have
+  waited ``WSD_IDLE_SECONDS`` while every session was quiet for ``WSD_QUIET_SECONDS``.
+* :func:`choose`: ``economy`` (a Message Batch at half price, the default), ``prompt`` (a
+  direct call that takes the turns an economy request holds too: PreCompact and ``wsd flush``
+  want them in memory now, and the economy result that follows is discarded as covered), or
+  ``free`` (a direct call for the turns no economy request holds: ``WSD_CURATION=prompt``, a
+  Bridge without batches, or turns the economy lane handed back).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.store.records import Backlog
+
+
+class Lane(Protocol):
+    """What :func:`choose` asks of the economy lane."""
+
+    def usable(self, now: float) -> bool: ...
+
+    def prompt_only_pending(self) -> bool: ...
+
+
+def trigger(config: Config, backlog: Backlog, now: float) -> str | None:
+    """Why to curate now (``flush``, ``threshold``, ``idle``), or None: wait."""
+    if backlog.flush_upto is not None:
+        return "flush"
+    if backlog.pending >= config.batch_turns:
+        return "threshold"
+    last = backlog.last_activity_ts
+    quiet = last is None or now - last >= config.quiet_seconds
+    oldest = backlog.oldest_ts
+    if oldest is not None and now - oldest >= config.idle_seconds and quiet:
+        return "idle"
+    return None
+
+
+def choose(backlog: Backlog, reason: str, economy: Lane, now: float) -> str:
+    """The lane for the next batch (see the module docstring)."""
+    if reason == "flush" and backlog.urgent_flush is not None:
+        return "prompt"
+    if not economy.usable(now) or economy.prompt_only_pending():
+        return "free"
+    return "economy"

@@ -1,0 +1,351 @@
+"""The economy lane through the worker and the stand-in's Message Batches: submitted, polled,
+applied once in claim order, every outcome handled, the prompt lane kept for compaction."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from structlog.testing import capture_logs
+
+from tests.conftest import drain, make_worker, write_turns
+from tests.conftest import query as q
+from wsd.daemon.curation.worker import Worker
+from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.standin.steps import BatchFault
+from wsd.daemon.store.store import Store
+from wsd.schema.layout import Layout
+
+BATCHES = "/v1/messages/batches"
+MESSAGES = "/v1/messages"
+
+
+def economy(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Worker:
+    """A worker on the economy lane, polling every 0.05-0.2 s."""
+    config: dict[str, Any] = {
+        "curation": "economy",
+        "batch_poll_seconds": 0.05,
+        "batch_poll_max_seconds": 0.2,
+        "batch_turns": 3,
+    }
+    return make_worker(layout, standin, **(config | overrides))
+
+
+def creates(standin: BridgeStandin) -> int:
+    return sum(1 for r in standin.requests if r.method == "POST" and r.path == BATCHES)
+
+
+def calls(standin: BridgeStandin) -> int:
+    return sum(1 for r in standin.requests if r.method == "POST" and r.path == MESSAGES)
+
+
+def run_until(worker: Worker, done: Any, timeout: float = 30.0) -> list[str]:
+    """run_once (real time) until ``done()``; every action taken."""
+    actions: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        actions += drain(worker)
+        if done():
+            return actions
+        time.sleep(0.05)
+    raise AssertionError(f"not done after {timeout} s: {actions[-12:]}")
+
+
+def pending(layout: Layout) -> int:
+    return int(q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][0])
+
+
+def ledger(layout: Layout) -> list[tuple[Any, ...]]:
+    return q(
+        layout.memory_db,
+        "SELECT lane, remote_id, custom_id, first_observation_id, last_observation_id, status"
+        " FROM batches ORDER BY id",
+    )
+
+
+def covered_once(layout: Layout) -> None:
+    rows = q(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns GROUP BY 1")
+    assert rows and all(n == 1 for _oid, n in rows)
+
+
+def test_a_full_batch_goes_as_a_message_batch_and_is_applied_at_half_price(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """The default lane sends a full batch as one Message Batch (no Messages call), applies
+    its result once, and the ledger names the remote batch, its custom_id and half the price."""
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    run_until(worker, lambda: pending(layout) == 0)
+    assert creates(standin) == 1 and calls(standin) == 0
+    [(lane, remote_id, custom_id, first, last, status)] = ledger(layout)
+    assert (lane, first, last, status) == ("economy", 1, 3, "done")
+    assert remote_id and remote_id.startswith("msgbatch_") and custom_id == "t1-3-0"
+    [billed] = standin.batches.billed
+    assert billed.batch_id == remote_id and billed.custom_id == custom_id
+    tin, tout = billed.usage["input_tokens"], billed.usage["output_tokens"]
+    half = (tin * DEFAULT_PRICE_INPUT + tout * DEFAULT_PRICE_OUTPUT) / 1e6 / 2
+    [(cost, tokens_in, tokens_out)] = q(
+        layout.memory_db, "SELECT cost_usd, input_tokens, output_tokens FROM batches"
+    )
+    assert (tokens_in, tokens_out) == (tin, tout) and abs(cost - half) < 1e-12
+    charges = q(layout.transcript_db, "SELECT status, usd, purpose FROM charges")
+    assert charges == [("billed", cost, "curate-batch")]
+    covered_once(layout)
+    assert q(layout.transcript_db, "SELECT status FROM remote_batches") == [("settled",)]
+
+
+def test_one_message_batch_in_flight_at_a_time(layout: Layout, standin: BridgeStandin) -> None:
+    """While a batch is out, new turns wait for it (the next request sees its result), then
+    go in the next Message Batch."""
+    standin.batches.delay = 3600
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    drain(worker)
+    assert creates(standin) == 1
+    write_turns(layout, 3, start=3)
+    assert "awaiting" in drain(worker)
+    assert creates(standin) == 1
+    standin.batches.end_all()
+    standin.batches.delay = 0
+    run_until(worker, lambda: pending(layout) == 0)
+    assert creates(standin) == 2
+    rows = ledger(layout)
+    assert [(r[0], r[3], r[4]) for r in rows] == [("economy", 1, 3), ("economy", 4, 6)]
+    second = [r for r in standin.requests if r.method == "POST" and r.path == BATCHES][1]
+    assert second.json is not None
+    memory_text = second.json["requests"][0]["params"]["messages"][0]["content"][0]["text"]
+    assert "tabs" in memory_text  # the second request saw the first one's result applied
+
+
+def test_a_backlog_goes_in_one_message_batch_applied_in_claim_order(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Twelve turns waiting (four batches) go as four requests of one Message Batch, built from
+    one memory snapshot, and are committed in claim order."""
+    write_turns(layout, 12)
+    worker = economy(layout, standin)
+    run_until(worker, lambda: pending(layout) == 0)
+    assert creates(standin) == 1 and calls(standin) == 0
+    body = next(r.json for r in standin.requests if r.path == BATCHES and r.method == "POST")
+    assert body is not None and len(body["requests"]) == 4
+    memories = {r["params"]["messages"][0]["content"][0]["text"] for r in body["requests"]}
+    assert len(memories) == 1  # one snapshot
+    rows = ledger(layout)
+    assert [(r[3], r[4]) for r in rows] == [(1, 3), (4, 6), (7, 9), (10, 12)]
+    assert len({r[1] for r in rows}) == 1
+    covered_once(layout)
+
+
+def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twice(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """An urgent flush (``wsd flush``, PreCompact) curates now by a direct call, the turns an
+    economy request holds included; that request's result, when it lands, is discarded."""
+    standin.batches.delay = 3600
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    drain(worker)
+    assert creates(standin) == 1
+    Store(layout).request_flush("cli", time.time())
+    run_until(worker, lambda: pending(layout) == 0)
+    assert calls(standin) == 1
+    assert [r[0] for r in ledger(layout)] == ["prompt"]
+    standin.batches.end_all()
+    standin.batches.delay = 0
+    with capture_logs() as logs:
+        run_until(
+            worker,
+            lambda: q(layout.transcript_db, "SELECT status FROM remote_batches")
+            == [("settled",)],
+        )
+    assert [r[0] for r in ledger(layout)] == ["prompt"]
+    covered_once(layout)
+    assert any(e["event"] == "batch_discarded" for e in logs)
+    [(outcome,)] = q(layout.transcript_db, "SELECT outcome FROM remote_requests")
+    assert outcome == "covered"
+
+
+def test_a_precompact_flush_uses_the_prompt_lane(layout: Layout, standin: BridgeStandin) -> None:
+    """PreCompact's flush is curated by a direct call at once; a SessionEnd flush by the
+    economy lane."""
+    worker = economy(layout, standin, batch_turns=25)
+    write_turns(layout, 2)
+    conn = Store(layout)
+    conn.request_flush("session_end", time.time())
+    run_until(worker, lambda: pending(layout) == 0)
+    assert (creates(standin), calls(standin)) == (1, 0)
+    write_turns(layout, 2, start=2)
+    conn.request_flush("precompact", time.time())
+    run_until(worker, lambda: pending(layout) == 0)
+    assert (creates(standin), calls(standin)) == (1, 1)
+    assert [r[0] for r in ledger(layout)] == ["economy", "prompt"]
+
+
+def test_failed_requests_go_to_the_prompt_lane(layout: Layout, standin: BridgeStandin) -> None:
+    """Expired, errored and canceled requests are curated through the prompt lane, once."""
+    for fault in (BatchFault.expired(), BatchFault.errored()):
+        standin.batches.script(fault)
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    run_until(worker, lambda: pending(layout) == 0)
+    write_turns(layout, 3, start=3)
+    run_until(worker, lambda: pending(layout) == 0)
+    assert creates(standin) == 2
+    assert [r[0] for r in ledger(layout)] == ["prompt", "prompt"]
+    covered_once(layout)
+    charges = q(layout.transcript_db, "SELECT status, purpose FROM charges ORDER BY id")
+    assert [c for c in charges if c[1] == "curate-batch"] == [
+        ("void", "curate-batch"),
+        ("void", "curate-batch"),
+    ]
+
+
+def test_damaged_results_are_read_again_then_released(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Truncated results, a garbled line and a missing line are fetched again; what never
+    comes goes to the prompt lane; nothing is applied twice or lost."""
+    write_turns(layout, 9)
+    for fault in (BatchFault.truncated(), BatchFault.malformed_line(), BatchFault.missing()):
+        standin.batches.script(fault)
+        worker = economy(layout, standin)
+        run_until(worker, lambda: pending(layout) == 0 or creates(standin) > 3, timeout=30)
+    run_until(economy(layout, standin), lambda: pending(layout) == 0)
+    covered_once(layout)
+    assert pending(layout) == 0
+    lanes = [r[0] for r in ledger(layout)]
+    assert "economy" in lanes and "prompt" in lanes
+
+
+def test_results_are_read_from_the_bridge_not_from_a_foreign_results_url(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A results_url on another origin is logged and never followed: the results come from
+    the Bridge's own path."""
+    standin.batches.script(BatchFault.foreign_results_url())
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    with capture_logs() as logs:
+        run_until(worker, lambda: pending(layout) == 0)
+    assert any(e["event"] == "economy_results_url_ignored" for e in logs)
+    assert any(r.path.endswith("/results") for r in standin.requests)
+    assert [r[0] for r in ledger(layout)] == ["economy"]
+
+
+def test_a_batch_the_bridge_forgot_is_released_after_three_misses(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A Message Batch the Bridge answers 404 for, three polls in a row, goes to the prompt
+    lane."""
+    standin.batches.script(BatchFault.lost())
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    with capture_logs() as logs:
+        run_until(worker, lambda: pending(layout) == 0)
+    assert any(e["event"] == "economy_batch_released" for e in logs)
+    assert [r[0] for r in ledger(layout)] == ["prompt"]
+
+
+def test_a_hanging_poll_is_cut_by_the_timeout_and_polled_again(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A retrieve that hangs costs one request timeout; the next poll gets the result."""
+    standin.batches.script(BatchFault.hang(30, on="retrieve"))
+    worker = economy(layout, standin, request_timeout=1.0)
+    write_turns(layout, 3)
+    run_until(worker, lambda: pending(layout) == 0)
+    assert [r[0] for r in ledger(layout)] == ["economy"]
+
+
+def test_a_bridge_without_batches_is_remembered_and_probed_daily(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """404, 405, 501 or an HTML page from the batches endpoint: the prompt lane at once, one
+    log line, the lane off until a day has passed, then probed again."""
+    for status in (404, 405, 501, 200):
+        sub = Layout(str(layout.root) + f"-{status}")
+        standin.batches.script(BatchFault.unsupported(status))
+        before = creates(standin)
+        worker = economy(sub, standin)
+        write_turns(sub, 3)
+        with capture_logs() as logs:
+            run_until(worker, lambda sub=sub: pending(sub) == 0)
+        assert [r[0] for r in ledger(sub)] == ["prompt"], status
+        assert [e["event"] for e in logs].count("economy_unavailable") == 1
+        write_turns(sub, 3, start=3)
+        run_until(worker, lambda sub=sub: pending(sub) == 0)
+        assert creates(standin) == before + 1  # not probed again the same day
+        off = json.loads(Store(sub).get_state("economy_off") or "{}")
+        assert off["probe_at"] > time.time() + 86_000
+        write_turns(sub, 3, start=6)
+        later = time.time() + 86_401
+        drain(worker, later)
+        assert creates(standin) == before + 2  # the daily probe
+        run_until(worker, lambda sub=sub: pending(sub) == 0)
+        assert ledger(sub)[-1][0] == "economy"
+        assert Store(sub).get_state("economy_off") is None
+
+
+def test_a_restarted_worker_resumes_polling_the_batch_in_flight(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A worker gone while its Message Batch is out (kill -9, a thaw): the next one polls the
+    same remote batch, creates none, and applies the result once."""
+    standin.batches.delay = 3600
+    first = economy(layout, standin)
+    write_turns(layout, 3)
+    drain(first)
+    assert creates(standin) == 1
+    del first
+    standin.batches.end_all()
+    standin.batches.delay = 0
+    second = economy(layout, standin)
+    run_until(second, lambda: pending(layout) == 0)
+    assert creates(standin) == 1
+    assert [r[0] for r in ledger(layout)] == ["economy"]
+    covered_once(layout)
+
+
+def test_a_submission_cut_before_its_id_was_recorded_is_sent_again_once(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A crash between recording the batch and recording the Bridge's id: the next start
+    forgets it and sends the turns again (one duplicate, its estimate kept), applies once."""
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    store = Store(layout)
+    from wsd.daemon.store.remote import RemoteRequest
+
+    ticket = store.ask_charge(time.time(), 0.001, "curate-batch")
+    store.remote.record(
+        store.transcript_identity(),
+        "{}",
+        [RemoteRequest("t1-3-0", 0, (1, 2, 3), (), (), 100, time.time(), ticket)],
+        time.time(),
+    )
+    with capture_logs() as logs:
+        run_until(worker, lambda: pending(layout) == 0)
+    assert any(e["event"] == "economy_submission_lost" for e in logs)
+    assert creates(standin) == 1
+    assert [r[0] for r in ledger(layout)] == ["economy"]
+    assert ("asked", 0.001) in q(layout.transcript_db, "SELECT status, usd FROM charges")
+    covered_once(layout)
+
+
+def test_the_daily_cap_counts_what_is_in_flight(layout: Layout, standin: BridgeStandin) -> None:
+    """A Message Batch out is booked at an estimate at once (the cap sees it), settled to the
+    billed usage when its result comes."""
+    standin.batches.delay = 3600
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    drain(worker)
+    [(status, usd)] = q(layout.transcript_db, "SELECT status, usd FROM charges")
+    assert status == "asked" and usd > 0
+    assert Store(layout).spent_since(0) == usd
+    standin.batches.end_all()
+    standin.batches.delay = 0
+    run_until(worker, lambda: pending(layout) == 0)
+    [(status, _usd)] = q(layout.transcript_db, "SELECT status, usd FROM charges")
+    assert status == "billed"
