@@ -263,26 +263,7 @@ class BridgeStandin:
             h.abort()
 
     def _send_reply(self, h: _Handler, reply: Reply, request: JSON, body: bytes) -> None:
-        out_text = "".join(
-            json.dumps(b["input"]) if b["type"] == "tool_use" else b.get("text", "")
-            for b in reply.content
-        )
-        usage = {
-            "input_tokens": estimate_tokens(body.decode(errors="replace")),
-            "output_tokens": estimate_tokens(out_text),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        } | dict(reply.usage or {})
-        message: JSON = {
-            "id": f"msg_{uuid.uuid4().hex[:24]}",
-            "type": "message",
-            "role": "assistant",
-            "model": request.get("model", "claude-haiku-4-5"),
-            "content": [dict(b) for b in reply.content],
-            "stop_reason": reply.effective_stop_reason,
-            "stop_sequence": None,
-            "usage": usage,
-        }
+        message = reply.message(request, body)
         if request.get("stream"):
             h.send_sse(_sse_events(message))
         else:

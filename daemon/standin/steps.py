@@ -1,7 +1,7 @@
 """What the Bridge stand-in answers: replies and faults to script, the requests it recorded,
 and a responder that serves scripted turns to an agent loop (the Claude Code CLI).
 
-The server itself is daemon/bridge_standin.py; tests import these names from there too.
+The server itself is daemon/standin/bridge.py; tests import these names from there too.
 """
 
 from __future__ import annotations
@@ -66,6 +66,30 @@ class Reply:
         if self.stop_reason is not None:
             return self.stop_reason
         return "tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn"
+
+    def message(self, request: JSON, body: bytes) -> JSON:
+        """The Messages API answer to ``request``: a fresh id, the request's model, and usage
+        estimated from ``body`` (the request's bytes) and the reply's text, then ``usage``."""
+        out_text = "".join(
+            json.dumps(b["input"]) if b["type"] == "tool_use" else b.get("text", "")
+            for b in self.content
+        )
+        usage = {
+            "input_tokens": estimate_tokens(body.decode(errors="replace")),
+            "output_tokens": estimate_tokens(out_text),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        } | dict(self.usage or {})
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "claude-haiku-4-5"),
+            "content": [dict(b) for b in self.content],
+            "stop_reason": self.effective_stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
 
 
 FaultKind = Literal["status", "malformed", "reset", "hang", "refuse"]
