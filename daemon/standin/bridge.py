@@ -2,12 +2,15 @@
 
 Used by the tests and by ``make demo`` in place of the real Bridge proxy. It answers
 ``POST /v1/messages`` (JSON, or SSE when the request sets ``"stream": true``) and
-``POST /v1/messages/count_tokens``; anything else gets an Anthropic-style 404 error body.
+``POST /v1/messages/count_tokens``, and the Message Batches API under
+``/v1/messages/batches`` (``BridgeStandin.batches``: see daemon/standin/batches.py); anything
+else gets an Anthropic-style 404 error body.
 
 Contracts:
 
 * Each ``/v1/messages`` request consumes the next scripted step (:meth:`BridgeStandin.script`),
-  or, when none is queued, asks the ``responder`` (default: a reply whose text is ``NONE``).
+  or, when none is queued, asks the ``responder`` (default: a reply whose text is ``NONE``);
+  so does each request inside a created Message Batch.
   A step is a :class:`Reply` or a :class:`Fault`.
 * A :meth:`Fault.refuse` step takes effect as soon as it reaches the head of the queue (when
   scripted while the queue is empty, or when the step before it is consumed): the listener is
@@ -31,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+from wsd.daemon.standin.batches import BATCHES_PATH, MessageBatches
 from wsd.daemon.standin.steps import (
     JSON,
     ConversationScript,
@@ -73,8 +77,9 @@ class BridgeStandin:
     """The stand-in server. Thread-safe; ``start()``/``stop()`` or use as a context manager.
 
     ``latency`` (seconds, settable at any time) is slept before answering each
-    ``/v1/messages`` request, faults included. Any API key (or none) is accepted: tests check
-    what was sent through ``requests``.
+    ``/v1/messages`` and Message Batches request, faults included. Any API key (or none) is
+    accepted: tests check what was sent through ``requests``. ``batches`` holds the Message
+    Batches (their delay, faults and what they billed).
     """
 
     def __init__(
@@ -95,6 +100,7 @@ class BridgeStandin:
         self._resume_timer: threading.Timer | None = None
         # Set by stop(): wakes every handler sleeping in latency or a hang fault.
         self._stopping = threading.Event()
+        self.batches = MessageBatches(self._next_step, lambda: self.url, self._stopping)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -226,6 +232,8 @@ class BridgeStandin:
 
         if h.command in ("GET", "HEAD") and path in ("/", "/api/hello"):  # reachability probes
             h.send_json(200, {"status": "ok", "service": "bridge-standin"})
+        elif path == BATCHES_PATH or path.startswith(BATCHES_PATH + "/"):
+            self._serve_batches(h, parsed)
         elif h.command != "POST" or path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
             h.send_error_body(404, "not_found_error", f"Not found: {h.command} {path}")
         elif parsed is None:
@@ -234,6 +242,12 @@ class BridgeStandin:
             h.send_json(200, {"input_tokens": estimate_tokens(body.decode(errors="replace"))})
         else:
             self._serve_messages(h, parsed, body)
+
+    def _serve_batches(self, h: _Handler, parsed: JSON | None) -> None:
+        if self.latency > 0 and self._stopping.wait(self.latency):
+            h.abort()  # stop() during the latency: die like a killed server
+        else:
+            self.batches.serve(h, h.command, h.path, parsed)
 
     def _serve_messages(self, h: _Handler, parsed: JSON, body: bytes) -> None:
         try:
@@ -263,26 +277,7 @@ class BridgeStandin:
             h.abort()
 
     def _send_reply(self, h: _Handler, reply: Reply, request: JSON, body: bytes) -> None:
-        out_text = "".join(
-            json.dumps(b["input"]) if b["type"] == "tool_use" else b.get("text", "")
-            for b in reply.content
-        )
-        usage = {
-            "input_tokens": estimate_tokens(body.decode(errors="replace")),
-            "output_tokens": estimate_tokens(out_text),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        } | dict(reply.usage or {})
-        message: JSON = {
-            "id": f"msg_{uuid.uuid4().hex[:24]}",
-            "type": "message",
-            "role": "assistant",
-            "model": request.get("model", "claude-haiku-4-5"),
-            "content": [dict(b) for b in reply.content],
-            "stop_reason": reply.effective_stop_reason,
-            "stop_sequence": None,
-            "usage": usage,
-        }
+        message = reply.message(request, body)
         if request.get("stream"):
             h.send_sse(_sse_events(message))
         else:

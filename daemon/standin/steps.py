@@ -1,7 +1,8 @@
-"""What the Bridge stand-in answers: replies and faults to script, the requests it recorded,
-and a responder that serves scripted turns to an agent loop (the Claude Code CLI).
+"""What the Bridge stand-in answers: replies and faults to script (also faults of whole Message
+Batches), the requests it recorded, what its batches billed, and a responder that serves
+scripted turns to an agent loop (the Claude Code CLI).
 
-The server itself is daemon/bridge_standin.py; tests import these names from there too.
+The server itself is daemon/standin/bridge.py; tests import these names from there too.
 """
 
 from __future__ import annotations
@@ -66,6 +67,30 @@ class Reply:
         if self.stop_reason is not None:
             return self.stop_reason
         return "tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn"
+
+    def message(self, request: JSON, body: bytes) -> JSON:
+        """The Messages API answer to ``request``: a fresh id, the request's model, and usage
+        estimated from ``body`` (the request's bytes) and the reply's text, then ``usage``."""
+        out_text = "".join(
+            json.dumps(b["input"]) if b["type"] == "tool_use" else b.get("text", "")
+            for b in self.content
+        )
+        usage = {
+            "input_tokens": estimate_tokens(body.decode(errors="replace")),
+            "output_tokens": estimate_tokens(out_text),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        } | dict(self.usage or {})
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "claude-haiku-4-5"),
+            "content": [dict(b) for b in self.content],
+            "stop_reason": self.effective_stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
 
 
 FaultKind = Literal["status", "malformed", "reset", "hang", "refuse"]
@@ -139,6 +164,85 @@ class Fault:
 
 Step = Reply | Fault
 Responder = Callable[[JSON], Step]
+
+BatchFaultKind = Literal[
+    "expired", "errored", "unsupported", "truncated", "malformed_line", "missing", "hang",
+    "foreign_results_url", "lost",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BatchFault:
+    """A failure of one whole Message Batch, consumed by the next batch created (a create the
+    stand-in answers 400 consumes none). Build with the class methods."""
+
+    kind: BatchFaultKind
+    status: int = 0
+    seconds: float = 0.0
+    on: Literal["retrieve", "results"] = "results"
+    drop: bool = False
+
+    @classmethod
+    def expired(cls) -> BatchFault:
+        """No step is taken; the batch ends with every request ``expired``."""
+        return cls("expired")
+
+    @classmethod
+    def errored(cls) -> BatchFault:
+        """No step is taken; the batch ends with every request ``errored`` ``api_error``."""
+        return cls("errored")
+
+    @classmethod
+    def unsupported(cls, status: int = 404) -> BatchFault:
+        """The create answers ``status`` and creates nothing (no step taken): 404
+        ``not_found_error``, 405 ``invalid_request_error``, 501 ``api_error`` (Anthropic error
+        bodies), or 200 with an HTML page as ``text/html``, not the documented JSON."""
+        if status not in (200, 404, 405, 501):
+            raise ValueError(f"unsupported: status {status} is not 200, 404, 405 or 501")
+        return cls("unsupported", status=status)
+
+    @classmethod
+    def truncated(cls, *, drop: bool = False) -> BatchFault:
+        """The results end in the middle of their last line, framed by the content-length of
+        what is sent; ``drop``: the content-length of the whole, then a TCP reset at the cut."""
+        return cls("truncated", drop=drop)
+
+    @classmethod
+    def malformed_line(cls) -> BatchFault:
+        """The first request's results line is cut mid-object (and still ends in a newline)."""
+        return cls("malformed_line")
+
+    @classmethod
+    def missing(cls) -> BatchFault:
+        """The first request's line is left out of the results."""
+        return cls("missing")
+
+    @classmethod
+    def hang(cls, seconds: float, on: Literal["retrieve", "results"] = "results") -> BatchFault:
+        """The batch's first ``on`` request gets nothing for ``seconds`` (stop() cuts it short),
+        then a TCP reset; later ones are answered."""
+        return cls("hang", seconds=seconds, on=on)
+
+    @classmethod
+    def foreign_results_url(cls) -> BatchFault:
+        """``results_url`` is on https://api.anthropic.com, off the Bridge (the stand-in still
+        serves its own results path)."""
+        return cls("foreign_results_url")
+
+    @classmethod
+    def lost(cls) -> BatchFault:
+        """After the create's answer every path with the batch's id answers 404 and the list
+        leaves it out; it is processed (steps taken, ended, billed) all the same."""
+        return cls("lost")
+
+
+@dataclass(frozen=True)
+class Billed:
+    """One succeeded batch request the stand-in billed, with the usage its message reported."""
+
+    batch_id: str
+    custom_id: str
+    usage: JSON
 
 
 @dataclass(frozen=True)
