@@ -4,6 +4,7 @@ applied once in claim order, every outcome handled, the prompt lane kept for com
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import BatchFault
 from wsd.daemon.store.store import Store
+from wsd.daemon.ops.deploy import init_workspace
 from wsd.schema.layout import Layout
 
 BATCHES = "/v1/messages/batches"
@@ -265,7 +267,9 @@ def test_a_bridge_without_batches_is_remembered_and_probed_daily(
     """404, 405, 501 or an HTML page from the batches endpoint: the prompt lane at once, one
     log line, the lane off until a day has passed, then probed again."""
     for status in (404, 405, 501, 200):
+        os.makedirs(str(layout.root) + f"-{status}")
         sub = Layout(str(layout.root) + f"-{status}")
+        init_workspace(sub, templates=None)
         standin.batches.script(BatchFault.unsupported(status))
         before = creates(standin)
         worker = economy(sub, standin)

@@ -205,7 +205,10 @@ class Economy:
                 self.log.warning("economy_submission_lost", batch=batch.id)
                 self.store.remote.forget(batch.id)  # cut by a crash: its turns go again
                 continue
-            if batch.next_poll_at is not None and now < batch.next_poll_at:
+            wait = None if batch.next_poll_at is None else batch.next_poll_at - now
+            # A look planned further off than the longest wait was planned by a clock since
+            # set back (a thaw, an NTP step): look now, not a day later.
+            if wait is not None and 0 < wait <= self._wait(10**6):
                 continue
             settled += self._poll_one(batch, identity, now, on_commit)
         return settled
