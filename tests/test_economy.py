@@ -13,11 +13,11 @@ from structlog.testing import capture_logs
 from tests.conftest import drain, make_worker, write_turns
 from tests.conftest import query as q
 from wsd.daemon.curation.worker import Worker
+from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import BatchFault
 from wsd.daemon.store.store import Store
-from wsd.daemon.ops.deploy import init_workspace
 from wsd.schema.layout import Layout
 
 BATCHES = "/v1/messages/batches"
@@ -56,7 +56,9 @@ def run_until(worker: Worker, done: Any, timeout: float = 30.0) -> list[str]:
 
 
 def pending(layout: Layout) -> int:
-    return int(q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][0])
+    return int(
+        q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")[0][0]
+    )
 
 
 def ledger(layout: Layout) -> list[tuple[Any, ...]]:
@@ -159,8 +161,7 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     with capture_logs() as logs:
         run_until(
             worker,
-            lambda: q(layout.transcript_db, "SELECT status FROM remote_batches")
-            == [("settled",)],
+            lambda: q(layout.transcript_db, "SELECT status FROM remote_batches") == [("settled",)],
         )
     assert [r[0] for r in ledger(layout)] == ["prompt"]
     covered_once(layout)
