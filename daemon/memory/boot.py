@@ -153,7 +153,9 @@ def load_memory(
     now = time.time() if now is None else now
     files = {name: text for name in FILES if (text := _read(layout.md(name)))}
     recent, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
-    lines = [_WORD.findall(line.lower()) for text in files.values() for line in text.splitlines()]
+    lines = [
+        set(_WORD.findall(line.lower())) for text in files.values() for line in text.splitlines()
+    ]
     learnings = [
         f"- ({kind}, {_when(ts)}) {_one_line(text, LEARNING_MAX_CHARS)}"
         for kind, ts, text in recent
@@ -163,11 +165,11 @@ def load_memory(
     return _fit(files, learnings, _digest(layout), actions, max(budget_chars, 2000), closing)
 
 
-def reflected(learning: str, lines: list[list[str]]) -> bool:
+def reflected(learning: str, lines: list[set[str]]) -> bool:
     """True if one line of the memory files holds every content word of ``learning``
     (the agent reads that line already; the learning would only say it twice)."""
     words = {w for w in _WORD.findall(learning.lower()) if w not in _FUNCTION_WORDS}
-    return bool(words) and any(words <= set(line) for line in lines)
+    return bool(words) and any(words <= line for line in lines)
 
 
 def visible(text: str) -> str:
@@ -252,14 +254,16 @@ def _fit(
     budget: int,
     closing: str,
 ) -> str:
-    """Assemble, then shed the least needed parts until it fits the budget.
+    """Assemble, then shed the least needed parts until it fits the budget (the files, most
+    of the text, are neutralised once, here, not on every assembly: the loop may assemble a
+    dozen times).
 
     Oldest learnings go first (curated: the archive keeps them), then the oldest requests
     not yet curated (the section's heading still counts them), then the least urgent
     actions, then files are shortened in TRIM_ORDER (their tail lines, with a note saying
     how many were left out).
     """
-    files = dict(files)
+    files = {name: _neutral(text) for name, text in files.items()}
 
     def render() -> str:
         return _render(files, learnings, pending, actions, closing)
@@ -303,10 +307,10 @@ def _render(
     actions: list[str],
     closing: str,
 ) -> str:
-    parts = [f"<{TAG}>"]
+    parts = [f"<{TAG}>"]  # the files come neutralised (see _fit); the rest is, here
     for name in FILES:
         if name in files:
-            parts.append(f"=== {name} ===\n{_neutral(files[name])}")
+            parts.append(f"=== {name} ===\n{files[name]}")
     if learnings:
         parts.append(
             "## Recent learnings (last 48 hours, newest first)\n" + _neutral("\n".join(learnings))
