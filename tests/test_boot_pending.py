@@ -27,6 +27,7 @@ from tests.conftest import (
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.boot import hook_output, load_memory
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store.remote import RemoteRequest
 from wsd.daemon.store.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.redact import clean_text
@@ -286,6 +287,24 @@ def test_a_turn_curated_by_the_worker_leaves_the_section(
     assert [line.split("  ", 1)[1] for line in request_lines(load_memory(layout))] == [
         "Archive the old drafts"
     ]
+
+
+def test_turns_an_economy_request_holds_stay_until_they_are_curated(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Turns out in a Message Batch (no result yet) are shown; curated (a flush), they go."""
+    write_turns(layout, 3, prompt="Reconcile the bank statement for month {i}")
+    store = Store(layout)
+    now = time.time()
+    held = RemoteRequest("t1-3-0", 0, (1, 2, 3), (), (), 1_000, now)
+    rid = store.remote.record(store.transcript_identity(), "{}", [held], now)
+    store.remote.submitted(rid, "msgbatch_x", now, now + 3600)
+    assert query(layout.transcript_db, "SELECT count(*) FROM remote_turns") == [(3,)]
+    assert len(request_lines(load_memory(layout))) == 3
+    # `wsd flush`: the prompt lane takes held turns too (the later result is then covered).
+    store.request_flush("cli", time.time())
+    drain(make_worker(layout, standin))
+    assert HEAD not in load_memory(layout)
 
 
 def test_a_running_daemon_curates_the_turns_out_of_the_section(

@@ -68,8 +68,9 @@ def uncurated(t: apsw.Connection, limit: int, chars: int) -> Uncurated:
 
     Read in one snapshot, and cheap on any backlog: every statement walks the partial index
     on pending turns (the count reads nothing else; the words are read for at most ``limit``
-    rows, plus the tool-only turns met on the way). Turns a batch has claimed but whose result
-    has not landed yet (``processed = 0``) are counted: they are not memory yet.
+    rows, plus the tool-only turns met on the way). Turns an economy request in flight holds
+    (``remote_turns``), or a batch has claimed, count like any other: until their result has
+    landed (``processed = 1``) they are not memory yet.
     """
     with t:  # a savepoint: one read snapshot for the three reads (writes nothing)
         (total,) = schema.one(t, "SELECT count(*) FROM observations WHERE processed = 0")
