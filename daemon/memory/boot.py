@@ -2,14 +2,17 @@
 
 Order (SPEC.md section 7), stable parts first so the prompt caches: soul.md, os.md, tools.md,
 files.md, user.md, context.md; then the learnings of the last 48 hours, newest first, capped;
-then the open pending actions, most urgent first; then a short description of how the agent's
-memory works. A missing or empty file is skipped without a word; the whole is held to a size
-budget; it is wrapped in ``<workspace-memory>…</workspace-memory>`` so that, if the agent
-echoes it, the capture hooks strip it instead of curating it again.
+then what the turns not yet curated were about (the person's requests, clipped, dated, newest
+first: a result of the economy lane may land an hour after its session ended, and a session
+that starts meanwhile must still know; see :mod:`wsd.daemon.memory.uncurated`); then the
+open pending actions, most urgent first; then a short description of how the agent's memory
+works. A missing or empty file is skipped without a word; the whole is held to a size budget;
+it is wrapped in ``<workspace-memory>…</workspace-memory>`` so that, if the agent echoes it,
+the capture hooks strip it instead of curating it again.
 
-Cheap by design (the Claude Code SessionStart hook runs it on every start): memory.db is
-opened read-only through the store's archive verbs, and a database that is missing or
-unreadable costs its sections, never the session (a warning goes to stderr).
+Cheap by design (the Claude Code SessionStart hook runs it on every start): memory.db and
+transcript.db are opened read-only through the store's verbs, and a database that is missing
+or unreadable costs its sections, never the session (a warning goes to stderr).
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import shlex
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import apsw
 
+from wsd.daemon.memory import uncurated
+from wsd.daemon.memory.uncurated import Digest
 from wsd.daemon.runtime.fsio import read_text
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
@@ -68,6 +73,9 @@ _INVISIBLE = re.compile(
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0001\U000e0020-\U000e007f]+"
 )
+#: Where a tag the capture hooks read as the boot context's own opens: in any case, with any
+#: spacing (as wsd.redact.text reads it), so that content cannot end the span early.
+_TAG_START = re.compile(rf"<(?=\s*/?\s*{TAG})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -145,21 +153,23 @@ def load_memory(
     now = time.time() if now is None else now
     files = {name: text for name in FILES if (text := _read(layout.md(name)))}
     recent, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
-    lines = [_WORD.findall(line.lower()) for text in files.values() for line in text.splitlines()]
+    lines = [
+        set(_WORD.findall(line.lower())) for text in files.values() for line in text.splitlines()
+    ]
     learnings = [
         f"- ({kind}, {_when(ts)}) {_one_line(text, LEARNING_MAX_CHARS)}"
         for kind, ts, text in recent
         if not reflected(text, lines)
     ]
     closing = how_memory_works(tools or Tools.shell(layout.root))
-    return _fit(files, learnings, actions, max(budget_chars, 2000), closing)
+    return _fit(files, learnings, _digest(layout), actions, max(budget_chars, 2000), closing)
 
 
-def reflected(learning: str, lines: list[list[str]]) -> bool:
+def reflected(learning: str, lines: list[set[str]]) -> bool:
     """True if one line of the memory files holds every content word of ``learning``
     (the agent reads that line already; the learning would only say it twice)."""
     words = {w for w in _WORD.findall(learning.lower()) if w not in _FUNCTION_WORDS}
-    return bool(words) and any(words <= set(line) for line in lines)
+    return bool(words) and any(words <= line for line in lines)
 
 
 def visible(text: str) -> str:
@@ -216,25 +226,56 @@ def _from_db(
     return recent, actions
 
 
-def _fit(
-    files: Mapping[str, str], learnings: list[str], actions: list[str], budget: int, closing: str
-) -> str:
-    """Assemble, then shed the least needed parts until it fits the budget.
+def _digest(layout: Layout) -> Digest | None:
+    """The section on the turns not yet curated (None when there is none, or no transcript.db
+    to read; see :mod:`wsd.daemon.memory.uncurated`).
 
-    Oldest learnings go first, then the least urgent actions, then files are shortened in
-    TRIM_ORDER (their tail lines, with a note saying how many were left out).
+    The person's words were redacted before they were stored (the capture hooks clean every
+    field before it is written, spooled or not), like all else shown here; they are
+    neutralised before they are clipped, so that invisible characters take no room.
     """
-    files = dict(files)
+    if not os.path.exists(layout.transcript_db):
+        return None
+    try:
+        found = Store(layout).uncurated(uncurated.MAX_LINES, uncurated.READ_CHARS)
+    except (apsw.Error, OSError) as exc:
+        _warn(f"transcript.db not readable ({exc}); boot context without the turns not curated")
+        return None
+    return uncurated.digest(
+        replace(found, requests=[(ts, _neutral(w)) for ts, w in found.requests])
+    )
+
+
+def _fit(
+    files: Mapping[str, str],
+    learnings: list[str],
+    pending: Digest | None,
+    actions: list[str],
+    budget: int,
+    closing: str,
+) -> str:
+    """Assemble, then shed the least needed parts until it fits the budget (the files, most
+    of the text, are neutralised once, here, not on every assembly: the loop may assemble a
+    dozen times).
+
+    Oldest learnings go first (curated: the archive keeps them), then the oldest requests
+    not yet curated (the section's heading still counts them), then the least urgent
+    actions, then files are shortened in TRIM_ORDER (their tail lines, with a note saying
+    how many were left out).
+    """
+    files = {name: _neutral(text) for name, text in files.items()}
 
     def render() -> str:
-        return _render(files, learnings, actions, closing)
+        return _render(files, learnings, pending, actions, closing)
 
     text = render()
-    while len(text) > budget and (learnings or actions):
+    while len(text) > budget and (learnings or (pending and pending.lines) or actions):
         # Drop as many lines as the overflow needs at once (each costs its length + 1).
         over = len(text) - budget
         if learnings:
             learnings = _drop_tail(learnings, over)
+        elif pending and pending.lines:
+            pending = replace(pending, lines=_drop_tail(pending.lines, over))
         else:
             actions = _drop_tail(actions, over)
         text = render()
@@ -260,16 +301,29 @@ def _drop_tail(lines: list[str], chars: int) -> list[str]:
 
 
 def _render(
-    files: Mapping[str, str], learnings: list[str], actions: list[str], closing: str
+    files: Mapping[str, str],
+    learnings: list[str],
+    pending: Digest | None,
+    actions: list[str],
+    closing: str,
 ) -> str:
-    parts = [f"<{TAG}>"]
+    parts = [f"<{TAG}>"]  # the files come neutralised (see _fit); the rest is, here
     for name in FILES:
         if name in files:
-            parts.append(f"=== {name} ===\n{_neutral(files[name])}")
+            parts.append(f"=== {name} ===\n{files[name]}")
     if learnings:
         parts.append(
             "## Recent learnings (last 48 hours, newest first)\n" + _neutral("\n".join(learnings))
         )
+    # The turns not yet curated come right after the learnings (SPEC.md section 7): they
+    # carry on from them (what was learned, newest first, then what happened since), and
+    # both go stale at the same moment, when a result lands. Before the actions, not after:
+    # the actions are curated memory too, so the heading's "the rest of this memory does not
+    # reflect them yet" holds for all around it; and this short section changes every turn
+    # while the actions change rarely, but it is the boot context's last few hundred tokens
+    # either way, so the prompt cache loses next to nothing.
+    if pending:
+        parts.append(_neutral(pending.render()))
     if actions:
         parts.append("## Pending actions (most urgent first)\n" + _neutral("\n".join(actions)))
     parts.append(closing)
@@ -280,8 +334,7 @@ def _render(
 def _neutral(text: str) -> str:
     """Content as it may be shown: no invisible characters (:func:`visible`), and the
     boot-context tag defused, so it cannot end the span early."""
-    text = visible(text).replace("\x1b", "")
-    return text.replace(f"<{TAG}", f"‹{TAG}").replace(f"</{TAG}", f"‹/{TAG}")
+    return _TAG_START.sub("‹", visible(text).replace("\x1b", ""))
 
 
 def _cut_lines(text: str, limit: int) -> str:

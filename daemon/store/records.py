@@ -53,6 +53,18 @@ class Backlog:
 
 
 @dataclass(frozen=True)
+class Uncurated:
+    """The turns not yet curated, as a new session is told of them (the boot context)."""
+
+    #: Every turn with ``processed = 0`` (claimed by a batch in flight or not).
+    total: int
+    #: When the oldest of them (by id) was captured; None when there is none.
+    oldest_ts: float | None
+    #: (timestamp, the person's words) of the newest turns that have words, newest first.
+    requests: list[tuple[float, str]]
+
+
+@dataclass(frozen=True)
 class Learning:
     """One learning to store: its type, text, the turn it cites (None: the whole batch) and
     the stored learning it replaces (None: none)."""

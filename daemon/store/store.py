@@ -24,7 +24,14 @@ from wsd import schema
 from wsd.daemon.store import actions, charges, flushes, ledger, revisions, turns
 from wsd.daemon.store.connections import Connections, Opener
 from wsd.daemon.store.facets import Archive, Maintenance, RemoteBatches, Vectors, Workspace
-from wsd.daemon.store.records import Backlog, BatchRecord, CommitResult, Revision, Turn
+from wsd.daemon.store.records import (
+    Backlog,
+    BatchRecord,
+    CommitResult,
+    Revision,
+    Turn,
+    Uncurated,
+)
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
 
@@ -80,6 +87,12 @@ class Store:
     def backlog(self) -> Backlog:
         with self._db.transcript() as t:
             return turns.backlog(t)
+
+    def uncurated(self, limit: int, chars: int) -> Uncurated:
+        """The turns not yet curated, as the boot context tells of them (read-only; see
+        :func:`turns.uncurated`)."""
+        with self._db.transcript(readonly=True) as t:
+            return turns.uncurated(t, limit, chars)
 
     def pending_turns(self, limit: int) -> list[Turn]:
         """The oldest unprocessed turns, in id order."""

@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.records import Backlog, Turn
+from wsd.daemon.store.records import Backlog, Turn, Uncurated
 
 #: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
 _SETTLING = (
@@ -59,6 +59,34 @@ def backlog(t: apsw.Connection) -> Backlog:
         int(last_turn),
         held=int(held),
         urgent_flush=urgent,
+    )
+
+
+def uncurated(t: apsw.Connection, limit: int, chars: int) -> Uncurated:
+    """How many turns are not yet curated, since when, and the person's words (their first
+    ``chars`` characters) in the newest ``limit`` of them that have any, newest first.
+
+    Read in one snapshot, and cheap on any backlog: every statement walks the partial index
+    on pending turns (the count reads nothing else; the words are read for at most ``limit``
+    rows, plus the tool-only turns met on the way). Turns an economy request in flight holds
+    (``remote_turns``), or a batch has claimed, count like any other: until their result has
+    landed (``processed = 1``) they are not memory yet.
+    """
+    with t:  # a savepoint: one read snapshot for the three reads (writes nothing)
+        (total,) = schema.one(t, "SELECT count(*) FROM observations WHERE processed = 0")
+        first = schema.first(
+            t, "SELECT timestamp FROM observations WHERE processed = 0 ORDER BY id LIMIT 1"
+        )
+        rows = schema.rows(
+            t,
+            "SELECT timestamp, substr(user_message, 1, ?2) FROM observations"
+            " WHERE processed = 0 AND length(trim(user_message)) > 0 ORDER BY id DESC LIMIT ?1",
+            (limit, chars),
+        )
+    return Uncurated(
+        int(total),
+        None if first is None else float(first[0]),
+        [(float(ts), str(words)) for ts, words in rows],
     )
 
 
