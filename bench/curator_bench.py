@@ -1,4 +1,6 @@
-"""Curator cost per batch (issue 3): characters, tokens and dollars of one request, by part."""
+"""Curator cost per batch (issue 3): characters, tokens and dollars of one request, by part;
+on the prompt lane (a direct Messages call) and on the economy lane (a Message Batch, billed
+at the batch rate: issue 23)."""
 
 from __future__ import annotations
 
@@ -8,30 +10,36 @@ import re
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
 from bench import Row
-from bench.procs import quiet_logs
+from bench.procs import count_rows, quiet_logs
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
 from wsd import schema
 from wsd.daemon.curation.curator import build_request, render_turn
 from wsd.daemon.curation.reply import parse_reply
+from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory import files as files_mod
 from wsd.daemon.memory import files_md
 from wsd.daemon.memory.edits import Limits, apply
 from wsd.daemon.memory.files import canonical
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import (
+    DEFAULT_BATCH_PRICE_FACTOR,
     DEFAULT_PRICE_INPUT,
     DEFAULT_PRICE_OUTPUT,
     Config,
 )
 from wsd.daemon.standin import rule_curator
-from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.standin.batches import BATCHES_PATH
+from wsd.daemon.standin.bridge import MESSAGES_PATH, BridgeStandin
 from wsd.daemon.standin.steps import estimate_tokens
 from wsd.daemon.store.store import Store
+from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 
 # -- 4. curator cost per batch -------------------------------------------------------------------
@@ -64,38 +72,124 @@ def _cost(input_tokens: float, output_tokens: float) -> float:
     return (input_tokens * DEFAULT_PRICE_INPUT + output_tokens * DEFAULT_PRICE_OUTPUT) / 1e6
 
 
-def _session_flush(turns: int = 20) -> tuple[float, int, int]:
-    """A typical session of ``turns`` turns curated by one flush through the real daemon loop
-    (stand-in rule curator; tokens counted from the texts): (cost, in, out)."""
+#: Economy lane settings of the in-process benchmarks: the first look at a Message Batch after
+#: 0.05 s, at most 0.2 s between looks (the daemon's defaults are 30 s and 5 min).
+POLL_SECONDS, POLL_MAX_SECONDS = 0.05, 0.2
+
+
+@dataclass(frozen=True)
+class SessionCost:
+    """What one typical session cost, from the ledger (memory.db ``batches``)."""
+
+    usd: float
+    input_tokens: int
+    output_tokens: int
+    lanes: tuple[str, ...]  # each ledger row's lane
+    creates: int  # Message Batches created at the stand-in
+    calls: int  # direct Messages calls
+
+
+def _session_turns(turns: int) -> list[list[dict[str, Any]]]:
     rng = random.Random(23)
-    session = [typical_turn(rng, "session-1", i) for i in range(turns)]
+    return [typical_turn(rng, "session-1", i) for i in range(turns)]
+
+
+def run_until_settled(worker: Worker, layout: Layout, timeout: float = 120.0) -> None:
+    """``run_once`` until no turn is pending and no Message Batch is in flight, sleeping one
+    first-poll interval whenever a pass asks for no more (as the loop's wait would)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if worker.run_once().more:
+            continue
+        if pending_turns(layout) == 0 and batches_in_flight(layout) == 0:
+            return
+        time.sleep(worker.config.batch_poll_seconds)
+    raise RuntimeError(f"the worker did not settle within {timeout:.0f} s")
+
+
+def pending_turns(layout: Layout) -> int:
+    return count_rows(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0")
+
+
+def batches_in_flight(layout: Layout) -> int:
+    return count_rows(
+        layout.transcript_db, "SELECT count(*) FROM remote_batches WHERE status != 'settled'"
+    )
+
+
+def _session_flush(curation: str, turns: int = 20) -> SessionCost:
+    """A typical session of ``turns`` turns curated through the real daemon loop (stand-in
+    rule curator; tokens counted by the stand-in from the texts), cost read from the ledger.
+
+    ``prompt``: ``WSD_CURATION=prompt`` and a flush request, one direct call per batch.
+    ``economy`` (the default lane): the session ends (SessionEnd through the hook's capture
+    path: a ``session_end`` flush, not an urgent one), its batches go as one Message Batch,
+    and the worker polls until the result is applied; priced at the batch rate."""
+    session = _session_turns(turns)
     with (
         tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp,
         quiet_logs(),
         BridgeStandin(responder=rule_curator.responder) as standin,
     ):
         layout = make_workspace(tmp)
-        capture_turns(layout, session)
-        config = Config(workspace=layout.root, bridge_url=standin.url, api_key="bench", watch=False)
-        stop = threading.Event()
-        worker = build_worker(config, Store(layout), stop)
-        conn = schema.connect(layout.transcript_db, "transcript")
-        try:
-            request_flush(conn, "bench", time.time())
-        finally:
-            conn.close()
-        while worker.run_once().more:
-            pass
+        if curation == "economy":
+            end = {"hook_event_name": "SessionEnd", "session_id": "session-1", "reason": "exit"}
+            capture_turns(layout, [*session, [end]])
+        else:
+            capture_turns(layout, session)
+            conn = schema.connect(layout.transcript_db, "transcript")
+            try:
+                request_flush(conn, "bench", time.time())
+            finally:
+                conn.close()
+        config = Config(
+            workspace=layout.root,
+            bridge_url=standin.url,
+            api_key="bench",
+            watch=False,
+            curation=curation,
+            batch_poll_seconds=POLL_SECONDS,
+            batch_poll_max_seconds=POLL_MAX_SECONDS,
+        )
+        worker = build_worker(config, Store(layout), threading.Event())
+        run_until_settled(worker, layout)
         ledger = apsw.Connection(layout.memory_db)
         try:
-            row = ledger.execute(
-                "SELECT sum(cost_usd), sum(input_tokens), sum(output_tokens), sum(turns)"
-                " FROM batches"
-            ).fetchone()
+            rows: list[tuple[str, float, int, int, int]] = [
+                (str(r[0]), float(r[1]), int(r[2]), int(r[3]), int(r[4]))
+                for r in ledger.execute(
+                    "SELECT lane, cost_usd, input_tokens, output_tokens, turns FROM batches"
+                )
+            ]
         finally:
             ledger.close()
-    assert row is not None and row[3] == turns, row
-    return float(row[0]), int(row[1]), int(row[2])
+        traffic = http_counts(standin)
+    assert sum(r[4] for r in rows) == turns, rows
+    return SessionCost(
+        usd=sum(r[1] for r in rows),
+        input_tokens=sum(r[2] for r in rows),
+        output_tokens=sum(r[3] for r in rows),
+        lanes=tuple(r[0] for r in rows),
+        creates=traffic["creates"],
+        calls=traffic["calls"],
+    )
+
+
+def http_counts(standin: BridgeStandin) -> dict[str, int]:
+    """Requests the stand-in received, by kind: Messages calls, Message Batch creates,
+    retrieves (polls), results reads, anything else."""
+    out = dict.fromkeys(("calls", "creates", "retrieves", "results", "other"), 0)
+    for r in standin.requests:
+        path = r.path.partition("?")[0]
+        if r.method == "POST" and path == MESSAGES_PATH:
+            out["calls"] += 1
+        elif r.method == "POST" and path == BATCHES_PATH:
+            out["creates"] += 1
+        elif r.method == "GET" and path.startswith(BATCHES_PATH + "/"):
+            out["results" if path.endswith("/results") else "retrieves"] += 1
+        else:
+            out["other"] += 1
+    return out
 
 
 def curator_cost(batch: int = 25) -> list[Row]:
@@ -133,7 +227,9 @@ def curator_cost(batch: int = 25) -> list[Row]:
     edit_reply, full_reply = _reply_forms(memory_block_text(messages), files)
     edit_out, full_out = estimate_tokens(edit_reply), estimate_tokens(full_reply)
     edit_cost, full_cost = _cost(tokens, edit_out), _cost(tokens, full_out)
-    session_cost, session_in, session_out = _session_flush()
+    factor = DEFAULT_BATCH_PRICE_FACTOR
+    economy_cost = factor * edit_cost
+    prompt_session, economy_session = _session_flush("prompt"), _session_flush("economy")
     parts = {
         name: sum(len(g) for m in rx.finditer(turns_text) for g in m.groups() if g)
         for name, rx in _PARTS.items()
@@ -162,30 +258,35 @@ def curator_cost(batch: int = 25) -> list[Row]:
             "curator: input tokens (chars/4)", tokens, "tokens", "-", None, "as the stand-in counts"
         ),
         Row(
-            "curator: cost per 25-turn batch, edit reply",
+            "curator: cost per 25-turn batch, prompt lane",
             edit_cost,
             "$",
             "<= 0.007",
             edit_cost <= 0.007,
             f"the stand-in's reply: {edit_out} output tokens counted from its text"
-            f" ({len(edit_reply.splitlines())} lines); Haiku 4.5 $1/$5 per MTok",
+            f" ({len(edit_reply.splitlines())} lines); Haiku 4.5 $1/$5 per MTok;"
+            f" input ${_cost(tokens, 0):.4f} + output ${_cost(0, edit_out):.4f}",
         ),
         Row(
-            "curator: same batch, full-file reply",
+            "curator: cost per 25-turn batch, economy lane",
+            economy_cost,
+            "$",
+            "<= 0.005",
+            economy_cost <= 0.005,
+            f"the same request's {tokens:.0f} in / {edit_out} out tokens at the batch rate"
+            f" (x{factor:g}): input ${factor * _cost(tokens, 0):.4f}"
+            f" + output ${factor * _cost(0, edit_out):.4f}",
+        ),
+        Row(
+            "curator: same batch, full-file reply, prompt lane",
             full_cost,
             "$",
             "-",
             None,
             f"the same learnings with each changed file written whole: {full_out} output tokens",
         ),
-        Row(
-            "curator: typical 20-turn session, one flush",
-            session_cost,
-            "$",
-            "<= 0.01",
-            session_cost <= 0.01,
-            f"through the daemon loop, ledger cost: {session_in} in / {session_out} out tokens",
-        ),
+        _session_row("prompt", prompt_session, 0.01),
+        _session_row("economy", economy_session, 0.005),
         Row(
             "curator: fixed part, before any turn",
             (instructions + memory_block) / 4 * DEFAULT_PRICE_INPUT / 1e6,
@@ -227,6 +328,31 @@ def curator_cost(batch: int = 25) -> list[Row]:
         ],
         Row("curator: turns: line prefixes", markup, "chars", "-", None, share(markup)),
     ]
+
+
+def _session_row(lane: str, cost: SessionCost, target: float) -> Row:
+    how = (
+        "WSD_CURATION=prompt, a flush request"
+        if lane == "prompt"
+        else "economy lane: SessionEnd (session_end flush) -> Message Batch, polled until"
+        " applied, priced at the batch rate"
+    )
+    factor = 1.0 if lane == "prompt" else DEFAULT_BATCH_PRICE_FACTOR
+    split = (
+        f"input ${factor * _cost(cost.input_tokens, 0):.4f}"
+        f" + output ${factor * _cost(0, cost.output_tokens):.4f}"
+    )
+    batches = f"{len(cost.lanes)} ledger row(s), lanes {','.join(sorted(set(cost.lanes)))}"
+    wire = f"{cost.creates} Message Batch(es) created, {cost.calls} Messages call(s)"
+    return Row(
+        f"curator: typical 20-turn session, {lane} lane",
+        cost.usd,
+        "$",
+        f"<= {target:g}",
+        cost.usd <= target and set(cost.lanes) == {lane},
+        f"{how}; through the daemon loop, ledger cost: {cost.input_tokens} in /"
+        f" {cost.output_tokens} out tokens ({split}); {batches}; {wire}",
+    )
 
 
 def memory_block_text(messages: list[dict[str, object]]) -> str:
