@@ -90,6 +90,7 @@ class Economy:
             expect_output=EXPECTED_OUTPUT_TOKENS,
         )
         self._warned: set[str] = set()  # remote ids whose foreign results_url was logged
+        self._forced_at = float("-inf")  # the last forced poll (see poll)
 
     # -- the lane's state ------------------------------------------------------------------
 
@@ -196,19 +197,38 @@ class Economy:
 
     # -- polling ---------------------------------------------------------------------------
 
-    def poll(self, identity: str, now: float, on_commit: Callable[[Committed], None]) -> int:
-        """Look at every batch whose time has come; apply what has ended. How many requests
-        got an outcome. Raises Shutdown (what was applied stays applied)."""
+    def poll(
+        self,
+        identity: str,
+        now: float,
+        on_commit: Callable[[Committed], None],
+        *,
+        force: bool = False,
+    ) -> int:
+        """Look at every batch whose time has come (``force``: every batch in flight, once
+        per first poll interval: an urgent flush checks for results before it sends their
+        turns again); apply what has ended. How many requests got an outcome. Raises
+        Shutdown (what was applied stays applied)."""
+        if force and now - self._forced_at < self.config.batch_poll_seconds:
+            force = False
+        if force:
+            self._forced_at = now
         settled = 0
         for batch in self.in_flight():
             if batch.status == "submitting" or batch.remote_id is None:
-                self.log.warning("economy_submission_lost", batch=batch.id)
-                self.store.remote.forget(batch.id)  # cut by a crash: its turns go again
+                # Cut by a crash between recording it and the Bridge's answer: it may have
+                # been created (and billed) all the same, so each request keeps its estimate;
+                # its turns go again.
+                lost = self.store.remote.pending_requests(batch.id)
+                for request in lost:
+                    self.meter.unanswered(request.charge_id, "lost")
+                self.log.warning("economy_submission_lost", batch=batch.id, requests=len(lost))
+                self.store.remote.forget(batch.id)
                 continue
             wait = None if batch.next_poll_at is None else batch.next_poll_at - now
             # A look planned further off than the longest wait was planned by a clock since
             # set back (a thaw, an NTP step): look now, not a day later.
-            if wait is not None and 0 < wait <= self._wait(10**6):
+            if not force and wait is not None and 0 < wait <= self._wait(10**6):
                 continue
             settled += self._poll_one(batch, identity, now, on_commit)
         return settled

@@ -226,6 +226,8 @@ class Worker:
             self.status.update(state="idle")
             return PassResult(Step.WAITING)
         lane = lanes.choose(backlog, reason, self.economy, now)
+        if lane == "prompt" and backlog.held and not self._collect(now, force=True):
+            return PassResult(Step.STOPPED)  # an urgent flush: results that came need no call
         if lane == "economy" and backlog.held:
             # One Message Batch at a time: the next request then sees this one's result.
             self.status.update(state="awaiting")
@@ -272,11 +274,11 @@ class Worker:
         self.status.update(state="awaiting", force=True)
         return PassResult(Step.SUBMITTED)
 
-    def _collect(self, now: float) -> bool:
+    def _collect(self, now: float, force: bool = False) -> bool:
         """Apply the economy results that have come (False: stop was requested meanwhile)."""
         self._reason = "economy"
         try:
-            self.economy.poll(self.identity, now, self._after_commit)
+            self.economy.poll(self.identity, now, self._after_commit, force=force)
         except Shutdown:
             self.log.info("economy_poll_abandoned", reason="shutdown")
             return False
