@@ -95,6 +95,7 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
                 watch=False,
                 request_timeout=30.0,
                 daily_budget_usd=0.0,  # off: 10,000 turns cost more than the default $1 a day
+                curation="prompt",  # the loop's own pace (the economy lane: economy_backlog)
             )
             stop = threading.Event()
             worker = build_worker(config, Store(layout), stop)

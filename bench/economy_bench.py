@@ -28,7 +28,7 @@ from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, record_turns, typical_turn
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.ops.wiring import build_worker
-from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.config import DEFAULT_CURATION, Config
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
@@ -94,10 +94,14 @@ def precompact(runs: int = 7, bridge_latency: float = 0.3) -> list[Row]:
         BridgeStandin(responder=rule_curator.responder, latency=bridge_latency) as standin,
     ):
         layout = make_workspace(tmp)
-        # WSD_CURATION left unset: the default lane. A Message Batch is looked at after 0.5 s
-        # (for the warm-up below; PreCompact never waits on one).
+        # The default lane, economy. A Message Batch is looked at after 0.5 s (for the
+        # warm-up below; PreCompact never waits on one).
         env = daemon_env(
-            layout, standin, WSD_BATCH_POLL_SECONDS="0.5", WSD_BATCH_POLL_MAX_SECONDS="1"
+            layout,
+            standin,
+            WSD_CURATION=DEFAULT_CURATION,
+            WSD_BATCH_POLL_SECONDS="0.5",
+            WSD_BATCH_POLL_MAX_SECONDS="1",
         )
         samples: list[tuple[float, float]] = []  # (hook -> in boot context, hook -> call)
         failures = 0

@@ -61,12 +61,16 @@ def realistic_reply(body: dict[str, Any]) -> Reply:
 
 
 def daemon_env(layout: Layout, standin: BridgeStandin, **extra: str) -> dict[str, str]:
+    """A ``wsd run`` environment against ``standin``, on the prompt lane: these rows time the
+    loop (a flush's latency, a drain, idle cost), which a Message Batch's polls would only
+    blur; the economy lane has its own rows (bench/economy_bench.py). ``extra`` on top."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
     env |= {
         "WSD_WORKSPACE": layout.root,
         "ANTHROPIC_BASE_URL": standin.url,
         "WSD_BRIDGE_TOKEN": "bench-dummy-token",
         "WSD_LOG_FORMAT": "json",
+        "WSD_CURATION": "prompt",
     }
     return env | extra
 
