@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
@@ -341,10 +341,12 @@ class Economy:
             self.store.remote.settle_request(batch.id, request.custom_id, COVERED, "gone", now)
             return
         seen = Seen(base, request.actions, request.offered, request.started_at)
+        # Its latency is the batch's: from the create call to the result read.
+        waited = (now - (batch.submitted_at or batch.created_at)) * 1000
         done = self.pipeline.apply(
             turns,
             seen,
-            result.reply,
+            replace(result.reply, latency_ms=max(0.0, waited)),
             identity,
             notify=on_commit,
             remote=(remote_id, request.custom_id),

@@ -212,7 +212,9 @@ class Worker:
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once
         self.status.update(pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.pending == 0:
-            self.status.update(state="idle")
+            # At once after curating or awaiting (status said "awaiting" for 10 s after the
+            # result was applied), else with the next heartbeat.
+            self.status.update(state="idle", force=self.status.data.get("state") != "idle")
             if backlog.flush_upto is not None:
                 self.store.mark_flushes_handled(backlog.flush_upto, now, self._flush_error())
             self._parked.clear()  # a flush answers for what was parked since this point

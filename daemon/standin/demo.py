@@ -124,6 +124,9 @@ def run(keep: bool) -> int:
         "WSD_BRIDGE_TOKEN": "demo-sprite-token",
         "WSD_LOG_FORMAT": "console",
         "WSD_POLL_SECONDS": "0.5",
+        # The economy lane (the default) with a stand-in that ends a Message Batch at once:
+        # looked at after 1 s here, where a real Bridge's batch takes minutes (30 s by default).
+        "WSD_BATCH_POLL_SECONDS": "1",
         "PYTHONUNBUFFERED": "1",
     }
     wsd = str(Path(sys.executable).parent / "wsd")
@@ -142,7 +145,7 @@ def run(keep: bool) -> int:
             _hook(event, env)
             detail = event.get("prompt") or event.get("tool_name") or ""
             print(f"  {event['hook_event_name']:<17} {str(detail)[:70]}")
-        _banner("waiting for the daemon to curate (SessionEnd asked for a flush)")
+        _banner("waiting for the daemon to curate (SessionEnd: a Message Batch, half price)")
         store = Store(layout)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and store.backlog().pending:
@@ -159,7 +162,11 @@ def run(keep: bool) -> int:
             _banner(f"daemon stopped with exit code {code}; its log:")
             print(log_path.read_text()[-3000:])
         bridge.stop()
-        print(f"\nThe Bridge stand-in received {len(bridge.requests)} curator request(s).")
+        batches = sum(1 for r in bridge.requests if r.path == "/v1/messages/batches")
+        print(
+            f"\nThe Bridge stand-in received {len(bridge.requests)} request(s), {batches}"
+            " Message Batch(es) among them."
+        )
         if keep:
             print(f"Workspace kept at {root}")
         else:

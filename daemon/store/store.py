@@ -2,7 +2,7 @@
 
 Everything the daemon reads from or writes to transcript.db and memory.db goes through one
 ``Store``: the loop's verbs (turns, the batch ledger, state, md revisions, pending actions,
-charges, flush requests) are its methods; the rest is grouped in four facets it builds with
+charges, flush requests) are its methods; the rest is grouped in five facets it builds with
 the same connections: ``store.archive`` (the turn index, imports, ``wsd forget``),
 ``store.vectors`` (semantic vectors), ``store.workspace`` (file index, canvas map, the checks'
 actions) and ``store.maintenance`` (checkpoints, retention, integrity, backup). The SQL lives
