@@ -107,7 +107,12 @@ class StoreMeter:
         self._settle(ticket, status, usd, tokens, message_id, note)
 
     def unanswered(self, ticket: int | None, how: Unanswered) -> None:
-        floor = self._floors.get(ticket or 0, 0.0)
+        floor = self._floors.get(ticket or 0)
+        if floor is None and ticket is not None and how != "void":
+            # Booked by an earlier process (a Message Batch outlives a restart): its estimate
+            # as booked, not nothing.
+            floor = self.store.booked_usd(ticket)
+        floor = floor or 0.0
         if how == "void":
             self._settle(ticket, VOID, 0.0, note="refused by the Bridge: not billed")
         elif how == "unreadable":

@@ -47,6 +47,12 @@ def settle_charge(
         )
 
 
+def booked_usd(t: apsw.Connection, charge: int) -> float | None:
+    """What charge ``charge`` is booked at now (None: no such charge)."""
+    row = schema.first(t, "SELECT usd FROM charges WHERE id = ?", (charge,))
+    return None if row is None else float(row[0])
+
+
 def charged_since(t: apsw.Connection, since: float) -> float:
     """What the charges ledger booked since ``since``, in USD."""
     (charged,) = schema.one(

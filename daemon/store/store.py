@@ -244,6 +244,11 @@ class Store:
         with self._db.transcript() as t:
             charges.settle_charge(t, charge, status, usd, at, tokens, message_id, note)
 
+    def booked_usd(self, charge: int) -> float | None:
+        """What a booked request is counted at now (None: no such charge)."""
+        with self._db.transcript(readonly=True) as t:
+            return charges.booked_usd(t, charge)
+
     def spent_since(self, since: float) -> float:
         """What the curator's requests since ``since`` cost, in USD (the daily cap).
 
