@@ -153,9 +153,11 @@ class Worker:
             except Exception as exc:
                 self.failures.record("pass", exc)
                 result = PassResult(Step.ERROR)
-            if result.action != Step.IDLE:
+            if result.action not in (Step.IDLE, Step.AWAITING):
                 # Curating, waiting or backing off: there are turns to curate, and shedding
                 # the SDK now would only have prepare() import it again on the next pass.
+                # Awaiting a Message Batch is idle: a look every 30 s to 5 min does not
+                # need ~60 MB held for the minutes to hours the batch takes.
                 self.shedder.busy()
             if result.more and not self.stop.is_set():
                 continue
@@ -220,7 +222,8 @@ class Worker:
             self._parked.clear()  # a flush answers for what was parked since this point
             self._maintain(now)
             return PassResult(Step.IDLE)
-        self.bridge.prepare()  # work is waiting: load the SDK while we decide
+        if backlog.held < backlog.pending:
+            self.bridge.prepare()  # work is waiting: load the SDK while we decide
         if self.backoff.waiting():
             return PassResult(Step.BACKOFF)
         reason = lanes.trigger(self.config, backlog, now)
