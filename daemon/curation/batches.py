@@ -248,11 +248,14 @@ def _state(raw: Any, *, unsupported: bool) -> RemoteState:
         raise fail(f"the Bridge answered something that is not a message batch: {str(raw)[:120]}")
     remote_id = _get(raw, "id")
     status = _get(raw, "processing_status")
-    if not isinstance(remote_id, str) or not remote_id or status not in STATES:
+    usable = isinstance(remote_id, str) and 0 < len(remote_id) <= 200
+    if usable and not all(ch.isalnum() or ch in "_-" for ch in str(remote_id)):
+        usable = False  # it becomes a path segment: "../" must not reach a URL
+    if not usable or status not in STATES:
         raise fail(f"a message batch without a usable id or status: {str(raw)[:120]}")
     url = _get(raw, "results_url")
     ended = _time(_get(raw, "ended_at"))
-    return RemoteState(remote_id[:200], str(status), ended, url if isinstance(url, str) else None)
+    return RemoteState(str(remote_id), str(status), ended, url if isinstance(url, str) else None)
 
 
 def _get(raw: Any, name: str) -> Any:
