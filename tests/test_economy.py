@@ -170,6 +170,24 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     assert outcome == "covered"
 
 
+def test_turns_closed_after_an_urgent_flush_go_to_the_economy_lane(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A ``wsd flush`` takes the prompt lane for the turns pending when it was asked for;
+    turns closed after it (other sessions writing on) go as a Message Batch, though the flush
+    stays open until the backlog is empty (found by the soak: under steady writing one flush
+    sent every later turn through the prompt lane, at twice the price)."""
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    Store(layout).request_flush("cli", time.time())
+    time.sleep(0.01)
+    write_turns(layout, 3, start=3, session="s2")
+    run_until(worker, lambda: pending(layout) == 0)
+    assert (calls(standin), creates(standin)) == (1, 1)
+    assert [(r[0], r[3], r[4]) for r in ledger(layout)] == [("prompt", 1, 3), ("economy", 4, 6)]
+    covered_once(layout)
+
+
 def test_a_precompact_flush_uses_the_prompt_lane(layout: Layout, standin: BridgeStandin) -> None:
     """PreCompact's flush is curated by a direct call at once; a SessionEnd flush by the
     economy lane."""
