@@ -8,10 +8,12 @@ import os
 import time
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from tests.conftest import drain, make_worker, write_turns
 from tests.conftest import query as q
+from wsd.daemon.curation.batches import parse_results
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
@@ -238,6 +240,34 @@ def test_damaged_results_are_read_again_then_released(
     assert pending(layout) == 0
     lanes = [r[0] for r in ledger(layout)]
     assert "economy" in lanes and "prompt" in lanes
+
+
+@pytest.mark.parametrize("fault", ["missing", "malformed_line", "truncated"])
+def test_a_result_never_read_keeps_its_estimate(
+    layout: Layout, standin: BridgeStandin, fault: str
+) -> None:
+    """A request whose line stays missing or garbled through every read may well have been
+    billed (the API bills work done, not work delivered: the stand-in did): its charge keeps
+    the estimate made at submission, never void; its turns go to the prompt lane."""
+    standin.batches.script(getattr(BatchFault, fault)())
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    run_until(worker, lambda: pending(layout) == 0)
+    assert len(standin.batches.billed) == 1
+    [(status, usd)] = q(
+        layout.transcript_db, "SELECT status, usd FROM charges WHERE purpose = 'curate-batch'"
+    )
+    assert status == "estimated" and usd > 0
+    assert [r[0] for r in ledger(layout)] == ["prompt"]
+    covered_once(layout)
+
+
+def test_a_succeeded_result_without_a_readable_message_is_billed_not_errored() -> None:
+    """'succeeded' with a message that has no content list was billed by the API: read as
+    unreadable (priced as a full answer), never as errored (not billed)."""
+    line = {"custom_id": "t1-3-0", "result": {"type": "succeeded", "message": {"id": "m"}}}
+    results = parse_results(json.dumps(line) + "\n", {"t1-3-0": 100}, 4096)
+    assert results.by_id["t1-3-0"].kind == "unreadable"
 
 
 def test_results_are_read_from_the_bridge_not_from_a_foreign_results_url(
