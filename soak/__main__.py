@@ -17,6 +17,7 @@ from pathlib import Path
 
 from soak import faults, invariants
 from soak.world import World
+from wsd.daemon.standin.batches import BATCHES_PATH as BATCHES
 
 #: Daemon settings for the soak: small batches and short waits, so many batches happen.
 SETTINGS = {
@@ -32,6 +33,13 @@ SETTINGS = {
     "WSD_OUTAGE_BACKOFF_MAX": "4",
     "WSD_WAKE_JUMP_SECONDS": "30",
     "WSD_DAILY_BUDGET_USD": "0",
+    # The economy lane (the default, said here): Message Batches of at most 40 requests (400
+    # turns: one batch out at a time, up to 7 s, must keep up with 8 writers), looked at after
+    # 1 s, then 2, 4, 5, 5... s (the stand-in ends one 0-3 s after its create).
+    "WSD_CURATION": "economy",
+    "WSD_BATCH_POLL_SECONDS": "1",
+    "WSD_BATCH_POLL_MAX_SECONDS": "5",
+    "WSD_BATCH_MAX_REQUESTS": "40",
     # As deploy/bootstrap.sh installs it: without the [semantic] extra (the dev venv has it;
     # its model alone would take the daemon past the 120 MB the soak holds it to).
     "WSD_SEMANTIC": "false",
@@ -73,7 +81,10 @@ class Samplers:
             if steady:
                 status = self.world.status()
                 self.samples += 1
-                if status.get("daemon_running") is not True:
+                # Still so once it answered: a fault that began meanwhile (delete_memory_db
+                # stops the daemon) is no lie (found by the soak, seed 77: 'state: stopped').
+                still = self.world.daemon() == (state, pid) and not self.scheduler.busy.is_set()
+                if status.get("daemon_running") is not True and still:
                     self.lies.append(f"pid {pid} RUNNING but status says {status}"[:200])
                 if now - doctor_at >= 30:
                     doctor_at = now
@@ -96,16 +107,29 @@ def _rss_mb(pid: int) -> float:
 
 
 def _drain(world: World, deadline: float) -> None:
-    """Curate everything: the Bridge healthy, the daemon running, flush until nothing waits."""
+    """Curate everything: the Bridge healthy (its batches API back, every Message Batch ended
+    now and the next ones at once), the daemon running, flush until nothing waits and no
+    Message Batch is in flight (each one's result applied, discarded as covered, or its
+    turns handed to the prompt lane)."""
     world.spoiler.spoil("ok", 0)
+    batches = world.bridge.batches
+    batches.enabled = True
+    batches.delay = 0.0
+    batches.end_all()
     world.wait_running(120)
+
+    def drained() -> bool:
+        batches.end_all()
+        status = world.status()
+        in_flight = (status.get("curation") or {}).get("in_flight")
+        spool = Path(world.layout.spool)
+        return status.get("backlog") == 0 and in_flight == [] and not spool.exists()
+
     while time.monotonic() < deadline:
         world.wsd("flush", "--wait", "120", timeout=200)
-        status = world.status()
-        spool = Path(world.layout.spool)
-        if status.get("backlog") == 0 and not spool.exists():
+        if drained():
             time.sleep(3)  # a last spooled event or orphan turn may still be on its way
-            if world.status().get("backlog") == 0:
+            if drained():
                 return
         time.sleep(2)
     raise RuntimeError(f"the soak did not drain: {world.status()}")
@@ -185,13 +209,20 @@ def _report(
     world: World,
 ) -> None:
     events = sum(1 for _ in world.bridge.requests)
+    creates = sum(1 for r in world.bridge.requests if r.method == "POST" and r.path == BATCHES)
     print(f"\nseed {seed}: faults applied {sum(record.done.values())}")
     for kind, count in sorted(record.done.items()):
         print(f"  {kind:<22} {count}")
+    for why, count in sorted(record.skipped.items()):
+        print(f"  (skipped {count}: {why})")
+    unconsumed = world.bridge.batches.pending_faults
+    if unconsumed:
+        print(f"  (batch faults never met by a batch: {unconsumed})")
     for error in record.errors[:5]:
         print(f"  (fault not applied: {error})")
     print(
-        f"Bridge requests {events}; status samples {samplers.samples}, doctor samples"
+        f"Bridge requests {events} ({creates} Message Batch creates); status samples"
+        f" {samplers.samples}, doctor samples"
         f" {samplers.doctor_samples} running + {len(record.doctor_stopped)} stopped + 1 drained"
     )
     width = max(len(c.name) for c in checks)

@@ -22,6 +22,7 @@ from pathlib import Path
 import apsw
 
 from soak.world import VENV, World
+from wsd.daemon.standin.steps import BatchFault
 
 #: Fault kinds and their weights in the draw.
 KINDS = {
@@ -31,16 +32,37 @@ KINDS = {
     "freeze": 2,
     "lock_transcript": 3,
     "rebuild": 1,
-    "backup": 1,
+    "backup": 2,  # its memory.db keeps economy rows a later rebuild re-curates (the cost check)
     "doctor_fix": 1,
     "hand_edit": 1,
     "second_run": 1,
     "clock_jump": 2,
     "delete_memory_db": 0,  # once, placed by hand in the schedule
+    # The economy lane (issue 23): a Message Batch fault for the next batch created, the time
+    # the stand-in takes to end a batch, an urgent `wsd flush` (the prompt lane, while a batch
+    # may be out), and once a Bridge without the batches API (placed by hand).
+    "batch": 5,
+    "batch_delay": 2,
+    "flush": 2,
+    "batches_absent": 0,
 }
 #: Wall-clock jumps of the daemon: forward (a VM thawed after a day, an hour, a minute) and
 #: back (an NTP step); each lasts the fault's seconds, then the clock is right again.
 CLOCK_JUMPS = ("+86400", "+3600", "+90", "-60", "-600")
+#: What the next Message Batch created meets (BatchFault in daemon/standin/steps.py).
+BATCH_FAULTS = (
+    *("expired", "errored", "truncated", "truncated_drop", "malformed_line", "missing"),
+    *("hang_retrieve", "hang_results", "foreign_results_url", "lost"),
+)
+#: Seconds the stand-in takes to end a Message Batch, from a batch_delay fault on.
+BATCH_DELAYS = ("0", "0.5", "1", "2", "3")
+#: A Bridge without the batches API: every batch path 404 for the fault's seconds ("off"), or
+#: the next create answered with this status (200: an HTML page). The daemon then keeps to
+#: the prompt lane for a day of its clock (a +86400 clock jump or memory.db deleted may bring
+#: the probe back sooner).
+ABSENT = ("off", "404", "405", "501", "200")
+#: Batch faults queued and not yet met by a batch at most (more are skipped, counted).
+MAX_QUEUED_BATCH_FAULTS = 2
 BRIDGE_MODES = (
     *("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless"),
     *("replace_all", "negative_usage"),
@@ -67,12 +89,22 @@ def plan(seed: int, minutes: float, intensity: float) -> list[Planned]:
         if t >= end:
             break
         kind = rng.choice(kinds)
-        detail = rng.choice(BRIDGE_MODES) if kind == "bridge" else ""
-        if kind == "clock_jump":
-            detail = rng.choice(CLOCK_JUMPS)
+        details = {
+            "bridge": BRIDGE_MODES,
+            "clock_jump": CLOCK_JUMPS,
+            "batch": BATCH_FAULTS,
+            "batch_delay": BATCH_DELAYS,
+        }
+        detail = rng.choice(details[kind]) if kind in details else ""
         out.append(Planned(t, kind, rng.uniform(1.0, 8.0), detail))
     out.append(Planned(end * rng.uniform(0.3, 0.7), "delete_memory_db", 0.0))
     out.append(Planned(end * rng.uniform(0.1, 0.9), "hand_edit", 0.0))
+    # Once, a Bridge without the batches API; a little after it, the daemon's clock a day on
+    # (a thawed VM): the lane's daily probe comes then, and finds the API back.
+    absent_at, absent_for = end * rng.uniform(0.15, 0.3), rng.uniform(10, 20)
+    out.append(Planned(absent_at, "batches_absent", absent_for, rng.choice(ABSENT)))
+    probe_at = absent_at + absent_for + rng.uniform(5, 15)
+    out.append(Planned(probe_at, "clock_jump", rng.uniform(4, 8), "+86400"))
     return sorted(out, key=lambda p: p.at)
 
 
@@ -88,6 +120,12 @@ class Record:
     hand_revisions_deleted: list[str] = field(default_factory=list)
     #: ``wsd doctor`` while the daemon was stopped: what it said of the daemon.
     doctor_stopped: list[str] = field(default_factory=list)
+    #: Faults drawn but not applied, and why (batch faults beyond the queue's limit).
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+class Skip(Exception):
+    """A fault not applied this time, on purpose (counted in ``Record.skipped``)."""
 
 
 class Scheduler:
@@ -120,6 +158,8 @@ class Scheduler:
                     self.busy.set()
                 getattr(self, f"_{item.kind}")(item)
                 self.record.done[item.kind + (f":{item.detail}" if item.detail else "")] += 1
+            except Skip as why:
+                self.record.skipped[f"{item.kind}:{item.detail} ({why})"] += 1
             except Exception as exc:  # a fault that could not be applied is reported, not fatal
                 self.record.errors.append(f"{item.kind}: {type(exc).__name__}: {exc}"[:300])
             finally:
@@ -138,6 +178,46 @@ class Scheduler:
 
     def _bridge(self, item: Planned) -> None:
         self.world.spoiler.spoil(item.detail, item.seconds)
+
+    def _batch(self, item: Planned) -> None:
+        """Queue a fault for the next Message Batch the stand-in creates."""
+        batches = self.world.bridge.batches
+        if batches.pending_faults >= MAX_QUEUED_BATCH_FAULTS:
+            raise Skip("queue full")
+        hang = 3.0 + 2 * item.seconds  # past WSD_REQUEST_TIMEOUT (5 s) or not: then a reset
+        fault = {
+            "expired": BatchFault.expired,
+            "errored": BatchFault.errored,
+            "truncated": BatchFault.truncated,
+            "truncated_drop": lambda: BatchFault.truncated(drop=True),
+            "malformed_line": BatchFault.malformed_line,
+            "missing": BatchFault.missing,
+            "hang_retrieve": lambda: BatchFault.hang(hang, on="retrieve"),
+            "hang_results": lambda: BatchFault.hang(hang, on="results"),
+            "foreign_results_url": BatchFault.foreign_results_url,
+            "lost": BatchFault.lost,
+        }[item.detail]()
+        batches.script(fault)
+
+    def _batch_delay(self, item: Planned) -> None:
+        """From now on the stand-in ends a Message Batch this many seconds after its create."""
+        self.world.bridge.batches.delay = float(item.detail)
+
+    def _flush(self, _item: Planned) -> None:
+        """An urgent flush (the prompt lane, taking turns a Message Batch out may hold)."""
+        self._background("flush", "--wait", "30")
+
+    def _batches_absent(self, item: Planned) -> None:
+        """A Bridge without the batches API: for a while, or at the next create."""
+        batches = self.world.bridge.batches
+        if item.detail != "off":
+            batches.script(BatchFault.unsupported(int(item.detail)))
+            return
+        batches.enabled = False
+        try:
+            time.sleep(item.seconds)
+        finally:
+            batches.enabled = True
 
     def _disk_full(self, item: Planned) -> None:
         """RLIMIT_FSIZE on the daemon: every write past the current size of any file fails

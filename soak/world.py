@@ -99,6 +99,9 @@ class World:
         self.layout = Layout(str(root / "ws"))
         self.spoiler = Spoiler()
         self.bridge = BridgeStandin(responder=responder(self.spoiler))
+        # A Message Batch ends this long after its create (batch_delay faults change it):
+        # batches are out while the daemon is killed, frozen, its clock jumps, ...
+        self.bridge.batches.delay = 1.0
         self.settings = settings
         self.supervisord: subprocess.Popen[bytes] | None = None
 

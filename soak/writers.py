@@ -1,7 +1,8 @@
 """Writer processes: whole agent sessions through the real hook paths, and what they sent.
 
 ``python -m soak.writers WORKSPACE INDEX SEED SECONDS MANIFEST`` sends sessions until the
-time is up: SessionStart, turns of one prompt, a few tool calls and an answer, SessionEnd.
+time is up: SessionStart, turns of one prompt, a few tool calls and an answer, SessionEnd;
+all writers rest together 10 s in every 45 (:data:`LULL_EVERY`).
 Even writers use the ``wsd-hook`` command (a process per event, as Claude Code runs it), odd
 ones the SDK callbacks in-process (as an Agent SDK agent runs them). Writers 0 and 1 give
 their hooks no time to wait for the database (``WSD_HOOK_TIMEOUT_MS=0``), so every moment the
@@ -40,6 +41,11 @@ WORDS = [
     "total",
 ]
 TOOLS = ("Bash", "Read", "Write", "Grep", "Edit")
+#: Every LULL_EVERY seconds the writers rest LULL_SECONDS together (people reading answers):
+#: the backlog can empty, and only then does the daemon answer flush requests. Under eight
+#: writers that never rest none was ever answered before the drain, so one ``wsd flush`` or a
+#: memory.db deleted meanwhile kept the prompt lane busy with the whole transcript.
+LULL_EVERY, LULL_SECONDS = 45.0, 10.0
 
 
 def _session(rng: random.Random, writer: int, number: int) -> tuple[list[dict[str, Any]], Any]:
@@ -118,8 +124,13 @@ def main(argv: list[str]) -> int:
 
         callbacks = memory_hooks(workspace, config=CaptureConfig.from_env(env))
     number = 0
+    started = time.monotonic()
     with open(manifest, "a", encoding="utf-8") as out:
         while time.monotonic() < deadline:
+            phase = (time.monotonic() - started) % LULL_EVERY
+            if phase >= LULL_EVERY - LULL_SECONDS:
+                time.sleep(max(0.0, min(LULL_EVERY - phase, deadline - time.monotonic())))
+                continue
             events, entry = _session(rng, writer, number)
             if callbacks is None:
                 _send_command(events, env, hook)

@@ -8,10 +8,12 @@ import os
 import time
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from tests.conftest import drain, make_worker, write_turns
 from tests.conftest import query as q
+from wsd.daemon.curation.batches import parse_results
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
@@ -170,6 +172,24 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     assert outcome == "covered"
 
 
+def test_turns_closed_after_an_urgent_flush_go_to_the_economy_lane(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A ``wsd flush`` takes the prompt lane for the turns pending when it was asked for;
+    turns closed after it (other sessions writing on) go as a Message Batch, though the flush
+    stays open until the backlog is empty (found by the soak: under steady writing one flush
+    sent every later turn through the prompt lane, at twice the price)."""
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    Store(layout).request_flush("cli", time.time())
+    time.sleep(0.01)
+    write_turns(layout, 3, start=3, session="s2")
+    run_until(worker, lambda: pending(layout) == 0)
+    assert (calls(standin), creates(standin)) == (1, 1)
+    assert [(r[0], r[3], r[4]) for r in ledger(layout)] == [("prompt", 1, 3), ("economy", 4, 6)]
+    covered_once(layout)
+
+
 def test_a_precompact_flush_uses_the_prompt_lane(layout: Layout, standin: BridgeStandin) -> None:
     """PreCompact's flush is curated by a direct call at once; a SessionEnd flush by the
     economy lane."""
@@ -220,6 +240,34 @@ def test_damaged_results_are_read_again_then_released(
     assert pending(layout) == 0
     lanes = [r[0] for r in ledger(layout)]
     assert "economy" in lanes and "prompt" in lanes
+
+
+@pytest.mark.parametrize("fault", ["missing", "malformed_line", "truncated"])
+def test_a_result_never_read_keeps_its_estimate(
+    layout: Layout, standin: BridgeStandin, fault: str
+) -> None:
+    """A request whose line stays missing or garbled through every read may well have been
+    billed (the API bills work done, not work delivered: the stand-in did): its charge keeps
+    the estimate made at submission, never void; its turns go to the prompt lane."""
+    standin.batches.script(getattr(BatchFault, fault)())
+    worker = economy(layout, standin)
+    write_turns(layout, 3)
+    run_until(worker, lambda: pending(layout) == 0)
+    assert len(standin.batches.billed) == 1
+    [(status, usd)] = q(
+        layout.transcript_db, "SELECT status, usd FROM charges WHERE purpose = 'curate-batch'"
+    )
+    assert status == "estimated" and usd > 0
+    assert [r[0] for r in ledger(layout)] == ["prompt"]
+    covered_once(layout)
+
+
+def test_a_succeeded_result_without_a_readable_message_is_billed_not_errored() -> None:
+    """'succeeded' with a message that has no content list was billed by the API: read as
+    unreadable (priced as a full answer), never as errored (not billed)."""
+    line = {"custom_id": "t1-3-0", "result": {"type": "succeeded", "message": {"id": "m"}}}
+    results = parse_results(json.dumps(line) + "\n", {"t1-3-0": 100}, 4096)
+    assert results.by_id["t1-3-0"].kind == "unreadable"
 
 
 def test_results_are_read_from_the_bridge_not_from_a_foreign_results_url(

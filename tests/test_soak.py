@@ -15,12 +15,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_a_short_soak_keeps_every_invariant() -> None:
     """90 seconds of writers, kills, Bridge faults, a full disk, freezes, a held lock,
-    rebuild, backup, doctor --fix, a hand edit, a second daemon and a deleted memory.db,
-    from a fixed seed: after the drain every invariant holds (the soak prints each)."""
+    rebuild, backup, doctor --fix, a hand edit, a second daemon and a deleted memory.db, on
+    the economy lane with Message Batch faults (errored, a hung results read, truncated
+    results), an urgent flush and the batches API gone a while, from a fixed seed: after the
+    drain every invariant holds (the soak prints each)."""
     # Not under tmp_path: its depth leaves no room for supervisord's socket path (107 bytes).
     env = dict(os.environ, PYTHONPATH=str(REPO))
     result = subprocess.run(
-        [sys.executable, "-m", "soak", "--minutes", "1.5", "--seed", "20261123"],
+        [sys.executable, "-m", "soak", "--minutes", "1.5", "--seed", "20261181"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -29,5 +31,6 @@ def test_a_short_soak_keeps_every_invariant() -> None:
     )
     report = result.stdout + result.stderr[-3000:]
     assert result.returncode == 0, report
-    assert report.count("\nok   ") >= 11 and "\nFAIL" not in report, report
+    assert report.count("\nok   ") >= 14 and "\nFAIL" not in report, report
     assert "kill9" in report and "delete_memory_db" in report, report
+    assert "batch:" in report and "batches_absent" in report, report

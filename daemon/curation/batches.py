@@ -198,8 +198,8 @@ def _result(custom_id: str, raw: Any, chars: int, max_tokens: int) -> Result | N
     if kind != "succeeded":
         return Result(custom_id, kind, error=kind)
     message = _Message(raw.get("message"))
-    if not message.ok:
-        return Result(custom_id, "errored", error="succeeded without a readable message")
+    if not message.ok:  # succeeded, so billed: unreadable, not errored (which is not billed)
+        return Result(custom_id, "unreadable", error="succeeded without a readable message")
     usage = usage_of(message, chars, max_tokens)
     try:
         reply = to_reply(message, usage, 1, 0.0)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
-from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown
+from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown, Unanswered
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Seen
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
@@ -327,8 +327,16 @@ class Economy:
         now = self.clock()
         if result is None or result.reply is None:
             why = "result missing" if result is None else f"{result.kind}: {result.error}"
-            billed = result is not None and result.kind == "unreadable"
-            self.meter.unanswered(request.charge_id, "unreadable" if billed else "void")
+            # The API bills a request that succeeded, whatever became of its line: one read
+            # as unreadable is priced as a full answer; one missing or garbled through every
+            # read may have succeeded, so its estimate stays (found by the soak: a truncated
+            # results file's last request, billed by the Bridge, was booked void).
+            how: Unanswered = "void"  # errored, expired, canceled: not billed
+            if result is None:
+                how = "lost"
+            elif result.kind == "unreadable":
+                how = "unreadable"
+            self.meter.unanswered(request.charge_id, how)
             self.log.warning(
                 "economy_request_failed", remote_id=remote_id, custom_id=request.custom_id, why=why
             )

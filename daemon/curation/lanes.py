@@ -4,7 +4,8 @@
   waited ``WSD_IDLE_SECONDS`` while every session was quiet for ``WSD_QUIET_SECONDS``.
 * :func:`choose`: ``economy`` (a Message Batch at half price, the default), ``prompt`` (a
   direct call that takes the turns an economy request holds too: PreCompact and ``wsd flush``
-  want them in memory now, and the economy result that follows is discarded as covered), or
+  want them in memory now, and the economy result that follows is discarded as covered; the
+  turns closed after the flush was asked for go the way they would have gone without it), or
   ``free`` (a direct call for the turns no economy request holds: ``WSD_CURATION=prompt``, a
   Bridge without batches, or turns the economy lane handed back).
 """

@@ -48,7 +48,8 @@ class Backlog:
     last_turn_id: int = 0
     #: Pending turns an economy request in flight holds (counted in ``pending`` too).
     held: int = 0
-    #: The newest open flush that wants the prompt lane (PreCompact, ``wsd flush``).
+    #: The newest open flush that wants the prompt lane (PreCompact, ``wsd flush``): one
+    #: with a pending turn that closed before it was asked for.
     urgent_flush: int | None = None
 
 

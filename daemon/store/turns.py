@@ -45,10 +45,15 @@ def backlog(t: apsw.Connection) -> Backlog:
         "SELECT count(*) FROM remote_turns r JOIN observations o ON o.id = r.observation_id"
         " WHERE o.processed = 0",
     )
+    # An open PreCompact or `wsd flush` wants the turns pending when it was asked for; once
+    # they are curated it wants nothing more of the lane (it stays open until the backlog is
+    # empty, which under steady writing may be never: found by the soak, one `wsd flush` sent
+    # every later turn through the prompt lane at twice the price).
     (urgent,) = schema.one(
         t,
-        "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL"
-        " AND reason IN ('precompact', 'cli')",
+        "SELECT max(f.id) FROM flush_requests f WHERE f.handled_at IS NULL"
+        " AND f.reason IN ('precompact', 'cli') AND EXISTS (SELECT 1 FROM observations o"
+        " WHERE o.processed = 0 AND o.timestamp <= f.ts)",
     )
     return Backlog(
         int(pending),
