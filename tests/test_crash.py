@@ -179,11 +179,16 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
         for b in sent
     ]
     assert set().union(*map(set, batches_sent)) == set(range(1, TURNS + 1))
-    seen: set[int] = set()
-    repeated = 0
-    for ids in batches_sent:
-        repeated += bool(seen.intersection(ids))
-        seen.update(ids)
-    # A kill can only abandon the call in flight; it is sent again once.
-    assert repeated <= kills, (repeated, kills, len(batches_sent))
-    assert repeated >= 1, "no kill landed during a curator call: the test lost its teeth"
+    # A kill can only abandon the call (or Message Batch) in flight, whose turns are then sent
+    # again: count the sends some of whose turns went again later. The economy lane may add
+    # one: the final `wsd flush` re-sends the turns of a Message Batch still out by a direct
+    # call. (Counting the later sends instead blamed one lost 1,000-turn Message Batch for each
+    # of the hundred 10-turn calls that sent its turns again.)
+    later: set[int] = set()
+    abandoned = 0
+    for ids in reversed(batches_sent):
+        abandoned += bool(later.intersection(ids))
+        later.update(ids)
+    allowed = kills + (1 if lane == "economy" else 0)
+    assert abandoned <= allowed, (abandoned, kills, len(batches_sent))
+    assert abandoned >= 1, "no kill landed during a curator call: the test lost its teeth"
