@@ -261,9 +261,12 @@ def curator_cost(batch: int = 25) -> list[Row]:
             "curator: cost per 25-turn batch, prompt lane",
             edit_cost,
             "$",
-            "<= 0.007",
-            edit_cost <= 0.007,
-            f"the stand-in's reply: {edit_out} output tokens counted from its text"
+            "-",
+            None,
+            # Issue 23 changed the price, not the content: the $0.007 (then $0.005) per batch
+            # is the economy lane's target (next row); this is the direct call beside it.
+            "reference for the economy lane's target (the prompt lane: PreCompact, wsd flush);"
+            f" the stand-in's reply: {edit_out} output tokens counted from its text"
             f" ({len(edit_reply.splitlines())} lines); Haiku 4.5 $1/$5 per MTok;"
             f" input ${_cost(tokens, 0):.4f} + output ${_cost(0, edit_out):.4f}",
         ),
