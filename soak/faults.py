@@ -208,10 +208,17 @@ class Scheduler:
         self._background("flush", "--wait", "30")
 
     def _batches_absent(self, item: Planned) -> None:
-        """A Bridge without the batches API: for a while, or at the next create."""
+        """A Bridge without the batches API: for a while, or at the next create (waited for,
+        the fault's seconds at most, so that the clock jump planned after it finds the lane
+        off: queued behind other batch faults it turned the lane off only later)."""
         batches = self.world.bridge.batches
         if item.detail != "off":
+            deadline = time.monotonic() + item.seconds
+            while batches.pending_faults and time.monotonic() < deadline:
+                time.sleep(0.2)  # the batch faults queued before it meet their batches
             batches.script(BatchFault.unsupported(int(item.detail)))
+            while batches.pending_faults and time.monotonic() < deadline:
+                time.sleep(0.2)
             return
         batches.enabled = False
         try:
