@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any
 
+import apsw
 import pytest
 from structlog.testing import capture_logs
 
@@ -403,3 +404,26 @@ def test_the_daily_cap_counts_what_is_in_flight(layout: Layout, standin: BridgeS
     run_until(worker, lambda: pending(layout) == 0)
     [(status, _usd)] = q(layout.transcript_db, "SELECT status, usd FROM charges")
     assert status == "billed"
+
+
+def test_only_the_turns_handed_back_take_the_prompt_lane(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Turns the economy lane handed back go by direct call, and only they: the pending turns
+    around them still go as a Message Batch (found by the soak: after memory.db was deleted,
+    stale marks sent a whole re-pended backlog of 4,061 turns direct)."""
+    write_turns(layout, 9)
+    conn = apsw.Connection(layout.transcript_db)
+    conn.execute(
+        "INSERT INTO prompt_only_turns (observation_id, reason, at)"
+        " VALUES (4, 'expired', 0), (5, 'expired', 0), (6, 'expired', 0)"
+    )
+    conn.close()
+    run_until(economy(layout, standin), lambda: pending(layout) == 0)
+    rows = ledger(layout)
+    assert sorted((r[0], r[3], r[4]) for r in rows) == [
+        ("economy", 1, 3),
+        ("economy", 7, 9),
+        ("prompt", 4, 6),
+    ]
+    covered_once(layout)

@@ -22,7 +22,7 @@ Hostile by default:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -127,9 +127,12 @@ class BatchesClient:
             raise BadReply(f"asked for batch {remote_id}, the Bridge answered {state.remote_id}")
         return state
 
-    def results(self, remote_id: str, expected: Mapping[str, int]) -> Results:
+    def results(
+        self, remote_id: str, expected: Mapping[str, int], done: Set[str] = frozenset()
+    ) -> Results:
         """The results of an ended batch, by custom id; ``expected`` maps each of its
-        custom ids to its request's size in characters (the usage check)."""
+        custom ids still waiting to its request's size in characters (the usage check),
+        ``done`` names those already applied."""
         body = self.bridge.in_thread(
             lambda c: c.get(
                 f"/v1/messages/batches/{_safe(remote_id)}/results",
@@ -140,7 +143,7 @@ class BatchesClient:
         )
         if not isinstance(body, str):
             raise BadReply("results body is not text")
-        return parse_results(body, expected, self.config.max_tokens)
+        return parse_results(body, expected, self.config.max_tokens, done)
 
     def foreign_results_url(self, state: RemoteState) -> str | None:
         """The batch's ``results_url`` when it points off the Bridge (never fetched)."""
@@ -156,8 +159,11 @@ class BatchesClient:
         return self.bridge.classify(exc, 1).args[0] if exc.args else type(exc).__name__
 
 
-def parse_results(body: str, expected: Mapping[str, int], max_tokens: int) -> Results:
-    """Each line of a results file checked on its own (see the module docstring)."""
+def parse_results(
+    body: str, expected: Mapping[str, int], max_tokens: int, done: Set[str] = frozenset()
+) -> Results:
+    """Each line of a results file checked on its own (see the module docstring); lines of
+    the requests in ``done`` (applied at an earlier read) are passed over without a word."""
     out = Results()
     if len(body) > MAX_RESULTS_BYTES:
         out.problems.append(f"results body of {len(body)} characters: read only the first part")
@@ -171,6 +177,8 @@ def parse_results(body: str, expected: Mapping[str, int], max_tokens: int) -> Re
             out.problems.append(f"line {number}: not JSON (cut short or garbled)")
             continue
         custom_id = item.get("custom_id") if isinstance(item, dict) else None
+        if isinstance(custom_id, str) and custom_id in done and custom_id not in expected:
+            continue
         if not isinstance(custom_id, str) or custom_id not in expected:
             out.problems.append(f"line {number}: names no request of this batch")
             continue

@@ -282,9 +282,9 @@ class Economy:
         last_read = batch.fetches + 1 >= MAX_FETCHES
         soon = now + self.config.batch_poll_seconds
         try:
-            results = self.client.results(
-                remote_id, {r.custom_id: r.request_chars for r in pending}
-            )
+            expected = {r.custom_id: r.request_chars for r in pending}
+            done = self.store.remote.custom_ids(batch.id) - set(expected)
+            results = self.client.results(remote_id, expected, done)
         except Shutdown:
             raise
         except Exception as exc:

@@ -6,8 +6,9 @@
   direct call that takes the turns an economy request holds too: PreCompact and ``wsd flush``
   want them in memory now, and the economy result that follows is discarded as covered; the
   turns closed after the flush was asked for go the way they would have gone without it), or
-  ``free`` (a direct call for the turns no economy request holds: ``WSD_CURATION=prompt``, a
-  Bridge without batches, or turns the economy lane handed back).
+  ``free`` (a direct call for the turns no economy request holds: ``WSD_CURATION=prompt`` or a
+  Bridge without batches), or ``released`` (a direct call for the turns the economy lane
+  handed back, and only those).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def choose(backlog: Backlog, reason: str, economy: Lane, now: float) -> str:
     """The lane for the next batch (see the module docstring)."""
     if reason == "flush" and backlog.urgent_flush is not None:
         return "prompt"
-    if not economy.usable(now) or economy.prompt_only_pending():
+    if not economy.usable(now):
         return "free"
+    if economy.prompt_only_pending():
+        return "released"
     return "economy"

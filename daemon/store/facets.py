@@ -385,6 +385,10 @@ class RemoteBatches:
         with self._db.transcript() as t:
             return remote.pending_requests(t, rid)
 
+    def custom_ids(self, rid: int) -> set[str]:
+        with self._db.transcript(readonly=True) as t:
+            return remote.custom_ids(t, rid)
+
     def polled(
         self,
         rid: int,

@@ -155,6 +155,12 @@ def pending_requests(t: apsw.Connection, rid: int) -> list[RemoteRequest]:
     ]
 
 
+def custom_ids(t: apsw.Connection, rid: int) -> set[str]:
+    """Every request's custom id in batch ``rid``, with an outcome or not."""
+    rows = schema.rows(t, "SELECT custom_id FROM remote_requests WHERE remote_batch_id = ?", (rid,))
+    return {str(r[0]) for r in rows}
+
+
 def polled(
     t: apsw.Connection,
     rid: int,

@@ -108,11 +108,14 @@ def next_turns(
     rest of a burst spooled with it may still be on its way). ``lane``: ``prompt`` reads
     every pending turn (a flush takes those an economy request holds too: the later result
     is then discarded as covered); ``economy`` leaves out the turns a pending request holds
-    and those handed back to the prompt lane; ``free`` leaves out only the held ones."""
+    and those handed back to the prompt lane; ``free`` leaves out only the held ones;
+    ``released`` reads only those handed back (the prompt lane takes them, the economy lane
+    the rest: found by the soak, stale marks sent a whole re-pended backlog direct)."""
     where = {
         "prompt": "",
         "free": f" AND {_HELD}",
         "economy": f" AND {_HELD} AND {_NOT_PROMPT_ONLY}",
+        "released": f" AND {_HELD} AND NOT {_NOT_PROMPT_ONLY}",
     }[lane]
     rows = schema.rows(
         t,
