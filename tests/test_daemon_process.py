@@ -78,7 +78,9 @@ def test_running_daemon_curates_hook_turns_into_memory(layout: Layout, tmp_path:
                 scalar(layout.memory_db, "SELECT count(*) FROM learnings WHERE type = 'preference'")
                 >= 1
             )
-            assert "green tea" in Path(layout.md("user.md")).read_text()
+            # The md files are written from the revision right after the ledger commits.
+            user_md = Path(layout.md("user.md"))
+            assert _wait(lambda: user_md.exists() and "green tea" in user_md.read_text())
     log = (tmp_path / "d.log").read_text()
     assert TOKEN not in log
     # The token authenticates us to the Bridge: in the auth header, nowhere else.
