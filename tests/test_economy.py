@@ -427,3 +427,19 @@ def test_only_the_turns_handed_back_take_the_prompt_lane(
         ("prompt", 4, 6),
     ]
     covered_once(layout)
+
+
+def test_a_message_batch_stays_within_its_size_cap(
+    layout: Layout, standin: BridgeStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backlog larger than the size cap of one Message Batch goes in several, one after
+    the other (the body is held several times over while it is sent: the daemon's RSS)."""
+    from wsd.daemon.curation import economy as lane
+
+    monkeypatch.setattr(lane, "MAX_SUBMISSION_CHARS", 1)
+    write_turns(layout, 9)
+    run_until(economy(layout, standin), lambda: pending(layout) == 0)
+    bodies = [r.json for r in standin.requests if r.path == BATCHES and r.method == "POST"]
+    assert [len(b["requests"]) for b in bodies if b] == [1, 1, 1]
+    assert [(r[3], r[4]) for r in ledger(layout)] == [(1, 3), (4, 6), (7, 9)]
+    covered_once(layout)

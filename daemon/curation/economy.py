@@ -33,7 +33,7 @@ from typing import Any
 
 from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
 from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown, Unanswered
-from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Seen
+from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, Seen
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
@@ -48,6 +48,12 @@ PROBE_SECONDS = 86_400.0
 #: Output tokens the in-flight estimate assumes per request (``make bench`` curator_cost:
 #: 485 for a 25-turn batch).
 EXPECTED_OUTPUT_TOKENS = 500
+#: Characters of requests in one Message Batch at most (at least one request): the body is
+#: held several times over while it is sent (the requests, their JSON, the HTTP body), and
+#: the soak's daemon passed its 120 MB RSS bound (126.5 MB, seed 2311) with 40 requests of
+#: up to 60,000 characters of turns each. 2 MB is ~65 typical 25-turn requests (make bench:
+#: 100 of them are 3.0 MB).
+MAX_SUBMISSION_CHARS = 2_000_000
 #: The state key remembering that the Bridge has no batches endpoint.
 OFF_KEY = "economy_off"
 
@@ -123,7 +129,12 @@ class Economy:
         snapshot. Raises Outage (the Bridge is down: back off) and Shutdown."""
         base = self.pipeline.files()
         actions = self.store.open_actions()
-        prepared = [self.pipeline.prepare(b, base, actions) for b in batches]
+        prepared: list[Prepared] = []
+        for batch in batches:  # within the size cap: the rest waits for the next batch
+            if prepared and sum(p.chars for p in prepared) >= MAX_SUBMISSION_CHARS:
+                break
+            prepared.append(self.pipeline.prepare(batch, base, actions))
+        batches = batches[: len(prepared)]
         requests: list[RemoteRequest] = []
         bodies: list[dict[str, Any]] = []
         for position, (batch, ready) in enumerate(zip(batches, prepared, strict=True)):
