@@ -443,3 +443,16 @@ def test_a_message_batch_stays_within_its_size_cap(
     assert [len(b["requests"]) for b in bodies if b] == [1, 1, 1]
     assert [(r[3], r[4]) for r in ledger(layout)] == [(1, 3), (4, 6), (7, 9)]
     covered_once(layout)
+
+
+def test_a_garbled_lane_state_reads_as_on(layout: Layout) -> None:
+    """An ``economy_off`` state row that is not what the daemon writes (not JSON, a probe time
+    that is not a number) leaves the lane on and ``wsd status``'s report whole."""
+    from wsd.daemon.curation.economy import report
+
+    store = Store(layout)
+    for raw in ("not json", '{"probe_at": "tomorrow"}', "[1]"):
+        store.set_state({"economy_off": raw}, time.time())
+        assert report(store, "economy", time.time())["economy_off"] is None
+    store.set_state({"economy_off": json.dumps({"probe_at": time.time() + 60})}, time.time())
+    assert report(store, "economy", time.time())["economy_off"] is not None

@@ -120,7 +120,7 @@ class BatchesClient:
             )
         except Exception as exc:
             if status_of(exc) == 404:
-                raise Gone(self._scrub(exc)) from exc
+                raise Gone(self.bridge.scrub(f"{type(exc).__name__}: {str(exc)[:300]}")) from exc
             raise
         state = _state(batch, unsupported=False)
         if state.remote_id != remote_id:
@@ -154,9 +154,6 @@ class BatchesClient:
         if (theirs.scheme, theirs.netloc) == (mine.scheme, mine.netloc):
             return None
         return url[:200]
-
-    def _scrub(self, exc: BaseException) -> str:
-        return self.bridge.classify(exc, 1).args[0] if exc.args else type(exc).__name__
 
 
 def parse_results(

@@ -240,7 +240,7 @@ class BridgeClient:
             with contextlib.suppress(Exception):
                 client.close()
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         """Error text may echo our credentials back (a proxy quoting the request)."""
         for secret in (self.config.api_key, self.config.auth_token):
             if secret:
@@ -309,7 +309,7 @@ class BridgeClient:
         docstring); the pooled client is dropped."""
         self.reset()
         hint = retry_after(exc)
-        message = self._scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
+        message = self.scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
         status = status_of(exc)
         if is_transient(exc) or status is None or status in OUTAGE_STATUS or status >= 500:
             return Outage(message, attempts, hint)

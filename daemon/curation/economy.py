@@ -102,14 +102,7 @@ class Economy:
 
     def off(self, now: float) -> dict[str, Any] | None:
         """Why the lane is off (the Bridge has no batches endpoint), until when; None: on."""
-        raw = self.store.get_state(OFF_KEY)
-        try:
-            off = json.loads(raw) if raw else None
-        except ValueError:
-            off = None
-        if not isinstance(off, dict) or not isinstance(off.get("probe_at"), int | float):
-            return None
-        return off if now < float(off["probe_at"]) else None
+        return economy_off(self.store, now)
 
     def usable(self, now: float) -> bool:
         """Whether new batches may go to the economy lane now."""
@@ -401,14 +394,23 @@ class Economy:
             self.log.warning(event, remote_id=remote_id, **fields)
 
 
-def report(store: Store, lane: str, now: float) -> dict[str, Any]:
-    """The lane as ``wsd status`` and ``wsd doctor`` show it (read-only): the setting, whether
-    the economy lane is off and why, and every Message Batch in flight with its age."""
+def economy_off(store: Store, now: float) -> dict[str, Any] | None:
+    """Why the economy lane is off (``since``, ``reason``, ``probe_at``) while ``now`` is
+    before its daily probe; None: on (also for a state row that is not what this code
+    writes)."""
     raw = store.get_state(OFF_KEY)
     try:
         off = json.loads(raw) if raw else None
     except ValueError:
-        off = None
+        return None
+    if not isinstance(off, dict) or not isinstance(off.get("probe_at"), int | float):
+        return None
+    return off if now < float(off["probe_at"]) else None
+
+
+def report(store: Store, lane: str, now: float) -> dict[str, Any]:
+    """The lane as ``wsd status`` and ``wsd doctor`` show it (read-only): the setting, whether
+    the economy lane is off and why, and every Message Batch in flight with its age."""
     in_flight = []
     for batch in store.remote.summary():
         since = batch.get("submitted_at") or batch.get("created_at")
@@ -416,9 +418,7 @@ def report(store: Store, lane: str, now: float) -> dict[str, Any]:
         in_flight.append(batch | {"age_s": None if age is None else round(age, 1)})
     return {
         "lane": lane,
-        "economy_off": off
-        if isinstance(off, dict) and now < float(off.get("probe_at", 0))
-        else None,
+        "economy_off": economy_off(store, now),
         "in_flight": in_flight,
     }
 
