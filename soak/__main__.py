@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TextIO
 
 from soak import faults, invariants
 from soak.world import World
@@ -47,8 +48,9 @@ SETTINGS = {
 
 
 class Samplers:
-    """The daemon's RSS every second; ``wsd status`` (every ~10 s) and ``wsd doctor`` (every
-    ~30 s) against supervisord while the daemon runs undisturbed."""
+    """The daemon's RSS every second (also in ``rss.tsv``: seconds in, pid, MB, to find what
+    a peak coincided with in wsd.log); ``wsd status`` (every ~10 s) and ``wsd doctor``
+    (every ~30 s) against supervisord while the daemon runs undisturbed."""
 
     def __init__(self, world: World, scheduler: faults.Scheduler) -> None:
         self.world = world
@@ -68,12 +70,19 @@ class Samplers:
         self._thread.join()
 
     def _run(self) -> None:
+        with open(self.world.root / "rss.tsv", "a", encoding="ascii") as trace:
+            self._sample(trace)
+
+    def _sample(self, trace: TextIO) -> None:
         last: tuple[str, int | None, float] = ("", None, 0.0)
-        doctor_at = time.monotonic()
+        doctor_at = began = time.monotonic()
         while not self.stop.wait(1.0):
             state, pid = self.world.daemon()
             if pid:
-                self.rss_max_mb = max(self.rss_max_mb, _rss_mb(pid))
+                rss = _rss_mb(pid)
+                self.rss_max_mb = max(self.rss_max_mb, rss)
+                trace.write(f"{time.monotonic() - began:.0f}\t{pid}\t{rss:.1f}\n")
+                trace.flush()
             now = time.monotonic()
             if now - last[2] < 10:
                 continue

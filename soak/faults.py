@@ -65,7 +65,7 @@ ABSENT = ("off", "404", "405", "501", "200")
 MAX_QUEUED_BATCH_FAULTS = 2
 BRIDGE_MODES = (
     *("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless"),
-    *("replace_all", "negative_usage"),
+    *("replace_all", "negative_usage", "bloat"),
 )
 
 

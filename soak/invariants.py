@@ -322,7 +322,7 @@ def _cost(world: World, batch_billed: list[Billed]) -> Check:
             expected = factor * _price(tin, tout)
             exact = any(u["input_tokens"] == tin and u["output_tokens"] == tout for u, _m in usages)
             # A lie (negative usage) or a figure no answer within max_tokens can have (the
-            # flood fault's 290 KB reply "used" 72,444 output tokens) is priced at the daemon's
+            # flood fault's 58 KB reply "used" 14,500 output tokens) is priced at the daemon's
             # estimate.
             lied = any(_implausible(u, m) for u, m in usages) and tin > 0 and tout >= 0
             if not (exact or lied) or abs(expected - float(cost)) > 1e-9 or cost < 0:

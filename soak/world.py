@@ -70,9 +70,12 @@ def responder(spoiler: Spoiler) -> Callable[[JSON], Step]:
         ids = _turn_ids(body)
         if mode == "truncated":
             reply = Reply.truncated("FACT: cut short\nuser.md -1\nuser.md -2")
-        elif mode == "flood":
-            flood = "\n".join(f"FACT: flood learning {ids} number {i}" for i in range(3000))
-            reply = Reply.text(flood + "\n" + "\n".join(f"ACTION: flood {i}" for i in range(500)))
+        elif mode == "flood":  # as much as a 4,096-token answer can carry: for the guards
+            span = f"{ids[0]}-{ids[-1]}" if ids else "none"
+            flood = "\n".join(f"FACT: flood learning {span} number {i}" for i in range(1200))
+            reply = Reply.text(flood + "\n" + "\n".join(f"ACTION: flood {i}" for i in range(300)))
+        elif mode == "bloat":  # more than any answer can carry (half a MB): never held whole
+            reply = Reply.text(f"FACT: bloat {ids}\n" + "FACT: bloat\n" * 45_000)
         elif mode == "careless":
             reply = Reply.text("USER_MD_UPDATE:\n# User\n- (everything else forgotten)")
         elif mode == "replace_all":  # every line of every file replaced by a dot (issue 20)

@@ -267,7 +267,7 @@ def test_a_succeeded_result_without_a_readable_message_is_billed_not_errored() -
     """'succeeded' with a message that has no content list was billed by the API: read as
     unreadable (priced as a full answer), never as errored (not billed)."""
     line = {"custom_id": "t1-3-0", "result": {"type": "succeeded", "message": {"id": "m"}}}
-    results = parse_results(json.dumps(line) + "\n", {"t1-3-0": 100}, 4096)
+    results = parse_results([json.dumps(line)], {"t1-3-0": 100}, 4096)
     assert results.by_id["t1-3-0"].kind == "unreadable"
 
 

@@ -214,6 +214,22 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     assert q(layout.memory_db, "SELECT count(*) FROM pending_actions") == [(1,)]
 
 
+def test_a_direct_reply_longer_than_max_tokens_can_carry_is_asked_again(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A prompt-lane answer with more text than max_tokens tokens can hold is no reply: it is
+    booked (billed) and asked again, and only the sound answer is applied."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    write_turns(layout, 1)
+    _scripted(standin, "FACT: flood\n" * 10_000)  # 120,000 characters > 4,096 x 16
+    _scripted(standin, "FACT: The build uses make.")
+    drain(worker)
+    assert q(layout.memory_db, "SELECT content FROM learnings") == [("The build uses make.",)]
+    assert q(layout.memory_db, "SELECT attempts FROM batches WHERE status = 'done'") == [(2,)]
+    charges = "SELECT status FROM charges ORDER BY id"  # the flood's usage is implausible too
+    assert q(layout.transcript_db, charges) == [("estimated",), ("billed",)]
+
+
 def test_truncated_reply_keeps_learnings_but_not_updates(
     layout: Layout, standin: BridgeStandin
 ) -> None:

@@ -13,22 +13,27 @@ Hostile by default:
   Bridge and this machine. A ``results_url`` on another origin is logged, never fetched.
 * A Bridge without the endpoints (404, 405, 501, or a 200 that is not a batch object) raises
   :class:`Unsupported`, so the loop uses the prompt lane instead.
+* The results file is read as it streams, one line at a time: a line longer than one
+  answer of ``max_tokens`` can be is passed over unread, and the file is read no further than
+  :data:`MAX_RESULTS_BYTES` (the soak's flooding Bridge had the daemon hold a 10 MB file
+  several times over, past its 120 MB).
 * Each results line is checked on its own: a line that is not JSON, names no request of the
-  batch, repeats one, or is cut short is skipped and reported; the requests it leaves without
-  a result are fetched again, then handed to the prompt lane (the economy lane decides).
+  batch, repeats one, is cut short or too long is skipped and reported; the requests it leaves
+  without a result are fetched again, then handed to the prompt lane (the economy lane decides).
 * A message's usage is checked as a prompt answer's is (:func:`usage_of`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from wsd.daemon.curation.bridge import (
+    MAX_CHARS_PER_TOKEN,
     BadReply,
     BridgeClient,
     Reply,
@@ -44,9 +49,13 @@ UNSUPPORTED_STATUS = frozenset({404, 405, 501})
 STATES = frozenset({"in_progress", "canceling", "ended"})
 #: Result types the API documents.
 RESULT_TYPES = frozenset({"succeeded", "errored", "canceled", "expired"})
-#: The largest results body read (a hostile Bridge must not fill the daemon's memory): 100
+#: The most of a results file read (a hostile Bridge must not keep the daemon reading): 100
 #: requests of a 4,096-token answer are ~2 MB.
 MAX_RESULTS_BYTES = 64 * 1024 * 1024
+#: Bytes a results line may take beyond its reply's text (ids, usage, JSON framing).
+LINE_FRAMING_BYTES = 64 * 1024
+#: Bytes a character of reply text may take in a results line (``\\uXXXX`` escapes).
+ESCAPED_CHAR_BYTES = 6
 
 
 class Unsupported(Exception):
@@ -133,17 +142,30 @@ class BatchesClient:
         """The results of an ended batch, by custom id; ``expected`` maps each of its
         custom ids still waiting to its request's size in characters (the usage check),
         ``done`` names those already applied."""
-        body = self.bridge.in_thread(
-            lambda c: c.get(
-                f"/v1/messages/batches/{_safe(remote_id)}/results",
-                cast_to=str,
+        path = f"/v1/messages/batches/{_safe(remote_id)}/results"
+        max_tokens = self.config.max_tokens
+
+        def read(client: Any) -> Results:
+            import httpx2  # the anthropic client's HTTP library, loaded with it (not at boot)
+
+            response = client.get(
+                path,
+                cast_to=httpx2.Response,
+                stream=True,
                 options={"headers": {"Accept": "application/binary"}},
-            ),
-            "wsd-batch-results",
-        )
-        if not isinstance(body, str):
-            raise BadReply("results body is not text")
-        return parse_results(body, expected, self.config.max_tokens, done)
+            )
+            try:
+                lines = Lines(response.iter_bytes(), line_limit(max_tokens))
+                out = parse_results(lines, expected, max_tokens, done)
+                if lines.cut:
+                    out.problems.append(
+                        f"results file over {MAX_RESULTS_BYTES} bytes: read no further"
+                    )
+                return out
+            finally:
+                response.close()
+
+        return self.bridge.in_thread(read, "wsd-batch-results")
 
     def foreign_results_url(self, state: RemoteState) -> str | None:
         """The batch's ``results_url`` when it points off the Bridge (never fetched)."""
@@ -156,16 +178,63 @@ class BatchesClient:
         return url[:200]
 
 
+def line_limit(max_tokens: int) -> int:
+    """The longest results line one answer of ``max_tokens`` tokens can make."""
+    return max_tokens * MAX_CHARS_PER_TOKEN * ESCAPED_CHAR_BYTES + LINE_FRAMING_BYTES
+
+
+class Lines:
+    """The lines of a streamed file, decoded, holding at most one line of ``limit`` bytes:
+    a longer line is drained and yielded as None; reading stops after
+    :data:`MAX_RESULTS_BYTES` (``cut`` is then True)."""
+
+    def __init__(self, chunks: Iterable[bytes], limit: int) -> None:
+        self.chunks = chunks
+        self.limit = limit
+        self.cut = False
+
+    def __iter__(self) -> Iterator[str | None]:
+        line = bytearray()
+        over = False
+        total = 0
+        for chunk in self.chunks:
+            total += len(chunk)
+            if total > MAX_RESULTS_BYTES:
+                self.cut = True
+                return  # what was read of the last line is not a line: the request is missing
+            start = 0
+            while start <= len(chunk):
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if not over:
+                    line += piece
+                    if len(line) > self.limit:
+                        over = True
+                        line.clear()
+                if end < 0:
+                    break
+                yield None if over else line.decode("utf-8", "replace")
+                line.clear()
+                over = False
+                start = end + 1
+        if over or line:
+            yield None if over else line.decode("utf-8", "replace")
+
+
 def parse_results(
-    body: str, expected: Mapping[str, int], max_tokens: int, done: Set[str] = frozenset()
+    lines: Iterable[str | None],
+    expected: Mapping[str, int],
+    max_tokens: int,
+    done: Set[str] = frozenset(),
 ) -> Results:
     """Each line of a results file checked on its own (see the module docstring); lines of
-    the requests in ``done`` (applied at an earlier read) are passed over without a word."""
+    the requests in ``done`` (applied at an earlier read) are passed over without a word.
+    A None line is one too long to read (see :class:`Lines`)."""
     out = Results()
-    if len(body) > MAX_RESULTS_BYTES:
-        out.problems.append(f"results body of {len(body)} characters: read only the first part")
-        body = body[:MAX_RESULTS_BYTES]
-    for number, line in enumerate(body.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
+        if line is None:
+            out.problems.append(f"line {number}: longer than an answer can be, not read")
+            continue
         if not line.strip():
             continue
         try:
@@ -207,7 +276,7 @@ def _result(custom_id: str, raw: Any, chars: int, max_tokens: int) -> Result | N
         return Result(custom_id, "unreadable", error="succeeded without a readable message")
     usage = usage_of(message, chars, max_tokens)
     try:
-        reply = to_reply(message, usage, 1, 0.0)
+        reply = to_reply(message, usage, 1, 0.0, max_tokens)
     except BadReply as exc:
         return Result(custom_id, "unreadable", usage=usage, message_id=message.id, error=str(exc))
     return Result(custom_id, kind, reply=reply, usage=usage, message_id=message.id)

@@ -54,6 +54,11 @@ OUTAGE_STATUS = frozenset({401, 403, 404, 405})
 CHARS_PER_TOKEN = 4
 #: Input tokens a request may be billed beyond one per byte of its body (the API's framing).
 INPUT_SLACK_TOKENS = 4096
+#: Characters one output token stands for at most, with room to spare (replies here average
+#: ~4). A reply longer than ``max_tokens`` times this cannot come from a model held to
+#: ``max_tokens``: the soak's flooding Bridge (260 KB replies, 40 held at once from one
+#: Message Batch's results) took the daemon past its 120 MB.
+MAX_CHARS_PER_TOKEN = 16
 
 
 class Shutdown(Exception):
@@ -262,7 +267,8 @@ class BridgeClient:
         def attempt() -> Reply:
             tries[0] += 1
             message, usage = self._attempt(system, messages, chars, meter)
-            return to_reply(message, usage, tries[0], (self._monotonic() - started) * 1000)
+            latency_ms = (self._monotonic() - started) * 1000
+            return to_reply(message, usage, tries[0], latency_ms, self.config.max_tokens)
 
         return self.retried(attempt)
 
@@ -422,12 +428,17 @@ def _unanswered(exc: BaseException) -> Unanswered:
     return "lost"
 
 
-def to_reply(message: Any, usage: Usage, attempts: int, latency_ms: float) -> Reply:
-    """The curator's reply from an answer's message; BadReply when it holds no text."""
+def to_reply(
+    message: Any, usage: Usage, attempts: int, latency_ms: float, max_tokens: int
+) -> Reply:
+    """The curator's reply from an answer's message; BadReply when it holds no text, or more
+    text than ``max_tokens`` tokens can carry (:data:`MAX_CHARS_PER_TOKEN`)."""
     texts = [b.text for b in message.content if getattr(b, "type", None) == "text"]
     text = "\n".join(t for t in texts if isinstance(t, str))
     if not text.strip():
         raise BadReply("reply has no text")
+    if len(text) > max_tokens * MAX_CHARS_PER_TOKEN:
+        raise BadReply(f"reply of {len(text)} characters: more than {max_tokens} tokens can hold")
     return Reply(
         text=text,
         stop_reason=getattr(message, "stop_reason", None),
