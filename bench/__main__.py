@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from bench import (
     Row,
+    coverage_bench,
     curator_bench,
     daemon_bench,
     economy_bench,
@@ -33,6 +34,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "drain": daemon_bench.drain,
     "idle": idle_bench.idle,
     "flush_latency": daemon_bench.flush_latency,
+    "curator_sees": coverage_bench.coverage,
     "curator_cost": curator_bench.curator_cost,
     "precompact": economy_bench.precompact,
     "economy_backlog": economy_bench.economy_backlog,

@@ -152,12 +152,13 @@ def test_a_huge_reply_adds_a_bounded_row_to_the_ledger(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """Found by an attack: a 300 KB reply of ``user.md -1..200`` lines became 4 million
-    refusals and a 254.7 MB ledger row. Now what a reply can add is bounded and summarised."""
+    refusals and a 254.7 MB ledger row. Now what a reply can add is bounded and summarised
+    (and a reply over what max_tokens can carry is no reply at all: 64 KB is the most)."""
     worker = make_worker(layout, standin, batch_turns=1)
     standin.script(Reply.text("USER_MD_UPDATE:\n" + "\n".join(FACTS[:40])))
     _batch(layout, worker, 0)
     size = os.path.getsize(layout.memory_db)
-    standin.script(Reply.text("FACT: The person likes tea\n" + "user.md -1..200\n" * 20_000))
+    standin.script(Reply.text("FACT: The person likes tea\n" + "user.md -1..200\n" * 4_000))
     _batch(layout, worker, 1)
     (refused,) = q(layout.memory_db, "SELECT refused FROM batches ORDER BY id DESC LIMIT 1")[0]
     lines = json.loads(refused)

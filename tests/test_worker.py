@@ -62,7 +62,8 @@ def _curate_now(layout: Layout, standin: BridgeStandin) -> tuple[str, str]:
 def test_curator_sees_the_gist_of_structured_tool_results(
     layout: Layout, standin: BridgeStandin
 ) -> None:
-    """Structured results are sent as their non-empty fields, unquoted; look-only results not."""
+    """Structured results are sent as their non-empty fields, unquoted (one alone without its
+    name), a call's key input field without its name; look-only results not."""
     cap = Capture(CaptureConfig(workspace=layout.root))
     base = {"session_id": "g1"}
     cap.handle({**base, "hook_event_name": "UserPromptSubmit", "prompt": "Install csvkit"})
@@ -89,10 +90,10 @@ def test_curator_sees_the_gist_of_structured_tool_results(
     cap.handle({**base, "hook_event_name": "Stop", "last_assistant_message": "Installed."})
     cap.close()
     _memory, turns = _curate_now(layout, standin)
-    shown = "tool Bash: command=pip install csvkit → stdout=Successfully installed csvkit-2.0"
+    shown = "tool Bash: pip install csvkit → Successfully installed csvkit-2.0"
     assert shown in turns
     assert "interrupted" not in turns and "isImage" not in turns and "stderr" not in turns
-    assert "file_path=/w/a.txt" in turns and "FILE BODY" not in turns
+    assert "tool Read: /w/a.txt\n" in turns and "FILE BODY" not in turns
 
 
 def test_curator_sees_the_notes_of_files_md_but_not_the_watchers_inventory(
@@ -137,7 +138,7 @@ def test_idle_trigger_needs_old_turns_and_quiet_sessions(
 
 def test_character_budget_splits_batches(layout: Layout, standin: BridgeStandin) -> None:
     """A small character budget puts fewer turns in each curator call; all still get curated."""
-    worker = make_worker(layout, standin, batch_turns=5, batch_chars=700)
+    worker = make_worker(layout, standin, batch_turns=5, batch_chars=400)
     write_turns(layout, 5)
     drain(worker)  # one budget-sized batch; the rest is below the threshold again
     flush(layout)

@@ -23,6 +23,7 @@ _USER = re.compile(r"^user: (.*)$", re.M)
 _TOOL = re.compile(r"^tool ([^:]*): (.*?)(?: → .*)?$", re.M)
 _FILE = re.compile(r'<file name="([a-z]+\.md)"[^>]*>\n(.*?)</file>', re.S)
 _NUMBERED = re.compile(r"^(\d+)\| (.*)$")
+_NAMED = re.compile(r"^(\w+)=")
 
 # A sentence ends at "." or "!" followed by a space or the end, or at a line break: a dot
 # inside "report.pdf" or "v2.1" is not an end (it cut "reports in report.pdf" short).
@@ -66,18 +67,22 @@ def _turns(text: str) -> list[tuple[int, str, list[tuple[str, Any]]]]:
 
 
 def _fields(raw: str) -> dict[str, Any] | str:
-    """A rendered tool input (``key=value; key=value``, or JSON) back into a dict."""
+    """A rendered tool input back into a dict: its first field is shown bare (the command,
+    the path: key ``""``), the others as ``key=value``, all joined by ``; ``; or JSON."""
     try:
         value = json.loads(raw)
         return value if isinstance(value, dict) else raw
     except ValueError:
         pass
     out: dict[str, Any] = {}
+    key = ""
     for part in raw.split("; "):
-        key, sep, value = part.partition("=")
-        if not sep:
-            return raw
-        out[key.strip()] = value
+        named = _NAMED.match(part)
+        if named:
+            key = named.group(1)
+            out[key] = part[named.end() :]
+        else:  # the bare first field, or a "; " inside a field's value
+            out[key] = f"{out[key]}; {part}" if key in out else part
     return out
 
 
@@ -157,13 +162,13 @@ def curate(request_text: str) -> str:
             lines.append(f"ACTION: [normal] {_sentence(match.group(1))}")
         for name, inp in tools:
             data = inp if isinstance(inp, dict) else {}
-            command = str(data.get("command", "")) if name == "Bash" else ""
+            command = str(data.get("command", data.get("", ""))) if name == "Bash" else ""
             for tool, package in _INSTALL.findall(command):
                 lines.append(
                     f"TOOL_INSTALL: {package} installed with `{tool} {package}` [turn {tid}]"
                 )
                 files["tools.md"].add(f"- {package}: installed (`{tool} {package}`)")
-            path = data.get("file_path") or data.get("path")
+            path = data.get("file_path") or data.get("path") or data.get("")
             if name in ("Write", "Edit", "MultiEdit") and isinstance(path, str):
                 lines.append(f"FACT: The agent wrote {path} [turn {tid}]")
                 files["files.md"].add(f"- {path}: written by the agent")
