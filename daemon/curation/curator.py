@@ -22,13 +22,14 @@ from wsd.schema.layout import CURATED_FILES
 # (the share of each fact's words the curator is shown, on LoCoMo and on realistic agent
 # turns) against ``curator_cost`` (the economy lane's $0.005 per typical session, which
 # leaves no room to spare). Issue 24, old -> these values: LoCoMo 0.854 -> 0.992 of what
-# the whole text holds, agent turns 0.557 -> 0.873 (their answers' facts 0.568 -> 0.953).
+# the whole text holds, agent turns 0.557 -> 0.890 (their answers' facts 0.568 -> 0.974).
 #: The person's words: whole but for very long prompts (preferences, corrections, requests).
 USER_CHARS = 400
 #: An answer longer than its whole-text allowance is sent as an excerpt of its fact-carrying
-#: sentences (excerpt.py) within this: filler costs nothing, so the cap is rarely reached
-#: by the typical turns the cost is measured on, and a long report keeps its figures.
-ASSISTANT_CHARS = 1000
+#: sentences (excerpt.py) within this: filler costs nothing, so the typical turns the cost
+#: is measured on never reach it, and a long report keeps its figures (1,000 -> 1,500: the
+#: agent turns' answers 0.953 -> 0.974; 2,000: 0.978, and capture keeps 2,000 at most).
+ASSISTANT_CHARS = 1500
 #: An answer is sent whole up to the room its turn's prompt and tool calls left of
 #: TURN_CHARS, and at least up to ASSISTANT_WHOLE: a conversation turn (no tools) is all
 #: answer, and LoCoMo's went 0.936 -> 0.992 with it, at no cost to the typical session.
