@@ -54,22 +54,24 @@ def test_edit_lines_are_read_through_the_usual_model_slips() -> None:
 
 
 def test_learning_references_and_action_priorities() -> None:
-    """[turn N] (only a turn of the batch) and [replaces ID] in either order or as a tag,
-    action priorities, and ACTION_DONE only for an open action."""
+    """[turn N] and [turns N, M] (only turns of the batch) and [replaces ID] in either order
+    or as a tag, action priorities, and ACTION_DONE only for an open action."""
     parsed = parse_reply(
         "FACT: Office in Lisbon [replaces 12] [turn 3]\n"
         "PREFERENCE [replaces #4]: Tea, not coffee\n"
         "CORRECTION: Dates are DD/MM/YYYY [turn 99]\n"
+        "PATTERN: Invoices on Mondays [turns 5, 99, 3 and 5]\n"
         "ACTION [urgent]: Renew the domain\n"
         "ACTION: (high) Call Paul\n"
         "ACTION_DONE: #7\nACTION_DONE: 8",
-        turn_ids=[3],
+        turn_ids=[3, 5],
         open_action_ids=[7],
     )
     assert [(x.kind, x.content, x.cited, x.replaces) for x in parsed.learnings] == [
-        ("fact", "Office in Lisbon", 3, 12),
-        ("preference", "Tea, not coffee", None, 4),
-        ("correction", "Dates are DD/MM/YYYY", None, None),
+        ("fact", "Office in Lisbon", (3,), 12),
+        ("preference", "Tea, not coffee", (), 4),
+        ("correction", "Dates are DD/MM/YYYY", (), None),
+        ("pattern", "Invoices on Mondays", (5, 3), None),
     ]
     assert parsed.actions == [("Renew the domain", 0), ("Call Paul", 1)]
     assert parsed.closed_actions == [7] and parsed.unknown_lines == ["ACTION_DONE: 8"]

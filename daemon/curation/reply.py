@@ -96,7 +96,9 @@ _EDIT = re.compile(
     r"(?:\*\*|__)?(?:\s*:|\s+(?=\S)|\s*$)(?P<text>.*)$",
     re.IGNORECASE,
 )
-_CITE = re.compile(r"\s*[\[(]turns?\s+#?(\d+)(?:\s*,\s*#?\d+)*[\])]\s*$", re.IGNORECASE)
+_CITE = re.compile(r"\s*[\[(]turns?\s+(#?\d+(?:\s*(?:,|and)\s*#?\d+)*)[\])]\s*$", re.IGNORECASE)
+#: Turns one learning may cite (more is not a citation, it is the batch).
+MAX_CITED = 10
 _REPLACES = re.compile(r"\s*[\[(]\s*(?:replaces|supersedes)\s+#?(\d+)\s*[\])]\s*$", re.I)
 _PRIORITY = re.compile(r"^\s*[\[(](urgent|high|normal|p[012])[\])]\s*", re.IGNORECASE)
 #: ``ACTION: high Water the plants``: a bare priority word, written as the format has it (lower
@@ -193,13 +195,15 @@ def _item(
             out.unknown(raw)
 
 
-def _strip_refs(content: str, valid_turns: set[int]) -> tuple[str, int | None, int | None]:
-    """The content without its trailing ``[turn N]`` and ``[replaces ID]`` (either order)."""
-    cited = replaces = None
+def _strip_refs(content: str, valid_turns: set[int]) -> tuple[str, tuple[int, ...], int | None]:
+    """The content without its trailing ``[turn N]`` (or ``[turns N, M]``) and
+    ``[replaces ID]`` (either order); the cited turns are those of the batch, in order."""
+    cited: tuple[int, ...] = ()
+    replaces = None
     for _ in range(2):
         if m := _CITE.search(content):
-            number = int(m.group(1))
-            cited = number if number in valid_turns else cited
+            numbers = [int(n) for n in re.findall(r"\d+", m.group(1))[:MAX_CITED]]
+            cited = tuple(dict.fromkeys(n for n in numbers if n in valid_turns))
             content = content[: m.start()]
         elif m := _REPLACES.search(content):
             replaces = int(m.group(1))

@@ -105,6 +105,9 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         report = store.archive.import_jsonl(args.file)
     for number, why in report.errors:
         print(f"{args.file}:{number}: {why}", file=sys.stderr)
+    if report.unknown_turns:
+        unknown = ", ".join(f"T{n}" for n in report.unknown_turns[:10])
+        print(f"{args.file}: turns not in memory, not linked: {unknown}", file=sys.stderr)
     print(
         f"imported {report.added} learning(s), {report.duplicates} duplicate(s) skipped,"
         f" {len(report.errors)} bad line(s)"

@@ -7,6 +7,7 @@
   REV against the latest, or REV against REV;
 * ``wsd memory restore FILE REV``: make REV the latest again, as a new revision (source
   ``restore``; nothing is deleted), and write the file. A running daemon keeps it.
+* ``wsd memory why|blame``: where each line came from (:mod:`wsd.daemon.ops.cli_why`).
 
 FILE is one of the four curated files (``user.md`` or ``user``). Exit codes: 0 done, 1 no
 such revision, 2 bad usage.
@@ -132,6 +133,10 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
             file=sys.stderr,
         )
         return 1
+    if args.verb in ("why", "blame"):
+        from wsd.daemon.ops import cli_why
+
+        return cli_why.run(args, store)
     revisions = store.md_history(args.file)
     by_id = {r.id: r for r in revisions}
     if args.verb == "history":
@@ -192,10 +197,13 @@ def _diff(name: str, revisions: list[Revision], chosen: list[Revision]) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``wsd memory`` to the ``wsd`` parser."""
+    from wsd.daemon.ops import cli_why
+
     memory = subparsers.add_parser(
-        "memory", help="history, diff and restore of the curated md files"
+        "memory", help="history, diff, restore, why and blame of the curated md files"
     )
     verbs = memory.add_subparsers(dest="verb", required=True)
+    cli_why.add_verbs(verbs, _file)
     history = verbs.add_parser("history", help="every revision of FILE")
     history.add_argument("file", type=_file, help="user.md, context.md, tools.md or files.md")
     history.add_argument("--json", action="store_true", help="machine-readable output")

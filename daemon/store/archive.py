@@ -165,9 +165,13 @@ class ImportReport:
     added: int = 0
     duplicates: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
+    #: Turn ids named by imported learnings that the turn index does not hold.
+    unknown_turns: list[int] = field(default_factory=list)
 
 
-_IMPORT_KEYS = ("type", "content", "created_at", "session_id", "confidence", "ref")
+_IMPORT_KEYS = ("type", "content", "created_at", "session_id", "confidence", "ref", "turns")
+#: Turns one imported learning may name as its sources.
+IMPORT_MAX_TURNS = 100
 
 
 def parse_import_line(raw: str) -> tuple[Any, ...]:
@@ -208,6 +212,7 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
     ref = data.get("ref")
     if ref is not None and not isinstance(ref, str):
         ref = json.dumps(ref, ensure_ascii=False)  # a list of ids is a fine reference too
+    turns = _import_turns(data.get("turns"))
     return (
         created_at,
         None if session is None else clean_text(str(session), 256),
@@ -216,7 +221,25 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
         learning_key(content),
         float(confidence),
         None if ref is None else clean_text(ref, 1000),
+        turns,
     )
+
+
+def _import_turns(value: Any) -> tuple[int, ...]:
+    """An import line's ``turns``: the turns (``T12`` or 12, as search_memory names them) the
+    learning came from; ValueError saying what is wrong."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > IMPORT_MAX_TURNS:
+        raise ValueError(f"turns must be a list of at most {IMPORT_MAX_TURNS} turn ids")
+    out = []
+    for item in value:
+        text = str(item) if isinstance(item, int) and not isinstance(item, bool) else item
+        match = re.fullmatch(r"[Tt]?([0-9]{1,18})", text) if isinstance(text, str) else None
+        if match is None or int(match.group(1)) < 1:
+            raise ValueError(f"turns: {str(item)[:40]!r} is not a turn id (T12 or 12)")
+        out.append(int(match.group(1)))
+    return tuple(dict.fromkeys(out))
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[tuple[Any, ...]], ImportReport]:
@@ -241,19 +264,33 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[tuple[Any, ...]], Im
 
 def add_imported(m: apsw.Connection, rows: list[tuple[Any, ...]], report: ImportReport) -> None:
     """Store the rows of :func:`parse_lines` in one transaction, counting in ``report`` the
-    learnings added and the exact duplicates skipped."""
+    learnings added and the exact duplicates skipped; the turns a row names become its
+    sources (cited), those not in the turn index are reported and left out."""
     with schema.write_txn(m):
         for row in rows:
             m.execute(
                 "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
                 " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (content_key) DO NOTHING",
-                row,
+                row[:7],
             )
-            if m.changes():
-                report.added += 1
-            else:
+            if not m.changes():
                 report.duplicates += 1
+                continue
+            report.added += 1
+            learning_id = int(m.last_insert_rowid())
+            for turn in row[7]:
+                found = schema.first(
+                    m, "SELECT transcript_identity, observation_id FROM turns WHERE id = ?", (turn,)
+                )
+                if found is None:
+                    report.unknown_turns.append(turn)
+                    continue
+                m.execute(
+                    "INSERT INTO learning_sources (learning_id, transcript_identity,"
+                    " observation_id, cited) VALUES (?, ?, ?, 1) ON CONFLICT DO NOTHING",
+                    (learning_id, found[0], found[1]),
+                )
 
 
 def file_lines(path: str) -> Iterator[bytes]:

@@ -42,6 +42,9 @@ CARRY_SQL = (
     "INSERT INTO main.workspace_files SELECT * FROM live.workspace_files",
     "INSERT INTO main.canvas_cards SELECT * FROM live.canvas_cards",
     "INSERT INTO main.learnings SELECT * FROM live.learnings WHERE batch_id IS NULL",
+    # The turns an imported learning names (its id is kept above).
+    "INSERT INTO main.learning_sources SELECT * FROM live.learning_sources WHERE learning_id IN"
+    " (SELECT id FROM live.learnings WHERE batch_id IS NULL)",
     "INSERT INTO main.retractions SELECT * FROM live.retractions",
 )
 
@@ -151,6 +154,12 @@ LATE_CARRY_SQL = (
     " SELECT created_at, session_id, type, content, content_key, source_observation_id,"
     " confidence, batch_id, ref FROM live.learnings WHERE batch_id IS NULL"
     " AND content_key NOT IN (SELECT content_key FROM main.learnings) ORDER BY id",
+    # ... and the turns they name (ids differ: matched by their key).
+    "INSERT OR IGNORE INTO main.learning_sources (learning_id, transcript_identity,"
+    " observation_id, cited) SELECT m.id, s.transcript_identity, s.observation_id, s.cited"
+    " FROM live.learning_sources s JOIN live.learnings l ON l.id = s.learning_id"
+    " JOIN main.learnings m ON m.content_key = l.content_key AND m.batch_id IS NULL"
+    " WHERE l.batch_id IS NULL",
     # Forgotten meanwhile: recorded, and gone from the rebuilt learnings as wsd forget does.
     "INSERT INTO main.retractions SELECT * FROM live.retractions"
     " WHERE learning_id NOT IN (SELECT learning_id FROM main.retractions)",

@@ -229,14 +229,16 @@ def _add_learnings(
     """Store the batch's learnings; (added, repeats not stored, older ones superseded).
 
     A learning whose key is stored already, or was retracted by a person, is not stored.
-    Each links to its source turns: the turn it cites, or all the batch's turns. One that
-    replaces a stored, current learning marks it superseded (kept, searchable, flagged).
+    Each links to its source turns: the turns of the batch it cites (``cited`` 1), or all
+    the batch's turns (``cited`` 0: it cites none, or only turns outside the batch). One
+    that replaces a stored, current learning marks it superseded (kept, searchable, flagged).
     """
     by_id = {t.id: t for t in batch.turns}
     added = repeated = superseded = 0
     for item in batch.learnings:
         key = learning_key(item.content)
-        sources = [by_id[item.cited]] if item.cited in by_id else list(batch.turns)
+        cited = [by_id[n] for n in item.cited if n in by_id]
+        sources = cited or list(batch.turns)
         if schema.first(m, "SELECT 1 FROM retractions WHERE content_key = ?", (key,)):
             repeated += 1
             continue
@@ -252,9 +254,9 @@ def _add_learnings(
         added += 1
         learning_id = int(m.last_insert_rowid())
         m.executemany(
-            "INSERT INTO learning_sources (learning_id, transcript_identity, observation_id)"
-            " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [(learning_id, identity, t.id) for t in sources],
+            "INSERT INTO learning_sources (learning_id, transcript_identity, observation_id,"
+            " cited) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(learning_id, identity, t.id, int(bool(cited))) for t in sources],
         )
         if item.replaces is not None and item.replaces != learning_id:
             m.execute(

@@ -67,12 +67,12 @@ class Uncurated:
 
 @dataclass(frozen=True)
 class Learning:
-    """One learning to store: its type, text, the turn it cites (None: the whole batch) and
-    the stored learning it replaces (None: none)."""
+    """One learning to store: its type, text, the turns of its batch it cites (none: the
+    whole batch) and the stored learning it replaces (None: none)."""
 
     kind: str
     content: str
-    cited: int | None = None
+    cited: tuple[int, ...] = ()
     replaces: int | None = None
 
 

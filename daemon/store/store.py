@@ -2,12 +2,14 @@
 
 Everything the daemon reads from or writes to transcript.db and memory.db goes through one
 ``Store``: the loop's verbs (turns, the batch ledger, state, md revisions, pending actions,
-charges, flush requests) are its methods; the rest is grouped in five facets it builds with
+charges, flush requests) are its methods; the rest is grouped in facets it builds with
 the same connections: ``store.archive`` (the turn index, imports, ``wsd forget``),
 ``store.vectors`` (semantic vectors), ``store.workspace`` (file index, canvas map, the checks'
-actions) and ``store.maintenance`` (checkpoints, retention, integrity, backup). The SQL lives
-in a module per table family, each verb a function taking a connection, so that verbs share
-a transaction where they must (a batch's actions commit with its ledger row).
+actions), ``store.maintenance`` (checkpoints, retention, integrity, backup), ``store.remote``
+(Message Batches in flight) and ``store.lineage`` (what memory came from: ``wsd memory
+why``). The SQL lives in a module per table family, each verb a function taking a
+connection, so that verbs share a transaction where they must (a batch's actions commit
+with its ledger row).
 
 A connection is opened per unit of work and closed straight after (see
 :mod:`wsd.daemon.store.connections`): a ``Store`` can be built anywhere, cheaply, and an idle
@@ -24,6 +26,7 @@ from wsd import schema
 from wsd.daemon.store import actions, charges, flushes, ledger, revisions, turns
 from wsd.daemon.store.connections import Connections, Opener
 from wsd.daemon.store.facets import Archive, Maintenance, RemoteBatches, Vectors, Workspace
+from wsd.daemon.store.lineage import Lineage
 from wsd.daemon.store.records import (
     Backlog,
     BatchRecord,
@@ -47,6 +50,7 @@ class Store:
         self.workspace = Workspace(self._db)
         self.maintenance = Maintenance(self._db)
         self.remote = RemoteBatches(self._db)
+        self.lineage = Lineage(self._db)
 
     def session(self) -> AbstractContextManager[None]:
         """One connection per database for everything this thread does inside (see
