@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.conftest import drain, flush, make_worker, venv_script, write_turns
+from tests.conftest import drain, flush, make_worker, scalar, venv_script, write_turns
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
@@ -120,12 +120,14 @@ def test_natural_question_ranks_the_curated_answer_first(memory: Layout) -> None
 
 
 def test_hits_carry_id_type_date_snippet_and_source(memory: Layout) -> None:
-    """Learnings name their session and turn (or their import ref), turns their session/turn."""
+    """Learnings name the turn they came from (or their import ref), turns their session/turn."""
     (vpn,) = [h for h in search_memory(memory, "VPN gateway") if h.id.startswith("L")]
     assert vpn.ref == "notes/network.md#vpn" and vpn.source == "notes/network.md#vpn"
     assert vpn.date == "2024-01-05 10:00" and vpn.type == "fact"
     pandas = search_memory(memory, "pandas", type="tool_install")[0]
-    assert pandas.source == "session s2, turn 1" and pandas.session_id == "s2"
+    install = scalar(memory.memory_db, "SELECT id FROM turns WHERE tools LIKE '%pandas%'")
+    assert pandas.source_turn == f"T{install}" and pandas.session_id == "s2"
+    assert pandas.source.startswith(f"from turn T{install} (")
     assert pandas.turn == 1 and pandas.ref is None
     capital = search_memory(memory, "capital of Australia", type="turn")[0]
     assert capital.id.startswith("T") and capital.source == "session s2, turn 3"
@@ -592,7 +594,8 @@ def test_hits_name_a_session_by_its_first_eight_characters(layout: Layout) -> No
 
 def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStandin) -> None:
     """Found by a new user: a learning imported with no ``ref`` and no session was shown as
-    "curated". Imported ones say ``imported`` (or their ref); curated ones their session."""
+    "curated". Imported ones say ``imported`` (or their ref); curated ones the turn they came
+    from."""
     store = Store(layout)
     store.archive.import_lines(
         [
@@ -610,4 +613,4 @@ def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStand
     by_text = {text.split(".")[0].replace("*", ""): src for text, src in sources.items()}
     assert by_text["The boiler is serviced in May"] == "imported", sources
     assert by_text["The boiler manual is on the shelf"] == "n1", sources
-    assert by_text["The boiler pressure is 1"].startswith("session "), sources
+    assert by_text["The boiler pressure is 1"].startswith("from turn T1 ("), sources

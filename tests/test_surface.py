@@ -100,7 +100,8 @@ def test_the_sdk_request_carries_both_memory_tool_schemas_and_search_returns_hit
     tools = {t["name"]: t for t in first["tools"]}
     for name in ("mcp__memory__search_memory", "mcp__memory__resolve_action"):
         assert name in tools and tools[name]["input_schema"]["properties"], _tool_names(first)
-    assert "query" in tools["mcp__memory__search_memory"]["input_schema"]["required"]
+    search = tools["mcp__memory__search_memory"]["input_schema"]
+    assert {"query", "turn"} <= set(search["properties"]) and "required" not in search
     (result,) = _tool_results(second)
     assert "red notebook" in result
     assert "mcp__memory__search_memory" in json.dumps(first["system"])  # named as it is

@@ -14,10 +14,11 @@ options = ClaudeAgentOptions(
 ```
 
 The MCP server ``memory`` has two tools: ``search_memory`` (read-only search of learnings and
-past turns) and ``resolve_action`` (mark a pending action completed or dismissed). Their
-output is never captured (hooks.capture drops ``mcp__memory__*`` output), so what memory
-says is never curated back into memory. The tool handlers never raise: a problem becomes an
-``is_error`` result the agent can read. The SDK is imported only inside :func:`agent_memory`.
+past turns, or with ``turn`` the turn a hit names) and ``resolve_action`` (mark a pending
+action completed or dismissed). Their output is never captured (hooks.capture drops
+``mcp__memory__*`` output), so what memory says is never curated back into memory. The tool
+handlers never raise: a problem becomes an ``is_error`` result the agent can read. The SDK is
+imported only inside :func:`agent_memory`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.memory.search.core import MAX_LIMIT, TYPES, format_hits, search_memory
+from wsd.daemon.memory.search.turn import format_turn, open_turn
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
@@ -52,14 +54,21 @@ SEARCH_DESCRIPTION = (
     "('turn' for what was said, or a learning type). When nothing matches well you get one "
     "line saying so, not weak guesses. Each hit: [id] type · date · source, then a snippet; "
     "a learning marked 'superseded by L<n>' was replaced by that newer one. Read-only; you "
-    "never need to save anything yourself."
+    "never need to save anything yourself.\n"
+    "A learning's hit names the turn it came from ('from turn T<n>'): pass turn='T<n>' instead "
+    "of a query to read what was said in that turn; a turn hit's [T<n>] opens the same way."
 )
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "query": {
             "type": "string",
-            "description": "A few specific words or a short question.",
+            "description": "A few specific words or a short question (or give `turn`).",
+        },
+        "turn": {
+            "type": "string",
+            "description": "A turn id as a hit names it, e.g. 'T88': returns that turn in full"
+            " instead of searching.",
         },
         "limit": {"type": "integer", "description": "How many results (default 10, max 100)."},
         "type": {
@@ -72,7 +81,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "description": "Only memories since then: an ISO date or an age like '7d'.",
         },
     },
-    "required": ["query"],
+    # No "required": a query or a turn, which a schema's top level cannot say to every host
+    # (the Messages API refuses anyOf there); run_search says so when neither comes.
 }
 ACTION_DESCRIPTION = (
     "Mark one of your pending actions (listed at the start of the session with their #id) as "
@@ -131,12 +141,42 @@ def _text(text: str, error: bool = False) -> dict[str, Any]:
     return result
 
 
-def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``search_memory`` tool: a compact text result, or an ``is_error`` explanation."""
+#: A turn id as the agent may write it: "T88", "t88", or the bare number.
+_TURN_PREFIX = re.compile(r"^\s*[Tt]")
+
+
+def turn_id(args: Mapping[str, Any]) -> int | None:
+    """``args["turn"]`` as a turn number (``T88``, ``"88"`` or ``88`` is 88); missing, null or
+    empty is None. Anything else (``T0``, ``Tabc``, a number past SQLite's ids) is a
+    ValueError saying what a turn id looks like."""
+    value = args.get("turn")
+    if value is None or value == "":
+        return None
+    bare = _TURN_PREFIX.sub("", value, count=1) if isinstance(value, str) else value
     try:
+        return whole({"turn": bare}, "turn", MAX_ID)
+    except ValueError:
+        raise ValueError(
+            f"turn must be a turn id as a hit names it, like T88, not {_shown(value)}"
+        ) from None
+
+
+def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``search_memory`` tool: a compact text result, or an ``is_error`` explanation.
+    With ``turn``, that one turn of the archive (search/turn.py) instead of a search."""
+    try:
+        number = turn_id(args)
+        if number is not None:
+            found = open_turn(layout, number)
+            if found is None:
+                return _text(f"search_memory: no turn T{number} in memory", error=True)
+            return _text(format_turn(found))
         query = args.get("query")
         if query is None:
-            raise ValueError("query is missing: give a few specific words or a short question")
+            raise ValueError(
+                "query is missing: give a few specific words or a short question,"
+                " or turn='T<n>' to read a turn a hit names"
+            )
         limit = whole(args, "limit", MAX_LIMIT, default=10)
         hits = search_memory(
             layout,

@@ -4,7 +4,7 @@
 to its handler ``(args, env) -> exit code``, the convention of daemon/cli.py.
 
 Exit codes: 0 done (also "no results"); 1 partly done or nothing to act on (bad import lines,
-no such open action, a rebuild that could not finish); 2 bad usage.
+no such open action or turn, a rebuild that could not finish); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ def no_memory(command: str, layout: Layout) -> bool:
 
 
 def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``wsd search QUERY [--limit N] [--json] [--type T] [--since S]``."""
+    """``wsd search QUERY [--limit N] [--json] [--type T] [--since S]``, or ``wsd search
+    --turn T<n> [--json]``: the turn a hit names, as the agent's tool opens it."""
     from wsd.daemon.memory.search.core import format_hits, search_memory
+    from wsd.daemon.memory.search.turn import format_turn, open_turn
     from wsd.daemon.runtime.config import Config, ConfigError
 
     try:
@@ -74,6 +76,20 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     layout = _layout(args, env)
     if no_memory("wsd search", layout):  # not "nothing matches": there is no memory yet
         return 1
+    if args.turn is not None:
+        if args.query:
+            print("wsd search: give a query or --turn, not both", file=sys.stderr)
+            return 2
+        found = open_turn(layout, args.turn)
+        if found is None:
+            print(f"wsd search: no turn T{args.turn} in memory", file=sys.stderr)
+            return 1
+        print(
+            json.dumps(found.to_json(), ensure_ascii=False, indent=1)
+            if args.json
+            else format_turn(found)
+        )
+        return 0
     try:
         hits = search_memory(
             layout,
@@ -218,6 +234,11 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument("--type", help="only this learning type, or 'turn'")
     search.add_argument("--since", help="an ISO date/time or an age like 7d")
+    search.add_argument(
+        "--turn",
+        type=cli_revisions.whole("a turn id (like 88 or T88)", prefixes="#Tt"),
+        help="print this turn (as a hit names it, e.g. T88) instead of searching",
+    )
     search.add_argument("--json", action="store_true", help="machine-readable output")
     imp = subparsers.add_parser("import", help="import learnings from a JSON-lines file")
     imp.add_argument("file", help="FILE.jsonl, or - for stdin")

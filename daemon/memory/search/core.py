@@ -9,8 +9,10 @@ Contracts:
   FTS5, so it returns hits or ``[]`` and never raises. Only a bad ``type`` or ``since`` (the
   caller's mistake, not the query's) raises ValueError.
 * Each :class:`Hit` carries an id (``L<n>`` a learning, ``T<n>`` a turn), its type, date, a
-  snippet around the matched words, and its source: the import ``ref`` unchanged, else the
-  session and turn it came from.
+  snippet around the matched words, and its source: the import ``ref`` unchanged; for a
+  curated learning the turn it came from, by its turn id (``from turn T<n> (date)``, which
+  search/turn.py opens), or its session when the turn index does not hold that turn; for a
+  turn, its session and place in it.
 
 Ranking, by method (nothing here knows any data set; details in search/rank.py). Each step
 is kept because switching it off alone lowers recall on both development conversations
@@ -79,6 +81,8 @@ class Hit:
     score: float = 0.0
     #: The learning that replaced this one (``L<n>``), when the curator said so.
     superseded_by: str | None = None
+    #: The turn a learning came from (``T<n>``), when the turn index holds it.
+    source_turn: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``wsd search --json`` prints for this hit."""
@@ -94,6 +98,7 @@ class Hit:
             "turn": self.turn,
             "score": round(self.score, 4),
             "superseded_by": self.superseded_by,
+            "source_turn": self.source_turn,
         }
 
 
@@ -256,19 +261,14 @@ class _Search:
     ) -> Iterator[tuple[int, Hit]]:
         args = (json.dumps(ids),)
         if spec is LEARNINGS:
-            # The turn a curated learning came from, when the turn index has it.
-            turn = (
-                "(SELECT t.sequence_num FROM turns t WHERE t.observation_id ="
-                " l.source_observation_id AND t.session_id = l.session_id LIMIT 1)"
-                if "turns" in self.tables
-                else "NULL"
-            )
-            for lid, kind, ts, content, ref, session, seq, imported in self.conn.execute(
-                f"SELECT l.id, l.type, l.created_at, l.content, l.ref, l.session_id, {turn},"
-                " l.batch_id IS NULL"  # no curator batch: it came in by `wsd import`
-                " FROM learnings l WHERE l.id IN (SELECT value FROM json_each(?))",
+            cited = self._cited(ids)
+            for lid, kind, ts, content, ref, session, imported in self.conn.execute(
+                "SELECT id, type, created_at, content, ref, session_id,"
+                " batch_id IS NULL"  # no curator batch: it came in by `wsd import`
+                " FROM learnings WHERE id IN (SELECT value FROM json_each(?))",
                 args,
             ):
+                source = cited.get(int(lid))
                 yield (
                     int(lid),
                     Hit(
@@ -277,10 +277,11 @@ class _Search:
                         display_date(ts),
                         float(ts),
                         make_snippet(self.tok, str(content), weights),
-                        _source(ref, session, seq, bool(imported)),
+                        _learning_source(ref, session, bool(imported), source),
                         None if ref is None else str(ref),
                         None if session is None else str(session),
-                        None if seq is None else int(seq),
+                        None if source is None else source.sequence,
+                        source_turn=None if source is None else source.id,
                     ),
                 )
             return
@@ -302,21 +303,82 @@ class _Search:
                     display_date(ts),
                     float(ts),
                     make_snippet(self.tok, " | ".join(parts), weights),
-                    _source(None, session, seq),
+                    session_label(session, seq),
                     None,
                     str(session),
                     int(seq),
                 ),
             )
 
+    def _cited(self, ids: list[int]) -> dict[int, _Cited]:
+        """For each of these learnings whose source turns the turn index holds, the first of
+        them (by observation id: the order they were recorded) and how many it holds."""
+        if "turns" not in self.tables:
+            return {}
+        has_links = "learning_sources" in self.tables
+        # A learning stored before learning_sources existed has no links: its one source
+        # turn is source_observation_id of its session (learnings do not name the transcript).
+        parts = [
+            "SELECT l.id AS lid, t.id AS tid, t.observation_id AS oid FROM learnings l"
+            " JOIN turns t"
+            " ON t.observation_id = l.source_observation_id AND t.session_id = l.session_id"
+            " WHERE l.id IN (SELECT value FROM json_each(?1))"
+            + (
+                " AND NOT EXISTS (SELECT 1 FROM learning_sources s WHERE s.learning_id = l.id)"
+                if has_links
+                else ""
+            )
+        ]
+        if has_links:  # the turn it cites, or every turn of its batch
+            parts.append(
+                "SELECT s.learning_id, t.id, t.observation_id FROM learning_sources s"
+                " JOIN turns t ON t.transcript_identity = s.transcript_identity"
+                " AND t.observation_id = s.observation_id"
+                " WHERE s.learning_id IN (SELECT value FROM json_each(?1))"
+            )
+        found: dict[int, _Cited] = {}
+        for lid, tid, ts, seq in self.conn.execute(
+            "SELECT c.lid, t.id, t.created_at, t.sequence_num FROM"
+            f" ({' UNION '.join(parts)}) AS c"
+            " JOIN turns t ON t.id = c.tid ORDER BY c.lid, c.oid, t.id",
+            (json.dumps(ids),),
+        ):
+            first = found.get(int(lid))
+            if first is None:
+                found[int(lid)] = _Cited(f"T{tid}", display_date(ts), int(seq), 1)
+            else:
+                found[int(lid)] = replace(first, turns=first.turns + 1)
+        return found
 
-def _source(ref: object, session: object, seq: object, imported: bool = False) -> str:
-    """Where a hit came from: the import reference, else session (and turn); a learning
-    imported with neither says so (it was shown as "curated")."""
+
+@dataclass(frozen=True)
+class _Cited:
+    """The first turn a learning came from that the turn index holds (``id`` ``T<n>``, its
+    date and place in its session) and how many of its source turns the index holds."""
+
+    id: str
+    date: str
+    sequence: int
+    turns: int
+
+
+def _learning_source(ref: object, session: object, imported: bool, cited: _Cited | None) -> str:
+    """Where a learning came from: its import reference; else the turn it came from, by the
+    id the agent can open (``and N more`` when the curator named no one turn and it stands
+    for its whole batch); else its session (the turn not indexed, or an older memory.db).
+    One imported with neither ref nor session says so (it was shown as "curated")."""
     if ref is not None and str(ref):
         return str(ref)
+    if cited is not None:
+        more = f" and {cited.turns - 1} more" if cited.turns > 1 else ""
+        return f"from turn {cited.id} ({cited.date}){more}"
     if session is None:
         return "imported" if imported or ref is not None else "curated"
+    return session_label(session, None)
+
+
+def session_label(session: object, seq: object) -> str:
+    """A session, and the turn's place in it: ``session 3f2b9c1e, turn 3``."""
     # A session id is a 36-character UUID: its first 8 tell sessions apart in a result list,
     # and the whole id stays in the hit's JSON (session_id).
     short = str(session)[:8]
