@@ -17,6 +17,7 @@ from bench import (
     economy_bench,
     hooks_bench,
     idle_bench,
+    lineage_bench,
     mcp_bench,
     memory_bench,
     rebuild_bench,
@@ -46,6 +47,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "semantic_memory": semantic_bench.semantic_memory,
     "workspace": workspace_bench.workspace,
     "rebuild": rebuild_bench.rebuild,
+    "lineage": lineage_bench.lineage,
 }
 
 

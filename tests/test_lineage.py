@@ -64,6 +64,7 @@ def _curated(layout: Layout, standin: BridgeStandin) -> None:
     write_turns(layout, 2, start=2, prompt="Task {i}: from now on always use the venv, {i}")
     flush(layout)
     drain(worker)
+    worker.status.update(state="stopped", force=True)  # as a stopped daemon: rebuild waits none
 
 
 def test_a_curated_line_is_traced_to_the_prompt_that_caused_it(
@@ -228,3 +229,18 @@ def test_through_the_running_daemon(layout: Layout, standin: BridgeStandin, tmp_
         assert line["source"] == "curator" and line["batch_id"] == 1
         found = _why(layout, standin, f"user.md:{line['line']}")["lines"][0]
         assert "I prefer short answers with sources" in found["turns"][0]["said"]
+
+
+def test_why_words_explains_twenty_lines_and_counts_the_rest(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A question many lines answer: the first 20 are explained, the rest counted."""
+    _curated(layout, standin)
+    worker = make_worker(layout, standin, batch_turns=2)
+    path = Path(layout.md("user.md"))
+    path.write_text(path.read_text() + "".join(f"- tea note {i}\n" for i in range(25)))
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    drain(worker)
+    found = _why(layout, standin, "tea note")
+    assert len(found["lines"]) == 20 and found["more_lines"] == 5
+    assert all(x["source"] == "hand" for x in found["lines"])

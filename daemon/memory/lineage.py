@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -66,14 +67,15 @@ def blame(revisions: Sequence[Revision]) -> list[Blamed]:
     return out
 
 
-def words(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def words(text: str) -> frozenset[str]:
     """Content words of ``text``: lower case, numbers, and words of three letters or more
     that are not stop words."""
-    return {
+    return frozenset(
         w
         for w in _WORD.findall(text.lower())
         if any(c.isdigit() for c in w) or (len(w) >= 3 and w not in STOP_WORDS)
-    }
+    )
 
 
 def _best(scored: list[tuple[int, SourceTurn]]) -> list[SourceTurn]:

@@ -24,13 +24,16 @@ from typing import Any
 
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store.lineage import LearningTrace, SourceTurn
+from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 from wsd.daemon.store.records import Revision
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import CURATED_FILES
 
 #: The person's words shown of a turn.
 WORDS_SHOWN = 200
+#: Lines of the curated files ``why WORDS`` explains (the rest are counted: a person narrows
+#: the words, or asks about one line).
+LINES_EXPLAINED = 20
 _LINE_TARGET = re.compile(r"(?P<file>[\w.-]+?)(?P<md>\.md)?:(?P<line>.*)")
 
 
@@ -134,7 +137,7 @@ def _why_line(store: Store, name: str, number: int, as_json: bool) -> int:
             file=sys.stderr,
         )
         return 1
-    found = _explain(store, name, lines[number - 1], revisions)
+    found = _explain(store, name, lines[number - 1], revisions, {})
     _say([found], [], as_json)
     return 0 if found["traced"] else 1
 
@@ -144,22 +147,35 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
     if not needle:
         print("wsd memory why: give a line (user.md:5) or words to look for", file=sys.stderr)
         return 2
-    found = []
+    found: list[dict[str, Any]] = []
+    more = 0
+    batches: dict[int, BatchTrace | None] = {}
     for name in CURATED_FILES:
         revisions = store.lineage.revisions(name)
         for b in blame(revisions):
-            if needle in b.text.casefold():
-                found.append(_explain(store, name, b, revisions))
+            if needle not in b.text.casefold():
+                continue
+            if len(found) < LINES_EXPLAINED:
+                found.append(_explain(store, name, b, revisions, batches))
+            else:
+                more += 1
     learnings = store.lineage.learnings_matching(text)
     if not found and not learnings:
         print(f"wsd memory why: no line of the curated files and no learning matches {text!r}")
         return 1
-    _say(found, [_learning_json(x) for x in learnings], as_json)
+    _say(found, [_learning_json(x) for x in learnings], as_json, more)
     return 0
 
 
-def _explain(store: Store, name: str, b: Blamed, revisions: list[Revision]) -> dict[str, Any]:
-    """A line's origin as a dict (printed by :func:`_say` or as JSON)."""
+def _explain(
+    store: Store,
+    name: str,
+    b: Blamed,
+    revisions: list[Revision],
+    batches: dict[int, BatchTrace | None],
+) -> dict[str, Any]:
+    """A line's origin as a dict (printed by :func:`_say` or as JSON); ``batches`` keeps
+    the curator batches read so far (lines of one batch read it once)."""
     out: dict[str, Any] = {"file": name, "line": b.number, "text": b.text}
     out |= _revision_json(b.origin)
     out["traced"] = True
@@ -172,7 +188,9 @@ def _explain(store: Store, name: str, b: Blamed, revisions: list[Revision]) -> d
             out["first_came"] = _revision_json(first.origin)
             origin = first.origin
     if origin.source == "curator" and origin.batch_id is not None:
-        batch = store.lineage.batch(origin.batch_id)
+        if origin.batch_id not in batches:
+            batches[origin.batch_id] = store.lineage.batch(origin.batch_id)
+        batch = batches[origin.batch_id]
         if batch is None:
             out["turns"], out["traced"] = [], False
             out["gone"] = f"batch {origin.batch_id} is no longer in the ledger"
@@ -214,9 +232,12 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _say(lines: list[dict[str, Any]], learnings: list[dict[str, Any]], as_json: bool) -> None:
+def _say(
+    lines: list[dict[str, Any]], learnings: list[dict[str, Any]], as_json: bool, more: int = 0
+) -> None:
     if as_json:
-        print(json.dumps({"lines": lines, "learnings": learnings}, indent=1, ensure_ascii=False))
+        out = {"lines": lines, "more_lines": more, "learnings": learnings}
+        print(json.dumps(out, indent=1, ensure_ascii=False))
         return
     for x in lines:
         print(f"{x['file']}:{x['line']}  {x['text']}")
@@ -230,6 +251,8 @@ def _say(lines: list[dict[str, Any]], learnings: list[dict[str, Any]], as_json: 
             print(f"  most likely from ({how}):")
             for t in x["turns"]:
                 _say_turn(t, "    ")
+    if more:
+        print(f"... and {more} more matching lines (narrow the words, or ask FILE:N)")
     for x in learnings:
         replaced = f" · superseded by {x['superseded_by']}" if x["superseded_by"] else ""
         how = f"batch {x['batch_id']}" if x["batch_id"] else "imported"
