@@ -54,10 +54,8 @@ OUTAGE_STATUS = frozenset({401, 403, 404, 405})
 CHARS_PER_TOKEN = 4
 #: Input tokens a request may be billed beyond one per byte of its body (the API's framing).
 INPUT_SLACK_TOKENS = 4096
-#: Characters one output token stands for at most, with room to spare (replies here average
-#: ~4). A reply longer than ``max_tokens`` times this cannot come from a model held to
-#: ``max_tokens``: the soak's flooding Bridge (260 KB replies, 40 held at once from one
-#: Message Batch's results) took the daemon past its 120 MB.
+#: Characters an output token stands for at most (~4 here): more text than ``max_tokens`` of
+#: them is no model's reply (the soak's 260 KB flood replies, 40 held at once: 126.8 MB RSS).
 MAX_CHARS_PER_TOKEN = 16
 
 
@@ -428,9 +426,7 @@ def _unanswered(exc: BaseException) -> Unanswered:
     return "lost"
 
 
-def to_reply(
-    message: Any, usage: Usage, attempts: int, latency_ms: float, max_tokens: int
-) -> Reply:
+def to_reply(message: Any, usage: Usage, tries: int, latency_ms: float, max_tokens: int) -> Reply:
     """The curator's reply from an answer's message; BadReply when it holds no text, or more
     text than ``max_tokens`` tokens can carry (:data:`MAX_CHARS_PER_TOKEN`)."""
     texts = [b.text for b in message.content if getattr(b, "type", None) == "text"]
@@ -447,7 +443,7 @@ def to_reply(
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
-        attempts=attempts,
+        attempts=tries,
         latency_ms=latency_ms,
         usage_valid=usage.valid,
     )
