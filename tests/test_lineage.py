@@ -244,3 +244,14 @@ def test_why_words_explains_twenty_lines_and_counts_the_rest(
     found = _why(layout, standin, "tea note")
     assert len(found["lines"]) == 20 and found["more_lines"] == 5
     assert all(x["source"] == "hand" for x in found["lines"])
+
+
+def test_a_hand_edit_not_adopted_yet_is_said(layout: Layout, standin: BridgeStandin) -> None:
+    """With the daemon stopped, a person's edit is not a revision yet: blame and why say the
+    file on disk differs and number the lines as in the latest revision."""
+    _curated(layout, standin)
+    path = Path(layout.md("user.md"))
+    path.write_text("- typed by Marie\n" + path.read_text())
+    out = wsd(daemon_env(layout, standin), "memory", "blame", "user.md")
+    assert "on disk differs from its latest revision" in out.stderr
+    assert "typed by Marie" not in out.stdout

@@ -22,6 +22,7 @@ import re
 import sys
 from typing import Any
 
+from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
@@ -88,11 +89,24 @@ def _line_target(text: str) -> tuple[str, int] | None:
 # -- blame -------------------------------------------------------------------------------------
 
 
+def _unadopted(store: Store, name: str, latest: Revision) -> None:
+    """Say so when the file on disk is not its latest revision (a hand edit the daemon has
+    not adopted yet: it was stopped): the lines are numbered as in the revision."""
+    disk = memory_files.read_text(store.layout.md(name))
+    if disk is not None and memory_files.canonical(name, disk) != latest.content:
+        print(
+            f"note: {name} on disk differs from its latest revision #{latest.id} (a hand edit"
+            f" the daemon has not adopted yet); lines are numbered as in #{latest.id}",
+            file=sys.stderr,
+        )
+
+
 def _blame(store: Store, name: str, as_json: bool) -> int:
     revisions = store.lineage.revisions(name)
     if not revisions:
         print(f"{name}: no revisions yet", file=sys.stderr)
         return 1
+    _unadopted(store, name, revisions[-1])
     lines = blame(revisions)
     if as_json:
         print(json.dumps([_blamed_json(b) for b in lines], indent=1, ensure_ascii=False))
@@ -129,6 +143,7 @@ def _why_line(store: Store, name: str, number: int, as_json: bool) -> int:
     if not revisions:
         print(f"wsd memory why: {name} has no revisions yet", file=sys.stderr)
         return 1
+    _unadopted(store, name, revisions[-1])
     lines = blame(revisions)
     if number > len(lines):
         print(
