@@ -255,3 +255,25 @@ def test_a_hand_edit_not_adopted_yet_is_said(layout: Layout, standin: BridgeStan
     out = wsd(daemon_env(layout, standin), "memory", "blame", "user.md")
     assert "on disk differs from its latest revision" in out.stderr
     assert "typed by Marie" not in out.stdout
+
+
+def test_a_line_is_traced_through_the_learning_closest_to_it() -> None:
+    """Of a batch's cited turns, those of the learning sharing most words with the line come
+    first and alone, even when another turn's answer mentions the same words; with no
+    citation at all, the batch's turn sharing most words."""
+    from wsd.daemon.memory.lineage import likely_turns
+    from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
+
+    t1 = SourceTurn("x", 1, True, 1, 1.0, "I prefer dates as DD/MM/YYYY", "The currency is EUR")
+    t2 = SourceTurn("x", 2, True, 2, 2.0, "No, the currency is EUR, not USD", "ok")
+    pref = LearningTrace(1, "preference", "Dates as DD/MM/YYYY", 1.0, 1, None, None, [t1])
+    fix = LearningTrace(2, "correction", "The currency is EUR, not USD", 1.0, 1, None, None, [t2])
+    batch = BatchTrace(1, 2.0, [pref, fix], [t1, t2])
+    turns, cited = likely_turns("- Correction: the currency is EUR, not USD", batch)
+    assert cited and [t.observation_id for t in turns] == [2]
+    plain = [
+        SourceTurn("x", 1, False, 1, 1.0, "dates please", ""),
+        SourceTurn("x", 2, False, 2, 2.0, "EUR not USD", ""),
+    ]
+    turns, cited = likely_turns("currency EUR not USD", BatchTrace(1, 2.0, [], plain))
+    assert not cited and [t.observation_id for t in turns] == [2]

@@ -7,8 +7,8 @@
   matched by their text, copies counted (the k-th copy of a repeated line is as old as the
   k-th oldest), which is what a person means by "where did this line come from" and costs
   one pass over the revisions, newest first, stopping when every line has its origin.
-* :func:`likely_turns`: for a curator line, the turns its batch's learnings cited, ranked
-  by how many of the line's words they share (with the learning's own words); when the
+* :func:`likely_turns`: for a curator line, the turns cited by the batch's learnings closest
+  to the line (most words shared), ranked by the words each turn shares with it; when the
   batch's learnings cited none, the batch's turns whose words overlap the line most.
 """
 
@@ -88,22 +88,24 @@ def _best(scored: list[tuple[int, SourceTurn]]) -> list[SourceTurn]:
 
 def likely_turns(line: str, batch: BatchTrace) -> tuple[list[SourceTurn], bool]:
     """The turns ``line`` most likely came from, best first, and whether they are turns the
-    batch's learnings cited (else: the batch's turns that share most words with the line)."""
+    batch's learnings cited: those of the learnings that share most words with the line
+    (ranked by the words their turns share with it), else those of all its learnings; when
+    no learning cited a turn, the batch's turns that share most words with the line."""
     wanted = words(line)
+    closeness = {x.id: len(wanted & words(x.content)) for x in batch.learnings}
+    top = max(closeness.values(), default=0)
     cited: dict[tuple[str, int], tuple[int, SourceTurn]] = {}
     for learning in batch.learnings:
-        said = words(learning.content)
+        if top and closeness[learning.id] < top:
+            continue
         for turn in learning.sources:
             if not turn.cited:
                 continue
-            score = len(wanted & (said | words(turn.prompt) | words(turn.response)))
+            score = len(wanted & (words(turn.prompt) | words(turn.response)))
             key = (turn.identity, turn.observation_id)
             if key not in cited or cited[key][0] < score:
                 cited[key] = (score, turn)
     if cited:
-        ranked = sorted(cited.values(), key=lambda p: (-p[0], p[1].observation_id))
-        return [t for _s, t in ranked][:TURNS_SHOWN], True
+        return _best(list(cited.values())), True
     scored = [(len(wanted & (words(t.prompt) | words(t.response))), t) for t in batch.turns]
-    best = sorted(scored, key=lambda p: (-p[0], p[1].observation_id))
-    overlapping = [t for s, t in best if s > 0]
-    return (overlapping or [t for _s, t in best])[:TURNS_SHOWN], False
+    return _best(scored), False

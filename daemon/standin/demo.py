@@ -189,6 +189,8 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
     subprocess.run(
         [wsd, "search", "which currency does ACME bill in?", "--limit", "3"], env=env, check=True
     )
+    _banner("where a line came from: wsd memory why user.md:3")
+    subprocess.run([wsd, "memory", "why", "user.md:3"], env=env, check=False)
     _banner("the boot context a new session starts with (wsd boot-context), abridged")
     boot = subprocess.run(
         [wsd, "boot-context"], env=env, check=True, capture_output=True, text=True
