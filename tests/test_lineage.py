@@ -184,6 +184,8 @@ BAD = [
     (["why", "user.md:99999999999999999999"], 2, "is not a line number"),
     (["why", "nothing-like-this-anywhere"], 1, "no learning matches"),
     (["blame", "os.md"], 2, "one of tools.md"),
+    (["why", "x" * 100_000], 1, "matches 'xxxxxxxx"),  # echoed clipped, not 100 KB
+    (["why", 'NEAR(tabs "spaces'], 1, "no learning matches"),  # FTS syntax is only words
 ]
 
 
@@ -198,6 +200,7 @@ def test_bad_questions_get_one_clear_line_and_change_nothing(
         out = wsd(daemon_env(layout, standin), "memory", *args, check=False)
         assert out.returncode == code and says in (out.stderr + out.stdout), args
         assert len((out.stderr + out.stdout).strip().splitlines()) == 1, args
+        assert len(out.stderr + out.stdout) < 300, args
     assert Path(layout.memory_db).read_bytes() == before
 
 

@@ -176,7 +176,8 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
                 more += 1
     learnings = store.lineage.learnings_matching(text)
     if not found and not learnings:
-        print(f"wsd memory why: no line of the curated files and no learning matches {text!r}")
+        shown = text if len(text) <= 60 else text[:59] + "…"
+        print(f"wsd memory why: no line of the curated files and no learning matches {shown!r}")
         return 1
     _say(found, [_learning_json(x) for x in learnings], as_json, more)
     return 0
