@@ -101,13 +101,21 @@ def _unadopted(store: Store, name: str, latest: Revision) -> None:
         )
 
 
-def _blame(store: Store, name: str, as_json: bool) -> int:
+def _latest(store: Store, name: str, verb: str) -> tuple[list[Revision], list[Blamed]] | None:
+    """The file's revisions and its latest one's lines blamed; None (said) when it has none."""
     revisions = store.lineage.revisions(name)
     if not revisions:
-        print(f"{name}: no revisions yet", file=sys.stderr)
-        return 1
+        print(f"wsd memory {verb}: {name} has no revisions yet", file=sys.stderr)
+        return None
     _unadopted(store, name, revisions[-1])
-    lines = blame(revisions)
+    return revisions, blame(revisions)
+
+
+def _blame(store: Store, name: str, as_json: bool) -> int:
+    found = _latest(store, name, "blame")
+    if found is None:
+        return 1
+    lines = found[1]
     if as_json:
         print(json.dumps([_blamed_json(b) for b in lines], indent=1, ensure_ascii=False))
         return 0
@@ -139,12 +147,10 @@ def _revision_json(rev: Revision) -> dict[str, Any]:
 
 
 def _why_line(store: Store, name: str, number: int, as_json: bool) -> int:
-    revisions = store.lineage.revisions(name)
-    if not revisions:
-        print(f"wsd memory why: {name} has no revisions yet", file=sys.stderr)
+    latest = _latest(store, name, "why")
+    if latest is None:
         return 1
-    _unadopted(store, name, revisions[-1])
-    lines = blame(revisions)
+    revisions, lines = latest
     if number > len(lines):
         print(
             f"wsd memory why: {name} has {len(lines)} lines (its latest revision,"
