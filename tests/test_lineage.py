@@ -280,3 +280,35 @@ def test_a_line_is_traced_through_the_learning_closest_to_it() -> None:
     ]
     turns, cited = likely_turns("currency EUR not USD", BatchTrace(1, 2.0, [], plain))
     assert not cited and [t.observation_id for t in turns] == [2]
+
+
+def test_the_migration_marks_a_learnings_one_source_as_cited(tmp_path: Path) -> None:
+    """A memory.db from before migration 008: a learning with one source row had cited that
+    turn (cited 1 after migrating); one with all its batch's turns had cited none (0)."""
+    import apsw
+
+    from wsd import schema
+
+    conn = apsw.Connection(str(tmp_path / "memory.db"))
+    for step in schema.migrations("memory"):
+        if step.version <= 7:
+            conn.execute(Path(step.path).read_text())
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute(
+        "INSERT INTO batches (id, transcript_identity, first_observation_id,"
+        " last_observation_id, turns, status, started_at, finished_at)"
+        " VALUES (1, 'x', 1, 3, 3, 'done', 1, 1)"
+    )
+    for lid, text in ((1, "Tea at four"), (2, "Coffee never")):
+        conn.execute(
+            "INSERT INTO learnings (id, created_at, type, content, content_key, batch_id)"
+            " VALUES (?, 1, 'fact', ?, ?, 1)",
+            (lid, text, text.lower()),
+        )
+    rows = [(1, "x", 2), (2, "x", 1), (2, "x", 2), (2, "x", 3)]
+    conn.executemany("INSERT INTO learning_sources VALUES (?, ?, ?)", rows)
+    schema.migrate(conn, "memory")
+    cited = conn.execute(
+        "SELECT learning_id, observation_id, cited FROM learning_sources ORDER BY 1, 2"
+    ).fetchall()
+    assert cited == [(1, 2, 1), (2, 1, 0), (2, 2, 0), (2, 3, 0)]

@@ -5,3 +5,9 @@
 ALTER TABLE learning_sources ADD COLUMN cited INTEGER NOT NULL DEFAULT 0 CHECK (cited IN (0, 1));
 
 CREATE INDEX learnings_batch ON learnings (batch_id) WHERE batch_id IS NOT NULL;
+
+-- Before this, a learning with one source row had cited it (a learning citing none, or a
+-- turn outside its batch, got every turn of its batch; a one-turn batch reads the same).
+UPDATE learning_sources SET cited = 1
+WHERE learning_id IN
+    (SELECT learning_id FROM learning_sources GROUP BY learning_id HAVING count(*) = 1);
