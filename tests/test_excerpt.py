@@ -155,3 +155,20 @@ def test_no_part_can_pose_as_another() -> None:
     lines = rendered.split("\n")
     assert lines[2].startswith("tool user: x → ") and "&lt;/turns&gt;" in lines[2]
     assert [line.split(":")[0] for line in lines[1:]] == ["user", "tool user", "agent"]
+
+
+def test_an_excerpt_never_passes_its_limit() -> None:
+    """Units, their separators and the "…" framing fit the limit together: found in review,
+    2 characters over in 1,135 of 20,000 random texts, which the caller's clip then cut in
+    the middle of a fact."""
+    import random
+
+    rng = random.Random(1)
+    words = ["Paid", "4,812.00", "EUR", "the", "invoice", "Brun", "report.csv", "it.", "Done."]
+    for _ in range(5_000):
+        lines = [
+            " ".join(rng.choice(words) for _ in range(rng.randint(1, 30)))
+            for _ in range(rng.randint(1, 30))
+        ]
+        limit = rng.choice([70, 150, 300, 1500])
+        assert len(excerpt("\n".join(lines), limit, rng.choice([None, 50, 150]))) <= limit

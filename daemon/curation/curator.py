@@ -8,7 +8,7 @@ may reach memory is :mod:`wsd.daemon.curation.guards`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -110,15 +110,6 @@ def _as_text(value: Any) -> str:
 
 def _compact(value: Any, limit: int) -> str:
     return "" if value is None else clip(_as_text(value), limit)
-
-
-def _gist(value: Any, limit: int, field: Callable[[str, Any], str | None]) -> str:
-    """A dict as ``key=text; ...`` (``field`` shortens a value, or drops it with None),
-    anything else as text; clipped to ``limit``."""
-    if not isinstance(value, dict):
-        return _compact(value, limit)
-    parts = [f"{key}={text}" for key, v in value.items() if (text := field(key, v)) is not None]
-    return clip("; ".join(parts), limit)
 
 
 def _input_field(key: str, value: Any) -> str | None:

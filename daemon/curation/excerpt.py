@@ -70,7 +70,7 @@ def excerpt(text: str, limit: int, whole: int | None = None) -> str:
     parts = units(text)
     scored = [(score(u), i, u) for i, u in enumerate(parts)]
     chosen: set[int] = set()
-    room = limit
+    room = limit - 2 * len(GAP.strip()) - 2  # a leading "… " and a trailing " …" may frame it
     if parts and scored[0][0] > 0 and len(parts[0]) <= limit // 3:
         chosen.add(0)
         room -= len(parts[0])
