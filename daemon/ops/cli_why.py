@@ -158,7 +158,7 @@ def _why_line(store: Store, name: str, number: int, as_json: bool) -> int:
             file=sys.stderr,
         )
         return 1
-    found = _explain(store, name, lines[number - 1], revisions, {})
+    found = _Tracer(store).explain(name, lines[number - 1], revisions)
     _say([found], [], as_json)
     return 0 if found["traced"] else 1
 
@@ -170,14 +170,14 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
         return 2
     found: list[dict[str, Any]] = []
     more = 0
-    batches: dict[int, BatchTrace | None] = {}
+    tracer = _Tracer(store)
     for name in CURATED_FILES:
         revisions = store.lineage.revisions(name)
         for b in blame(revisions):
             if needle not in b.text.casefold():
                 continue
             if len(found) < LINES_EXPLAINED:
-                found.append(_explain(store, name, b, revisions, batches))
+                found.append(tracer.explain(name, b, revisions))
             else:
                 more += 1
     learnings = store.lineage.learnings_matching(text)
@@ -189,30 +189,31 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
     return 0
 
 
-def _explain(
-    store: Store,
-    name: str,
-    b: Blamed,
-    revisions: list[Revision],
-    batches: dict[int, BatchTrace | None],
-) -> dict[str, Any]:
-    """A line's origin as a dict (printed by :func:`_say` or as JSON); ``batches`` keeps
-    the curator batches read so far (lines of one batch read it once)."""
-    out: dict[str, Any] = {"file": name, "line": b.number, "text": b.text}
-    out |= _revision_json(b.origin)
-    out["traced"] = True
-    origin = b.origin
-    if origin.source == "restore":
-        earlier = [r for r in revisions if r.id < origin.id]
-        holding = [i for i, r in enumerate(earlier) if b.text in r.content.splitlines()]
-        if holding:
-            first = next(x for x in blame(earlier[: holding[-1] + 1]) if x.text == b.text)
-            out["first_came"] = _revision_json(first.origin)
-            origin = first.origin
-    if origin.source == "curator" and origin.batch_id is not None:
-        if origin.batch_id not in batches:
-            batches[origin.batch_id] = store.lineage.batch(origin.batch_id)
-        batch = batches[origin.batch_id]
+class _Tracer:
+    """Explains lines for one command, reading each curator batch and blaming each earlier
+    history (behind a restore) once, however many lines share them."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.batches: dict[int, BatchTrace | None] = {}
+        self.earlier: dict[tuple[str, int], dict[str, Revision]] = {}
+
+    def explain(self, name: str, b: Blamed, revisions: list[Revision]) -> dict[str, Any]:
+        """A line's origin as a dict (printed by :func:`_say` or as JSON)."""
+        out: dict[str, Any] = {"file": name, "line": b.number, "text": b.text}
+        out |= _revision_json(b.origin)
+        out["traced"] = True
+        origin = b.origin
+        if origin.source == "restore":
+            first = self._first_came(name, b.text, revisions, origin.id)
+            if first is not None:
+                out["first_came"] = _revision_json(first)
+                origin = first
+        if origin.source != "curator" or origin.batch_id is None:
+            return out
+        if origin.batch_id not in self.batches:
+            self.batches[origin.batch_id] = self.store.lineage.batch(origin.batch_id)
+        batch = self.batches[origin.batch_id]
         if batch is None:
             out["turns"], out["traced"] = [], False
             out["gone"] = f"batch {origin.batch_id} is no longer in the ledger"
@@ -223,7 +224,23 @@ def _explain(
         if turns and all(t.turn_id is None for t in turns):
             out["traced"] = False
             out["gone"] = f"the turns of batch {origin.batch_id} are no longer in memory"
-    return out
+        return out
+
+    def _first_came(
+        self, name: str, text: str, revisions: list[Revision], restore_id: int
+    ) -> Revision | None:
+        """Where a restored line first came from: its origin in the history up to the last
+        revision before the restore that held it (None: none held it)."""
+        earlier = [r for r in revisions if r.id < restore_id]
+        holding = [i for i, r in enumerate(earlier) if text in r.content.splitlines()]
+        if not holding:
+            return None
+        key = (name, earlier[holding[-1]].id)
+        if key not in self.earlier:
+            self.earlier[key] = {
+                x.text: x.origin for x in reversed(blame(earlier[: holding[-1] + 1]))
+            }
+        return self.earlier[key][text]
 
 
 def _turn_json(t: SourceTurn) -> dict[str, Any]:
