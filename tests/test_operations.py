@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -280,6 +281,57 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
         assert Path(layout.md("tools.md")).read_text() == "# Tools\n- edited by hand\n"
         assert Store(layout).latest_md()["tools.md"] == "# Tools\n- edited by hand\n"
         assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+
+
+def test_doctor_reads_a_wal_that_vanishes_under_it_as_absent(layout: Layout) -> None:
+    """SQLite deletes -wal and -shm when the last connection closes: doctor, checking them while
+    hooks open and close the databases, reports them (or their absence) and never dies on a
+    file gone between two looks (CI: a healthy workspace's report was empty)."""
+    from wsd import schema
+    from wsd.daemon.ops.doctor import Doctor
+
+    init_workspace(layout)
+    stop = threading.Event()
+
+    def churn(path: str, kind: schema.Kind) -> None:
+        while not stop.is_set():
+            conn = schema.connect(path, kind)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            conn.close()  # the last connection: the -wal and -shm go with it
+
+    threads = [
+        threading.Thread(target=churn, args=(layout.transcript_db, "transcript")),
+        threading.Thread(target=churn, args=(layout.memory_db, "memory")),
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for fix in [False, True] * 1500:  # before the fix: ~2% of runs raised
+            Doctor(layout, None, fix=fix).permissions()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    report = Doctor(layout, None).run()
+    assert [f.line() for f in report if f.check == "permissions"] == [
+        "ok   permissions: .os/ 0700, databases 0600"
+    ]
+
+
+def test_a_check_that_raises_is_one_failure_and_the_report_goes_on(layout: Layout) -> None:
+    """A surprise inside one doctor check (here the ledger busy past its timeout) is a FAIL line
+    naming that check and the error; every later check still reports."""
+    from wsd.daemon.ops.doctor import Doctor
+
+    class BusyLedger(Doctor):  # the fault seam: one check meets a locked database
+        def processing(self) -> None:
+            raise apsw.BusyError("database is locked")
+
+    init_workspace(layout)
+    lines = [f.line() for f in BusyLedger(layout, None).run()]
+    assert "FAIL processing: could not be checked: BusyError: database is locked" in lines
+    later = {line.split(":")[0].split(None, 1)[1] for line in lines}
+    assert {"md files", "disk", "daemon", "bridge"} <= later, lines
 
 
 def test_backup_is_a_consistent_online_copy(layout: Layout, tmp_path: Path) -> None:

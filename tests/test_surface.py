@@ -265,8 +265,9 @@ def test_doctor_is_quiet_on_a_healthy_workspace_with_an_inventory(
             assert "- documents/: contracts" in Path(layout.md("files.md")).read_text()
             assert Store(layout).latest_md()["files.md"] == "# Files\n- documents/: contracts\n"
             for args in (["doctor"], ["doctor", "--fix"], ["doctor"]):
-                report = wsd(env, *args, check=False).stdout
-                assert "ok   md files: match their latest revisions" in report, report
+                result = wsd(env, *args, check=False)
+                report = result.stdout
+                assert "ok   md files: match their latest revisions" in report, result.stderr
                 assert "FAIL" not in report, report
 
 

@@ -61,11 +61,13 @@ def init_workspace(
             done.append(f"migrated {path} from v{before} to v{after}")
         for suffix in ("", "-wal", "-shm"):
             target = path + suffix
-            if os.path.exists(target):
+            try:  # one look: a -wal or -shm goes when a running daemon's last connection closes
                 mode = stat.S_IMODE(os.stat(target).st_mode)
                 if mode != 0o600:
                     os.chmod(target, 0o600)
                     done.append(f"chmod 0600 {target} (was {mode:04o})")
+            except FileNotFoundError:
+                continue
     for name in DEPLOY_FILES:
         target = layout.md(name)
         if templates is None or os.path.exists(target):

@@ -15,6 +15,7 @@ import stat
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import apsw
@@ -99,36 +100,51 @@ class Doctor:
         """All checks in order; later checks are skipped when a database cannot be opened.
         Special files come before the md files: ``--fix`` removes a link or a FIFO in an md
         file's place, then writes the file from its revision, in one run."""
-        self.permissions()
-        usable = self.databases()
-        doctor_states.special_files(self)
+        self._checked("permissions", self.permissions)
+        usable = self._checked("databases", self.databases) is True
+        self._checked("special files", lambda: doctor_states.special_files(self))
         if usable:
-            self.processing()
-            self.md_files()
-        self.disk_and_spool()
-        doctor_states.check_states(self)
-        self.daemon()
-        self.curation()
+            self._checked("processing", self.processing)
+            self._checked("md files", self.md_files)
+        self._checked("disk and spool", self.disk_and_spool)
+        self._checked("states", lambda: doctor_states.check_states(self))
+        self._checked("daemon", self.daemon)
+        self._checked("curation", self.curation)
         if usable:
-            doctor_states.economy(self)
-        self.bridge()
+            self._checked("economy", lambda: doctor_states.economy(self))
+        self._checked("bridge", self.bridge)
         return self.findings
+
+    def _checked(self, check: str, step: Callable[[], object]) -> object:
+        """One check run; one that raises is a failure of that check and the others still
+        run (a report cut short at its first surprise hides everything after it)."""
+        try:
+            return step()
+        except Exception as exc:  # any surprise is a finding, never a traceback
+            self.add("fail", check, f"could not be checked: {type(exc).__name__}: {exc}")
+            return None
 
     def permissions(self) -> None:
         expected = [(self.layout.os_dir, 0o700), (self.layout.memory_dir, 0o700)]
         for db in (self.layout.transcript_db, self.layout.memory_db):
             expected += [(db + suffix, 0o600) for suffix in ("", "-wal", "-shm")]
         for path, mode in expected:
-            if not os.path.exists(path):
-                if path.endswith(("-wal", "-shm")):
-                    continue
-                self.add("fail", "layout", f"{path} is missing ({MADE_BY})")
+            # One stat, never exists-then-stat: SQLite deletes -wal and -shm when the last
+            # connection closes, which a running daemon or hook does at any moment (CI saw doctor
+            # print nothing but "No such file or directory" on a healthy workspace).
+            try:
+                actual = stat.S_IMODE(os.stat(path).st_mode)
+            except FileNotFoundError:
+                if not path.endswith(("-wal", "-shm")):
+                    self.add("fail", "layout", f"{path} is missing ({MADE_BY})")
                 continue
-            actual = stat.S_IMODE(os.stat(path).st_mode)
             if actual == mode:
                 continue
             if self.fix:
-                os.chmod(path, mode)
+                try:
+                    os.chmod(path, mode)
+                except FileNotFoundError:  # the -wal or -shm went with its last connection
+                    continue
                 self.add("warn", "permissions", f"{path} was {actual:04o}, now {mode:04o}", True)
             else:
                 self.add(
@@ -179,12 +195,12 @@ class Doctor:
                 )
             else:
                 self.add("ok", f"{kind}.db integrity", "quick_check and FTS indexes ok")
-            wal = path + "-wal"
-            if os.path.exists(wal) and os.path.getsize(wal) > MAX_WAL_BYTES:
+            wal_bytes = _size(path + "-wal")
+            if wal_bytes > MAX_WAL_BYTES:
                 self.add(
                     "warn",
                     f"{kind}.db WAL",
-                    f"{os.path.getsize(wal)} bytes (checkpoints starved by a long reader?)",
+                    f"{wal_bytes} bytes (checkpoints starved by a long reader?)",
                 )
         return usable
 
@@ -387,3 +403,11 @@ class Doctor:
 
 def _turns(count: int) -> str:
     return f"{count} turn" + ("" if count == 1 else "s")
+
+
+def _size(path: str) -> int:
+    """A file's size, 0 when it is not there (a -wal goes with its last connection)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
