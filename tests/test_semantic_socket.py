@@ -54,6 +54,14 @@ def _connect(layout: Layout) -> socket.socket:
     return sock
 
 
+def _all_slots_free(served: SemanticServer) -> None:
+    """Wait (at most 60 s) until no client thread holds a slot."""
+    deadline = time.monotonic() + 60
+    while served._slots._value < server_module.MAX_CLIENTS and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.01)
+    assert served._slots._value == server_module.MAX_CLIENTS  # type: ignore[attr-defined]
+
+
 def _timed_query(layout: Layout) -> tuple[float, client.Dense | None]:
     start = time.monotonic()
     answer = client.dense(layout, QUERY, timeout=10)
@@ -114,6 +122,10 @@ def test_clients_past_the_bound_are_told_busy_at_once_and_served_after(
     # Idle clients keep their slots for the whole test, however slow a loaded machine is.
     monkeypatch.setattr(server_module, "READ_TIMEOUT", 30.0)
     with _served(layout) as served:
+        # The model-loading query's thread gives its slot back just after its client has the
+        # answer: an idle client connecting in between was told busy, and the slots never all
+        # filled (make test under load, once: two client timeouts, "never all accepted").
+        _all_slots_free(served)
         idle = [_connect(layout) for _ in range(3)]
         try:
             # Every slot taken (all three accepted) before the fourth connects: a fixed sleep
@@ -130,6 +142,6 @@ def test_clients_past_the_bound_are_told_busy_at_once_and_served_after(
         finally:
             for sock in idle:
                 sock.close()
-        time.sleep(0.1)
+        _all_slots_free(served)  # the idle clients' threads see them go (a fixed 0.1 s, before)
         elapsed, answer = _timed_query(layout)
     assert answer is not None and answer.hits and elapsed < server_module.READ_TIMEOUT / 4
