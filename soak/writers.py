@@ -42,9 +42,9 @@ WORDS = [
 ]
 TOOLS = ("Bash", "Read", "Write", "Grep", "Edit")
 #: Every LULL_EVERY seconds the writers rest LULL_SECONDS together (people reading answers):
-#: the backlog can empty, and only then does the daemon answer flush requests. Under eight
-#: writers that never rest none was ever answered before the drain, so one ``wsd flush`` or a
-#: memory.db deleted meanwhile kept the prompt lane busy with the whole transcript.
+#: the backlog can empty and the idle path runs. (Added when the daemon answered a flush only
+#: at an empty backlog: under eight writers that never rest none was answered before the
+#: drain. A flush is now answered once the turns closed before it are curated.)
 LULL_EVERY, LULL_SECONDS = 45.0, 10.0
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -247,6 +248,48 @@ def test_flush_wait_with_no_daemon_says_so_at_once(layout: Layout) -> None:
     result = wsd({**os.environ, "WSD_WORKSPACE": layout.root}, "flush", "--wait", "30", check=False)
     assert time.monotonic() - started < 10
     assert result.returncode == 1 and "no daemon is running" in result.stderr
+
+
+def test_flush_wait_answers_while_another_session_keeps_writing(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """`wsd flush --wait` answers once the turns closed before it are curated, while another
+    session writes a turn every 50 ms and each curator call takes 0.4 s, so the backlog is
+    never empty (a flush answered only at an empty backlog waited it out, exit 1)."""
+
+    def slow(_body: object) -> Reply:
+        time.sleep(0.4)
+        return Reply.text("FACT: The person prefers tabs")
+
+    stop = threading.Event()
+
+    def writer() -> None:
+        i = 100
+        while not stop.is_set():
+            write_turns(layout, 1, session="busy", start=i)
+            i += 1
+            stop.wait(0.05)
+
+    with BridgeStandin(responder=slow) as bridge:
+        env = daemon_env(layout, bridge, WSD_BATCH_TURNS="1000")
+        with running_daemon(env, tmp_path / "d.log"):
+            write_turns(layout, 3)
+            busy = threading.Thread(target=writer)
+            busy.start()
+            try:
+                assert wait_for(lambda: Store(layout).backlog().pending > 3)
+                waited = wsd(env, "flush", "--wait", "30", check=False)
+                still_pending = Store(layout).backlog().pending
+            finally:
+                stop.set()
+                busy.join()
+    assert (waited.returncode, waited.stderr) == (0, ""), waited.stderr
+    assert "flush done" in waited.stdout
+    assert still_pending > 0  # the backlog was never empty: answered by its own turns
+    assert q(
+        layout.transcript_db,
+        "SELECT count(*) FROM observations WHERE session_id = 's1' AND processed = 0",
+    ) == [(0,)]
 
 
 def test_doctor_is_quiet_on_a_healthy_workspace_with_an_inventory(

@@ -124,6 +124,31 @@ def test_flush_request_curates_everything_now(layout: Layout, standin: BridgeSta
     ) == [(0,)]
 
 
+def test_a_flush_is_answered_by_its_own_turns_while_others_keep_coming(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A flush is answered once the turns closed before it are curated, though a later turn
+    of another session is still pending; that turn waits for its own trigger (a flush held
+    open until the backlog was empty, which steady writing may never allow, kept
+    `wsd flush --wait` waiting and curated every later turn at once)."""
+    worker = make_worker(layout, standin, batch_turns=3)
+    write_turns(layout, 3)
+    flush(layout)
+    time.sleep(0.01)
+    write_turns(layout, 2, start=3, session="s2")
+    drain(worker)
+    assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(3,)]
+    assert q(
+        layout.transcript_db, "SELECT count(*) FROM flush_requests WHERE handled_at IS NULL"
+    ) == [(0,)]
+    assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
+        (2,)
+    ]
+    write_turns(layout, 1, start=5, session="s2")  # the threshold, as without the flush
+    drain(worker)
+    assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(6,)]
+
+
 def test_idle_trigger_needs_old_turns_and_quiet_sessions(
     layout: Layout, standin: BridgeStandin
 ) -> None:

@@ -1,7 +1,8 @@
 """When the loop curates, and which lane a batch takes.
 
-* :func:`trigger`: a flush request, a full batch (``WSD_BATCH_TURNS``), or turns that have
-  waited ``WSD_IDLE_SECONDS`` while every session was quiet for ``WSD_QUIET_SECONDS``.
+* :func:`trigger`: a flush request whose turns are not all curated yet, a full batch
+  (``WSD_BATCH_TURNS``), or turns that have waited ``WSD_IDLE_SECONDS`` while every session
+  was quiet for ``WSD_QUIET_SECONDS``.
 * :func:`choose`: ``economy`` (a Message Batch at half price, the default), ``prompt`` (a
   direct call that takes the turns an economy request holds too: PreCompact and ``wsd flush``
   want them in memory now, and the economy result that follows is discarded as covered; the
@@ -29,7 +30,7 @@ class Lane(Protocol):
 
 def trigger(config: Config, backlog: Backlog, now: float) -> str | None:
     """Why to curate now (``flush``, ``threshold``, ``idle``), or None: wait."""
-    if backlog.flush_upto is not None:
+    if backlog.waiting_flush is not None:
         return "flush"
     if backlog.pending >= config.batch_turns:
         return "threshold"

@@ -99,7 +99,7 @@ class Worker:
         self._started_wall = 0.0  # wall clock at start (orphans: see _close_orphans)
         self.stop_reason = "stop requested"
         self._reason = ""  # what triggered the batch in hand (for its log line)
-        #: Batches parked since the backlog was last empty: a flush waiting on them did not
+        #: Batches parked since flushes were last answered: a flush waiting on them did not
         #: curate them (``wsd flush --wait`` said "flush done" for a parked turn).
         self._parked: list[tuple[int, str]] = []
         #: Work done after each pass (embedding new memories); True means more is waiting.
@@ -213,13 +213,14 @@ class Worker:
                 self._indexed_upto = backlog.last_turn_id
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once
         self.status.update(pending=backlog.pending, oldest_pending=backlog.oldest_ts)
+        if backlog.answerable_flushes:
+            self.store.answer_flushes(now, self._flush_error())
+            self._parked.clear()  # a flush answers for what was parked since this point
         if backlog.pending == 0:
             # At once after curating or awaiting (status said "awaiting" for 10 s after the
             # result was applied), else with the next heartbeat.
             self.status.update(state="idle", force=self.status.data.get("state") != "idle")
-            if backlog.flush_upto is not None:
-                self.store.mark_flushes_handled(backlog.flush_upto, now, self._flush_error())
-            self._parked.clear()  # a flush answers for what was parked since this point
+            self._parked.clear()
             self._maintain(now)
             return PassResult(Step.IDLE)
         if backlog.held < backlog.pending:

@@ -18,11 +18,21 @@ def flush_outcome(t: apsw.Connection, flush_id: int) -> tuple[bool, str | None]:
     return True, None if row[1] is None else str(row[1])
 
 
-def mark_flushes_handled(t: apsw.Connection, upto: int, now: float, error: str | None) -> None:
-    """Answer every open flush request up to ``upto``; ``error`` says what failed."""
+#: An open flush request still waits while a turn that closed before it was asked for is not
+#: curated; turns closed after it are the next trigger's (threshold, idle, a later flush).
+WAITS_ON_TURNS = (
+    "EXISTS (SELECT 1 FROM observations o WHERE o.processed = 0 AND o.timestamp <= f.ts)"
+)
+
+
+def answer_flushes(t: apsw.Connection, now: float, error: str | None) -> int:
+    """Answer every open flush request whose turns are all curated (or parked: ``error`` says
+    so); how many were answered. Answered by its own turns, never by an empty backlog: under
+    steady writing the backlog may never be empty, and ``wsd flush --wait`` waited it out."""
     with schema.write_txn(t):
         t.execute(
-            "UPDATE flush_requests SET handled_at = ?, error = ?"
-            " WHERE id <= ? AND handled_at IS NULL",
-            (now, error, upto),
+            "UPDATE flush_requests AS f SET handled_at = ?, error = ?"
+            f" WHERE f.handled_at IS NULL AND NOT {WAITS_ON_TURNS}",
+            (now, error),
         )
+        return int(t.changes())

@@ -51,6 +51,10 @@ class Backlog:
     #: The newest open flush that wants the prompt lane (PreCompact, ``wsd flush``): one
     #: with a pending turn that closed before it was asked for.
     urgent_flush: int | None = None
+    #: The newest open flush of any reason still waiting on such a turn: curate now.
+    waiting_flush: int | None = None
+    #: Open flushes with no such turn left: the loop answers them.
+    answerable_flushes: int = 0
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,8 @@ class Store:
         with self._db.transcript(readonly=True) as t:
             return flushes.flush_outcome(t, flush_id)
 
-    def mark_flushes_handled(self, upto: int, now: float, error: str | None = None) -> None:
-        """Answer every open flush request up to ``upto``; ``error`` says what failed."""
+    def answer_flushes(self, now: float, error: str | None = None) -> int:
+        """Answer every open flush request whose turns are all curated; ``error`` says what
+        failed. How many were answered."""
         with self._db.transcript() as t:
-            flushes.mark_flushes_handled(t, upto, now, error)
+            return flushes.answer_flushes(t, now, error)

@@ -14,6 +14,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.store.flushes import WAITS_ON_TURNS
 from wsd.daemon.store.records import Backlog, Turn, Uncurated
 
 #: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
@@ -45,16 +46,22 @@ def backlog(t: apsw.Connection) -> Backlog:
         "SELECT count(*) FROM remote_turns r JOIN observations o ON o.id = r.observation_id"
         " WHERE o.processed = 0",
     )
-    # An open PreCompact or `wsd flush` wants the turns pending when it was asked for; once
-    # they are curated it wants nothing more of the lane (it stays open until the backlog is
-    # empty, which under steady writing may be never: found by the soak, one `wsd flush` sent
-    # every later turn through the prompt lane at twice the price).
-    (urgent,) = schema.one(
-        t,
-        "SELECT max(f.id) FROM flush_requests f WHERE f.handled_at IS NULL"
-        " AND f.reason IN ('precompact', 'cli') AND EXISTS (SELECT 1 FROM observations o"
-        " WHERE o.processed = 0 AND o.timestamp <= f.ts)",
-    )
+    # A flush wants the turns pending when it was asked for, no more: the turns closed after
+    # it go by the usual triggers and lanes (found by the soak: one `wsd flush` held open until
+    # the backlog was empty sent every later turn through the prompt lane, at twice the price).
+    urgent = waiting = None
+    answerable = 0
+    if flush_upto is not None:  # nothing to read on the idle path
+        open_flush = f"FROM flush_requests f WHERE f.handled_at IS NULL AND {WAITS_ON_TURNS}"
+        (urgent,) = schema.one(
+            t, f"SELECT max(f.id) {open_flush} AND f.reason IN ('precompact', 'cli')"
+        )
+        (waiting,) = schema.one(t, f"SELECT max(f.id) {open_flush}")
+        (answerable,) = schema.one(
+            t,
+            "SELECT count(*) FROM flush_requests f WHERE f.handled_at IS NULL"
+            f" AND NOT {WAITS_ON_TURNS}",
+        )
     return Backlog(
         int(pending),
         oldest,
@@ -64,6 +71,8 @@ def backlog(t: apsw.Connection) -> Backlog:
         int(last_turn),
         held=int(held),
         urgent_flush=urgent,
+        waiting_flush=waiting,
+        answerable_flushes=int(answerable),
     )
 
 
