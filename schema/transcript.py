@@ -32,6 +32,9 @@ KNOWN_EVENTS = frozenset(HOOK_EVENTS)
 #: Events that are part of a turn's content (the rest are bookkeeping).
 TURN_EVENTS = ("UserPromptSubmit", "PostToolUse", "PostToolUseFailure")
 FLUSH_EVENTS = {"PreCompact": "precompact", "SessionEnd": "session_end"}
+#: A flush request records the newest turn: with its time, what it waits for (see
+#: ``006_flush_upto_turn.sql``).
+NEWEST_TURN = "(SELECT max(id) FROM observations)"
 
 
 class Event:
@@ -178,7 +181,8 @@ def record(
                 conn.execute("UPDATE events SET observation_id = ? WHERE id = ?", (obs, event_id))
         if event.kind in FLUSH_EVENTS:
             conn.execute(
-                "INSERT INTO flush_requests (ts, session_id, reason) VALUES (?, ?, ?)",
+                f"INSERT INTO flush_requests (ts, session_id, reason, upto_turn) VALUES (?, ?, ?,"
+                f" {NEWEST_TURN})",
                 (event.ts, event.session_id, FLUSH_EVENTS[event.kind]),
             )
         if event.kind == "SessionEnd":
@@ -238,6 +242,8 @@ def request_flush(conn: apsw.Connection, reason: str, ts: float) -> int:
     """Record a flush request (``wsd flush``); returns its id."""
     with write_txn(conn):
         conn.execute(
-            "INSERT INTO flush_requests (ts, session_id, reason) VALUES (?, NULL, ?)", (ts, reason)
+            "INSERT INTO flush_requests (ts, session_id, reason, upto_turn)"
+            f" VALUES (?, NULL, ?, {NEWEST_TURN})",
+            (ts, reason),
         )
         return int(conn.last_insert_rowid())

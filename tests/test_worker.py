@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
+from wsd import schema
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
@@ -23,6 +24,7 @@ from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
+from wsd.schema.transcript import request_flush
 
 
 def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: BridgeStandin) -> None:
@@ -147,6 +149,26 @@ def test_a_flush_is_answered_by_its_own_turns_while_others_keep_coming(
     write_turns(layout, 1, start=5, session="s2")  # the threshold, as without the flush
     drain(worker)
     assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(6,)]
+
+
+def test_a_flush_after_a_clock_step_back_still_waits_for_the_turns_before_it(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A flush asked for after the clock stepped back (its time an hour before the turns that
+    closed before it) still curates those turns at once and is answered after them: "before"
+    is also by turn id (by time alone it was answered at once, nothing curated)."""
+    worker = make_worker(layout, standin, batch_turns=25)
+    write_turns(layout, 3)
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        request_flush(conn, "cli", time.time() - 3600)
+    finally:
+        conn.close()
+    assert drain(worker)[0] == "curated"
+    assert q(layout.memory_db, "SELECT sum(turns) FROM batches WHERE status = 'done'") == [(3,)]
+    assert q(
+        layout.transcript_db, "SELECT count(*) FROM flush_requests WHERE handled_at IS NULL"
+    ) == [(0,)]
 
 
 def test_idle_trigger_needs_old_turns_and_quiet_sessions(

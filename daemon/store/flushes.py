@@ -19,9 +19,11 @@ def flush_outcome(t: apsw.Connection, flush_id: int) -> tuple[bool, str | None]:
 
 
 #: An open flush request still waits while a turn that closed before it was asked for is not
-#: curated; turns closed after it are the next trigger's (threshold, idle, a later flush).
+#: curated (by its time, or by its id: a clock stepped back gave an older turn a later time);
+#: turns closed after it are the next trigger's (threshold, idle, a later flush).
 WAITS_ON_TURNS = (
-    "EXISTS (SELECT 1 FROM observations o WHERE o.processed = 0 AND o.timestamp <= f.ts)"
+    "EXISTS (SELECT 1 FROM observations o WHERE o.processed = 0"
+    " AND (o.timestamp <= f.ts OR o.id <= f.upto_turn))"
 )
 
 
