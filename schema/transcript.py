@@ -181,8 +181,8 @@ def record(
                 conn.execute("UPDATE events SET observation_id = ? WHERE id = ?", (obs, event_id))
         if event.kind in FLUSH_EVENTS:
             conn.execute(
-                f"INSERT INTO flush_requests (ts, session_id, reason, upto_turn) VALUES (?, ?, ?,"
-                f" {NEWEST_TURN})",
+                "INSERT INTO flush_requests (ts, session_id, reason, upto_turn)"
+                f" VALUES (?, ?, ?, {NEWEST_TURN})",
                 (event.ts, event.session_id, FLUSH_EVENTS[event.kind]),
             )
         if event.kind == "SessionEnd":

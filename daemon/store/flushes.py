@@ -27,14 +27,13 @@ WAITS_ON_TURNS = (
 )
 
 
-def answer_flushes(t: apsw.Connection, now: float, error: str | None) -> int:
+def answer_flushes(t: apsw.Connection, now: float, error: str | None) -> None:
     """Answer every open flush request whose turns are all curated (or parked: ``error`` says
-    so); how many were answered. Answered by its own turns, never by an empty backlog: under
-    steady writing the backlog may never be empty, and ``wsd flush --wait`` waited it out."""
+    so). Answered by its own turns, never by an empty backlog: under steady writing the
+    backlog may never be empty, and ``wsd flush --wait`` waited it out."""
     with schema.write_txn(t):
         t.execute(
             "UPDATE flush_requests AS f SET handled_at = ?, error = ?"
             f" WHERE f.handled_at IS NULL AND NOT {WAITS_ON_TURNS}",
             (now, error),
         )
-        return int(t.changes())

@@ -287,8 +287,8 @@ class Store:
         with self._db.transcript(readonly=True) as t:
             return flushes.flush_outcome(t, flush_id)
 
-    def answer_flushes(self, now: float, error: str | None = None) -> int:
+    def answer_flushes(self, now: float, error: str | None = None) -> None:
         """Answer every open flush request whose turns are all curated; ``error`` says what
-        failed. How many were answered."""
+        failed."""
         with self._db.transcript() as t:
-            return flushes.answer_flushes(t, now, error)
+            flushes.answer_flushes(t, now, error)

@@ -52,15 +52,12 @@ def backlog(t: apsw.Connection) -> Backlog:
     urgent = waiting = None
     answerable = 0
     if flush_upto is not None:  # nothing to read on the idle path
-        open_flush = f"FROM flush_requests f WHERE f.handled_at IS NULL AND {WAITS_ON_TURNS}"
-        (urgent,) = schema.one(
-            t, f"SELECT max(f.id) {open_flush} AND f.reason IN ('precompact', 'cli')"
-        )
-        (waiting,) = schema.one(t, f"SELECT max(f.id) {open_flush}")
-        (answerable,) = schema.one(
+        urgent, waiting, answerable = schema.one(
             t,
-            "SELECT count(*) FROM flush_requests f WHERE f.handled_at IS NULL"
-            f" AND NOT {WAITS_ON_TURNS}",
+            "SELECT max(CASE WHEN waits AND reason IN ('precompact', 'cli') THEN id END),"
+            " max(CASE WHEN waits THEN id END), count(*) - total(waits)"
+            f" FROM (SELECT f.id, f.reason, {WAITS_ON_TURNS} AS waits"
+            " FROM flush_requests f WHERE f.handled_at IS NULL)",
         )
     return Backlog(
         int(pending),
