@@ -161,6 +161,21 @@ def _text(value: object, limit: int) -> str:
     return clean_text(dumps(clean_value(value, limit)), limit)
 
 
+def _json_kind(value: object) -> str:
+    """A value's JSON type, as the person who wrote the input knows it (not Python's)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
 def build_event(data: object, config: CaptureConfig, now: float | None = None) -> Event | None:
     """Validate and sanitise one hook input; None when it is deliberately not captured.
 
@@ -169,10 +184,15 @@ def build_event(data: object, config: CaptureConfig, now: float | None = None) -
     spans, secrets) *before* it exists anywhere else.
     """
     if not isinstance(data, dict):
-        raise InvalidInput(f"hook input must be a JSON object, got {type(data).__name__}")
+        raise InvalidInput(f"hook input must be a JSON object, got {_json_kind(data)}")
     kind = data.get("hook_event_name")
-    if not isinstance(kind, str) or kind not in KNOWN_EVENTS:
-        raise InvalidInput(f"unsupported hook_event_name {str(kind)[:60]!r}")
+    if kind is None:
+        raise InvalidInput("no hook_event_name in the hook input")
+    if not isinstance(kind, str):
+        raise InvalidInput(f"hook_event_name must be a string, got {_json_kind(kind)}")
+    if kind not in KNOWN_EVENTS:
+        shown = " ".join(clean_text(kind, 60).split())  # one line on stderr
+        raise InvalidInput(f"unsupported hook_event_name: {shown}")
     raw_session = data.get("session_id")
     if isinstance(raw_session, int | float) and not isinstance(raw_session, bool):
         raw_session = str(raw_session)

@@ -49,16 +49,34 @@ def run(raw: bytes, env: Mapping[str, str]) -> str:
         capture.close()
 
 
+USAGE = """usage: wsd-hook [--workspace PATH] < EVENT.json
+
+The Claude Code command hook: reads one hook event (JSON, as Claude Code sends it)
+on stdin and records it in the workspace's transcript.db. It prints nothing on
+stdout and always exits 0; problems are one line on stderr. The workspace is
+--workspace PATH, else $WSD_WORKSPACE, else /workspace.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: always returns 0. ``--workspace PATH`` (the Claude Code
-    plugin passes it) overrides ``$WSD_WORKSPACE``."""
+    plugin passes it) overrides ``$WSD_WORKSPACE``; ``--help`` prints the usage."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in args or "--help" in args:
+        # A person at a terminal, not Claude Code: usage, and stdin is not read (it would
+        # wait on the terminal).
+        try:
+            sys.stdout.write(USAGE)
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        return 0
     env: Mapping[str, str] = os.environ
-    workspace, ignored = _workspace_of(args)
+    workspace, problems = _workspace_of(args)
     if workspace is not None:
         env = {**os.environ, "WSD_WORKSPACE": workspace}
-    if ignored:  # reported, and the event still goes to the workspace named (it was lost)
-        _report(f"ignored arguments {ignored[:3]}: the only option is --workspace PATH")
+    for problem in problems:  # reported; the event still goes to the workspace named
+        _report(problem)
     try:
         run(_read_stdin(), env)
     except InvalidInput as exc:
@@ -69,22 +87,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _workspace_of(args: list[str]) -> tuple[str | None, list[str]]:
-    """``--workspace PATH`` or ``--workspace=PATH`` (the last one wins), and the rest."""
+    """``--workspace PATH`` or ``--workspace=PATH`` (the last one wins), and one line for
+    each argument that could not be used."""
     workspace: str | None = None
     ignored: list[str] = []
+    problems: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "--workspace" and i + 1 < len(args):
-            workspace = args[i + 1]
-            i += 2
-            continue
-        if arg.startswith("--workspace="):
+        if arg == "--workspace":
+            if i + 1 < len(args):
+                workspace = args[i + 1]
+                i += 2
+                continue
+            problems.append("--workspace needs a path (--workspace PATH); it was ignored")
+        elif arg.startswith("--workspace="):
             workspace = arg[len("--workspace=") :]
         else:
             ignored.append(arg)
         i += 1
-    return workspace, ignored
+    if ignored:
+        shown = " ".join(a[:60] for a in ignored[:3]) + (" ..." if len(ignored) > 3 else "")
+        problems.append(f"ignored arguments: {shown} (the only option is --workspace PATH)")
+    if workspace is not None and not workspace.strip():
+        problems.append("--workspace was given an empty path; $WSD_WORKSPACE is used")
+        workspace = None
+    return workspace, problems
 
 
 def _report(message: str) -> None:

@@ -68,14 +68,37 @@ class Layout:
         """Why this is not a workspace, with the fix, in one line (None if it is one).
 
         A workspace has ``.os/``, made by ``wsd init`` or the deploy's bootstrap. Nothing
-        else creates it: a mistyped or unset path must not grow a tree of its own.
+        else creates it: a mistyped or unset path must not grow a tree of its own. A path
+        inside a workspace (its ``.os/``, a user folder) names the workspace instead of
+        inviting a second one inside the first.
         """
         if os.path.lexists(self.os_dir):  # not a folder yet (a volume mounting): retried later
             return None
+        outer = self.enclosing()
+        if outer is not None:
+            return self.inside(outer)
         what = "does not exist" if not os.path.isdir(self.root) else "is not a workspace (no .os/)"
         return (
-            f"{self.root} {what}: run `wsd --workspace {self.root} init` (or the deploy"
+            f"{self.root} {what}: run `wsd --workspace {quoted(self.root)} init` (or the deploy"
             " bootstrap) to make it one, or set WSD_WORKSPACE to the workspace"
+        )
+
+    def enclosing(self) -> str | None:
+        """The workspace this path lies inside (a folder above it with ``.os/``), or None."""
+        path = os.path.abspath(self.root)
+        while True:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+            if os.path.isdir(os.path.join(path, ".os")):
+                return path
+
+    def inside(self, outer: str) -> str:
+        """The one line that refuses this path for lying inside the workspace ``outer``."""
+        return (
+            f"{self.root} is inside the workspace {outer}: did you mean"
+            f" `--workspace {quoted(outer)}`?"
         )
 
     def ensure_system_dirs(self) -> None:
@@ -84,3 +107,10 @@ class Layout:
             os.makedirs(path, mode=0o700, exist_ok=True)
             if os.stat(path).st_mode & 0o077:
                 os.chmod(path, 0o700)
+
+
+def quoted(path: str) -> str:
+    """``path`` as a shell word to paste (quoted only when it needs it)."""
+    import shlex  # imports re: only on the paths that print a command, never a hook's
+
+    return shlex.quote(path)

@@ -32,8 +32,10 @@ import apsw
 
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.uncurated import Digest
-from wsd.daemon.runtime.fsio import read_text
+from wsd.daemon.runtime.fsio import read_text, why_not_read
+from wsd.daemon.store.records import priority_name
 from wsd.daemon.store.store import Store
+from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
 TAG = "workspace-memory"
@@ -48,7 +50,6 @@ FILE_MAX_CHARS = 20_000
 LEARNING_MAX_CHARS = 400
 #: When the budget is exceeded, files are shortened in this order (least needed first).
 TRIM_ORDER = ("files.md", "tools.md", "context.md", "user.md", "os.md", "soul.md")
-PRIORITY_NAMES = {0: "urgent", 1: "high", 2: "normal"}
 
 #: The words of a learning that say nothing of its own (a learning made of these and words a
 #: memory file line already has is not new to an agent that read that line).
@@ -138,20 +139,37 @@ def load_memory(
     max_learnings: int = MAX_LEARNINGS,
     max_actions: int = MAX_ACTIONS,
     budget_chars: int = BUDGET_CHARS,
+    unreadable: list[str] | None = None,
 ) -> str:
     """The boot context of ``workspace`` (a Layout or root; default ``$WSD_WORKSPACE``);
     ``tools`` says how this host reaches the archive (default: shell commands).
 
     A path that is not a workspace (no ``.os/``: a typo, an unset variable) raises
     ValueError saying so and how to make one, as ``agent_memory()`` and the CLI do: an empty
-    boot context would look like a memory with nothing in it.
+    boot context would look like a memory with nothing in it. A memory file that is there
+    but cannot be read is said in its place (and on stderr), and its name is appended to
+    ``unreadable`` when given.
     """
     layout = _layout(workspace)
     problem = layout.problem()
     if problem is not None:
         raise ValueError(problem)
     now = time.time() if now is None else now
-    files = {name: text for name in FILES if (text := _read(layout.md(name)))}
+    files: dict[str, str] = {}
+    for name in FILES:
+        text, why = _read(layout.md(name))
+        if why is not None:
+            # Said, never skipped in silence: an agent started without the person's notes
+            # behaves as if it never knew them, and the person cannot tell why.
+            _warn(f"{name} could not be read ({why}); the boot context says so")
+            if unreadable is not None:
+                unreadable.append(name)
+            text = (
+                f"[{name} could not be read ({why}), so its notes are missing from this"
+                " context. Tell the person, so they can make it readable again.]"
+            )
+        if text:
+            files[name] = text
     recent, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
     lines = [
         set(_WORD.findall(line.lower())) for text in files.values() for line in text.splitlines()
@@ -195,15 +213,18 @@ def _layout(workspace: Layout | str | None) -> Layout:
     return Layout(workspace or os.environ.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE)
 
 
-def _read(path: str) -> str:
-    try:  # never through a link, never a FIFO or a device: the agent's start must not hang
+def _read(path: str) -> tuple[str, str | None]:
+    """A memory file's text ("" when it is missing or empty), and why it could not be read
+    (None when it could): never through a link, never a FIFO or a device, so the agent's
+    start cannot hang."""
+    try:
         text = read_text(path, 4 * (FILE_MAX_CHARS + 1), head=True) or ""
-    except OSError:  # missing, unreadable, a directory, too large: skipped without noise
-        return ""
+    except OSError as exc:  # mode 000, a link, a FIFO, a device, a folder
+        return "", why_not_read(path, exc)
     text = text.strip()
     if len(text) > FILE_MAX_CHARS:
         text = _cut_lines(text, FILE_MAX_CHARS)
-    return text
+    return text, None
 
 
 def _from_db(
@@ -217,10 +238,10 @@ def _from_db(
         recent = archive.recent_learnings(since, max_learnings)
         open_actions = archive.open_actions(max_actions)
     except (apsw.Error, OSError) as exc:
-        _warn(f"memory.db not readable ({exc}); boot context without learnings")
+        _warn(f"memory.db not readable ({describe(exc)}); boot context without learnings")
         return [], []
     actions = [
-        f"- [#{aid}, {PRIORITY_NAMES.get(prio, str(prio))}] {_one_line(text, LEARNING_MAX_CHARS)}"
+        f"- [#{aid}, {priority_name(prio)}] {_one_line(text, LEARNING_MAX_CHARS)}"
         for aid, prio, text in open_actions
     ]
     return recent, actions
@@ -239,7 +260,8 @@ def _digest(layout: Layout) -> Digest | None:
     try:
         found = Store(layout).uncurated(uncurated.MAX_LINES, uncurated.READ_CHARS)
     except (apsw.Error, OSError) as exc:
-        _warn(f"transcript.db not readable ({exc}); boot context without the turns not curated")
+        why = describe(exc)
+        _warn(f"transcript.db not readable ({why}); boot context without the turns not curated")
         return None
     return uncurated.digest(
         replace(found, requests=[(ts, _neutral(w)) for ts, w in found.requests])

@@ -27,6 +27,7 @@ from wsd.daemon.runtime import fsio
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
 from wsd.daemon.store.records import sha256
 from wsd.daemon.store.store import Store
+from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: Reads of a memory file stop here (a file this large is not one the daemon wrote).
@@ -55,13 +56,20 @@ def curated_path(layout: Layout, name: str) -> str:
 
 
 def read_text(path: str) -> str | None:
-    """A memory file's text, or None when it is missing or not a regular file (a link, a
-    FIFO, a device, or larger than MD_READ_LIMIT): read without following links or
-    blocking (:func:`wsd.daemon.runtime.fsio.read_text`)."""
+    """A memory file's text, or None when it is missing or cannot be read (see :func:`look`)."""
+    return look(path)[0]
+
+
+def look(path: str) -> tuple[str | None, str | None]:
+    """(text, None) for a memory file read, (None, None) when nothing is there, and
+    (None, why) when something is there that cannot be read (why, without the path: "permission
+    denied", "it is a FIFO"): a file we may not read, a link, a FIFO, a device, a folder, or
+    one larger than MD_READ_LIMIT. Read without
+    following links or blocking (:func:`wsd.daemon.runtime.fsio.read_text`)."""
     try:
-        return fsio.read_text(path, MD_READ_LIMIT)
-    except OSError:
-        return None
+        return fsio.read_text(path, MD_READ_LIMIT), None
+    except OSError as exc:
+        return None, fsio.why_not_read(path, exc)
 
 
 def read_all(layout: Layout) -> dict[str, str]:
@@ -119,7 +127,7 @@ def materialise_each(layout: Layout, latest: Mapping[str, str]) -> tuple[list[st
             if _materialise_one(layout, name, content):
                 written.append(name)
         except OSError as exc:
-            failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+            failed[name] = describe(exc)[:300]
     return written, failed
 
 
@@ -127,7 +135,13 @@ def _materialise_one(layout: Layout, name: str, content: str) -> bool:
     path = curated_path(layout, name)
     if name == "files.md":  # the notes part only: the inventory belongs to the watcher
         return files_md.write_notes(path, content)
-    if read_text(path) == content:
+    disk, why = look(path)
+    if why is not None:
+        # Something is there that we cannot read (mode 000, a huge file): it may hold a
+        # person's edit, which replacing it would lose unseen. Left as it is; the pass
+        # retries and doctor names it.
+        raise fsio.UnsafeFile(f"{path} cannot be read ({why}): not replaced")
+    if disk == content:
         return False
     atomic_write(path, content)
     return True

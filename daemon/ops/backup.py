@@ -24,8 +24,39 @@ from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+class BackupRefused(ValueError):
+    """A destination a backup will not write to; the message says why and what to do."""
+
+
+def check_destination(layout: Layout, dest: str) -> None:
+    """Raise :class:`BackupRefused` unless ``dest`` is a folder a backup may fill: outside the
+    workspace (inside it, ``.os/memory`` gets the databases copied onto themselves and the
+    live md files rewritten, a user folder gets transcript.db where the agent and files.md
+    see it), and new, empty or an earlier backup (its files are replaced: anything else
+    there named user.md or memory.db would be overwritten)."""
+    real = os.path.realpath(dest)
+    root = os.path.realpath(layout.root)
+    if real == root or real.startswith(root + os.sep):
+        raise BackupRefused(
+            f"{dest} is inside the workspace {layout.root}: a backup there overwrites the live"
+            " memory or lands in the person's own folders; choose a folder outside it"
+        )
+    if not os.path.lexists(dest):
+        return
+    if os.path.islink(dest) or not os.path.isdir(dest):
+        raise BackupRefused(f"{dest} is not a folder; choose a new or empty folder")
+    names = set(os.listdir(dest))
+    if names and "manifest.json" not in names:
+        raise BackupRefused(
+            f"{dest} is not empty and holds no earlier backup (no manifest.json): its files"
+            " could be overwritten; choose a new or empty folder"
+        )
+
+
 def backup(layout: Layout, dest: str) -> dict[str, Any]:
-    """Copy ``layout``'s databases and memory files into ``dest``; returns the manifest."""
+    """Copy ``layout``'s databases and memory files into ``dest``; returns the manifest.
+    Raises :class:`BackupRefused` for a destination :func:`check_destination` refuses."""
+    check_destination(layout, dest)
     os.makedirs(dest, mode=0o700, exist_ok=True)
     pages = Store(layout).maintenance.backup(dest)
     sources = {name: layout.md(name) for name in (*DEPLOY_FILES, *CURATED_FILES)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -15,6 +16,7 @@ from wsd.daemon.ops import cli_memory, cli_revisions, cli_status
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli_memory import no_memory
 from wsd.daemon.runtime.config import ConfigError
+from wsd.schema.errors import describe
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 _config = cli_status.config_of  # one reading of --workspace and the shell's settings
@@ -187,14 +189,20 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from wsd.daemon.ops.backup import backup
+    from wsd.daemon.ops.backup import BackupRefused, backup
 
     layout = Layout(_config(args, env).workspace)
     dest = os.path.abspath(args.dest)
-    manifest = backup(layout, dest)
+    try:
+        manifest = backup(layout, dest)
+    except BackupRefused as exc:
+        print(f"wsd backup: {exc}", file=sys.stderr)
+        return 2
+    databases = ", ".join(f"{kind}.db ({pages} pages)" for kind, pages in manifest["pages"].items())
+    files = manifest["md_files"]
     print(
-        f"backed up {layout.root} to {dest}: databases {manifest['pages']},"
-        f" files {manifest['md_files']}"
+        f"backed up {layout.root} to {dest}: {databases};"
+        f" {len(files)} md file(s)" + (f" ({', '.join(files)})" if files else "")
     )
     for name, why in manifest["skipped"].items():
         print(f"skipped {name}: {why}", file=sys.stderr)
@@ -272,19 +280,40 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     args = build_parser().parse_args(argv)
     env = os.environ if env is None else env
     try:
-        if args.command not in CREATING_COMMANDS:
-            problem = Layout(_config(args, env).workspace).problem()
-            if problem is not None:  # refused, and nothing created (a mistyped path stays so)
-                print(f"wsd {args.command}: {problem}", file=sys.stderr)
-                hook = args.command == "boot-context" and getattr(args, "hook", False)
-                return 0 if hook else 2  # a hook never fails the agent's start
-        return COMMANDS[args.command](args, env)
+        code = _dispatch(args, env)
+        sys.stdout.flush()  # here, where a closed pipe can still be told apart
+        return code
+    except BrokenPipeError:
+        # `wsd status | head -1`: the reader has what it wanted. Not an error for a CLI;
+        # stdout is pointed at /dev/null so the interpreter's last flush stays quiet too.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"wsd {args.command}: interrupted", file=sys.stderr)
+        return 130
     except (ConfigError, schema.SchemaError) as exc:
-        print(f"wsd: {exc}", file=sys.stderr)
+        print(f"wsd {args.command}: {describe(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"wsd: {exc}", file=sys.stderr)
+        print(f"wsd {args.command}: {describe(exc)}", file=sys.stderr)
         return 1
+
+
+def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    layout = Layout(_config(args, env).workspace)
+    if args.command in CREATING_COMMANDS:
+        outer = None if os.path.lexists(layout.os_dir) else layout.enclosing()
+        if outer is not None:  # a workspace inside a workspace: its .os/ in the other's space
+            print(f"wsd {args.command}: {layout.inside(outer)}", file=sys.stderr)
+            return 2
+    else:
+        problem = layout.problem()
+        if problem is not None:  # refused, and nothing created (a mistyped path stays so)
+            print(f"wsd {args.command}: {problem}", file=sys.stderr)
+            hook = args.command == "boot-context" and getattr(args, "hook", False)
+            return 0 if hook else 2  # a hook never fails the agent's start
+    return COMMANDS[args.command](args, env)
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     layout = _layout(args, env)
     tools = Tools.mcp(args.tool_prefix) if args.tool_prefix else Tools.shell(layout.root)
     if not args.hook:
-        print(load_memory(layout, tools=tools))
-        return 0
+        unreadable: list[str] = []
+        print(load_memory(layout, tools=tools, unreadable=unreadable))
+        return 1 if unreadable else 0  # said on stderr, file by file
     try:
         if sys.stdin is not None and not sys.stdin.isatty():
             sys.stdin.read()  # the hook event; drained so Claude Code's write never blocks
@@ -133,6 +134,7 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd pending [list|complete ID|dismiss ID] [--all] [--json]``."""
+    from wsd.daemon.store.records import priority_name
     from wsd.daemon.store.store import Store
 
     layout = _layout(args, env)
@@ -150,7 +152,8 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             print("No pending actions.")
         for action in [] if args.json else actions:
             closed = "" if action["status"] == "pending" else f" ({action['status']})"
-            print(f"#{action['id']} [{_priority(action['priority'])}]{closed} {action['content']}")
+            level = priority_name(action["priority"])
+            print(f"#{action['id']} [{level}]{closed} {action['content']}")
         return 0
     if args.id is None:
         print(f"wsd pending: {args.verb} needs an action id", file=sys.stderr)
@@ -165,12 +168,6 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     else:
         print(f"wsd pending: no open action #{args.id}", file=sys.stderr)
     return 0 if changed else 1
-
-
-def _priority(value: object) -> str:
-    return {0: "urgent", 1: "high", 2: "normal"}.get(
-        value if isinstance(value, int) else -1, str(value)
-    )
 
 
 def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -191,8 +188,8 @@ def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     print(
         f"rebuilt memory from {report.turns} turn(s) in {report.batches} batch(es):"
         f" {report.learnings} learning(s), {report.parked} parked,"
-        f" files written {list(report.files)}, removed {list(report.removed_files)}"
-        f" ({report.seconds:.1f}s)"
+        f" files written: {', '.join(report.files) or 'none'};"
+        f" removed: {', '.join(report.removed_files) or 'none'} ({report.seconds:.1f}s)"
     )
     return 0
 

@@ -219,13 +219,17 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     asked = time.time()
     flush_id = store.request_flush("cli", asked)
     print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
-    # Nobody to wait for: say so now (after a short grace, for a daemon just starting).
+    # Nobody to curate it: say so now (after a short grace, for a daemon just starting),
+    # with or without --wait: "flush requested" alone read as "it is being done".
     grace = time.monotonic() + min(args.wait, 3.0)
     while args.wait and not daemon_running(layout) and time.monotonic() < grace:
         time.sleep(0.2)
-    if args.wait and not daemon_running(layout):
+    if not daemon_running(layout):
+        from wsd.daemon.ops.deploy import start_hint
+
         print(
-            f"no daemon is running in {layout.root}: the flush is curated when it starts",
+            f"no daemon is running in {layout.root}: the flush is curated when it starts;"
+            f" {start_hint(layout)}",
             file=sys.stderr,
         )
         return 1

@@ -35,6 +35,7 @@ from wsd.daemon.store.maintenance import MADE_BY
 from wsd.daemon.store.records import sha256
 from wsd.daemon.store.store import Store
 from wsd.schema import spool
+from wsd.schema.errors import describe
 from wsd.schema.layout import Layout
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
@@ -121,7 +122,7 @@ class Doctor:
         try:
             return step()
         except Exception as exc:  # any surprise is a finding, never a traceback
-            self.add("fail", check, f"could not be checked: {type(exc).__name__}: {exc}")
+            self.add("fail", check, f"could not be checked: {type(exc).__name__}: {describe(exc)}")
             return None
 
     def permissions(self) -> None:
@@ -240,7 +241,10 @@ class Doctor:
         latest = self.store.latest_md()
         stray = memory_files.stray_temp_files(self.layout)
         states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}
+        unreadable = doctor_states.unreadable_files(self)
         for name, content in sorted(latest.items()):
+            if name in unreadable:
+                continue
             disk = memory_files.read_text(self.layout.md(name))
             text = None if disk is None else memory_files.canonical(name, disk)
             if text == memory_files.canonical(name, content):
@@ -253,32 +257,38 @@ class Doctor:
                 states["hand"].append(name)
         broken = states["missing"] + states["stale"]
         if not broken and not stray and not states["hand"]:
-            self.add("ok", "md files", "match their latest revisions")
+            if not unreadable:
+                self.add("ok", "md files", "match their latest revisions")
             return
         if self.fix:
             done = memory_files.sync(self.layout, self.store, time.time(), temp_files=True)
             if done.failed:
-                self.add("fail", "md files", f"could not rewrite: {done.failed}")
+                why = "; ".join(f"{name}: {error}" for name, error in sorted(done.failed.items()))
+                self.add("fail", "md files", f"could not rewrite: {why}")
                 return
-            detail = f"adopted {done.adopted}, wrote {done.written}, removed {len(stray)} temp"
-            self.add("warn", "md files", detail, True)
+            self.add(
+                "warn",
+                "md files",
+                f"adopted {_names(done.adopted)}; wrote {_names(done.written)};"
+                f" removed {len(stray)} temp file(s)",
+                True,
+            )
             return
         if states["hand"]:
             self.add(
                 "warn",
                 "md files",
-                f"edited by hand: {states['hand']} (the running daemon adopts the edit as a"
-                " new revision; --fix adopts it now)",
+                f"edited by hand: {_names(states['hand'])} (the running daemon adopts the edit"
+                " as a new revision; --fix adopts it now)",
                 fixable=True,
             )
         if broken or stray:
-            self.add(
-                "fail",
-                "md files",
-                f"missing: {states['missing']}, older than their latest revision:"
-                f" {states['stale']}, temp files: {len(stray)} (--fix writes them)",
-                fixable=True,
-            )
+            problems = [
+                *(f"{name} is missing" for name in states["missing"]),
+                *(f"{name} is older than its latest revision" for name in states["stale"]),
+                *([f"{len(stray)} temp file(s) left behind"] if stray else []),
+            ]
+            self.add("fail", "md files", "; ".join(problems) + " (--fix writes them)", fixable=True)
 
     def disk_and_spool(self) -> None:
         target = self.layout.memory_dir if os.path.isdir(self.layout.memory_dir) else "/"
@@ -398,7 +408,9 @@ class Doctor:
         except urllib.error.HTTPError as exc:
             self.add("ok", "bridge", f"{self.bridge_url} reachable (HTTP {exc.code})")
         except (urllib.error.URLError, OSError) as exc:
-            self.add("fail", "bridge", f"{self.bridge_url} unreachable: {exc}")
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            why = describe(reason) if isinstance(reason, BaseException) else str(reason)
+            self.add("fail", "bridge", f"{self.bridge_url} unreachable: {why}")
 
 
 def _turns(count: int) -> str:
@@ -411,3 +423,8 @@ def _size(path: str) -> int:
         return os.stat(path).st_size
     except FileNotFoundError:
         return 0
+
+
+def _names(names: list[str]) -> str:
+    """File names for a line of the report: ``user.md, context.md``, or ``none``."""
+    return ", ".join(names) if names else "none"

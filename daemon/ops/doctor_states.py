@@ -16,6 +16,7 @@ import stat
 import time
 from typing import Protocol
 
+from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.fsio import kind_of, read_regular
@@ -149,6 +150,27 @@ def special_files(doctor: Reporter) -> None:
         )
     elif not removed:
         doctor.add("ok", "refused files", "memory files and canvas mirrors are regular files")
+
+
+def unreadable_files(doctor: Reporter) -> set[str]:
+    """The memory files there as regular files that cannot be read (mode 000, a file over
+    the read limit), each a failure: the agent starts without it, and the daemon leaves it
+    be, since it may hold the person's edit. (A link, a FIFO or a device is
+    :func:`special_files`'.) Their names, for the md files check to pass over."""
+    found: set[str] = set()
+    for name in DEPLOY_FILES + CURATED_FILES:
+        path = doctor.layout.md(name)
+        why = memory_files.look(path)[1]
+        if why is None or _not_regular(path) is not None or not os.path.lexists(path):
+            continue
+        found.add(name)
+        doctor.add(
+            "fail",
+            "md files",
+            f"{name} is unreadable ({why}): the agent starts without it and the daemon does"
+            " not replace it; make it a file the daemon's user can read and write",
+        )
+    return found
 
 
 def _not_regular(path: str) -> str | None:

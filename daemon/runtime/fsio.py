@@ -24,6 +24,8 @@ import contextlib
 import os
 import stat
 
+from wsd.schema.errors import describe
+
 TEMP_PREFIX = ".wsd-tmp-"
 #: Reads of workspace and memory files stop here unless a caller says otherwise.
 DEFAULT_READ_LIMIT = 16 * 1024 * 1024
@@ -147,6 +149,8 @@ def read_regular(
                              follow_symlinks=False)  # fmt: skip
             except OSError:
                 raise exc from None
+            if stat.S_ISREG(st.st_mode):  # a file we may not read (mode 000): say that
+                raise type(exc)(exc.errno, exc.strerror, path) from None
             raise UnsafeFile(f"{path} is {kind_of(st.st_mode)}: not read") from exc
     finally:
         if dir_fd is not None:
@@ -169,6 +173,16 @@ def read_regular(
         return b"".join(chunks)[:limit]
     finally:
         os.close(fd)
+
+
+def why_not_read(path: str, exc: OSError) -> str:
+    """Why :func:`read_regular` raised ``exc`` for ``path``, in a few words without the path
+    ("permission denied", "it is a FIFO", "it is 9000000 bytes, over the 4194304 byte
+    limit"), for a line that names the file itself."""
+    if isinstance(exc, UnsafeFile):
+        text = str(exc).removeprefix(path).removeprefix(" ").removesuffix(": not read")
+        return f"it {text}" if text.startswith("is ") else text
+    return describe(exc).removeprefix(f"{path}: ")
 
 
 def read_text(

@@ -182,9 +182,8 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
     _banner("learnings (memory.db)")
     for kind, content in store.archive.learnings():
         print(f"  {kind:<12} {content}")
-    _banner("pending actions")
-    for aid, priority, content in store.open_actions():
-        print(f"  #{aid} (priority {priority}) {content}")
+    _banner("pending actions (wsd pending: as the boot context and the agent's tool name them)")
+    subprocess.run([wsd, "pending"], env=env, check=True)
     _banner('the archive: wsd search "which currency does ACME bill in?"')
     subprocess.run(
         [wsd, "search", "which currency does ACME bill in?", "--limit", "3"], env=env, check=True

