@@ -270,14 +270,14 @@ def test_a_hint_to_paste_quotes_a_path_with_a_space(tmp_path: Path) -> None:
 
 def test_os_errors_are_said_in_words(layout: Layout, tmp_path: Path) -> None:
     """A missing file and a folder given to ``wsd import`` are "PATH: no such file or
-    directory" / "PATH: is a directory", exit 1: no errno, no repr."""
+    directory" / "PATH is a folder", exit 1: no errno, no repr."""
     env = _env(layout)
     missing = wsd(env, "import", str(tmp_path / "nope.jsonl"), check=False)
     assert missing.returncode == 1
     assert missing.stderr == f"wsd import: {tmp_path / 'nope.jsonl'}: no such file or directory\n"
     folder = wsd(env, "import", str(tmp_path), check=False)
     assert folder.returncode == 1
-    assert folder.stderr == f"wsd import: {tmp_path}: is a directory\n"
+    assert folder.stderr == f"wsd import: {tmp_path} is a folder: give a JSON-lines file\n"
 
 
 @pytest.mark.parametrize(

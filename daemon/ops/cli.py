@@ -8,8 +8,8 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn, TextIO
 
 from wsd import schema
 from wsd.daemon.ops import cli_memory, cli_revisions, cli_status
@@ -279,15 +279,14 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     """Entry point of the ``wsd`` console script."""
     args = build_parser().parse_args(argv)
     env = os.environ if env is None else env
+    # `wsd status | head -1`: the reader has what it wanted. Not an error for a CLI, and not
+    # a reason to stop half way: what is left to print goes nowhere, the command finishes
+    # and exits as it would have (`wsd flush | true` still says no daemon runs, exit 1).
+    stdout, sys.stdout = sys.stdout, PipeSafe(sys.stdout)
     try:
-        code = _dispatch(args, env)
-        sys.stdout.flush()  # here, where a closed pipe can still be told apart
-        return code
-    except BrokenPipeError:
-        # `wsd status | head -1`: the reader has what it wanted. Not an error for a CLI;
-        # stdout is pointed at /dev/null so the interpreter's last flush stays quiet too.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _dispatch(args, env)
+    except BrokenPipeError:  # written past PipeSafe (a raw buffer): the reader went away
+        PipeSafe(stdout).discard()
         return 0
     except KeyboardInterrupt:
         print(f"wsd {args.command}: interrupted", file=sys.stderr)
@@ -298,6 +297,46 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     except OSError as exc:
         print(f"wsd {args.command}: {describe(exc)}", file=sys.stderr)
         return 1
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.stdout = stdout
+
+
+class PipeSafe:
+    """A text stream that a reader gone away cannot break: the first write or flush that
+    meets a closed pipe points the descriptor at /dev/null (so the interpreter's own last
+    flush stays quiet too), and that write and every later one go nowhere."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self.discard()
+            return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self.discard()
+
+    def discard(self) -> None:
+        """From now on, nothing written reaches the descriptor (it is /dev/null)."""
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _dispatch(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -91,6 +91,12 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             else format_turn(found)
         )
         return 0
+    if not " ".join(args.query).strip():  # "Nothing matches" would blame the memory
+        print(
+            'wsd search: give a question or keywords (wsd search "tea"), or --turn T<n>',
+            file=sys.stderr,
+        )
+        return 2
     try:
         hits = search_memory(
             layout,

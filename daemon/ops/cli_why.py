@@ -183,7 +183,10 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
     learnings = store.lineage.learnings_matching(text)
     if not found and not learnings:
         shown = text if len(text) <= 60 else text[:59] + "…"
-        print(f"wsd memory why: no line of the curated files and no learning matches {shown!r}")
+        print(
+            f"wsd memory why: no line of the curated files and no learning matches {shown!r}",
+            file=sys.stderr,
+        )
         return 1
     _say(found, [_learning_json(x) for x in learnings], as_json, more)
     return 0

@@ -16,7 +16,9 @@ opens them, one per unit of work):
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.runtime.dates import parse_since
+from wsd.daemon.runtime.fsio import UnsafeFile, kind_of
 from wsd.daemon.store.records import LEARNING_TYPES, learning_key
 from wsd.hooks.capture import is_memory_call
 from wsd.redact import clean_text
@@ -294,8 +297,27 @@ def add_imported(m: apsw.Connection, rows: list[tuple[Any, ...]], report: Import
 
 
 def file_lines(path: str) -> Iterator[bytes]:
-    """The lines of a JSON-lines file, without their line ends (``wsd import FILE``)."""
-    with open(path, "rb") as fh:
+    """The lines of a JSON-lines file, without their line ends (``wsd import FILE``).
+
+    Only a regular file: a FIFO with no writer would hold the command forever (found by
+    tests/test_cli_misuse.py), a device never ends. Raises :class:`UnsafeFile` for those,
+    saying how to import from a pipe (``-``, standard input, where waiting is the shell's).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise UnsafeFile(f"{path} is a folder: give a JSON-lines file")
+        if not stat.S_ISREG(mode):
+            raise UnsafeFile(
+                f"{path} is {kind_of(mode)}, not a file: to import from a pipe, give -"
+                " and redirect it (wsd import - < PIPE)"
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
         for line in fh:
             yield line.rstrip(b"\r\n")
 

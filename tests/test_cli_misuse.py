@@ -1,0 +1,506 @@
+"""Every ``wsd`` subcommand and ``wsd-hook`` met with what a person gets wrong (issue 30's
+habit): an unknown option, a missing or extra argument, a path inside ``.os/``, a workspace
+with a space and non-ASCII letters in its path, a closed stdout, a stopped daemon, a broken
+setting, files that are missing, folders, FIFOs, unreadable or binary. Each answer is one
+clear line: no traceback, no Python repr, no errno text, and an exit code that means
+something (0 done, 1 not done or partly, 2 bad usage or settings, 3 another daemon holds the
+workspace).
+
+The subcommands are read from the parser itself, so a new one is met by these tests the day
+it is added (a case list below must then say what its valid arguments are: the test that
+checks the list is complete fails until it does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.ops.cli import build_parser
+from wsd.daemon.runtime.heartbeat import status_path
+from wsd.daemon.store.store import Store
+from wsd.schema.layout import Layout
+
+from .conftest import venv_script
+from .test_first_contact import unprivileged
+
+#: A failure spelled for Python, not for a person.
+NOT_FOR_PEOPLE = re.compile(
+    r"Traceback \(most recent|\[Errno \d+\]|<[\w.]+ object at 0x|NoneType|'None'"
+    r"|\[(?:'[^']*'|\"[^\"]*\")(?:, |\])|\{'[^']*': |\bSystemError\b|\bKeyError\b"
+    r"|\bAttributeError\b|\bTypeError\b|\bUnboundLocalError\b|\bNameError\b"
+)
+MEANINGFUL = {0, 1, 2, 3}
+
+
+def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every runnable subcommand path (``("memory", "why")``) of ``parser``."""
+    found: list[tuple[str, ...]] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _leaves(sub, (*path, name)) or [(*path, name)]
+    return found
+
+
+LEAVES = _leaves(build_parser())
+
+
+@dataclass(frozen=True)
+class Valid:
+    """A subcommand's arguments when nothing is wrong, and the exit codes that then mean it
+    did its job on a fresh workspace (``{dest}`` is a fresh folder outside it, ``{file}`` a
+    JSONL file of one learning)."""
+
+    args: tuple[str, ...] = ()
+    codes: frozenset[int] = frozenset({0})
+    #: Writes to stdout a person may pipe into ``head``.
+    prints: bool = True
+    #: Started only where it stops by itself (``wsd run`` serves until stopped).
+    runs_forever: bool = False
+    stdin: str = ""
+    required: tuple[str, ...] = field(default=())
+
+
+VALID: dict[tuple[str, ...], Valid] = {
+    ("init",): Valid(),
+    ("run",): Valid(runs_forever=True, prints=False),
+    ("status",): Valid(),
+    # No daemon in these workspaces: the request is recorded and that is said, exit 1.
+    ("flush",): Valid(codes=frozenset({1})),
+    ("retry",): Valid(),
+    ("memory", "why"): Valid(("user.md:1",), required=("target",)),
+    ("memory", "blame"): Valid(("user.md",), required=("file",)),
+    ("memory", "history"): Valid(("user.md",), required=("file",)),
+    ("memory", "diff"): Valid(("user.md",), required=("file",)),
+    ("memory", "restore"): Valid(("user.md", "1"), required=("file", "REV")),
+    ("mcp",): Valid(prints=False),
+    ("forget",): Valid(("L1",), required=("id",)),
+    ("boot-context",): Valid(),
+    ("search",): Valid(("tea",)),
+    ("import",): Valid(("{file}",), required=("file",)),
+    ("pending",): Valid(),
+    # No Bridge: a rebuild cannot start, and says which setting is missing.
+    ("rebuild",): Valid(("--wait", "1"), codes=frozenset({2}), prints=False),
+    ("bootstrap",): Valid(("--venv", sys.prefix)),
+    # Its findings decide: a workspace with no daemon is a problem (1).
+    ("doctor",): Valid(codes=frozenset({1})),
+    ("backup",): Valid(("{dest}",), required=("dest",)),
+}
+
+
+def test_every_subcommand_has_its_valid_arguments_here() -> None:
+    """The cases cover every subcommand the parser has (a new one must be added here)."""
+    assert sorted(LEAVES) == sorted(VALID)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
+    return env | extra
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Layout:
+    """A workspace with one curated revision of user.md and one learning, in a folder whose
+    name has a space and non-ASCII letters (every path a person can make must work)."""
+    root = tmp_path / "my wörk ☃"
+    root.mkdir()
+    layout = Layout(str(root))
+    init_workspace(layout, templates=None)
+    store = Store(layout)
+    store.add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
+    Path(layout.md("user.md")).write_text("# User\n- likes tea\n")
+    store.archive.import_lines([b'{"type": "fact", "content": "The person likes green tea"}'])
+    (tmp_path / "one.jsonl").write_text('{"type": "fact", "content": "The boiler is a Vaillant"}\n')
+    return layout
+
+
+def _argv(leaf: tuple[str, ...], args: tuple[str, ...], tmp: Path) -> list[str]:
+    return [
+        a.replace("{dest}", str(tmp / "backup")).replace("{file}", str(tmp / "one.jsonl"))
+        for a in (*leaf, *args)
+    ]
+
+
+def _run(
+    argv: list[str],
+    env: dict[str, str],
+    *,
+    stdin: str = "",
+    stdout: int | None = subprocess.PIPE,
+    program: str = "wsd",
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [venv_script(program), *argv],
+        env=env,
+        input=stdin,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def plain(done: subprocess.CompletedProcess[str], *, failed_in_one_line: bool = True) -> None:
+    """The answer is for a person: no Python spelling anywhere, a meaningful exit code, and
+    a failure said in exactly one line on stderr (doctor's failures are its report, on
+    stdout, one line a finding)."""
+    if "doctor" in done.args and done.returncode == 1 and not done.stderr:
+        assert done.stdout is None or "problem(s)" in done.stdout.splitlines()[-1]
+        failed_in_one_line = False
+    for text in (done.stdout or "", done.stderr):
+        found = NOT_FOR_PEOPLE.search(text)
+        assert found is None, f"{found.group(0)!r} in: {text[-1500:]}"
+    assert done.returncode in MEANINGFUL, done.stderr[-1500:]
+    if done.returncode != 0 and failed_in_one_line:
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, f"exit {done.returncode}, stderr: {done.stderr[-1500:]}"
+
+
+def _name(leaf: tuple[str, ...]) -> str:
+    return " ".join(leaf)
+
+
+# -- every subcommand ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=_name)
+def test_an_unknown_option_is_one_usage_line(
+    ws: Layout, leaf: tuple[str, ...], tmp_path: Path
+) -> None:
+    """``wsd X ARGS --no-such-option`` is one line naming the option and --help, exit 2."""
+    argv = _argv(leaf, VALID[leaf].args, tmp_path)
+    done = _run(["--workspace", ws.root, *argv, "--no-such-option"], _env())
+    plain(done)
+    assert done.returncode == 2
+    assert "--no-such-option" in done.stderr and "--help" in done.stderr
+
+
+@pytest.mark.parametrize("leaf", [leaf for leaf in LEAVES if VALID[leaf].required], ids=_name)
+def test_a_missing_argument_is_one_usage_line(ws: Layout, leaf: tuple[str, ...]) -> None:
+    """A subcommand run without its argument names what it needs, in one line, exit 2."""
+    done = _run(["--workspace", ws.root, *leaf], _env())
+    plain(done)
+    assert done.returncode == 2
+    assert VALID[leaf].required[0] in done.stderr
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=_name)
+def test_an_extra_argument_is_one_usage_line(
+    ws: Layout, leaf: tuple[str, ...], tmp_path: Path
+) -> None:
+    """One argument too many is refused in one line, exit 2 (or taken as more words, where
+    the subcommand takes words: search, why)."""
+    valid = VALID[leaf]
+    argv = _argv(leaf, (*valid.args, "surplus"), tmp_path)
+    if valid.runs_forever:
+        done = _run(["--workspace", ws.root, *argv], _env())
+        plain(done)
+        assert done.returncode == 2
+        return
+    done = _run(["--workspace", ws.root, *argv], _env(), stdin=valid.stdin)
+    plain(done)
+    assert done.returncode in {2, *valid.codes}
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=_name)
+def test_a_path_inside_the_workspace_names_it(
+    ws: Layout, leaf: tuple[str, ...], tmp_path: Path
+) -> None:
+    """``--workspace ws/.os/memory``: one line naming the workspace meant, exit 2, nothing
+    created (for every subcommand, init and bootstrap included)."""
+    inner = os.path.join(ws.root, ".os", "memory")
+    before = sorted(os.listdir(inner))
+    argv = _argv(leaf, VALID[leaf].args, tmp_path)
+    done = _run(["--workspace", inner, *argv], _env())
+    plain(done)
+    assert done.returncode == 2
+    assert f"did you mean `--workspace '{ws.root}'`?" in done.stderr
+    assert sorted(os.listdir(inner)) == before
+
+
+@pytest.mark.parametrize(
+    "leaf", [leaf for leaf in LEAVES if not VALID[leaf].runs_forever], ids=_name
+)
+def test_a_path_with_a_space_and_non_ascii_letters_works(
+    ws: Layout, leaf: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Each subcommand does its job in a workspace named ``my wörk ☃``, by --workspace and
+    by $WSD_WORKSPACE alike."""
+    valid = VALID[leaf]
+    argv = _argv(leaf, valid.args, tmp_path)
+    for how, env in (("--workspace", _env()), ("env", _env(WSD_WORKSPACE=ws.root))):
+        done = _run(
+            (["--workspace", ws.root] if how == "--workspace" else []) + argv,
+            env,
+            stdin=valid.stdin,
+        )
+        plain(done)
+        assert done.returncode in valid.codes, f"{how}: {done.stderr[-1500:]}"
+
+
+@pytest.mark.parametrize("leaf", [leaf for leaf in LEAVES if VALID[leaf].prints], ids=_name)
+def test_a_closed_stdout_is_not_an_error(ws: Layout, leaf: tuple[str, ...], tmp_path: Path) -> None:
+    """``wsd X | head -1`` with the reader gone: the exit code it would have had, and
+    nothing on stderr but what it would have said anyway."""
+    valid = VALID[leaf]
+    argv = ["--workspace", ws.root, *_argv(leaf, valid.args, tmp_path)]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = _run(argv, _env(), stdin=valid.stdin, stdout=write)
+    finally:
+        os.close(write)
+    plain(done)
+    assert "Broken pipe" not in done.stderr and "BrokenPipe" not in done.stderr
+    assert done.returncode in valid.codes
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=_name)
+def test_a_broken_setting_is_named_or_not_needed(
+    ws: Layout, leaf: tuple[str, ...], tmp_path: Path
+) -> None:
+    """With ``WSD_DAILY_BUDGET_USD=five`` a subcommand either does its job (it needs no
+    budget) or says the setting and its value in one line, exit 2."""
+    valid = VALID[leaf]
+    argv = ["--workspace", ws.root, *_argv(leaf, valid.args, tmp_path)]
+    env = _env(WSD_DAILY_BUDGET_USD="five")
+    if valid.runs_forever:  # `wsd run` must refuse to start on it
+        done = _run(argv, env)
+        plain(done)
+        assert done.returncode == 2 and "WSD_DAILY_BUDGET_USD" in done.stderr
+        assert "five" in done.stderr
+        return
+    done = _run(argv, env, stdin=valid.stdin)
+    plain(done)
+    if done.returncode == 2 and "WSD_DAILY_BUDGET_USD" in done.stderr:
+        assert "five" in done.stderr
+    else:
+        assert done.returncode in valid.codes, done.stderr[-1500:]
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=_name)
+def test_no_workspace_at_all_is_one_line(leaf: tuple[str, ...], tmp_path: Path) -> None:
+    """A workspace path that does not exist: one line with the fix, exit 2, nothing made
+    (init and bootstrap make it: that is their job)."""
+    missing = tmp_path / "no such place"
+    argv = _argv(leaf, VALID[leaf].args, tmp_path)
+    if leaf in (("init",), ("bootstrap",)):
+        return  # they create the workspace (tested by test_surface and test_operations)
+    done = _run(["--workspace", str(missing), *argv], _env())
+    plain(done)
+    assert done.returncode == 2
+    assert not missing.exists()
+
+
+# -- what a person hands a command -----------------------------------------------------------
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "a fifo"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "kind", ["missing", "folder", "fifo", "binary", "empty", "not jsonl", "unreadable"]
+)
+def test_import_meets_what_a_person_hands_it(ws: Layout, tmp_path: Path, kind: str) -> None:
+    """``wsd import X``: a missing file, a folder, a FIFO (never waited on), binary bytes,
+    an empty file, prose, a file it may not read: one plain line each, nothing imported
+    wrongly, never a hang."""
+    path = tmp_path / f"input {kind}"
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        path = _fifo(tmp_path)
+    elif kind == "binary":
+        path.write_bytes(os.urandom(4096))
+    elif kind == "empty":
+        path.write_text("")
+    elif kind == "not jsonl":
+        path.write_text("My notes\nabout the boiler\n")
+    elif kind == "unreadable":
+        path.write_text('{"type": "fact", "content": "secret"}\n')
+        path.chmod(0)
+    cmd = ["--workspace", ws.root, "import", str(path)]
+    if kind == "unreadable":
+        done = subprocess.run(
+            unprivileged([venv_script("wsd"), *cmd]),
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    else:
+        done = _run(cmd, _env(), timeout=30)
+    plain(done, failed_in_one_line=kind not in ("binary", "not jsonl"))
+    assert done.returncode in ({0} if kind == "empty" else {1})
+
+
+@pytest.mark.parametrize("kind", ["a file", "fifo", "unwritable"])
+def test_backup_meets_a_destination_it_cannot_use(ws: Layout, tmp_path: Path, kind: str) -> None:
+    """``wsd backup X`` where X is a file, a FIFO or a folder it may not write: one line."""
+    dest = tmp_path / "dest"
+    if kind == "a file":
+        dest.write_text("not a folder")
+    elif kind == "fifo":
+        dest = _fifo(tmp_path)
+    else:
+        dest.mkdir()
+        dest.chmod(0o500)
+    cmd = [venv_script("wsd"), "--workspace", ws.root, "backup", str(dest / "bk")]
+    if kind != "unwritable":
+        cmd[-1] = str(dest)
+    done = subprocess.run(
+        unprivileged(cmd) if kind == "unwritable" else cmd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    plain(done)
+    assert done.returncode in (1, 2)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory", "why", "user.md:0"],
+        ["memory", "why", "user.md:abc"],
+        ["memory", "why", "../../etc/passwd:1"],
+        ["memory", "why", "soul.md:1"],
+        ["memory", "why", ""],
+        ["memory", "blame", "nope.md"],
+        ["memory", "history", "../user.md"],
+        ["memory", "diff", "user.md", "999"],
+        ["memory", "restore", "user.md", "999"],
+        ["memory", "restore", "user.md", "-1"],
+        ["search", "--turn", "T0"],
+        ["search", "--turn", "T99999"],
+        ["search", "--limit", "0", "tea"],
+        ["search", "--since", "yesterday-ish", "tea"],
+        ["search", "--type", "bogus", "tea"],
+        ["search", "--turn", "T1", "tea"],
+        ["search"],
+        ["search", "\x01\x02"],
+        ["pending", "complete"],
+        ["pending", "complete", "abc"],
+        ["pending", "complete", "999"],
+        ["pending", "frobnicate"],
+        ["forget", "L0"],
+        ["forget", "L999"],
+        ["forget", "99999999999999999999999"],
+        ["flush", "--wait", "-1"],
+        ["flush", "--wait", "nan"],
+        ["rebuild", "--wait", "abc"],
+        ["boot-context", "--tool-prefix", ""],
+    ],
+    ids=lambda a: " ".join(a) or "none",
+)
+def test_a_wrong_value_is_one_plain_line(ws: Layout, argv: list[str]) -> None:
+    """Values a person gets wrong (a line 0, a file that is not curated, a turn that is not
+    there, an action id that is not one): one plain line, exit 1 or 2."""
+    done = _run(["--workspace", ws.root, *argv], _env())
+    plain(done)
+    assert done.returncode in (1, 2) or argv in (
+        ["search", "\x01\x02"],
+        ["boot-context", "--tool-prefix", ""],
+    )
+
+
+def test_a_stopped_daemon_is_said_by_every_command_that_needs_it(ws: Layout) -> None:
+    """A heartbeat left by a daemon that is gone: status says not running, doctor says how
+    to start it, flush --wait says nobody will curate it (each one line, no repr)."""
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    beat = Path(status_path(ws))
+    pid = int(dead.stdout)  # gone by now
+    beat.write_text(json.dumps({"pid": pid, "heartbeat_at": 1.0, "state": "idle", "settings": {}}))
+    status = _run(["--workspace", ws.root, "status"], _env())
+    plain(status)
+    assert re.search(r"daemon_running: no", status.stdout)
+    doctor = _run(["--workspace", ws.root, "doctor"], _env())
+    plain(doctor)
+    assert "FAIL daemon: not running" in doctor.stdout
+    flushed = _run(["--workspace", ws.root, "flush", "--wait", "1"], _env())
+    plain(flushed)
+    assert flushed.returncode == 1 and "no daemon is running" in flushed.stderr
+
+
+# -- wsd-hook -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        ([], ""),
+        ([], "{"),
+        ([], "\ufeff{}"),
+        ([], '{"hook_event_name": "Stop"}'),
+        (["--workspace"], "{}"),
+        (["--workspace", ""], "{}"),
+        (["--bogus"], "{}"),
+        (["--workspace", "{inside}"], '{"hook_event_name": "Stop", "session_id": "s"}'),
+        (["--workspace", "{missing}"], '{"hook_event_name": "Stop", "session_id": "s"}'),
+        (["--workspace", "{ws}"], '{"hook_event_name": "Stop", "session_id": "s"}'),
+    ],
+    ids=lambda v: repr(v)[:40],
+)
+def test_wsd_hook_meets_what_it_gets_wrong(
+    ws: Layout, tmp_path: Path, args: list[str], stdin: str
+) -> None:
+    """Whatever the arguments and stdin, wsd-hook prints nothing on stdout, exits 0, and
+    says what is off in plain lines on stderr (a path inside a workspace names it)."""
+    argv = [
+        a.replace("{inside}", ws.os_dir)
+        .replace("{missing}", str(tmp_path / "nowhere"))
+        .replace("{ws}", ws.root)
+        for a in args
+    ]
+    done = _run(argv, _env(), stdin=stdin, program="wsd-hook")
+    plain(done, failed_in_one_line=False)
+    assert done.returncode == 0 and done.stdout == ""
+    if "{inside}" in args:
+        assert f"did you mean `--workspace '{ws.root}'`?" in done.stderr
+    if "{ws}" in args:
+        assert done.stderr == ""
+
+
+def test_wsd_hook_with_a_fifo_for_a_spool_and_a_locked_database_never_hangs(
+    ws: Layout,
+) -> None:
+    """A FIFO planted where the spool goes, while transcript.db cannot be written: the hook
+    still exits 0 at once and says what happened in plain words."""
+    import apsw
+
+    os.mkfifo(ws.spool)
+    holder = apsw.Connection(ws.transcript_db)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        done = _run(
+            [],
+            _env(WSD_WORKSPACE=ws.root),
+            stdin='{"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "x"}',
+            program="wsd-hook",
+            timeout=30,
+        )
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    plain(done, failed_in_one_line=False)
+    assert done.returncode == 0 and done.stdout == ""
