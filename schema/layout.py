@@ -77,7 +77,12 @@ class Layout:
         outer = self.enclosing()
         if outer is not None:
             return self.inside(outer)
-        what = "does not exist" if not os.path.isdir(self.root) else "is not a workspace (no .os/)"
+        if os.path.isdir(self.root):
+            what = "is not a workspace (no .os/)"
+        elif os.path.lexists(self.root):
+            what = "is not a folder"
+        else:
+            what = "does not exist"
         return (
             f"{self.root} {what}: run `wsd --workspace {quoted(self.root)} init` (or the deploy"
             " bootstrap) to make it one, or set WSD_WORKSPACE to the workspace"

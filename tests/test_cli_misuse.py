@@ -14,6 +14,7 @@ checks the list is complete fails until it does).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -504,3 +505,35 @@ def test_wsd_hook_with_a_fifo_for_a_spool_and_a_locked_database_never_hangs(
         holder.close()
     plain(done, failed_in_one_line=False)
     assert done.returncode == 0 and done.stdout == ""
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=_name)
+def test_a_damaged_memory_db_is_named_with_what_to_do(
+    ws: Layout, leaf: tuple[str, ...], tmp_path: Path
+) -> None:
+    """memory.db overwritten with random bytes: every subcommand answers in plain lines (it
+    was a traceback from forget and flush), and one that needs memory.db says what to do
+    (not "the daemon creates it": it cannot open it either)."""
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(ws.memory_db + suffix)
+    Path(ws.memory_db).write_bytes(os.urandom(8192))
+    valid = VALID[leaf]
+    argv = ["--workspace", ws.root, *_argv(leaf, valid.args, tmp_path)]
+    env = _env(ANTHROPIC_BASE_URL="http://127.0.0.1:9", WSD_BRIDGE_TOKEN="t")
+    done = _run(argv, env, stdin=valid.stdin, timeout=60)
+    plain(done, failed_in_one_line=leaf not in (("boot-context",), ("status",)))
+    assert "the daemon creates it" not in done.stderr + (done.stdout or "")
+
+
+@pytest.mark.parametrize("what", ["a file", "a FIFO"])
+def test_a_workspace_path_that_is_not_a_folder_says_so(tmp_path: Path, what: str) -> None:
+    """``--workspace`` naming a file (or a FIFO) says it is not a folder, one line, exit 2."""
+    path = tmp_path / "not a folder"
+    if what == "a file":
+        path.write_text("x")
+    else:
+        os.mkfifo(path)
+    done = _run(["--workspace", str(path), "status"], _env(), timeout=30)
+    plain(done)
+    assert done.returncode == 2 and f"{path} is not a folder" in done.stderr

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
+import apsw
+
 from wsd import schema
 from wsd.daemon.ops import cli_memory, cli_revisions, cli_status
 from wsd.daemon.ops.bootstrap import init_workspace
@@ -296,6 +298,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return 2
     except OSError as exc:
         print(f"wsd {args.command}: {describe(exc)}", file=sys.stderr)
+        return 1
+    except apsw.Error as exc:  # a damaged or locked database: said, never a traceback
+        print(
+            f"wsd {args.command}: a database could not be used ({describe(exc)});"
+            " wsd doctor says which, and what to do",
+            file=sys.stderr,
+        )
         return 1
     finally:
         with contextlib.suppress(OSError, ValueError):

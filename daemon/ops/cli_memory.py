@@ -51,13 +51,13 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def no_memory(command: str, layout: Layout) -> bool:
     """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
-    from wsd.daemon.store.maintenance import MADE_BY
+    from wsd.daemon.store.maintenance import remedy
     from wsd.daemon.store.store import Store
 
     why = Store(layout).maintenance.unready().get("memory")
     if why is not None:
         print(
-            f"{command}: memory.db {why}: {MADE_BY}",
+            f"{command}: memory.db {why}: {remedy('memory', why)}",
             file=sys.stderr,
         )
     return why is not None

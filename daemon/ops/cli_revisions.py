@@ -123,13 +123,13 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
 
 def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout) -> int:
     """The ``wsd memory`` verbs (``layout`` resolved by the caller)."""
-    from wsd.daemon.store.maintenance import MADE_BY
+    from wsd.daemon.store.maintenance import remedy
 
     store = Store(layout)
     why = store.maintenance.unready().get("memory")
     if why is not None:  # never create it here: the daemon does (or `wsd rebuild`)
         print(
-            f"wsd memory: memory.db {why}: {MADE_BY}",
+            f"wsd memory: memory.db {why}: {remedy('memory', why)}",
             file=sys.stderr,
         )
         return 1

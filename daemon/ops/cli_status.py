@@ -188,19 +188,20 @@ def _status_unready(
     layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
 ) -> int:
     """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
-    from wsd.daemon.store.maintenance import MADE_BY
+    from wsd.daemon.store.maintenance import remedy
 
     report = {
         "workspace": layout.root,
         "databases": {f"{kind}.db": why for kind, why in unready.items()},
         "daemon_state": beat.get("state") if beat else None,
-        "what_next": MADE_BY,
+        "what_next": "; ".join(dict.fromkeys(remedy(kind, why) for kind, why in unready.items())),
     }
     if as_json:
         print(json.dumps(report, indent=2))
     else:
+        now = time.time()
         for key, value in report.items():
-            print(f"{key:>22}: {value}")
+            _print_field(key, value, now, 22)
     return 1
 
 

@@ -31,7 +31,7 @@ from wsd.daemon.runtime.config import (
 )
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store.maintenance import MADE_BY
+from wsd.daemon.store.maintenance import MADE_BY, remedy
 from wsd.daemon.store.records import sha256
 from wsd.daemon.store.store import Store
 from wsd.schema import spool
@@ -170,7 +170,8 @@ class Doctor:
             try:
                 version = self.ops.schema_version(kind)
             except (apsw.Error, schema.SchemaError) as exc:
-                self.add("fail", f"{kind}.db", str(exc))
+                why = f"cannot be read ({describe(exc)})"
+                self.add("fail", f"{kind}.db", f"{path} {why}: {remedy(kind, why)}")
                 usable = False
                 continue
             if version == 0:  # a file with no schema yet: read no further, change nothing

@@ -22,6 +22,7 @@ from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.maintenance import DAY
 from wsd.daemon.store.remote import RemoteBatch, RemoteRequest
 from wsd.daemon.store.workspace import Card, ToolEvent
+from wsd.schema.errors import describe
 
 
 class Archive:
@@ -314,13 +315,13 @@ class Maintenance:
         out: dict[str, str] = {}
         for kind in schema.KINDS:
             if not os.path.exists(self._db.path(kind)):
-                out[kind] = "is missing"
+                out[kind] = maintenance.NOT_MADE[0]
                 continue
             try:
                 if self.schema_version(kind) == 0:
-                    out[kind] = "has no schema yet"
+                    out[kind] = maintenance.NOT_MADE[1]
             except (apsw.Error, schema.SchemaError) as exc:
-                out[kind] = str(exc)
+                out[kind] = f"cannot be read ({describe(exc)})"
         return out
 
     def journal_mode(self, kind: schema.Kind) -> str:

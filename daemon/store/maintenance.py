@@ -20,6 +20,22 @@ MADE_BY = (
     "the daemon creates it on its next start (or `wsd init` now); a new memory.db is filled by"
     " re-curating every turn of the transcript"
 )
+#: What :meth:`unready` says of a database that is not there, or has no schema yet.
+NOT_MADE = ("is missing", "has no schema yet")
+
+
+def remedy(kind: str, why: str) -> str:
+    """What a person does about database ``kind`` in the state ``why`` (of ``unready``): a
+    missing one is made, a damaged one is not ("the daemon creates it" was the advice for a
+    memory.db of random bytes, which the daemon cannot open either)."""
+    if why in NOT_MADE:
+        return MADE_BY
+    if kind == "memory":
+        return (
+            "memory.db is derived: move it aside and the daemon makes a new one from the"
+            " transcript (or restore it from a backup); wsd doctor checks it"
+        )
+    return "transcript.db holds every turn: restore it from a backup; wsd doctor checks it"
 
 
 def checkpoint(conn: apsw.Connection, truncate: bool) -> tuple[int, int, int]:
