@@ -16,6 +16,7 @@ import apsw
 
 from wsd import schema
 from wsd.redact import DEFAULT_MAX_CHARS, clean_text, clean_value
+from wsd.schema.errors import describe
 from wsd.schema.fastjson import dumps
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 from wsd.schema.transcript import KNOWN_EVENTS, Event, record
@@ -150,6 +151,14 @@ def warn(message: str) -> None:
         sys.stderr.write(f"wsd-hook: {message}\n")
     except Exception:  # stderr closed: nothing more we can do
         pass
+
+
+def not_captured(exc: BaseException) -> str:
+    """Why an event could not even be spooled, in one line: the OS's or SQLite's own words
+    (no errno, no repr); the type's name only for what no one foresaw (a bug to report)."""
+    if isinstance(exc, OSError | apsw.Error | schema.SchemaError):
+        return describe(exc)[:200]
+    return f"{type(exc).__name__}: {describe(exc)[:200]}"
 
 
 def _text(value: object, limit: int) -> str:
@@ -319,7 +328,7 @@ class Capture:
 
             os.makedirs(self.layout.memory_dir, mode=0o700, exist_ok=True)
             spool.append(self.layout.spool, event.to_json())
-            warn(f"transcript.db unavailable ({type(exc).__name__}: {exc}); event spooled")
+            warn(f"transcript.db unavailable ({describe(exc)}); event spooled")
             return "spooled"
 
     def _connection(self) -> apsw.Connection:

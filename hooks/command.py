@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput
+from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput, not_captured
 from wsd.schema.fastjson import loads
 
 TYPE_CHECKING = False
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidInput as exc:
         _report(f"ignored invalid hook input: {exc}")
     except BaseException as exc:
-        _report(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
+        _report(f"event NOT captured: {not_captured(exc)}")
     return 0
 
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput, warn
+from wsd.hooks.capture import Capture, CaptureConfig, InvalidInput, not_captured, warn
 from wsd.schema.transcript import HOOK_EVENTS
 
 #: Seconds the CLI waits for a callback; ours take well under a millisecond,
@@ -34,7 +34,7 @@ def make_callback(capture: Capture) -> HookCallback:
         except InvalidInput as exc:
             warn(f"ignored invalid hook input: {exc}")
         except Exception as exc:
-            warn(f"event NOT captured: {type(exc).__name__}: {str(exc)[:200]}")
+            warn(f"event NOT captured: {not_captured(exc)}")
         return {}
 
     return capture_event

@@ -347,7 +347,7 @@ def test_rebuild_pauses_a_running_daemon_which_resumes_unharmed(
 
 
 def test_wsd_rebuild_command(layout: Layout, standin: BridgeStandin) -> None:
-    """`wsd rebuild` shows progress on stderr and a summary on stdout."""
+    """`wsd rebuild` shows progress on stderr and a summary in words on stdout."""
     curated(layout, standin, n=2)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WSD_", "ANTHROPIC_"))}
     env.update(
@@ -368,6 +368,9 @@ def test_wsd_rebuild_command(layout: Layout, standin: BridgeStandin) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "batch 1: turns 1-2 (2/2)" in proc.stderr
     assert proc.stdout.startswith("rebuilt memory from 2 turn(s) in 1 batch(es)")
+    # In words, not Python's lists (it said "files written ['user.md'], removed []").
+    assert "files written: " in proc.stdout and "removed: none" in proc.stdout
+    assert "[" not in proc.stdout
 
 
 def _turns_sent(standin: BridgeStandin) -> list[str]:
