@@ -264,12 +264,16 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
         for needle in (
             "FAIL permissions",
             "FAIL memory.db integrity",
-            "FAIL md files: missing: ['user.md']",
-            "WARN md files: edited by hand: ['tools.md']",
+            "FAIL md files: user.md is missing (--fix writes them)",
+            "WARN md files: edited by hand: tools.md (",
         ):
             assert needle in broken.stdout, broken.stdout
+        assert "['" not in broken.stdout and ": []" not in broken.stdout  # words, not reprs
         fixed = wsd(env, "doctor", "--fix", check=False)
         assert "[fixed]" in fixed.stdout
+        assert "WARN md files: adopted tools.md; wrote user.md; removed 0 temp file(s)" in (
+            fixed.stdout
+        )
         again = wsd(env, "doctor", check=False)
         for needle in (
             "ok   permissions",
