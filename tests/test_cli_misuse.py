@@ -537,3 +537,33 @@ def test_a_workspace_path_that_is_not_a_folder_says_so(tmp_path: Path, what: str
     done = _run(["--workspace", str(path), "status"], _env(), timeout=30)
     plain(done)
     assert done.returncode == 2 and f"{path} is not a folder" in done.stderr
+
+
+@pytest.mark.parametrize("what", ["a folder", "unreadable"])
+def test_restore_onto_a_file_it_cannot_replace_says_so(
+    ws: Layout, tmp_path: Path, what: str
+) -> None:
+    """``wsd memory restore`` where user.md cannot be replaced (a folder there, or a file it
+    may not read): the revision is recorded, and one plain line says the file waits, exit 1
+    (it was a dict repr, or a person's unreadable edit replaced unseen)."""
+    path = Path(ws.md("user.md"))
+    path.unlink()
+    if what == "a folder":
+        path.mkdir()
+    else:
+        path.write_text("# User\n- my own unread line\n")
+        path.chmod(0)
+    cmd = [venv_script("wsd"), "--workspace", ws.root, "memory", "restore", "user.md", "1"]
+    done = subprocess.run(
+        unprivileged(cmd) if what == "unreadable" else cmd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    plain(done)
+    assert done.returncode == 1
+    assert done.stdout == "user.md: revision #1 restored as #2\n"
+    assert done.stderr.startswith("wsd memory restore: user.md not written yet (")
+    if what == "unreadable":
+        assert path.read_text() == "# User\n- my own unread line\n"

@@ -142,7 +142,8 @@ def test_failed_md_write_is_visible_and_repaired_without_a_restart(
         status = json.loads(wsd(env, "status", "--json").stdout)
         assert "user.md" in (status["md_write_failed"] or {})
         doctor = wsd(env, "doctor", check=False)
-        assert doctor.returncode == 1 and "md writes: the daemon cannot write" in doctor.stdout
+        assert doctor.returncode == 1
+        assert "md writes: the daemon cannot write user.md (" in doctor.stdout  # not a dict
         os.rmdir(layout.md("user.md"))
         assert wait_for(lambda: "Prefers tabs" in _read(layout.md("user.md")), timeout=20)
         assert "Prefers tabs" in wsd(env, "boot-context").stdout

@@ -151,7 +151,8 @@ def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
     """:func:`materialise_each`, raising the first failure (after trying every file)."""
     written, failed = materialise_each(layout, latest)
     if failed:
-        raise OSError(f"md files not written: {failed}")
+        why = "; ".join(f"{name}: {error}" for name, error in sorted(failed.items()))
+        raise OSError(f"md files not written: {why}")
     return written
 
 

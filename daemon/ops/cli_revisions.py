@@ -164,8 +164,15 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
         return 2
     rev = by_id[wanted[0]]
     new_id = store.add_revision(args.file, rev.content, "restore", time.time())
-    memory_files.materialise(layout, {args.file: rev.content})
+    failed = memory_files.materialise_each(layout, {args.file: rev.content})[1]
     print(f"{args.file}: revision #{rev.id} restored as #{new_id}")
+    if failed:  # the revision is the truth; the file follows it when it can be written
+        print(
+            f"wsd memory restore: {args.file} not written yet ({failed[args.file]}); the"
+            " daemon writes it once it can",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

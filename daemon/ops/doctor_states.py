@@ -192,8 +192,8 @@ def instances(doctor: Reporter) -> None:
         doctor.add(
             "fail",
             "instances",
-            f"more than one daemon for this workspace: lock held by {held or 'nobody'},"
-            f" other `wsd run` processes: {others or 'none'} (stop all but one)",
+            f"more than one daemon for this workspace: lock held by {_pids(held, 'nobody')},"
+            f" other `wsd run` processes: {_pids(others, 'none')} (stop all but one)",
         )
     elif held and held[0] not in runs:
         doctor.add(
@@ -213,6 +213,11 @@ def instances(doctor: Reporter) -> None:
         doctor.add("ok", "instances", f"one daemon, pid {held[0]}, holds the instance lock")
     else:
         doctor.add("ok", "instances", "no daemon holds the instance lock")
+
+
+def _pids(pids: list[int], none: str) -> str:
+    """Process ids for a report line: ``pid 12, 34``, or ``none``."""
+    return "pid " + ", ".join(str(p) for p in pids) if pids else none
 
 
 def _wsd_runs(root: str) -> list[int]:
@@ -278,10 +283,15 @@ def md_failures(doctor: Reporter) -> None:
     beat = read_status(doctor.layout) or {}
     failed = beat.get("md_write_failed")
     if failed and pid_alive(beat.get("pid")) and beat.get("state") != "stopped":
+        why = (
+            "; ".join(f"{name} ({error})" for name, error in sorted(failed.items()))
+            if isinstance(failed, dict)
+            else str(failed)
+        )
         doctor.add(
             "fail",
             "md writes",
-            f"the daemon cannot write {failed}; the boot context serves the old files until"
+            f"the daemon cannot write {why}; the boot context serves the old files until"
             " it can (it retries every pass)",
         )
 
