@@ -526,6 +526,14 @@ def test_a_damaged_memory_db_is_named_with_what_to_do(
     assert "the daemon creates it" not in done.stderr + (done.stdout or "")
 
 
+def test_an_empty_workspace_path_is_refused_not_taken_for_the_default(tmp_path: Path) -> None:
+    """``wsd --workspace "$WS" status`` with WS unset names the empty path, exit 2, rather
+    than answering for /workspace."""
+    done = _run(["--workspace", "", "status"], _env(), timeout=30)
+    plain(done)
+    assert done.returncode == 2 and "--workspace was given an empty path" in done.stderr
+
+
 @pytest.mark.parametrize("what", ["a file", "a FIFO"])
 def test_a_workspace_path_that_is_not_a_folder_says_so(tmp_path: Path, what: str) -> None:
     """``--workspace`` naming a file (or a FIFO) says it is not a folder, one line, exit 2."""

@@ -279,7 +279,11 @@ CREATING_COMMANDS = frozenset({"init", "bootstrap"})
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """Entry point of the ``wsd`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.workspace is not None and not args.workspace.strip():
+        # `--workspace "$WS"` with WS unset: not the default workspace, unasked for.
+        parser.error("--workspace was given an empty path")
     env = os.environ if env is None else env
     # `wsd status | head -1`: the reader has what it wanted. Not an error for a CLI, and not
     # a reason to stop half way: what is left to print goes nowhere, the command finishes
