@@ -70,14 +70,22 @@ def test_sections_come_in_order_stable_parts_first(layout: Layout) -> None:
 def test_missing_and_empty_files_are_skipped_silently(
     layout: Layout, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Only files with content appear; nothing is printed about the others."""
+    """Only files with content appear; nothing is printed about the missing or empty ones.
+    Something there that is not a file is said, in its place and on stderr (issue 30: a
+    file that cannot be read must never pass for one with nothing in it)."""
     write_files(layout, user_md="# User\n- likes tea\n", tools_md="  \n\n", os_md="")
-    os.mkdir(layout.md("context.md"))  # not even a file: skipped as well
-    text = load_memory(layout, now=NOW)
+    os.mkdir(layout.md("context.md"))  # not even a file
+    unreadable: list[str] = []
+    text = load_memory(layout, now=NOW, unreadable=unreadable)
     assert "=== user.md ===" in text
-    for name in ("soul.md", "os.md", "tools.md", "files.md", "context.md"):
+    for name in ("soul.md", "os.md", "tools.md", "files.md"):
         assert f"=== {name} ===" not in text
-    assert capsys.readouterr() == ("", "")
+    assert "=== context.md ===\n[context.md could not be read (it is a folder)" in text
+    assert unreadable == ["context.md"]
+    assert capsys.readouterr() == (
+        "",
+        "wsd: context.md could not be read (it is a folder); the boot context says so\n",
+    )
 
 
 def test_no_memory_db_still_gives_files_and_the_description(tmp_path: Path) -> None:

@@ -330,15 +330,20 @@ def _argv(query: str) -> bytes:
 
 
 def test_hostile_queries_through_wsd_search(memory: Layout) -> None:
-    """Over 200 hostile strings through `wsd search` (subprocess): exit 0 and valid JSON."""
+    """Over 200 hostile strings through `wsd search` (subprocess): exit 0 and valid JSON; one
+    with no words at all is a usage line, exit 2 (not "nothing matches")."""
     queries = hostile_queries(210, seed=9)
-    queries += [b"\xff\xfe invalid utf-8".decode("utf-8", "surrogateescape")]
+    queries += [b"\xff\xfe invalid utf-8".decode("utf-8", "surrogateescape"), "", " \t "]
 
     def one(query: str) -> tuple[str, Any]:
         return query, run_wsd(memory, "search", "--json", "--limit", "3", "--", _argv(query))
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         for query, proc in pool.map(one, queries):
+            if not query.replace("\x00", " ").strip():  # what reached the command line
+                assert proc.returncode == 2 and proc.stdout == b""
+                assert proc.stderr.startswith(b"wsd search: give a question or keywords")
+                continue
             assert proc.returncode == 0, (query[:40], proc.stderr[-500:])
             assert isinstance(json.loads(proc.stdout), list)
 
