@@ -211,6 +211,7 @@ RECENT_PARKED_SECONDS = 600.0
 
 
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.runtime import instance
     from wsd.daemon.runtime.heartbeat import daemon_running
     from wsd.daemon.store.store import Store
 
@@ -220,12 +221,13 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     asked = time.time()
     flush_id = store.request_flush("cli", asked)
     print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
-    # Nobody to curate it: say so now (after a short grace, for a daemon just starting),
-    # with or without --wait: "flush requested" alone read as "it is being done".
+    # Nobody to curate it: say so now, with or without --wait ("flush requested" alone read
+    # as "it is being done"). A daemon just started counts: its `wsd run` is there before
+    # its first heartbeat (a short grace lets a supervisord restart come up).
     grace = time.monotonic() + min(args.wait, 3.0)
     while args.wait and not daemon_running(layout) and time.monotonic() < grace:
         time.sleep(0.2)
-    if not daemon_running(layout):
+    if not daemon_running(layout) and not instance.wsd_runs(layout.root):
         from wsd.daemon.ops.deploy import start_hint
 
         print(

@@ -24,7 +24,7 @@ from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store import aside
 from wsd.daemon.store.store import Store
 from wsd.schema import spool
-from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
+from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: A taken spool file still there after this long keeps failing to be ingested.
 STUCK_SPOOL_SECONDS = 600.0
@@ -186,7 +186,7 @@ def instances(doctor: Reporter) -> None:
     held = instance.holders(doctor.layout)
     beat = read_status(doctor.layout) or {}
     daemon = beat.get("pid") if pid_alive(beat.get("pid")) else None
-    runs = _wsd_runs(doctor.layout.root)
+    runs = instance.wsd_runs(doctor.layout.root)
     others = [p for p in runs if p not in held]
     if len(held) > 1 or others:
         doctor.add(
@@ -218,39 +218,6 @@ def instances(doctor: Reporter) -> None:
 def _pids(pids: list[int], none: str) -> str:
     """Process ids for a report line: ``pid 12, 34``, or ``none``."""
     return "pid " + ", ".join(str(p) for p in pids) if pids else none
-
-
-def _wsd_runs(root: str) -> list[int]:
-    """Pids of ``wsd run`` processes whose workspace is ``root`` (those we may inspect)."""
-    found = []
-    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-            if b"run" not in argv or not any(a.endswith(b"wsd") for a in argv):
-                continue
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                environ = fh.read().split(b"\0")
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        workspace = next(
-            (e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"WSD_WORKSPACE=")),
-            None,
-        )
-        if _workspace_of(argv, workspace, cwd) == os.path.realpath(root):
-            found.append(int(pid))
-    return found
-
-
-def _workspace_of(argv: list[bytes], workspace: str | None, cwd: str) -> str:
-    args = [a.decode(errors="replace") for a in argv]
-    for i, arg in enumerate(args[:-1]):
-        if arg == "--workspace":
-            workspace = args[i + 1]
-    return os.path.realpath(os.path.join(cwd, workspace or DEFAULT_WORKSPACE))
 
 
 def rebuild_leftovers(doctor: Reporter) -> None:

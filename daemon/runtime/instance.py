@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wsd.daemon.runtime.fsio import read_small
-from wsd.schema.layout import Layout
+from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 LOCK_NAME = "wsd.lock"
 #: The descriptor number of a lock inherited across the daemon's re-exec.
@@ -137,3 +137,37 @@ def flock_holders(path: str) -> list[int] | None:
         if where == want and pid.isdigit():
             found.append(int(pid))
     return sorted(set(found))
+
+
+def wsd_runs(root: str) -> list[int]:
+    """Pids of ``wsd run`` processes whose workspace is ``root`` (those we may inspect): a
+    daemon still starting (importing, no lock or heartbeat yet) is one of them."""
+    found = []
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if b"run" not in argv or not any(a.endswith(b"wsd") for a in argv):
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        workspace = next(
+            (e.split(b"=", 1)[1].decode() for e in environ if e.startswith(b"WSD_WORKSPACE=")),
+            None,
+        )
+        if _workspace_of(argv, workspace, cwd) == os.path.realpath(root):
+            found.append(int(pid))
+    return found
+
+
+def _workspace_of(argv: list[bytes], workspace: str | None, cwd: str) -> str:
+    args = [a.decode(errors="replace") for a in argv]
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--workspace":
+            workspace = args[i + 1]
+    return os.path.realpath(os.path.join(cwd, workspace or DEFAULT_WORKSPACE))
