@@ -20,10 +20,13 @@ How it stays safe next to a running daemon:
    carried again right before the swap. Sentence vectors are reused where the rebuild made
    the same learning or turn again; the daemon embeds the rest in the background after the
    swap, so curation pauses only for the rebuild's own batches.
-4. Only when complete is it copied over the live memory.db in one write transaction. Then the
-   ``processed`` markers are re-derived from the new ledger, the md files are rewritten from
-   the new revisions, and the pause file is removed. Any failure before the copy leaves the
-   live memory untouched.
+4. Only when complete is it copied over the live memory.db in one write transaction, and only
+   over the memory.db it was rebuilt from (its identity, read at the start): one deleted and
+   recreated, or restored from a backup, while the rebuild ran is kept as it is, and the
+   rebuild is abandoned (found by the soak, issue 30: the swap took away the hand revisions
+   a fresh memory.db had adopted). Then the ``processed`` markers are re-derived from the new
+   ledger, the md files are rewritten from the new revisions, and the pause file is removed.
+   Any failure before the copy leaves the live memory untouched.
 """
 
 from __future__ import annotations
@@ -92,9 +95,12 @@ def rebuild(
     pause = _take_pause(layout)  # locked for our life: a rebuild that dies leaves it stale
     try:
         _wait_for_daemon(layout, wait_seconds, say)
+        # The memory.db rebuilt: only it is swapped over, so a person's revisions in one that
+        # replaced it meanwhile (deleted and recreated, restored) are never taken away.
+        memory = live.memory_identity()
         built = aside.open_aside(layout)
         identity = live.transcript_identity()
-        edits = PersonEdits(live, built)
+        edits = PersonEdits(live, built, memory)
         report = _recurate(config, layout, built, bridge, identity, edits, say)
         while built.archive.index_new_turns(identity=identity):
             pass
@@ -106,9 +112,15 @@ def rebuild(
         edits.rest()
         aside.finish(layout)
         say("swapping the rebuilt memory in")
-        aside.swap(layout)
+        aside.swap(layout, memory)
         live.rederive_processed(identity)
         report.files, report.removed_files = _rewrite_md(layout, live.latest_md())
+    except aside.MemoryReplaced as exc:
+        raise RebuildError(
+            "memory.db was replaced while the rebuild ran (deleted and recreated, or restored"
+            " from a backup): the rebuild is abandoned and the new memory.db kept as it is,"
+            " with every edit it holds; run wsd rebuild again to rebuild it"
+        ) from exc
     finally:
         aside.remove(aside.aside_path(layout))
         with contextlib.suppress(FileNotFoundError):
