@@ -25,8 +25,9 @@ How it stays safe next to a running daemon:
    recreated, or restored from a backup, while the rebuild ran is kept as it is, and the
    rebuild is abandoned (found by the soak, issue 30: the swap took away the hand revisions
    a fresh memory.db had adopted). Then the ``processed`` markers are re-derived from the new
-   ledger, the md files are rewritten from the new revisions, and the pause file is removed.
-   Any failure before the copy leaves the live memory untouched.
+   ledger, the md files are rewritten from the new revisions (a person's edit made since the
+   last adoption, while the swap ran, replayed onto them first), and the pause file is
+   removed. Any failure before the copy leaves the live memory untouched.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipeline, plan
-from wsd.daemon.curation.replay import PersonEdits, plan_groups
+from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.config import Config
@@ -106,7 +107,8 @@ def rebuild(
             pass
         # A person's edit made while we ran is theirs to keep: recorded in the live memory
         # first (as the daemon would), it is replayed on top of the rebuilt revisions.
-        adopted = memory_files.adopt_hand_edits(layout, live, time.time())
+        disk = memory_files.read_curated(layout)
+        adopted = memory_files.adopt_hand_edits(layout, live, time.time(), disk)
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
         edits.rest()
@@ -114,6 +116,9 @@ def rebuild(
         say("swapping the rebuilt memory in")
         aside.swap(layout, memory)
         live.rederive_processed(identity)
+        late = _keep_late_edits(layout, live, disk)
+        if late:
+            say(f"kept your edits of {', '.join(late)} (made while the rebuild swapped)")
         report.files, report.removed_files = _rewrite_md(layout, live.latest_md())
     except aside.MemoryReplaced as exc:
         raise RebuildError(
@@ -265,6 +270,28 @@ def _wait_for_daemon(layout: Layout, seconds: float, say: Callable[[str], None])
 
 
 # -- files ---------------------------------------------------------------------------------
+
+
+def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -> list[str]:
+    """The files a person changed since the rebuild last adopted them (``seen``, as read
+    then: while it carried the late rows and swapped), their change replayed onto the rebuilt
+    file as a hand revision; the names. Without it the rewrite that follows overwrote the
+    change, and it was in no revision either (the daemon, paused, never saw it). A file
+    deleted meanwhile is no edit: the rewrite writes it back, as the daemon does."""
+    latest = live.latest_md()
+    kept = []
+    for name, now in memory_files.read_curated(layout).items():
+        if now is None:
+            continue
+        before = memory_files.canonical(name, seen.get(name) or "")
+        after = memory_files.canonical(name, now)
+        if after == before:
+            continue
+        text = replayed(before, after, latest.get(name, ""))
+        if text != latest.get(name, ""):
+            live.add_revision(name, text, "hand", time.time())
+            kept.append(name)
+    return kept
 
 
 def _rewrite_md(layout: Layout, latest: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -98,12 +98,18 @@ class PersonEdits:
 
     def _replay(self, revision: Revision, before: str) -> None:
         current = self.built.latest_md().get(revision.file, "")
-        old, new, now = _lines(before), _lines(revision.content), _lines(current)
-        result = apply(old, now, edits_from_rewrite(old, new), FREE, near=True)
-        text = "\n".join(result.lines) + "\n" if result.lines else ""
+        text = replayed(before, revision.content, current)
         if text != current:
             self.built.add_revision(revision.file, text, revision.source, revision.created_at)
             self.replayed += 1
+
+
+def replayed(before: str, after: str, onto: str) -> str:
+    """``onto`` with the change a person made from ``before`` to ``after``, re-anchored by
+    content (a line they added lands after the line it followed, or where it comes closest)."""
+    old, new, now = _lines(before), _lines(after), _lines(onto)
+    result = apply(old, now, edits_from_rewrite(old, new), FREE, near=True)
+    return "\n".join(result.lines) + "\n" if result.lines else ""
 
 
 def _lines(text: str) -> list[str]:
