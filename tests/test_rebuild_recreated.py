@@ -9,7 +9,6 @@ hand revisions were gone from the history and the lines of three hand edits from
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -115,4 +114,3 @@ def test_the_swap_refuses_a_memory_db_other_than_the_one_the_rebuild_started_fro
     assert Store(layout).latest_md() == {"user.md": "- A person's line\n"}
     aside.swap(layout, fresh.memory_identity())  # the database it started from: swapped
     assert Store(layout).latest_md() == {}
-    os.unlink(aside.aside_path(layout))
