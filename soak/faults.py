@@ -63,6 +63,13 @@ BATCH_DELAYS = ("0", "0.5", "1", "2", "3")
 ABSENT = ("off", "404", "405", "501", "200")
 #: Batch faults queued and not yet met by a batch at most (more are skipped, counted).
 MAX_QUEUED_BATCH_FAULTS = 2
+#: Seconds a ``wsd`` command of a fault may take before the soak kills it; a rebuild may
+#: take all of them. A rebuild re-curates every turn so far: seed 8123 on two busy cores,
+#: ~9,000 turns at ~0.35 s a batch of 10, took over the 300 s every command had, was killed,
+#: and left its memory.rebuild.db and pause file, which wsd doctor then rightly reported
+#: after the drain ("a wsd rebuild died"): a fault the soak made by accident, not the
+#: daemon's. Killing a rebuild on purpose is a fault of its own, not drawn yet.
+COMMAND_SECONDS = {"rebuild": 1500.0}
 BRIDGE_MODES = (
     *("reset", "hang", "429", "500", "529", "malformed", "truncated", "flood", "careless"),
     *("replace_all", "negative_usage", "bloat"),
@@ -140,13 +147,20 @@ class Scheduler:
         self.busy = threading.Event()
         self.record = Record()
         self._thread = threading.Thread(target=self._run, name="soak-faults", daemon=True)
+        #: The ``wsd`` commands faults started in the background (joined before the drain).
+        self._commands: list[threading.Thread] = []
+        self._log_lock = threading.Lock()
 
     def start(self) -> None:
         self._started = time.monotonic()
         self._thread.start()
 
     def join(self) -> None:
+        """The schedule's end, and every ``wsd`` command it started (a rebuild still running
+        would pause the daemon under the drain, or swap after the checks began)."""
         self._thread.join()
+        for thread in self._commands:
+            thread.join()
 
     def _run(self) -> None:
         for item in self.schedule:
@@ -268,7 +282,32 @@ class Scheduler:
             conn.close()
 
     def _background(self, *args: str) -> None:
-        threading.Thread(target=self.world.wsd, args=args, daemon=True).start()
+        thread = threading.Thread(target=self._command, args=args, daemon=True)
+        self._commands.append(thread)
+        thread.start()
+
+    def _command(self, *args: str) -> None:
+        """One ``wsd`` command; when it ran, how long, its exit and the last line it wrote
+        to stderr go to ``commands.tsv`` in the soak folder (the commands' output was lost:
+        what a rebuild did, or why it failed, could only be guessed from the databases)."""
+        began = time.monotonic()
+        try:
+            done = self.world.wsd(*args, timeout=COMMAND_SECONDS.get(args[0], 300.0))
+            code, said = str(done.returncode), (done.stderr.strip().splitlines() or [""])[-1]
+        except subprocess.TimeoutExpired as exc:
+            code, said = "killed", f"still running after {exc.timeout:.0f} s"
+            self.record.errors.append(f"wsd {args[0]}: {said}: killed")
+        line = "\t".join(
+            (
+                f"{began - self._started:.1f}",
+                f"{time.monotonic() - began:.1f}",
+                code,
+                " ".join(args),
+                said[:300],
+            )
+        )
+        with self._log_lock, open(self.world.root / "commands.tsv", "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
 
     def _rebuild(self, _item: Planned) -> None:
         self._background("rebuild", "--wait", "60")

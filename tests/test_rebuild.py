@@ -175,6 +175,30 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
     )
 
 
+def test_a_hand_edit_made_while_the_rebuild_swaps_is_kept(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A line a person adds after the rebuild last adopted the files (while it carries the
+    late rows and swaps) is not overwritten when the rebuilt files are written: it is
+    replayed onto the rebuilt file as a hand revision, and stays on disk."""
+    curated(layout, standin)
+    user = Path(layout.md("user.md"))
+    line = "- Hand edit: my cat is called Swap"
+
+    def meanwhile(said: str) -> None:
+        if said.startswith("swapping"):  # said after the last adoption, right before the swap
+            user.write_text(user.read_text() + line + "\n")
+
+    rebuild.rebuild(make_config(layout, standin), progress=meanwhile)
+    assert line in user.read_text()
+    (last,) = Store(layout).md_history("user.md")[-1:]
+    assert last.source == "hand" and line in last.content
+    assert user.read_text() == last.content
+    worker = make_worker(layout, standin)
+    worker.run_once()
+    assert line in user.read_text() and Store(layout).md_history("user.md")[-1] == last
+
+
 def test_a_rebuild_counts_its_spend_and_the_days_spend_never_goes_down(
     layout: Layout, standin: BridgeStandin
 ) -> None:

@@ -230,6 +230,29 @@ def test_concurrent_migrations_apply_once(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_memory_db_gets_an_identity_of_its_own_once(tmp_path: Path) -> None:
+    """Migration 009: a memory.db from version 8 gets an identity, a second migrate keeps it,
+    and a memory.db created anew gets another (what ``wsd rebuild`` compares, issue 30)."""
+    old = apsw.Connection(str(tmp_path / "old.db"))
+    for step in schema.migrations("memory"):
+        if step.version <= 8:
+            old.execute(Path(step.path).read_text())
+    old.execute("PRAGMA user_version = 8")
+    assert schema.identity(old) == ""
+    schema.migrate(old, "memory")
+    first = schema.identity(old)
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", first
+    )
+    schema.migrate(old, "memory")
+    assert schema.identity(old) == first
+    fresh = schema.connect(str(tmp_path / "fresh.db"), "memory")
+    schema.migrate(fresh, "memory")
+    assert schema.identity(fresh) not in ("", first)
+    old.close()
+    fresh.close()
+
+
 def test_wsd_init_is_idempotent_with_permissions(tmp_path: Path) -> None:
     """`wsd init` creates .os/ (0700), both databases (0600), and a second run changes nothing."""
     root = tmp_path / "fresh"

@@ -20,10 +20,14 @@ How it stays safe next to a running daemon:
    carried again right before the swap. Sentence vectors are reused where the rebuild made
    the same learning or turn again; the daemon embeds the rest in the background after the
    swap, so curation pauses only for the rebuild's own batches.
-4. Only when complete is it copied over the live memory.db in one write transaction. Then the
-   ``processed`` markers are re-derived from the new ledger, the md files are rewritten from
-   the new revisions, and the pause file is removed. Any failure before the copy leaves the
-   live memory untouched.
+4. Only when complete is it copied over the live memory.db in one write transaction, and only
+   over the memory.db it was rebuilt from (its identity, read at the start): one deleted and
+   recreated, or restored from a backup, while the rebuild ran is kept as it is, and the
+   rebuild is abandoned (found by the soak, issue 30: the swap took away the hand revisions
+   a fresh memory.db had adopted). Then the ``processed`` markers are re-derived from the new
+   ledger, the md files are rewritten from the new revisions (a person's edit made since the
+   last adoption, while the swap ran, replayed onto them first), and the pause file is
+   removed. Any failure before the copy leaves the live memory untouched.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipeline, plan
-from wsd.daemon.curation.replay import PersonEdits, plan_groups
+from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.config import Config
@@ -92,23 +96,36 @@ def rebuild(
     pause = _take_pause(layout)  # locked for our life: a rebuild that dies leaves it stale
     try:
         _wait_for_daemon(layout, wait_seconds, say)
+        # The memory.db rebuilt: only it is swapped over, so a person's revisions in one that
+        # replaced it meanwhile (deleted and recreated, restored) are never taken away.
+        memory = live.memory_identity()
         built = aside.open_aside(layout)
         identity = live.transcript_identity()
-        edits = PersonEdits(live, built)
+        edits = PersonEdits(live, built, memory)
         report = _recurate(config, layout, built, bridge, identity, edits, say)
         while built.archive.index_new_turns(identity=identity):
             pass
         # A person's edit made while we ran is theirs to keep: recorded in the live memory
         # first (as the daemon would), it is replayed on top of the rebuilt revisions.
-        adopted = memory_files.adopt_hand_edits(layout, live, time.time())
+        disk = memory_files.read_curated(layout)
+        adopted = memory_files.adopt_hand_edits(layout, live, time.time(), disk)
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
         edits.rest()
         aside.finish(layout)
         say("swapping the rebuilt memory in")
-        aside.swap(layout)
+        aside.swap(layout, memory)
         live.rederive_processed(identity)
+        late = _keep_late_edits(layout, live, disk)
+        if late:
+            say(f"kept your edits of {', '.join(late)} (made while the rebuild swapped)")
         report.files, report.removed_files = _rewrite_md(layout, live.latest_md())
+    except aside.MemoryReplaced as exc:
+        raise RebuildError(
+            "memory.db was replaced while the rebuild ran (deleted and recreated, or restored"
+            " from a backup): the rebuild is abandoned and the new memory.db kept as it is,"
+            " with every edit it holds; run wsd rebuild again to rebuild it"
+        ) from exc
     finally:
         aside.remove(aside.aside_path(layout))
         with contextlib.suppress(FileNotFoundError):
@@ -253,6 +270,28 @@ def _wait_for_daemon(layout: Layout, seconds: float, say: Callable[[str], None])
 
 
 # -- files ---------------------------------------------------------------------------------
+
+
+def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -> list[str]:
+    """The files a person changed since the rebuild last adopted them (``seen``, as read
+    then: while it carried the late rows and swapped), their change replayed onto the rebuilt
+    file as a hand revision; the names. Without it the rewrite that follows overwrote the
+    change, and it was in no revision either (the daemon, paused, never saw it). A file
+    deleted meanwhile is no edit: the rewrite writes it back, as the daemon does."""
+    latest = live.latest_md()
+    kept = []
+    for name, now in memory_files.read_curated(layout).items():
+        if now is None:
+            continue
+        before = memory_files.canonical(name, seen.get(name) or "")
+        after = memory_files.canonical(name, now)
+        if after == before:
+            continue
+        text = replayed(before, after, latest.get(name, ""))
+        if text != latest.get(name, ""):
+            live.add_revision(name, text, "hand", time.time())
+            kept.append(name)
+    return kept
 
 
 def _rewrite_md(layout: Layout, latest: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -16,6 +16,12 @@ file), and a line a person had taken out with ``wsd memory restore`` came back. 
 
 Retractions (``wsd forget``) need no timeline: they are carried at the start, so a retracted
 learning is never stored again.
+
+The revisions made while the rebuild runs are read after the last id seen: a cursor that
+holds only in the memory.db it was read from. Found by the soak (issue 30): memory.db deleted
+mid-rebuild, the fresh one's hand revisions (ids 2 and 4: its ids start again from 1, below
+the last one seen) were never read, and the swap took them away. So the memory.db's identity
+is checked with every read (:class:`~wsd.daemon.store.aside.MemoryReplaced` when it changed).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
+from wsd.daemon.store.aside import MemoryReplaced
 from wsd.daemon.store.records import Revision
 from wsd.daemon.store.store import Store
 
@@ -60,12 +67,23 @@ def plan_groups(live: Store, identity: str, ids: Sequence[int], batch_turns: int
 class PersonEdits:
     """The revisions people made in the live memory, replayed onto the rebuilt one."""
 
-    def __init__(self, live: Store, built: Store) -> None:
+    def __init__(self, live: Store, built: Store, identity: str) -> None:
+        """``identity``: the live memory.db's, as the rebuild first read it."""
         self.live = live
         self.built = built
-        self.pending: list[tuple[Revision, str]] = live.person_revisions()
+        self.identity = identity
+        self.pending: list[tuple[Revision, str]] = self._read(after=0)
         self.seen = max((r.id for r, _b in self.pending), default=0)
         self.replayed = 0
+
+    def _read(self, after: int) -> list[tuple[Revision, str]]:
+        """The live revisions after ``after``, read from the memory.db that has our identity
+        (one connection for both reads: the same file)."""
+        with self.live.session():
+            found = self.live.memory_identity()
+            if found != self.identity:
+                raise MemoryReplaced(self.identity, found)
+            return self.live.person_revisions(after)
 
     def until(self, cut: float | None) -> None:
         """Replay, in order, every pending edit made before ``cut`` (None: all of them)."""
@@ -75,17 +93,23 @@ class PersonEdits:
 
     def rest(self) -> None:
         """Right before the swap: the edits still pending, and those people made meanwhile."""
-        self.pending += self.live.person_revisions(after=self.seen)
+        self.pending += self._read(after=self.seen)
         self.until(None)
 
     def _replay(self, revision: Revision, before: str) -> None:
         current = self.built.latest_md().get(revision.file, "")
-        old, new, now = _lines(before), _lines(revision.content), _lines(current)
-        result = apply(old, now, edits_from_rewrite(old, new), FREE, near=True)
-        text = "\n".join(result.lines) + "\n" if result.lines else ""
+        text = replayed(before, revision.content, current)
         if text != current:
             self.built.add_revision(revision.file, text, revision.source, revision.created_at)
             self.replayed += 1
+
+
+def replayed(before: str, after: str, onto: str) -> str:
+    """``onto`` with the change a person made from ``before`` to ``after``, re-anchored by
+    content (a line they added lands after the line it followed, or where it comes closest)."""
+    old, new, now = _lines(before), _lines(after), _lines(onto)
+    result = apply(old, now, edits_from_rewrite(old, new), FREE, near=True)
+    return "\n".join(result.lines) + "\n" if result.lines else ""
 
 
 def _lines(text: str) -> list[str]:

@@ -95,16 +95,25 @@ def memory_files(layout: Layout, store: Store) -> dict[str, str]:
     return files
 
 
-def adopt_hand_edits(layout: Layout, store: Store, now: float) -> list[str]:
+def read_curated(layout: Layout) -> dict[str, str | None]:
+    """Each curated file's text on disk (None: missing, or not a regular file)."""
+    return {name: read_text(layout.md(name)) for name in CURATED_FILES}
+
+
+def adopt_hand_edits(
+    layout: Layout, store: Store, now: float, disk: Mapping[str, str | None] | None = None
+) -> list[str]:
     """Record every curated file a person edited as a new revision (source ``hand``);
-    the names adopted. A missing file, or one that equals a revision, is not an edit."""
+    the names adopted. A missing file, or one that equals a revision, is not an edit.
+    ``disk``: the files as the caller read them (:func:`read_curated`; read here if None)."""
     latest = store.latest_md()
+    files = read_curated(layout) if disk is None else disk
     adopted = []
     for name in CURATED_FILES:
-        disk = read_text(layout.md(name))
-        if disk is None:
+        disk_text = files.get(name)
+        if disk_text is None:
             continue
-        text = canonical(name, disk)
+        text = canonical(name, disk_text)
         if text == canonical(name, latest.get(name, "")):
             continue
         if store.known_revision(name, sha256(text)) is not None:

@@ -62,6 +62,23 @@ RECARRY_SQL = (
 )
 
 
+class MemoryReplaced(Exception):
+    """The live memory.db is no longer the database the rebuild started from: deleted and
+    recreated, or restored from a backup, while the rebuild ran (its identity differs)."""
+
+    def __init__(self, expected: str, found: str) -> None:
+        super().__init__(f"memory.db {found or '(no identity)'} is not {expected}")
+        self.expected = expected
+        self.found = found
+
+
+def check_identity(m: apsw.Connection, expected: str) -> None:
+    """Raise :class:`MemoryReplaced` unless ``m``'s memory.db carries ``expected``."""
+    found = schema.identity(m)
+    if found != expected:
+        raise MemoryReplaced(expected, found)
+
+
 def aside_path(layout: Layout) -> str:
     return os.path.join(layout.memory_dir, ASIDE_NAME)
 
@@ -209,9 +226,17 @@ def finish(layout: Layout) -> None:
         m.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def swap(layout: Layout) -> None:
-    """Copy the aside database over the live one in a single write transaction."""
+def swap(layout: Layout, identity: str) -> None:
+    """Copy the aside database over the live one in a single write transaction, if the live
+    one is still the database with this identity (the one the rebuild started from; else
+    :class:`MemoryReplaced`, and the live one is left as it is).
+
+    Found by the soak (issue 30): memory.db deleted mid-rebuild, the restarted daemon
+    adopted the md files into a fresh one with a person's edits, and the swap put the
+    rebuild over it, edits and all. The check is on the connection that then copies (a
+    memory.db deleted after it is not the file this connection writes to)."""
     with _aside(layout).memory(readonly=True) as source, Connections(layout).memory() as dest:
+        check_identity(dest, identity)
         with dest.backup("main", source, "main") as backup:
             backup.step(-1)
         dest.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -195,6 +195,11 @@ class Store:
 
     # -- md revisions (memory.db) ------------------------------------------------------------
 
+    def memory_identity(self) -> str:
+        """The UUID memory.db carries (migration 009): a recreated one has another."""
+        with self._db.memory() as m:
+            return schema.identity(m)
+
     def latest_md(self) -> dict[str, str]:
         """The latest revision of each curated file that has one."""
         with self._db.memory() as m:
