@@ -311,7 +311,10 @@ class Worker:
         turns = done.turns
         ids = [t.id for t in turns]
         if done.result is None:
-            self.log.warning("batch_discarded", reason=f"turns already curated: {ids[:10]}")
+            # The first ten ids, and how many in all (ten alone read as the whole batch).
+            self.log.warning(
+                "batch_discarded", reason="turns already curated", turns=ids[:10], count=len(ids)
+            )
             self.store.mark_processed(ids)
             return
         now = self.clock()

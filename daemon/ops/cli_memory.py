@@ -123,6 +123,8 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"{args.file}:{number}: {why}", file=sys.stderr)
     if report.unknown_turns:
         unknown = ", ".join(f"T{n}" for n in report.unknown_turns[:10])
+        more = len(report.unknown_turns) - 10  # a list cut silently reads as the whole list
+        unknown += f" and {more} more" if more > 0 else ""
         print(f"{args.file}: turns not in memory, not linked: {unknown}", file=sys.stderr)
     print(
         f"imported {report.added} learning(s), {report.duplicates} duplicate(s) skipped,"

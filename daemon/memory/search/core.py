@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -378,8 +379,20 @@ def _learning_source(ref: object, session: object, imported: bool, cited: _Cited
 
 
 def session_label(session: object, seq: object) -> str:
-    """A session, and the turn's place in it: ``session 3f2b9c1e, turn 3``."""
-    # A session id is a 36-character UUID: its first 8 tell sessions apart in a result list,
-    # and the whole id stays in the hit's JSON (session_id).
-    short = str(session)[:8]
-    return f"session {short}" + ("" if seq is None else f", turn {seq}")
+    """A session, and the turn's place in it: ``session 3f2b9c1e…, turn 3``."""
+    return f"session {short_session(session)}" + ("" if seq is None else f", turn {seq}")
+
+
+#: A session id up to this long is shown whole; a longer one is cut, and says so ("…").
+SESSION_CHARS = 24
+_UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def short_session(session: object) -> str:
+    """A session id as a hit shows it (the whole id stays in the hit's JSON, session_id)."""
+    text = str(session)
+    if _UUID.fullmatch(text):
+        # Its first 8 hex digits tell sessions apart in a result list; the mark says there
+        # is more (an id cut silently reads as the whole id, and is searched for as such).
+        return text[:8] + "…"
+    return text if len(text) <= SESSION_CHARS else text[: SESSION_CHARS - 1] + "…"

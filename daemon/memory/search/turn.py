@@ -91,7 +91,7 @@ def open_turn(layout: Layout | str, number: int) -> ArchivedTurn | None:
 
 def format_turn(turn: ArchivedTurn, limit: int = TURN_CHARS) -> str:
     """The turn as the agent reads it, within ``limit`` characters: a header line as a hit's
-    (``[T88] turn · date · session 3f2b9c1e, turn 3``), then ``user:``, the tool calls and
+    (``[T88] turn · date · session 3f2b9c1e…, turn 3``), then ``user:``, the tool calls and
     ``agent:``; a part it does not have is left out."""
     header = (
         f"[{turn.id}] {TURN_TYPE} · {turn.date} · {session_label(turn.session_id, turn.sequence)}"
