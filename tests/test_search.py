@@ -17,6 +17,7 @@ import apsw
 import pytest
 
 from tests.conftest import drain, flush, make_worker, scalar, venv_script, write_turns
+from tests.conftest import query as rows_of
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
@@ -590,6 +591,59 @@ def test_a_query_nothing_matches_gets_one_line(memory: Layout) -> None:
     result = run_search(memory, {"query": "quantum chromodynamics lecture"})
     text = result["content"][0]["text"]
     assert "is_error" not in result and "\n" not in text and text.startswith("Nothing in memory")
+
+
+def _lyon(layout: Layout) -> None:
+    """Lyon said plainly in three short turns, and twice deep in what a tool read in a long
+    turn of another session, whose turns before and after say nothing of it."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    turn(cap, "trip", "Book the train to Lyon for Monday", "Booked: Paris to Lyon, Monday 8:04.")
+    turn(cap, "trip", "And a hotel in Lyon near the station", "Booked the Hotel Part-Dieu, Lyon.")
+    turn(cap, "trip", "What is the weather in Lyon on Monday?", "Lyon on Monday: 14 degrees.")
+    turn(cap, "desk", "Tidy up the documents folder", "Which folder first?")
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "desk", "prompt": "All"})
+    for k in range(12):
+        text = f"file {k}: " + " ".join(f"line{j} of the scanned page {k}" for j in range(40))
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "desk",
+                "tool_name": "Read",
+                "tool_input": {"file_path": f"/w/documents/scan{k}.txt"},
+                "tool_response": ("client address: 4 rue Mercière, Lyon. " if k in (3, 7) else "")
+                + text,
+            }
+        )
+    cap.handle({"hook_event_name": "Stop", "session_id": "desk", "last_assistant_message": "Done."})
+    turn(cap, "desk", "Now archive last year's receipts", "Archived 31 receipts.")
+    cap.close()
+    while Store(layout).archive.index_new_turns():
+        pass
+
+
+def test_a_neighbour_of_a_weak_match_does_not_pad_the_hits(layout: Layout) -> None:
+    """`wsd search Lyon` lists only turns that say Lyon: the turns before and after a weak
+    match (Lyon deep in a long turn) were shown at 0.003 on the 30 % of its score they are
+    lent, above the floor of a word match (0.002) though they hold no word of the query."""
+    _lyon(layout)
+    hits = json.loads(run_wsd(layout, "search", "--json", "Lyon").stdout)
+    texts = {
+        f"T{tid}": text
+        for tid, text in rows_of(
+            layout.memory_db, "SELECT id, prompt || response || tools FROM turns"
+        )
+    }
+    assert len(hits) == 4 and all("Lyon" in texts[h["id"]] for h in hits), hits
+
+
+def test_a_snippet_shows_the_word_that_matched(layout: Layout) -> None:
+    """The snippet of a long turn shows the query word it holds: it opened three words before
+    the stretch richest in query words and cut it at its width, so a stretch ending in the
+    word lost it, and a true match read as an unrelated turn."""
+    _lyon(layout)
+    hits = json.loads(run_wsd(layout, "search", "--json", "Lyon").stdout)
+    (desk,) = [h for h in hits if (h["session_id"], h["turn"]) == ("desk", 2)]
+    assert "Lyon" in desk["snippet"] and len(desk["snippet"]) <= 242, desk
 
 
 def test_hits_name_a_session_whole_or_say_it_was_cut(layout: Layout) -> None:

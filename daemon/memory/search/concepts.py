@@ -55,6 +55,9 @@ class IndexState:
     weights: dict[str, float] = field(default_factory=dict)
     docs: dict[int, tuple[Counter[str], int]] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
+    #: The documents holding a word of the question (or a form of one); the others owe
+    #: their score to feedback words or to a neighbour (search/fusion.py: MIN_INDIRECT).
+    direct: set[int] = field(default_factory=set)
 
     def idf(self, stem: str) -> float:
         df = self.df.get(stem, 0)

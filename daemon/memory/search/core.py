@@ -222,7 +222,7 @@ class _Search:
             if state is not None:
                 factor = TURN_DISCOUNT if spec is TURNS else 1.0
                 lexical += [
-                    Candidate(spec, i, s * factor, s * factor)
+                    Candidate(spec, i, s * factor, s * factor, direct=i in state.direct)
                     for i, s in state.scores.items()
                     if s > 0
                 ]

@@ -74,6 +74,7 @@ class Ranker(ConceptBase):
     ) -> None:
         super().__init__(conn, tok)
         self.filter_sql, self.filter_args = filters
+        self.asked: set[str] = set()  # the question's own stems (its concepts)
 
     def score(self, spec: IndexSpec, terms: list[Term]) -> IndexState | None:
         """Scores (normalised, higher is better) of the documents worth returning."""
@@ -81,6 +82,7 @@ class Ranker(ConceptBase):
         if state is None:
             return None
         state.weights = {t.stem: 1.0 for t in terms}
+        self.asked = {t.stem for t in terms}
         state.phrase.update((t.stem, phrase(t.word)) for t in terms)
         self._doc_freqs(state, list(state.weights))
         self._variants(state)
@@ -186,7 +188,7 @@ class Ranker(ConceptBase):
             key: (concept, value) for concept, forms in concepts.items() for key, value in forms
         }
         scale = 1.0 / (ideal * (K1 + 1))
-        state.scores = {}
+        state.scores, state.direct = {}, set()
         for doc_id, (counts, length) in state.docs.items():
             norm = K1 * (1 - B + B * length / state.avgdl)
             best: dict[str, float] = {}
@@ -202,6 +204,8 @@ class Ranker(ConceptBase):
             if best:
                 covered = sum(min(worth[c], v) for c, v in matched.items())
                 state.scores[doc_id] = sum(best.values()) * coordination(covered, ideal) * scale
+                if not self.asked.isdisjoint(best):
+                    state.direct.add(doc_id)
 
     def _feedback(self, state: IndexState) -> dict[str, float]:
         """Words of the best documents (relevance-model weights) not in the query yet."""

@@ -96,7 +96,8 @@ def analyze(tok: apsw.FTS5Tokenizer, query: object) -> list[Term]:
 def make_snippet(
     tok: apsw.FTS5Tokenizer, text: str, weights: dict[str, float], width: int = 240
 ) -> str:
-    """The stretch of ``text`` (about ``width`` characters) richest in query words."""
+    """The stretch of ``text`` (about ``width`` characters) richest in query words, with
+    those words inside it and some context before them."""
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
@@ -114,8 +115,7 @@ def make_snippet(
                 value += weights[stem]
         if value > best_value:
             best, best_value = i, value
-    # Open a few words before the best stretch so it reads in context.
-    begin = found[max(0, best - 3)][0] if found else 0
+    begin = _opening(found, best, weights, width)
     chunk = data[begin:].decode("utf-8", "ignore")
     cut = chunk[:width]
     if len(chunk) > width and " " in cut[width // 2 :]:
@@ -123,3 +123,22 @@ def make_snippet(
     prefix = "…" if begin else ""
     suffix = "…" if len(chunk) > len(cut) else ""
     return f"{prefix}{cut.strip()}{suffix}"
+
+
+def _opening(
+    found: list[tuple[int, int, str]], best: int, weights: dict[str, float], width: int
+) -> int:
+    """Where the snippet opens (a byte offset) to show the query words of the stretch that
+    starts at token ``best``: a third of the room left beside them goes before them, so they
+    read in context. (It opened three words before the stretch and cut it at ``width``: a
+    stretch whose one query word came last lost that word, and a hit that holds the word
+    read as unrelated.)"""
+    if not found:
+        return 0
+    start = found[best][0]
+    inside = [(s, e) for s, e, stem in found[best:] if e - start <= width and stem in weights]
+    if not inside:
+        return found[max(0, best - 3)][0]
+    first, last = inside[0][0], inside[-1][1]
+    target = first - (width - (last - first)) // 3
+    return next((s for s, _, _ in found if s >= target), first)
