@@ -170,7 +170,8 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     assert [r[0] for r in ledger(layout)] == ["prompt"]
     covered_once(layout)
     # how many turns in all beside the first ten ids (a cut list read as the whole batch)
-    assert [e["count"] for e in logs if e["event"] == "batch_discarded"] == [3]
+    (discarded,) = [e["reason"] for e in logs if e["event"] == "batch_discarded"]
+    assert discarded.startswith("3 turns already curated: [")
     [(outcome,)] = q(layout.transcript_db, "SELECT outcome FROM remote_requests")
     assert outcome == "covered"
 

@@ -308,13 +308,10 @@ class Worker:
 
     def _after_commit(self, done: Committed) -> None:
         """What the loop does after each commit: md files, markers, logs, heartbeat."""
-        turns = done.turns
-        ids = [t.id for t in turns]
+        ids = [t.id for t in done.turns]
         if done.result is None:
-            # The first ten ids, and how many in all (ten alone read as the whole batch).
-            self.log.warning(
-                "batch_discarded", reason="turns already curated", turns=ids[:10], count=len(ids)
-            )
+            why = f"{len(ids)} turns already curated: {ids[:10]}"  # how many, not ten alone
+            self.log.warning("batch_discarded", reason=why)
             self.store.mark_processed(ids)
             return
         now = self.clock()
