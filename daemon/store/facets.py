@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import apsw
 
@@ -47,6 +48,19 @@ class Archive:
             with self._db.memory() as m:
                 archive.add_turns(m, identity, rows)
         return len(rows)
+
+    def unindexed_turns(self, limit: int) -> tuple[str, list[tuple[Any, ...]]]:
+        """The turns not in the turn index yet (see :func:`archive.unindexed`): what search
+        reads past the index while the daemon is stopped. Read only, both databases."""
+        with self._db.transcript(readonly=True) as t, self._db.memory(readonly=True) as m:
+            return archive.unindexed(t, m, limit)
+
+    def transcript_turn(self, observation_id: int) -> tuple[str, tuple[Any, ...] | None]:
+        """The transcript's identity and observation ``observation_id`` as the turn index
+        would store it (see :func:`archive.as_turns`), or None. Read only."""
+        with self._db.transcript(readonly=True) as t:
+            found = archive.as_turns(archive.observations_by_id(t, [observation_id]))
+            return schema.identity(t), found[0] if found else None
 
     def reindex_turns(self, ids: Iterable[int], identity: str) -> int:
         """Index these turns again (a late event folded into them changed their text); how
