@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -53,8 +52,14 @@ from wsd import schema
 from wsd.daemon.memory.search.concepts import IndexSpec
 from wsd.daemon.memory.search.fusion import DENSE_K, Candidate, fuse, lineage, order
 from wsd.daemon.memory.search.rank import LEARNINGS, TURNS, Ranker
-from wsd.daemon.memory.search.tail import NOT_INDEXED, TAIL, read_tail, workspace_of
-from wsd.daemon.memory.search.text import analyze, clean_query, make_snippet, tokenizer
+from wsd.daemon.memory.search.tail import NOT_INDEXED, TAIL, Tail, read_tail, workspace_of
+from wsd.daemon.memory.search.text import (
+    analyze,
+    clean_query,
+    make_snippet,
+    session_label,
+    tokenizer,
+)
 from wsd.daemon.memory.semantic import client
 from wsd.daemon.runtime.dates import display_date, parse_since
 from wsd.daemon.store.records import LEARNING_TYPES
@@ -219,14 +224,20 @@ class _Search:
             sql += " AND {a}.created_at >= ?"
             args.append(since)
         self.filters: tuple[str, list[Any]] = (sql, args)
-        # The turns past the turn index (search/tail.py), ranked with it.
-        wants_turns = type_ in (None, TURN_TYPE) and "turns_vocab" in self.tables
-        self.tail = read_tail(workspace, self.tok, since) if workspace and wants_turns else None
+        self.workspace, self.since = workspace, since
+        self.tail: Tail | None = None
+
+    def _read_tail(self) -> Tail | None:
+        """The turns past the turn index (search/tail.py), when turns are searched."""
+        if self.workspace is None or TURNS not in self._indexes():
+            return None
+        return read_tail(self.workspace, self.tok, self.since)
 
     def run(self, query: object, limit: int, near: Callable[[], client.Dense | None]) -> list[Hit]:
         terms = analyze(self.tok, query)
         lexical: list[Candidate] = []
         weights: dict[str, float] = {}
+        self.tail = self._read_tail() if terms else None
         ranker = Ranker(self.conn, self.tok, self.filters, self.tail)
         for spec in self._indexes() if terms else []:
             state = ranker.score(spec, terms)
@@ -419,23 +430,3 @@ def _learning_source(ref: object, session: object, imported: bool, cited: _Cited
     if session is None:
         return "imported" if imported or ref is not None else "curated"
     return session_label(session, None)
-
-
-def session_label(session: object, seq: object) -> str:
-    """A session, and the turn's place in it: ``session 3f2b9c1e…, turn 3``."""
-    return f"session {short_session(session)}" + ("" if seq is None else f", turn {seq}")
-
-
-#: A session id up to this long is shown whole; a longer one is cut, and says so ("…").
-SESSION_CHARS = 24
-_UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
-
-
-def short_session(session: object) -> str:
-    """A session id as a hit shows it (the whole id stays in the hit's JSON, session_id)."""
-    text = str(session)
-    if _UUID.fullmatch(text):
-        # Its first 8 hex digits tell sessions apart in a result list; the mark says there
-        # is more (an id cut silently reads as the whole id, and is searched for as such).
-        return text[:8] + "…"
-    return text if len(text) <= SESSION_CHARS else text[: SESSION_CHARS - 1] + "…"

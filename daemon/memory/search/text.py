@@ -1,4 +1,4 @@
-"""Text handling for search_memory: query analysis and snippets.
+"""Text handling for search_memory: query analysis, snippets and session labels.
 
 The query goes through the same tokenizer as the index (FTS5 ``porter unicode61
 remove_diacritics 2``, called through apsw), so a query word and the words of
@@ -8,6 +8,7 @@ word is later quoted, which is what makes every input safe.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import apsw
@@ -142,3 +143,23 @@ def _opening(
     first, last = inside[0][0], inside[-1][1]
     target = first - (width - (last - first)) // 3
     return next((s for s, _, _ in found if s >= target), first)
+
+
+def session_label(session: object, seq: object) -> str:
+    """A session, and the turn's place in it: ``session 3f2b9c1e…, turn 3``."""
+    return f"session {short_session(session)}" + ("" if seq is None else f", turn {seq}")
+
+
+#: A session id up to this long is shown whole; a longer one is cut, and says so ("…").
+SESSION_CHARS = 24
+_UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def short_session(session: object) -> str:
+    """A session id as a hit shows it (the whole id stays in the hit's JSON, session_id)."""
+    text = str(session)
+    if _UUID.fullmatch(text):
+        # Its first 8 hex digits tell sessions apart in a result list; the mark says there
+        # is more (an id cut silently reads as the whole id, and is searched for as such).
+        return text[:8] + "…"
+    return text if len(text) <= SESSION_CHARS else text[: SESSION_CHARS - 1] + "…"

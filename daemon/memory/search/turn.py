@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from wsd import schema
-from wsd.daemon.memory.search.core import TURN_TYPE, session_label
+from wsd.daemon.memory.search.core import TURN_TYPE
 from wsd.daemon.memory.search.tail import NOT_INDEXED, PREFIX, opened, workspace_of
+from wsd.daemon.memory.search.text import session_label
 from wsd.daemon.runtime.dates import display_date
 from wsd.schema.layout import Layout
 
