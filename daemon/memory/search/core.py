@@ -231,7 +231,7 @@ class _Search:
         """The turns past the turn index (search/tail.py), when turns are searched."""
         if self.workspace is None or TURNS not in self._indexes():
             return None
-        return read_tail(self.workspace, self.tok, self.since)
+        return read_tail(self.workspace, self.conn, self.tok, self.since)
 
     def run(self, query: object, limit: int, near: Callable[[], client.Dense | None]) -> list[Hit]:
         terms = analyze(self.tok, query)

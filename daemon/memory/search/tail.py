@@ -174,11 +174,14 @@ def workspace_of(layout: Layout | str) -> Layout | None:
     return found if same else None
 
 
-def read_tail(layout: Layout, tok: apsw.FTS5Tokenizer, since: float | None) -> Tail | None:
-    """The tail of ``layout`` from ``since`` on, or None when it is empty or transcript.db
-    cannot be read (not created yet: then there is nothing to find in it)."""
+def read_tail(
+    layout: Layout, conn: apsw.Connection, tok: apsw.FTS5Tokenizer, since: float | None
+) -> Tail | None:
+    """The tail of ``layout`` past the turn index of ``conn`` (memory.db, read-only), from
+    ``since`` on; None when it is empty or transcript.db cannot be read (not created yet:
+    then there is nothing to find in it)."""
     try:
-        identity, rows = Store(layout).archive.unindexed_turns(TAIL_MAX)
+        identity, rows = Store(layout).archive.unindexed_turns(TAIL_MAX, conn)
     except apsw.Error:
         return None
     turns = [
