@@ -69,17 +69,16 @@ def unindexed(
     t: apsw.Connection, m: apsw.Connection, limit: int
 ) -> tuple[str, list[tuple[Any, ...]]]:
     """The transcript's identity and its newest ``limit`` observations the turn index does not
-    hold yet (above its high-water mark), oldest first, as (observation id, *as the index
-    stores it*: see :func:`as_turns`); none when memory.db has no turn index."""
+    hold yet (above its high-water mark), oldest first, as the index reads them (its text:
+    :func:`as_turns`); none when memory.db has no turn index."""
     identity = schema.identity(t)
     cursor = index_cursor(m, identity)
     if cursor is None:
         return identity, []
-    rows = t.execute(
+    return identity, t.execute(
         f"SELECT * FROM ({_OBSERVATIONS} WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id",
         (cursor, max(0, limit)),
     ).fetchall()
-    return identity, as_turns(rows)
 
 
 def as_turns(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -113,7 +113,7 @@ class Ranker(ConceptBase):
         collection holds a word of the query."""
         tail = self.tail if spec is TURNS else None
         (last,) = self._one(f"SELECT max(rowid) FROM {spec.fts}", ())
-        in_tail = tail is not None and any(t.stem in tail.postings for t in terms)
+        in_tail = tail is not None and any(tail.df(t.stem) for t in terms)
         rows, tokens = 0, 0
         if last:
             words = " OR ".join(phrase(t.word) for t in terms)

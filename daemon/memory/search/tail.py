@@ -26,11 +26,13 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
 from wsd.daemon.memory.search.concepts import IndexSpec, as_int
 from wsd.daemon.memory.search.text import stems
+from wsd.daemon.store.archive import as_turns
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 
@@ -63,41 +65,69 @@ class TailTurn:
         return f"{self.prompt}\n{self.response}\n{self.tools}"
 
 
-class Tail:
-    """The tail's turns, tokenized as the index tokenizes (stems, counts, postings)."""
+@dataclass(frozen=True)
+class _Read:
+    """One tail turn as read (a hash of its observation row), its text and its stems."""
 
-    def __init__(self, identity: str, turns: list[TailTurn], tok: apsw.FTS5Tokenizer) -> None:
+    row: int
+    turn: TailTurn
+    counts: Counter[str]
+    length: int
+
+
+#: Per transcript identity, the tail the last search of this process read: the agent's tool
+#: searches again and again while the daemon is stopped, and the text and stems of a turn
+#: already read are reused while its row is unchanged, the whole Tail while no row changed
+#: (turning a thousand turns into text and stems was nine tenths of such a search).
+_SEEN: dict[str, tuple[dict[int, _Read], Tail]] = {}
+_SEEN_IDENTITIES = 4
+
+
+class Tail:
+    """The tail's turns, tokenized as the index tokenizes (stems and their counts per turn,
+    document frequencies); the turns holding a stem and the sorted vocabulary are worked
+    out when first asked (a query asks about a few dozen stems, of thousands)."""
+
+    def __init__(self, identity: str, read: list[_Read]) -> None:
         self.identity = identity
-        self.turns = {t.id: t for t in turns}
+        self.turns = {r.turn.id: r.turn for r in read}
         self.docs: dict[int, tuple[Counter[str], int]] = {}
-        self.postings: dict[str, list[int]] = {}
-        for turn in turns:
-            found = stems(tok, turn.text)
-            counts = Counter(found)
-            self.docs[turn.id] = (counts, len(found))
-            for stem in counts:
-                self.postings.setdefault(stem, []).append(turn.id)
+        self._df: Counter[str] = Counter()
+        for r in read:
+            self.docs[r.turn.id] = (r.counts, r.length)
+            self._df.update(r.counts.keys())
+        turns = list(self.turns.values())
         self.n = len(self.docs)
         self.tokens = sum(length for _, length in self.docs.values())
-        self._vocab = sorted(self.postings)
+        self._holding: dict[str, list[int]] = {}
+        self._vocab: list[str] | None = None
         self._sessions: dict[str, list[tuple[int, int]]] = {}
         for turn in sorted(turns, key=lambda t: (t.sequence, t.id)):
             self._sessions.setdefault(turn.session_id, []).append((turn.sequence, turn.id))
 
     def df(self, stem: str) -> int:
-        return len(self.postings.get(stem, ()))
+        """How many tail turns hold ``stem``."""
+        return self._df.get(stem, 0)
 
     def forms(self, low: str, high: str, limit: int) -> list[tuple[str, int]]:
         """(stem, document frequency) of the tail's stems from ``low`` up to ``high``, the
         ``limit`` most frequent (the prefix variants' range, as fts5vocab is asked)."""
-        found = self._vocab[
-            bisect.bisect_left(self._vocab, low) : bisect.bisect_left(self._vocab, high)
-        ]
+        if self._vocab is None:
+            self._vocab = sorted(self._df)
+        vocab = self._vocab
+        found = vocab[bisect.bisect_left(vocab, low) : bisect.bisect_left(vocab, high)]
         return sorted(((s, self.df(s)) for s in found), key=lambda f: -f[1])[:limit]
 
     def holding(self, stems_: Iterable[str]) -> set[int]:
         """The tail turns holding any of these stems."""
-        return {i for stem in stems_ for i in self.postings.get(stem, ())}
+        out: set[int] = set()
+        for stem in stems_:
+            ids = self._holding.get(stem)
+            if ids is None:
+                ids = [i for i, (c, _) in self.docs.items() if stem in c] if self.df(stem) else []
+                self._holding[stem] = ids
+            out.update(ids)
+        return out
 
     def links(
         self,
@@ -184,12 +214,33 @@ def read_tail(
         identity, rows = Store(layout).archive.unindexed_turns(TAIL_MAX, conn)
     except apsw.Error:
         return None
-    turns = [
-        TailTurn(as_int(oid), str(sid), as_int(seq), float(ts), str(p), str(r), str(t))
-        for oid, sid, seq, ts, p, r, t in rows
-        if since is None or float(ts) >= since
-    ]
-    return Tail(identity, turns, tok) if turns else None
+    seen, last = _SEEN.pop(identity, ({}, None))
+    fresh: dict[int, _Read] = {}
+    changed = len(rows) != len(seen)
+    for row in rows:
+        oid, fingerprint = as_int(row[0]), hash(row)
+        known = seen.get(oid)
+        if known is None or known.row != fingerprint:
+            turn = _turn(as_turns([row])[0])
+            found = stems(tok, turn.text)
+            known, changed = _Read(fingerprint, turn, Counter(found), len(found)), True
+        fresh[oid] = known
+    everything = last if last is not None and not changed else Tail(identity, list(fresh.values()))
+    _SEEN[identity] = (fresh, everything)
+    while len(_SEEN) > _SEEN_IDENTITIES:
+        del _SEEN[next(iter(_SEEN))]
+    if since is None:
+        return everything if fresh else None
+    read = [r for r in fresh.values() if r.turn.created_at >= since]
+    return Tail(identity, read) if read else None
+
+
+def _turn(row: tuple[Any, ...]) -> TailTurn:
+    """A turn of :func:`archive.as_turns` as a TailTurn."""
+    oid, sid, seq, ts, prompt, response, tools = row
+    return TailTurn(
+        as_int(oid), str(sid), as_int(seq), float(ts), str(prompt), str(response), str(tools)
+    )
 
 
 def opened(layout: Layout, number: int) -> tuple[str, TailTurn] | None:
@@ -199,10 +250,4 @@ def opened(layout: Layout, number: int) -> tuple[str, TailTurn] | None:
         identity, row = Store(layout).archive.transcript_turn(number)
     except apsw.Error:
         return None
-    if row is None:
-        return None
-    oid, sid, seq, ts, prompt, response, tools = row
-    turn = TailTurn(
-        as_int(oid), str(sid), as_int(seq), float(ts), str(prompt), str(response), str(tools)
-    )
-    return identity, turn
+    return None if row is None else (identity, _turn(row))
