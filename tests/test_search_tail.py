@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+import apsw
 import pytest
 
 from tests.conftest import drain, make_worker, query, venv_script
@@ -187,3 +188,20 @@ def test_a_turn_not_indexed_yet_ranks_as_it_will_once_indexed(
     while Store(layout).archive.index_new_turns():
         pass
     assert _ranked(layout) == before
+
+
+def test_a_turn_whose_text_changed_is_read_again(layout: Layout) -> None:
+    """In one process (the agent's tool), a tail turn whose row changed before the daemon
+    indexed it (a late event folded into it) is found by its new words, not its old ones."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "Book it"})
+    cap.handle({"hook_event_name": "Stop", "session_id": "s1", "last_assistant_message": "Oslo"})
+    cap.close()
+    assert [h.id for h in search_memory(layout, "Oslo", semantic=False)] == ["N1"]
+    conn = apsw.Connection(layout.transcript_db)
+    try:
+        conn.execute("UPDATE observations SET agent_response = 'Bergen' WHERE id = 1")
+    finally:
+        conn.close()
+    assert search_memory(layout, "Oslo", semantic=False) == []
+    assert [h.id for h in search_memory(layout, "Bergen", semantic=False)] == ["N1"]
