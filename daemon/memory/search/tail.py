@@ -9,7 +9,8 @@ them, memory tool calls left out), and ranks them with the indexed turns as one 
 (search/rank.py): the index's own tokenizer on their text; BM25's N, average length and
 document frequencies counting both; prefix variants from both vocabularies; candidates,
 feedback and neighbour lending over both. Normally the tail is empty or a few turns: the
-daemon indexes every pass.
+daemon indexes every pass. A process that searches again (the agent's tool) reuses the text
+and stems of the turns it read while their rows are unchanged.
 
 A tail turn has no ``T<n>`` yet: its hit is ``N<observation id>`` and its source says "not
 indexed yet"; ``search_memory(turn="N<n>")`` opens it from transcript.db (search/turn.py),
@@ -42,8 +43,8 @@ TAIL_MAX = 2000
 PREFIX = "N"
 #: What a tail hit's source adds to its session and place.
 NOT_INDEXED = ", not indexed yet"
-#: A tail turn as a candidate (search/fusion.py): read through the store, never by SQL here,
-#: so the fields an index has are empty.
+#: A tail turn as a candidate (search/fusion.py): it has no table, FTS index or vocabulary in
+#: memory.db (it is read from transcript.db through the store), so those fields are empty.
 TAIL = IndexSpec(PREFIX, "", "", "", "", 0.0, "")
 
 
