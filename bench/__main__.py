@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "memory_retrieval": retrieval_bench.retrieval,
     "memory_ablation": retrieval_bench.ablation,
     "memory_latency": memory_bench.search_latency,
+    "memory_tail": memory_bench.search_tail_latency,
     "memory_boot": memory_bench.boot_context,
     "semantic_latency": semantic_bench.semantic_latency,
     "semantic_memory": semantic_bench.semantic_memory,

@@ -12,10 +12,13 @@ import itertools
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 
-from bench import Row, percentile
+from bench import Row, median, percentile
 from bench.workload_turns import record_turns, typical_turn
 from wsd import schema
 from wsd.daemon.memory.boot import load_memory
@@ -194,6 +197,84 @@ def search_latency() -> list[Row]:
             )
         )
     return rows
+
+
+#: Turns past the turn index that search reads too (search/tail.py): the figure asked of it.
+TAIL_TURNS = 1_000
+
+
+def _timed(target: str | Layout, queries: list[str]) -> list[float]:
+    for query in queries[:20]:  # warm the page cache, as on a live machine
+        search_memory(target, query, semantic=False)
+    samples = []
+    for query in queries:
+        t0 = time.perf_counter()
+        search_memory(target, query, semantic=False)
+        samples.append((time.perf_counter() - t0) * 1000)
+    return samples
+
+
+def search_tail_latency() -> list[Row]:
+    """search_memory at 100k learnings in a workspace whose transcript holds TAIL_TURNS
+    typical turns: none indexed yet (the daemon stopped: search reads and ranks them all),
+    the first search of a process (``wsd search``) and the next ones (the agent's tool keeps
+    what it read); then all indexed (the tail empty: what every search pays for looking)."""
+    count, target = SCALES[0]
+    queries = _questions(count)
+    rows = []
+    name = f"search_memory @ {count:,} learnings, {TAIL_TURNS:,} turns"
+    with tempfile.TemporaryDirectory() as tmp:
+        layout = Layout(tmp)
+        init_workspace(layout, user_folders=False)
+        shutil.copyfile(synthetic_memory(count), layout.memory_db)
+        rng = random.Random(11)
+        record_turns(layout, [typical_turn(rng, "bench", i) for i in range(50)], TAIL_TURNS)
+        first = [_first_search(layout, q) for q in queries[:5]]
+        rows.append(
+            Row(
+                f"{name}, {TAIL_TURNS:,} not indexed yet: first search of a process",
+                median(first),
+                "ms",
+                "-",
+                None,
+                f"median of {len(first)} processes (wsd search reads and tokenizes them all)",
+            )
+        )
+        for tail in (TAIL_TURNS, 0):
+            if not tail:
+                while Store(layout).archive.index_new_turns():
+                    pass
+            samples = _timed(layout, queries)
+            p95 = percentile(samples, 95)
+            rows.append(
+                Row(
+                    f"{name}, {tail:,} not indexed yet: p95" + (", next searches" if tail else ""),
+                    p95,
+                    "ms",
+                    f"<= {target:g}" if not tail else "-",
+                    p95 <= target if not tail else None,
+                    f"p50 {percentile(samples, 50):.1f} ms, {len(samples)} questions",
+                )
+            )
+    return rows
+
+
+def _first_search(layout: Layout, query: str) -> float:
+    """Milliseconds of the first search_memory of a fresh process (imports not counted)."""
+    code = (
+        "import sys, time\n"
+        "from wsd.daemon.memory.search.core import search_memory\n"
+        "t0 = time.perf_counter()\n"
+        "search_memory(sys.argv[1], sys.argv[2], semantic=False)\n"
+        "print((time.perf_counter() - t0) * 1000)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, layout.memory_db, query],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout)
 
 
 # -- boot context -------------------------------------------------------------------------

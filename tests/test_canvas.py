@@ -162,6 +162,24 @@ def test_hand_edit_then_update_gives_conflict_copy_and_action(
     assert not {k for k in open_actions(layout) if k.startswith("canvas_")}
 
 
+def test_a_long_title_or_path_in_an_action_says_it_was_cut(
+    layout: Layout, sync: CanvasSync
+) -> None:
+    """An action names a card's title and a refused path whole, or cut with "…": the drift
+    check cut the title at 80 and the refusal the path at 120 silently, so the cut text read
+    as the whole name."""
+    title = "Quarterly plan " + "x" * 200
+    create(layout, "c1", title, "card v1")
+    create(layout, "c2", "Elsewhere", "payload", path="documents/" + "a" * 300 + ".md")
+    sync.sync()
+    (mirror,) = Path(layout.root, "artifacts/canvas").glob("quarterly-plan-*.md")
+    mirror.write_text("edited by hand\n")
+    Checks(layout.root, Store(layout)).run()
+    actions = open_actions(layout)
+    assert f"“{title[:79]}…”" in actions["canvas_drift:c1"]
+    assert "aaaa…, which the daemon refused" in actions["canvas_refused:c2"]
+
+
 def test_named_path_and_existing_file(layout: Layout, sync: CanvasSync) -> None:
     """A card's own path is used (suffix added if needed); an existing file is not clobbered."""
     create(layout, "c1", "Summary", "sum", path="extractions/summary")

@@ -96,7 +96,7 @@ def test_a_learning_hit_names_its_turn_and_the_tool_opens_it(cited: Layout) -> N
     assert header.startswith(f"[{hit.id}] preference · {hit.date} · from turn {source} (")
     opened = _text(run_search(cited, {"turn": source}))
     lines = opened.splitlines()
-    assert lines[0].startswith(f"[{source}] turn · ") and "session 3f2b9c1e, turn 2" in lines[0]
+    assert lines[0].startswith(f"[{source}] turn · ") and "session 3f2b9c1e…, turn 2" in lines[0]
     assert lines[1] == f"user: {PREFERENCE}" and lines[-1] == "agent: Noted: tabs from now on."
     assert _text(run_search(cited, {"turn": int(source[1:])})) == opened  # 88 as well as T88
 

@@ -149,7 +149,8 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """An urgent flush (``wsd flush``, PreCompact) curates now by a direct call, the turns an
-    economy request holds included; that request's result, when it lands, is discarded."""
+    economy request holds included; that request's result, when it lands, is discarded (and
+    the log says how many turns it held)."""
     standin.batches.delay = 3600
     worker = economy(layout, standin)
     write_turns(layout, 3)
@@ -168,7 +169,9 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
         )
     assert [r[0] for r in ledger(layout)] == ["prompt"]
     covered_once(layout)
-    assert any(e["event"] == "batch_discarded" for e in logs)
+    # how many turns in all beside the first ten ids (a cut list read as the whole batch)
+    (discarded,) = [e["reason"] for e in logs if e["event"] == "batch_discarded"]
+    assert discarded.startswith("3 turns already curated: [")
     [(outcome,)] = q(layout.transcript_db, "SELECT outcome FROM remote_requests")
     assert outcome == "covered"
 

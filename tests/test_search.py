@@ -17,6 +17,7 @@ import apsw
 import pytest
 
 from tests.conftest import drain, flush, make_worker, scalar, venv_script, write_turns
+from tests.conftest import query as rows_of
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
@@ -403,6 +404,18 @@ def test_import_reports_bad_lines_and_keeps_good_ones(layout: Layout, tmp_path: 
     assert rows[1] == ("preference", "Use metric units", None, "legacy", 0.8, 1700000000.0)
 
 
+def test_import_counts_the_unknown_turns_it_does_not_list(layout: Layout, tmp_path: Path) -> None:
+    """`wsd import` lists ten of the turns it could not link and says how many more (the list
+    was cut at ten silently, as if those were all)."""
+    path = tmp_path / "in.jsonl"
+    turns = [f"T{900_000 + i}" for i in range(15)]
+    path.write_text(json.dumps({"type": "fact", "content": "Linked to nothing", "turns": turns}))
+    out = run_wsd(layout, "import", str(path))
+    listed = ", ".join(turns[:10])
+    assert out.returncode == 0, out.stderr
+    assert f"turns not in memory, not linked: {listed} and 5 more\n" in out.stderr.decode()
+
+
 def test_pending_list_complete_dismiss(memory: Layout) -> None:
     """`wsd pending` lists open actions and closes them; a closed or unknown id is refused."""
     listed = json.loads(run_wsd(memory, "pending", "--json").stdout)
@@ -585,16 +598,77 @@ def test_a_query_nothing_matches_gets_one_line(memory: Layout) -> None:
     assert "is_error" not in result and "\n" not in text and text.startswith("Nothing in memory")
 
 
-def test_hits_name_a_session_by_its_first_eight_characters(layout: Layout) -> None:
-    """A hit's source shows a 36-character session id as its first 8 characters (enough to
-    tell sessions apart in a list); the JSON keeps the whole id."""
-    session = "3f2b9c1e-8d4a-4c7e-9b1f-0a2d3e4f5a6b"
-    write_turns(layout, 1, session=session, prompt="the quarterly zeppelin maintenance plan")
+def _lyon(layout: Layout) -> None:
+    """Lyon said plainly in three short turns, and twice deep in what a tool read in a long
+    turn of another session, whose turns before and after say nothing of it."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    turn(cap, "trip", "Book the train to Lyon for Monday", "Booked: Paris to Lyon, Monday 8:04.")
+    turn(cap, "trip", "And a hotel in Lyon near the station", "Booked the Hotel Part-Dieu, Lyon.")
+    turn(cap, "trip", "What is the weather in Lyon on Monday?", "Lyon on Monday: 14 degrees.")
+    turn(cap, "desk", "Tidy up the documents folder", "Which folder first?")
+    cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "desk", "prompt": "All"})
+    for k in range(12):
+        text = f"file {k}: " + " ".join(f"line{j} of the scanned page {k}" for j in range(40))
+        cap.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "desk",
+                "tool_name": "Read",
+                "tool_input": {"file_path": f"/w/documents/scan{k}.txt"},
+                "tool_response": ("client address: 4 rue Mercière, Lyon. " if k in (3, 7) else "")
+                + text,
+            }
+        )
+    cap.handle({"hook_event_name": "Stop", "session_id": "desk", "last_assistant_message": "Done."})
+    turn(cap, "desk", "Now archive last year's receipts", "Archived 31 receipts.")
+    cap.close()
     while Store(layout).archive.index_new_turns():
         pass
-    (hit,) = search_memory(layout, "zeppelin maintenance")
-    assert hit.source == "session 3f2b9c1e, turn 1" and hit.session_id == session
-    assert session not in format_hits([hit])
+
+
+def test_a_neighbour_of_a_weak_match_does_not_pad_the_hits(layout: Layout) -> None:
+    """`wsd search Lyon` lists only turns that say Lyon: the turns before and after a weak
+    match (Lyon deep in a long turn) were shown at 0.003 on the 30 % of its score they are
+    lent, above the floor of a word match (0.002) though they hold no word of the query."""
+    _lyon(layout)
+    hits = json.loads(run_wsd(layout, "search", "--json", "Lyon").stdout)
+    texts = {
+        f"T{tid}": text
+        for tid, text in rows_of(
+            layout.memory_db, "SELECT id, prompt || response || tools FROM turns"
+        )
+    }
+    assert len(hits) == 4 and all("Lyon" in texts[h["id"]] for h in hits), hits
+
+
+def test_a_snippet_shows_the_word_that_matched(layout: Layout) -> None:
+    """The snippet of a long turn shows the query word it holds: it opened three words before
+    the stretch richest in query words and cut it at its width, so a stretch ending in the
+    word lost it, and a true match read as an unrelated turn."""
+    _lyon(layout)
+    hits = json.loads(run_wsd(layout, "search", "--json", "Lyon").stdout)
+    (desk,) = [h for h in hits if (h["session_id"], h["turn"]) == ("desk", 2)]
+    assert "Lyon" in desk["snippet"] and len(desk["snippet"]) <= 242, desk
+
+
+def test_hits_name_a_session_whole_or_say_it_was_cut(layout: Layout) -> None:
+    """`wsd search` shows a session id whole when it is short (``sess-e2e4-a`` was shown as
+    ``sess-e2e``, as if that were the id); a cut one ends in "…" (a UUID: its first 8
+    characters); the JSON keeps the whole id."""
+    sessions = {
+        "3f2b9c1e-8d4a-4c7e-9b1f-0a2d3e4f5a6b": "session 3f2b9c1e…, turn 1",
+        "sess-e2e4-a": "session sess-e2e4-a, turn 1",
+        "nightly-import-2026-04-03-run-17": "session nightly-import-2026-04-…, turn 1",
+    }
+    for session in sessions:
+        write_turns(layout, 1, session=session, prompt="the quarterly zeppelin maintenance plan")
+    while Store(layout).archive.index_new_turns():
+        pass
+    out = run_wsd(layout, "search", "zeppelin maintenance")
+    headers = [line for line in out.stdout.decode().splitlines() if line.startswith("[T")]
+    assert sorted(h.split(" · ")[-1] for h in headers) == sorted(sessions.values()), headers
+    hits = json.loads(run_wsd(layout, "search", "--json", "zeppelin maintenance").stdout)
+    assert sorted(h["session_id"] for h in hits) == sorted(sessions)
 
 
 def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStandin) -> None:

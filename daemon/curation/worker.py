@@ -308,10 +308,10 @@ class Worker:
 
     def _after_commit(self, done: Committed) -> None:
         """What the loop does after each commit: md files, markers, logs, heartbeat."""
-        turns = done.turns
-        ids = [t.id for t in turns]
+        ids = [t.id for t in done.turns]
         if done.result is None:
-            self.log.warning("batch_discarded", reason=f"turns already curated: {ids[:10]}")
+            why = f"{len(ids)} turns already curated: {ids[:10]}"  # how many, not ten alone
+            self.log.warning("batch_discarded", reason=why)
             self.store.mark_processed(ids)
             return
         now = self.clock()

@@ -56,7 +56,8 @@ SEARCH_DESCRIPTION = (
     "a learning marked 'superseded by L<n>' was replaced by that newer one. Read-only; you "
     "never need to save anything yourself.\n"
     "A learning's hit names the turn it came from ('from turn T<n>'): pass turn='T<n>' instead "
-    "of a query to read what was said in that turn; a turn hit's [T<n>] opens the same way."
+    "of a query to read what was said in that turn; a turn hit's [T<n>] opens the same way, and "
+    "so does [N<n>], a turn so recent it is not indexed yet."
 )
 SEARCH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -67,8 +68,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
         },
         "turn": {
             "type": "string",
-            "description": "A turn id as a hit names it, e.g. 'T88': returns that turn in full"
-            " instead of searching.",
+            "description": "A turn id as a hit names it, e.g. 'T88' (or 'N12'): returns that turn"
+            " in full instead of searching.",
         },
         "limit": {"type": "integer", "description": "How many results (default 10, max 100)."},
         "type": {
@@ -141,20 +142,24 @@ def _text(text: str, error: bool = False) -> dict[str, Any]:
     return result
 
 
-#: A turn id as the agent may write it: "T88", "t88", or the bare number.
-_TURN_PREFIX = re.compile(r"^\s*[Tt]")
+#: A turn id as the agent may write it: "T88", "t88", the bare number, or "N12" (a turn not
+#: indexed yet, search/tail.py).
+_TURN_PREFIX = re.compile(r"^\s*([TtNn])")
 
 
-def turn_id(args: Mapping[str, Any]) -> int | None:
-    """``args["turn"]`` as a turn number (``T88``, ``"88"`` or ``88`` is 88); missing, null or
-    empty is None. Anything else (``T0``, ``Tabc``, a number past SQLite's ids) is a
-    ValueError saying what a turn id looks like."""
+def turn_id(args: Mapping[str, Any]) -> str | None:
+    """``args["turn"]`` as a turn id: ``T88``, ``"88"`` or ``88`` is ``"T88"``, ``n12`` is
+    ``"N12"``; missing, null or empty is None. Anything else (``T0``, ``Tabc``, a number past
+    SQLite's ids) is a ValueError saying what a turn id looks like."""
     value = args.get("turn")
     if value is None or value == "":
         return None
-    bare = _TURN_PREFIX.sub("", value, count=1) if isinstance(value, str) else value
+    prefix, bare = "T", value
+    found = _TURN_PREFIX.match(value) if isinstance(value, str) else None
+    if found is not None:
+        prefix, bare = found.group(1).upper(), value[found.end() :]
     try:
-        return whole({"turn": bare}, "turn", MAX_ID)
+        return f"{prefix}{whole({'turn': bare}, 'turn', MAX_ID)}"
     except ValueError:
         raise ValueError(
             f"turn must be a turn id as a hit names it, like T88, not {_shown(value)}"
@@ -165,11 +170,11 @@ def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
     """The ``search_memory`` tool: a compact text result, or an ``is_error`` explanation.
     With ``turn``, that one turn of the archive (search/turn.py) instead of a search."""
     try:
-        number = turn_id(args)
-        if number is not None:
-            found = open_turn(layout, number)
+        ref = turn_id(args)
+        if ref is not None:
+            found = open_turn(layout, ref)
             if found is None:
-                return _text(f"search_memory: no turn T{number} in memory", error=True)
+                return _text(f"search_memory: no turn {ref} in memory", error=True)
             return _text(format_turn(found))
         query = args.get("query")
         if query is None:

@@ -83,7 +83,7 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             return 2
         found = open_turn(layout, args.turn)
         if found is None:
-            print(f"wsd search: no turn T{args.turn} in memory", file=sys.stderr)
+            print(f"wsd search: no turn {args.turn} in memory", file=sys.stderr)
             return 1
         print(
             json.dumps(found.to_json(), ensure_ascii=False, indent=1)
@@ -130,6 +130,8 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"{args.file}:{number}: {why}", file=sys.stderr)
     if report.unknown_turns:
         unknown = ", ".join(f"T{n}" for n in report.unknown_turns[:10])
+        more = len(report.unknown_turns) - 10  # a list cut silently reads as the whole list
+        unknown += f" and {more} more" if more > 0 else ""
         print(f"{args.file}: turns not in memory, not linked: {unknown}", file=sys.stderr)
     print(
         f"imported {report.added} learning(s), {report.duplicates} duplicate(s) skipped,"
@@ -239,8 +241,9 @@ def register(subparsers: Any) -> None:
     search.add_argument("--since", help="an ISO date/time or an age like 7d")
     search.add_argument(
         "--turn",
-        type=cli_revisions.whole("a turn id (like 88 or T88)", prefixes="#Tt"),
-        help="print this turn (as a hit names it, e.g. T88) instead of searching",
+        type=turn_ref,
+        help="print this turn (as a hit names it, e.g. T88, or N12 for one not indexed yet)"
+        " instead of searching",
     )
     search.add_argument("--json", action="store_true", help="machine-readable output")
     imp = subparsers.add_parser("import", help="import learnings from a JSON-lines file")
@@ -263,6 +266,15 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how long to wait for a running daemon to pause (default 120)",
     )
+
+
+def turn_ref(text: str) -> str:
+    """An argparse type: a turn id as a hit names it (``T88``, ``88``; ``N12`` a turn not
+    indexed yet), as ``T88`` or ``N12``."""
+    from wsd.daemon.ops import cli_revisions
+
+    number = cli_revisions.whole("a turn id (like 88, T88 or N12)", prefixes="#TtNn")(text)
+    return ("N" if text.strip()[:1] in "Nn" else "T") + str(number)
 
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -68,6 +68,28 @@ def observations_after(t: apsw.Connection, cursor: int, limit: int) -> list[tupl
     ).fetchall()
 
 
+def unindexed(
+    t: apsw.Connection, m: apsw.Connection, limit: int
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """The transcript's identity and its newest ``limit`` observations the turn index does not
+    hold yet (above its high-water mark), oldest first, as the index reads them (its text:
+    :func:`as_turns`); none when memory.db has no turn index."""
+    identity = schema.identity(t)
+    cursor = index_cursor(m, identity)
+    if cursor is None:
+        return identity, []
+    return identity, t.execute(
+        f"SELECT * FROM ({_OBSERVATIONS} WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+        (cursor, max(0, limit)),
+    ).fetchall()
+
+
+def as_turns(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Observations (of :func:`observations_after`) as (observation id, session, sequence,
+    created_at, prompt, response, tools): the text the turn index would store for them."""
+    return [row[1:] for row in _index_rows("", rows)]
+
+
 def observations_by_id(t: apsw.Connection, ids: Iterable[int]) -> list[tuple[Any, ...]]:
     """These observations, as the index reads them."""
     wanted = json.dumps(sorted(set(ids)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import apsw
 
@@ -48,6 +49,24 @@ class Archive:
             with self._db.memory() as m:
                 archive.add_turns(m, identity, rows)
         return len(rows)
+
+    def unindexed_turns(
+        self, limit: int, memory: apsw.Connection | None = None
+    ) -> tuple[str, list[tuple[Any, ...]]]:
+        """The turns not in the turn index yet, read only (:func:`archive.unindexed`); its
+        high-water mark read on ``memory`` when given (search's own connection: opening
+        memory.db again cost a search as much as the rest of this)."""
+        with self._db.transcript(readonly=True) as t:
+            if memory is not None:
+                return archive.unindexed(t, memory, limit)
+            with self._db.memory(readonly=True) as m:
+                return archive.unindexed(t, m, limit)
+
+    def transcript_turn(self, observation_id: int) -> tuple[str, tuple[Any, ...] | None]:
+        """The transcript's identity, and the turn as the index would store it, or None."""
+        with self._db.transcript(readonly=True) as t:
+            found = archive.as_turns(archive.observations_by_id(t, [observation_id]))
+            return schema.identity(t), found[0] if found else None
 
     def reindex_turns(self, ids: Iterable[int], identity: str) -> int:
         """Index these turns again (a late event folded into them changed their text); how

@@ -221,9 +221,15 @@ def _file_sha(path: str, root: str) -> str | None:
         return None
 
 
-def _title(title: str | None) -> str:
-    text = "".join(c for c in (title or "") if c.isprintable()).strip()
-    return (text[:77] + "…" if len(text) > 80 else text) or "(untitled)"
+def shown_title(title: str | None) -> str:
+    """A card's title as an action shows it: printable, at most 80 characters, "…" where cut."""
+    return clipped("".join(c for c in (title or "") if c.isprintable()).strip(), 80) or "(untitled)"
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters; a cut one ends in "…", so it never reads as the
+    whole name (a person would look for that title or path as it stands)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class CanvasSync:
@@ -351,10 +357,10 @@ class CanvasSync:
             return False
 
     def _refused(self, card_id: str, title: str, path: object, why: str, ts: float) -> None:
-        shown = repr(path)[:120]
+        shown = clipped(repr(path), 120)
         self.log.warning("canvas_path_refused", card_id=card_id, path=shown, reason=why)
         content = (
-            f"Canvas card “{_title(title)}” asked to be saved at {shown}, which the daemon"
+            f"Canvas card “{shown_title(title)}” asked to be saved at {shown}, which the daemon"
             f" refused ({why}); it is mirrored under {self.tools.folder}/ instead."
         )
         req = ActionRequest(f"canvas_refused:{card_id}", content, 1, ts)
@@ -411,7 +417,7 @@ class CanvasSync:
             atomic_write(full, head + text, mode=0o644, root=self.real_root)
         self.log.warning("canvas_conflict", card_id=card.card_id, path=card.path, copy=rel)
         content = (
-            f"Canvas card “{_title(card.title)}” changed, but {card.path} was edited since the"
+            f"Canvas card “{shown_title(card.title)}” changed, but {card.path} was edited since the"
             f" last sync, so the card's version was written to {rel} instead. Merge them and"
             f" delete {rel} (or update the card from the file)."
         )

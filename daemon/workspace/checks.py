@@ -36,7 +36,12 @@ from wsd.daemon.runtime.fsio import UnsafeFile, kind_of, read_text
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store.actions import ActionRequest
 from wsd.daemon.store.store import Store
-from wsd.daemon.workspace.canvas import CARD_MAX_BYTES, CONFLICT_MARK, conflict_path
+from wsd.daemon.workspace.canvas import (
+    CARD_MAX_BYTES,
+    CONFLICT_MARK,
+    conflict_path,
+    shown_title,
+)
 
 SOURCE = "checks"
 _SEPARATORS = "._- "
@@ -249,7 +254,7 @@ class Checks:
                     what = "grew too large to be a card (or became unreadable)"
             if sha == card.last_synced_sha256:
                 continue
-            title = (card.title or card.card_id)[:80]
+            title = shown_title(card.title or card.card_id)
             content = (
                 f"{card.path} (mirror of canvas card “{title}”) {what} since its last sync:"
                 " update the card to match, or restore the file."

@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
+
+if TYPE_CHECKING:  # search/tail.py builds on this module
+    from wsd.daemon.memory.search.tail import Tail
 
 #: Most recent rows sampled to estimate a common word's document frequency cheaply.
 DF_SAMPLE = 5000
@@ -43,22 +46,41 @@ class IndexSpec:
 
 @dataclass
 class IndexState:
-    """One index's statistics, concepts, candidates and scores for one query."""
+    """One index's statistics, concepts, candidates and scores for one query.
+
+    With a tail (the turns not indexed yet, search/tail.py) the collection is the index and
+    the tail: ``n``, ``max_id`` and ``df`` are the index's (what FTS5 is asked about),
+    :meth:`total` and :meth:`doc_freq` count both, and ``avgdl`` is over both. A tail turn is
+    keyed by minus its id in ``docs``, ``scores`` and ``direct``.
+    """
 
     spec: IndexSpec
     n: int
     avgdl: float
     max_id: int
+    tail: Tail | None = None
     df: dict[str, int] = field(default_factory=dict)
     phrase: dict[str, str] = field(default_factory=dict)  # stem -> FTS5 string that finds it
     group: dict[str, str] = field(default_factory=dict)  # form -> the query stem it stands for
     weights: dict[str, float] = field(default_factory=dict)
     docs: dict[int, tuple[Counter[str], int]] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
+    #: The documents holding a word of the question (or a form of one); the others owe
+    #: their score to feedback words or to a neighbour (search/fusion.py: MIN_INDIRECT).
+    direct: set[int] = field(default_factory=set)
+
+    @property
+    def total(self) -> int:
+        """Documents in the collection: the index's and the tail's."""
+        return self.n + (self.tail.n if self.tail is not None else 0)
+
+    def doc_freq(self, stem: str) -> int:
+        """Documents holding ``stem``, in the index and the tail."""
+        return self.df.get(stem, 0) + (self.tail.df(stem) if self.tail is not None else 0)
 
     def idf(self, stem: str) -> float:
-        df = self.df.get(stem, 0)
-        return math.log((self.n - df + 0.5) / (df + 0.5) + 1.0)
+        df = self.doc_freq(stem)
+        return math.log((self.total - df + 0.5) / (df + 0.5) + 1.0)
 
 
 def phrase(word: str) -> str:
@@ -133,32 +155,39 @@ class ConceptBase:
         for stem, weight in list(state.weights.items()):
             if len(stem) < VARIANT_MIN or stem.isdigit() or stem in state.group:
                 continue
-            if state.df.get(stem, 0) > state.n * VARIANT_MAX_SHARE:
+            if state.doc_freq(stem) > state.total * VARIANT_MAX_SHARE:
                 continue  # a common word matches plenty as it is
             head = stem[:VARIANT_PREFIX]
             # fts5vocab walks each term's postings, so the word itself (maybe common) is
             # left out of the scan: the ranges below it and above it.
-            found: list[tuple[str, int, str]] = []
+            found: dict[str, int] = {}  # variant -> its document frequency in the index
             for low, high in ((head, stem), (stem + "\x00", head[:-1] + chr(ord(head[-1]) + 1))):
-                found += [
-                    (str(term), as_int(doc), phrase(str(term)))
-                    for term, doc in self.conn.execute(
-                        f"SELECT term, doc FROM {state.spec.vocab} WHERE term >= ? AND term < ?"
-                        " ORDER BY doc DESC LIMIT ?",
-                        (low, high, VARIANT_LIMIT),
-                    )
-                ]
-            found = sorted(found, key=lambda f: -f[1])[:VARIANT_LIMIT]
+                for term, doc in self.conn.execute(
+                    f"SELECT term, doc FROM {state.spec.vocab} WHERE term >= ? AND term < ?"
+                    " ORDER BY doc DESC LIMIT ?",
+                    (low, high, VARIANT_LIMIT),
+                ):
+                    found[str(term)] = as_int(doc)
+                if state.tail is not None:  # the tail's words are the collection's too
+                    for term, _ in state.tail.forms(low, high, VARIANT_LIMIT):
+                        found.setdefault(term, 0)
+            tail = state.tail
+            in_all = {t: df + (tail.df(t) if tail is not None else 0) for t, df in found.items()}
+            best = sorted(in_all, key=lambda t: -in_all[t])[:VARIANT_LIMIT]
             # A shorter known stem the word extends ("educaton" -> "educ").
-            df = self._vocab_df(state, stem[: VARIANT_PREFIX - 1])
-            if df:
-                found.append((stem[: VARIANT_PREFIX - 1], df, phrase(stem[: VARIANT_PREFIX - 1])))
+            short = stem[: VARIANT_PREFIX - 1]
+            df = self._vocab_df(state, short)
+            if df or (tail is not None and tail.df(short)):
+                found[short] = df
+                best.append(short)
             # Each variant is matched as itself (a prefix query would also match the common
             # words sharing the prefix, which the postings budget would not see coming).
             # Porter leaves a stem as it is, so the quoted stem finds exactly that term.
-            for term, count, fts_string in found:
+            for term in best:
                 if term != stem:
-                    self._add_form(state, term, fts_string, weight * VARIANT_WEIGHT, count, stem)
+                    self._add_form(
+                        state, term, phrase(term), weight * VARIANT_WEIGHT, found[term], stem
+                    )
 
 
 def as_int(value: object) -> int:

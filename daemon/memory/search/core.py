@@ -8,7 +8,8 @@ Contracts:
   bytes, lone surrogates, 10 kB, "") it is reduced to words that are quoted before they reach
   FTS5, so it returns hits or ``[]`` and never raises. Only a bad ``type`` or ``since`` (the
   caller's mistake, not the query's) raises ValueError.
-* Each :class:`Hit` carries an id (``L<n>`` a learning, ``T<n>`` a turn), its type, date, a
+* Each :class:`Hit` carries an id (``L<n>`` a learning, ``T<n>`` a turn, ``N<n>`` a turn
+  the turn index does not hold yet: search/tail.py), its type, date, a
   snippet around the matched words, and its source: the import ``ref`` unchanged; for a
   curated learning the turn it came from, by its turn id (``from turn T<n> (date)``, which
   search/turn.py opens), or its session when the turn index does not hold that turn; for a
@@ -51,7 +52,14 @@ from wsd import schema
 from wsd.daemon.memory.search.concepts import IndexSpec
 from wsd.daemon.memory.search.fusion import DENSE_K, Candidate, fuse, lineage, order
 from wsd.daemon.memory.search.rank import LEARNINGS, TURNS, Ranker
-from wsd.daemon.memory.search.text import analyze, clean_query, make_snippet, tokenizer
+from wsd.daemon.memory.search.tail import NOT_INDEXED, TAIL, Tail, read_tail, workspace_of
+from wsd.daemon.memory.search.text import (
+    analyze,
+    clean_query,
+    make_snippet,
+    session_label,
+    tokenizer,
+)
 from wsd.daemon.memory.semantic import client
 from wsd.daemon.runtime.dates import display_date, parse_since
 from wsd.daemon.store.records import LEARNING_TYPES
@@ -151,7 +159,7 @@ def search_memory(
 
     conn = schema.connect(path, "memory", readonly=True)
     try:
-        return _Search(conn, type, since_ts).run(query, limit, near)
+        return _Search(conn, type, since_ts, workspace_of(layout)).run(query, limit, near)
     finally:
         conn.close()
         near()  # never leave the thread behind
@@ -187,7 +195,13 @@ def format_hits(hits: Sequence[Hit]) -> str:
 class _Search:
     """One query against one open, read-only memory.db."""
 
-    def __init__(self, conn: apsw.Connection, type_: str | None, since: float | None) -> None:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        type_: str | None,
+        since: float | None,
+        workspace: Layout | None,
+    ) -> None:
         self.conn = conn
         self.type = type_
         # Virtual tables are listed as tables too; an older schema simply lacks some.
@@ -210,21 +224,31 @@ class _Search:
             sql += " AND {a}.created_at >= ?"
             args.append(since)
         self.filters: tuple[str, list[Any]] = (sql, args)
+        self.workspace, self.since = workspace, since
+        self.tail: Tail | None = None
+
+    def _read_tail(self) -> Tail | None:
+        """The turns past the turn index (search/tail.py), when turns are searched."""
+        if self.workspace is None or TURNS not in self._indexes():
+            return None
+        return read_tail(self.workspace, self.conn, self.tok, self.since)
 
     def run(self, query: object, limit: int, near: Callable[[], client.Dense | None]) -> list[Hit]:
         terms = analyze(self.tok, query)
         lexical: list[Candidate] = []
         weights: dict[str, float] = {}
-        ranker = Ranker(self.conn, self.tok, self.filters)
+        self.tail = self._read_tail() if terms else None
+        ranker = Ranker(self.conn, self.tok, self.filters, self.tail)
         for spec in self._indexes() if terms else []:
             state = ranker.score(spec, terms)
             if state is not None:
                 factor = TURN_DISCOUNT if spec is TURNS else 1.0
-                lexical += [
-                    Candidate(spec, i, s * factor, s * factor)
-                    for i, s in state.scores.items()
-                    if s > 0
-                ]
+                for i, s in state.scores.items():
+                    if s > 0:  # a tail turn is keyed by minus its id (see IndexState)
+                        kind, direct = TAIL if i < 0 else spec, i in state.direct
+                        lexical.append(
+                            Candidate(kind, abs(i), s * factor, s * factor, direct=direct)
+                        )
                 for key, weight in state.weights.items():
                     weights[key] = max(weight, weights.get(key, 0.0))
         wanted = {spec.prefix for spec in self._indexes()}
@@ -248,6 +272,7 @@ class _Search:
             if ids:
                 for doc_id, hit in self._fetch(spec, ids, weights):
                     found[(spec.prefix, doc_id)] = hit
+        found.update(self._tail_hits([c.id for c in ranked if c.spec is TAIL], weights))
         out = []
         for c in ranked:
             known = found.get(c.key)
@@ -290,11 +315,6 @@ class _Search:
             " WHERE id IN (SELECT value FROM json_each(?))",
             args,
         ):
-            parts = [
-                f"{label}: {text}"
-                for label, text in (("user", prompt), ("agent", response), ("tools", tools))
-                if text
-            ]
             yield (
                 int(tid),
                 Hit(
@@ -302,13 +322,48 @@ class _Search:
                     TURN_TYPE,
                     display_date(ts),
                     float(ts),
-                    make_snippet(self.tok, " | ".join(parts), weights),
+                    self._turn_snippet(str(prompt), str(response), str(tools), weights),
                     session_label(session, seq),
                     None,
                     str(session),
                     int(seq),
                 ),
             )
+
+    def _tail_hits(
+        self, ids: list[int], weights: dict[str, float]
+    ) -> Iterator[tuple[tuple[str, int], Hit]]:
+        """Hits of these tail turns, but those the index took in while the query ran."""
+        if not ids or self.tail is None:
+            return
+        indexed = self.tail.indexed_now(self.conn, ids)
+        for oid in ids:
+            if oid not in indexed:
+                t = self.tail.turns[oid]
+                yield (
+                    (TAIL.prefix, oid),
+                    Hit(
+                        f"{TAIL.prefix}{oid}",
+                        TURN_TYPE,
+                        display_date(t.created_at),
+                        t.created_at,
+                        self._turn_snippet(t.prompt, t.response, t.tools, weights),
+                        session_label(t.session_id, t.sequence) + NOT_INDEXED,
+                        None,
+                        t.session_id,
+                        t.sequence,
+                    ),
+                )
+
+    def _turn_snippet(
+        self, prompt: str, response: str, tools: str, weights: dict[str, float]
+    ) -> str:
+        parts = [
+            f"{label}: {text}"
+            for label, text in (("user", prompt), ("agent", response), ("tools", tools))
+            if text
+        ]
+        return make_snippet(self.tok, " | ".join(parts), weights)
 
     def _cited(self, ids: list[int]) -> dict[int, _Cited]:
         """For each of these learnings whose source turns the turn index holds, the first of
@@ -375,11 +430,3 @@ def _learning_source(ref: object, session: object, imported: bool, cited: _Cited
     if session is None:
         return "imported" if imported or ref is not None else "curated"
     return session_label(session, None)
-
-
-def session_label(session: object, seq: object) -> str:
-    """A session, and the turn's place in it: ``session 3f2b9c1e, turn 3``."""
-    # A session id is a 36-character UUID: its first 8 tell sessions apart in a result list,
-    # and the whole id stays in the hit's JSON (session_id).
-    short = str(session)[:8]
-    return f"session {short}" + ("" if seq is None else f", turn {seq}")

@@ -32,6 +32,12 @@ DENSE_K = 100
 #: the cosine between the query's vector and the memory's.
 MIN_WORDS = 0.002
 MIN_MEANING = 0.35
+#: The floor by words of a candidate holding no word of the question: its score is lent by a
+#: session neighbour (30 % of the neighbour's) or comes from the best hits' words
+#: (feedback). Under MIN_WORDS, 30 % of any weak match (a name met once in a long turn,
+#: 0.02) carried both its neighbours into the hits at 0.005; on LoCoMo no such candidate
+#: below 0.009 was relevant (README "Search").
+MIN_INDIRECT = 0.008
 #: How far a chain of successors is followed.
 MAX_LINEAGE = 8
 
@@ -46,6 +52,8 @@ class Candidate:
     words: float = 0.0
     meaning: float | None = None
     superseded_by: int | None = None
+    #: Whether it holds a word of the question (see MIN_INDIRECT).
+    direct: bool = True
 
     @property
     def key(self) -> tuple[str, int]:
@@ -53,8 +61,9 @@ class Candidate:
 
     @property
     def weak(self) -> bool:
-        """Matches neither by words nor by meaning (see MIN_WORDS, MIN_MEANING)."""
-        return self.words < MIN_WORDS and (self.meaning is None or self.meaning < MIN_MEANING)
+        """Matches neither by words nor by meaning (see MIN_WORDS, MIN_INDIRECT, MIN_MEANING)."""
+        floor = MIN_WORDS if self.direct else MIN_INDIRECT
+        return self.words < floor and (self.meaning is None or self.meaning < MIN_MEANING)
 
 
 def fuse(lexical: list[Candidate], dense: list[tuple[str, int, float]] | None) -> list[Candidate]:
@@ -104,7 +113,7 @@ def lineage(
             current = successor[current]
         head = found.get(("L", current))
         if head is None and _passes(conn, current, filters):
-            head = Candidate(LEARNINGS, current, c.score, c.words, c.meaning)
+            head = Candidate(LEARNINGS, current, c.score, c.words, c.meaning, direct=c.direct)
             found[head.key] = head
             candidates.append(head)
         if head is not None:

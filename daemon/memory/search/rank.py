@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from wsd.daemon.memory.search.concepts import ConceptBase, IndexSpec, IndexState, as_int, phrase
+from wsd.daemon.memory.search.tail import Tail
 from wsd.daemon.memory.search.text import STOP_WORDS, Term, spans, stems
 
 # BM25's usual constants (also FTS5's own bm25()).
@@ -70,10 +71,16 @@ class Ranker(ConceptBase):
     """Scores indexes of one open memory.db; ``filters`` is (SQL on alias ``d``, args)."""
 
     def __init__(
-        self, conn: apsw.Connection, tok: apsw.FTS5Tokenizer, filters: tuple[str, list[Any]]
+        self,
+        conn: apsw.Connection,
+        tok: apsw.FTS5Tokenizer,
+        filters: tuple[str, list[Any]],
+        tail: Tail | None = None,
     ) -> None:
         super().__init__(conn, tok)
         self.filter_sql, self.filter_args = filters
+        self.asked: set[str] = set()  # the question's own stems (its concepts)
+        self.tail = tail  # the turns not indexed yet, ranked with TURNS (search/tail.py)
 
     def score(self, spec: IndexSpec, terms: list[Term]) -> IndexState | None:
         """Scores (normalised, higher is better) of the documents worth returning."""
@@ -81,6 +88,7 @@ class Ranker(ConceptBase):
         if state is None:
             return None
         state.weights = {t.stem: 1.0 for t in terms}
+        self.asked = {t.stem for t in terms}
         state.phrase.update((t.stem, phrase(t.word)) for t in terms)
         self._doc_freqs(state, list(state.weights))
         self._variants(state)
@@ -100,10 +108,30 @@ class Ranker(ConceptBase):
     # -- statistics ------------------------------------------------------------------------
 
     def _open(self, spec: IndexSpec, terms: list[Term]) -> IndexState | None:
-        """(N, average length) from FTS5's totals, read through one matched row."""
-        row = self.conn.execute(f"SELECT max(rowid) FROM {spec.fts}").fetchone()
-        if row is None or not row[0]:
+        """(N, average length) from FTS5's totals, read through one matched row (the last
+        row when only the tail matches), the tail's counted in; None when no document of the
+        collection holds a word of the query."""
+        tail = self.tail if spec is TURNS else None
+        (last,) = self._one(f"SELECT max(rowid) FROM {spec.fts}", ())
+        in_tail = tail is not None and any(tail.df(t.stem) for t in terms)
+        rows, tokens = 0, 0
+        if last:
+            words = " OR ".join(phrase(t.word) for t in terms)
+            found = self._totals(spec, f"{spec.fts} MATCH ?", words)
+            if found is None and in_tail:
+                found = self._totals(spec, "rowid = ?", last)
+            rows, tokens = found or (0, 0)
+        if rows <= 0 and not in_tail:
             return None
+        if tail is not None:
+            tokens += tail.tokens
+        state = IndexState(spec, rows, 1.0, as_int(last), tail)
+        state.avgdl = max(tokens / max(state.total, 1), 1.0)
+        return state
+
+    def _totals(self, spec: IndexSpec, where: str, arg: object) -> tuple[int, int] | None:
+        """(rows, tokens) of the index, from FTS5's totals, read through the first row of
+        ``where`` (None when it has none)."""
         box: list[tuple[int, int]] = []
 
         def stats(api: apsw.FTS5ExtensionApi, *args: apsw.SQLiteValue) -> int:
@@ -113,17 +141,20 @@ class Ranker(ConceptBase):
         # Registered per query: the callback closes over this query's box.
         self.conn.register_fts5_function("wsd_stats", stats)
         self.conn.execute(
-            f"SELECT wsd_stats({spec.fts}) FROM {spec.fts} WHERE {spec.fts} MATCH ? LIMIT 1",
-            (" OR ".join(phrase(t.word) for t in terms),),
+            f"SELECT wsd_stats({spec.fts}) FROM {spec.fts} WHERE {where} LIMIT 1", (arg,)
         ).fetchall()
-        if not box or box[0][0] <= 0:
-            return None
-        rows, tokens = box[0]
-        return IndexState(spec, rows, max(tokens / rows, 1.0), int(row[0]))
+        return box[0] if box else None
 
     def _candidates(self, state: IndexState, weights: dict[str, float], share: float = 1.0) -> None:
         """Add the best CANDIDATES documents of FTS5's bm25 over the rarer words (``share``
-        of the count and of the postings budget: feedback words get half)."""
+        of the count and of the postings budget: feedback words get half), and every tail
+        turn holding one of the words (the tail is small, and already tokenized)."""
+        self._index_candidates(state, weights, share)
+        if state.tail is not None:
+            for doc_id in state.tail.holding(weights):
+                state.docs.setdefault(-doc_id, state.tail.docs[doc_id])
+
+    def _index_candidates(self, state: IndexState, weights: dict[str, float], share: float) -> None:
         budget = int(POSTINGS_BUDGET * share)
         spec = state.spec
         chosen: list[str] = []
@@ -178,15 +209,15 @@ class Ranker(ConceptBase):
         # A concept is worth its own word, or its best form when the word is unknown here.
         worth = {}
         for concept, forms in concepts.items():
-            own = [v for k, v in forms if k == concept and state.df.get(k, 0)]
-            known = [v for k, v in forms if state.df.get(k, 0)]
+            own = [v for k, v in forms if k == concept and state.doc_freq(k)]
+            known = [v for k, v in forms if state.doc_freq(k)]
             worth[concept] = own[0] if own else max(known, default=0.0)
         ideal = sum(worth.values()) or 1.0
         info = {
             key: (concept, value) for concept, forms in concepts.items() for key, value in forms
         }
         scale = 1.0 / (ideal * (K1 + 1))
-        state.scores = {}
+        state.scores, state.direct = {}, set()
         for doc_id, (counts, length) in state.docs.items():
             norm = K1 * (1 - B + B * length / state.avgdl)
             best: dict[str, float] = {}
@@ -202,6 +233,8 @@ class Ranker(ConceptBase):
             if best:
                 covered = sum(min(worth[c], v) for c, v in matched.items())
                 state.scores[doc_id] = sum(best.values()) * coordination(covered, ideal) * scale
+                if not self.asked.isdisjoint(best):
+                    state.direct.add(doc_id)
 
     def _feedback(self, state: IndexState) -> dict[str, float]:
         """Words of the best documents (relevance-model weights) not in the query yet."""
@@ -225,12 +258,18 @@ class Ranker(ConceptBase):
     def _surface_words(self, state: IndexState, doc_ids: list[int], wanted: set[str]) -> None:
         """A word of the documents for each stem: FTS5 is queried with words, not stems."""
         spec = state.spec
-        for (text,) in self.conn.execute(
-            f"SELECT {spec.text_sql.format(a='d')} FROM {spec.table} d"
-            " WHERE d.id IN (SELECT value FROM json_each(?))",
-            (json.dumps(doc_ids),),
-        ):
-            data = str(text).encode("utf-8", "replace")
+        texts = [
+            str(text)
+            for (text,) in self.conn.execute(
+                f"SELECT {spec.text_sql.format(a='d')} FROM {spec.table} d"
+                " WHERE d.id IN (SELECT value FROM json_each(?))",
+                (json.dumps([i for i in doc_ids if i > 0]),),
+            )
+        ]
+        if state.tail is not None:
+            texts += [state.tail.turns[-i].text for i in doc_ids if i < 0]
+        for text in texts:
+            data = text.encode("utf-8", "replace")
             for start, end, stem in spans(self.tok, data):
                 if stem in wanted and stem not in state.phrase:
                     state.phrase[stem] = phrase(data[start:end].decode("utf-8", "replace"))
@@ -240,18 +279,30 @@ class Ranker(ConceptBase):
         share = state.spec.neighbour_share
         if not state.scores or share <= 0:
             return
-        # From the best documents only: a share of a weak score cannot lift anything far.
+        # From the best documents only: a share of a weak score cannot lift anything far
+        # (nor, alone, over the floor of a hit with no word of the query: MIN_INDIRECT).
         lenders = sorted(state.scores, key=state.scores.__getitem__, reverse=True)[:LENDERS]
         sql = state.spec.neighbours_sql.format(f=self.filter_sql.format(a="n"))
-        args = (*self.filter_args, *self.filter_args, json.dumps(lenders))
+        args = (*self.filter_args, *self.filter_args, json.dumps([i for i in lenders if i > 0]))
+        links = [
+            (as_int(doc), _maybe(before), _maybe(after))
+            for doc, before, after in self.conn.execute(sql, args)
+        ]
+        if state.tail is not None:
+            filters = (self.filter_sql, self.filter_args)
+            links = state.tail.links(self.conn, links, [i for i in lenders if i < 0], filters)
         lent: dict[int, float] = {}
-        for doc_id, before, after in self.conn.execute(sql, args).fetchall():
-            gift = share * state.scores[as_int(doc_id)]
+        for doc_id, before, after in links:
+            gift = share * state.scores[doc_id]
             for other in (before, after):
                 if other is not None:
-                    lent[as_int(other)] = lent.get(as_int(other), 0.0) + gift
+                    lent[other] = lent.get(other, 0.0) + gift
         for doc_id, extra in lent.items():
             state.scores[doc_id] = state.scores.get(doc_id, 0.0) + extra
+
+
+def _maybe(value: object) -> int | None:
+    return None if value is None else as_int(value)
 
 
 def coordination(covered: float, ideal: float) -> float:

@@ -1,4 +1,4 @@
-"""Text handling for search_memory: query analysis and snippets.
+"""Text handling for search_memory: query analysis, snippets and session labels.
 
 The query goes through the same tokenizer as the index (FTS5 ``porter unicode61
 remove_diacritics 2``, called through apsw), so a query word and the words of
@@ -8,7 +8,9 @@ word is later quoted, which is what makes every input safe.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import cast
 
 import apsw
 
@@ -65,12 +67,12 @@ def spans(tok: apsw.FTS5Tokenizer, data: bytes, query: bool = False) -> list[tup
 def stems(tok: apsw.FTS5Tokenizer, text: str) -> list[str]:
     """The stems of ``text`` in order, as the index stores them."""
     data = text.encode("utf-8", "replace")
-    return [
-        str(t)
-        for t in tok(
-            data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
-        )
-    ]
+    found = tok(
+        data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+    )
+    # Without offsets or colocated tokens apsw gives the tokens themselves, strings: copying
+    # them one by one was a third of tokenizing a thousand turns.
+    return cast(list[str], found)
 
 
 def clean_query(query: object) -> bytes:
@@ -96,7 +98,8 @@ def analyze(tok: apsw.FTS5Tokenizer, query: object) -> list[Term]:
 def make_snippet(
     tok: apsw.FTS5Tokenizer, text: str, weights: dict[str, float], width: int = 240
 ) -> str:
-    """The stretch of ``text`` (about ``width`` characters) richest in query words."""
+    """The stretch of ``text`` (about ``width`` characters) richest in query words, with
+    those words inside it and some context before them."""
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
@@ -114,8 +117,7 @@ def make_snippet(
                 value += weights[stem]
         if value > best_value:
             best, best_value = i, value
-    # Open a few words before the best stretch so it reads in context.
-    begin = found[max(0, best - 3)][0] if found else 0
+    begin = _opening(found, best, weights, width)
     chunk = data[begin:].decode("utf-8", "ignore")
     cut = chunk[:width]
     if len(chunk) > width and " " in cut[width // 2 :]:
@@ -123,3 +125,42 @@ def make_snippet(
     prefix = "…" if begin else ""
     suffix = "…" if len(chunk) > len(cut) else ""
     return f"{prefix}{cut.strip()}{suffix}"
+
+
+def _opening(
+    found: list[tuple[int, int, str]], best: int, weights: dict[str, float], width: int
+) -> int:
+    """Where the snippet opens (a byte offset) to show the query words of the stretch that
+    starts at token ``best``: a third of the room left beside them goes before them, so they
+    read in context. (It opened three words before the stretch and cut it at ``width``: a
+    stretch whose one query word came last lost that word, and a hit that holds the word
+    read as unrelated.)"""
+    if not found:
+        return 0
+    start = found[best][0]
+    inside = [(s, e) for s, e, stem in found[best:] if e - start <= width and stem in weights]
+    if not inside:
+        return found[max(0, best - 3)][0]
+    first, last = inside[0][0], inside[-1][1]
+    target = first - (width - (last - first)) // 3
+    return next((s for s, _, _ in found if s >= target), first)
+
+
+def session_label(session: object, seq: object) -> str:
+    """A session, and the turn's place in it: ``session 3f2b9c1e…, turn 3``."""
+    return f"session {short_session(session)}" + ("" if seq is None else f", turn {seq}")
+
+
+#: A session id up to this long is shown whole; a longer one is cut, and says so ("…").
+SESSION_CHARS = 24
+_UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def short_session(session: object) -> str:
+    """A session id as a hit shows it (the whole id stays in the hit's JSON, session_id)."""
+    text = str(session)
+    if _UUID.fullmatch(text):
+        # Its first 8 hex digits tell sessions apart in a result list; the mark says there
+        # is more (an id cut silently reads as the whole id, and is searched for as such).
+        return text[:8] + "…"
+    return text if len(text) <= SESSION_CHARS else text[: SESSION_CHARS - 1] + "…"

@@ -1,10 +1,13 @@
 """Opening one turn of the archive by its id (``T<n>``): what ``search_memory`` returns for
-``turn``, so the agent can read the words a learning's hit cites.
+``turn``, so the agent can read the words a learning's hit cites; or a turn not indexed
+yet (``N<n>``, its observation id: search/tail.py), read from transcript.db.
 
 Contracts:
 
 * Read-only, as search: memory.db's turn index (``turns``) opened with
-  ``SQLITE_OPEN_READONLY``. No database, no turn index, or no such id is None, never an error.
+  ``SQLITE_OPEN_READONLY``; an ``N<n>`` through the store's read-only verb, and as its
+  ``T<n>`` once the index holds it. No database, no turn index, or no such id is None,
+  never an error.
 * :func:`format_turn` is the turn whole when it fits in :data:`TURN_CHARS`, else bounded: each
   tool call in short (:data:`CALL_CHARS`, at most :data:`CALLS_SHOWN`), and the person's words
   and the answer sharing what is left, each clipped to its head and tail.
@@ -17,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from wsd import schema
-from wsd.daemon.memory.search.core import TURN_TYPE, session_label
+from wsd.daemon.memory.search.core import TURN_TYPE
+from wsd.daemon.memory.search.tail import NOT_INDEXED, PREFIX, opened, workspace_of
+from wsd.daemon.memory.search.text import session_label
 from wsd.daemon.runtime.dates import display_date
 from wsd.schema.layout import Layout
 
@@ -43,6 +48,8 @@ class ArchivedTurn:
     response: str
     #: One line per tool call: ``name input -> result`` (each part already clipped).
     tools: str
+    #: False for a turn read from transcript.db (``N<n>``): the index does not hold it yet.
+    indexed: bool = True
 
     @property
     def date(self) -> str:
@@ -63,12 +70,39 @@ class ArchivedTurn:
         }
 
 
-def open_turn(layout: Layout | str, number: int) -> ArchivedTurn | None:
-    """Turn ``T<number>`` of the turn index of ``layout`` (a workspace or a memory.db path),
-    or None when there is none (no such id, or no memory.db or turn index yet)."""
+def open_turn(layout: Layout | str, turn: int | str) -> ArchivedTurn | None:
+    """Turn ``turn`` of ``layout`` (a workspace or a memory.db path): ``T<n>`` (or ``n``) of
+    the turn index, ``N<n>`` a turn not indexed yet; None when there is none (no such id, or
+    no memory.db or turn index yet)."""
+    ref = turn if isinstance(turn, str) else f"T{turn}"
+    number = int(ref[1:])
     path = layout.memory_db if isinstance(layout, Layout) else layout
     if not os.path.exists(path):
         return None
+    if ref[0] == PREFIX:
+        workspace = workspace_of(layout)
+        found = None if workspace is None else opened(workspace, number)
+        if found is None:
+            return None
+        identity, t = found
+        indexed = _indexed(path, "transcript_identity = ? AND observation_id = ?", identity, t.id)
+        if indexed is not None:
+            return indexed  # the daemon indexed it since: as the index holds it, by T<n>
+        return ArchivedTurn(
+            f"{PREFIX}{t.id}",
+            t.created_at,
+            t.session_id,
+            t.sequence,
+            t.prompt,
+            t.response,
+            t.tools,
+            indexed=False,
+        )
+    return _indexed(path, "id = ?", number)
+
+
+def _indexed(path: str, where: str, *args: object) -> ArchivedTurn | None:
+    """The indexed turn ``where`` picks, or None (none, or no turn index yet)."""
     conn = schema.connect(path, "memory", readonly=True)
     try:
         if not schema.first(conn, "SELECT 1 FROM sqlite_master WHERE name = 'turns'"):
@@ -76,8 +110,8 @@ def open_turn(layout: Layout | str, number: int) -> ArchivedTurn | None:
         row = schema.first(
             conn,
             "SELECT id, created_at, session_id, sequence_num, prompt, response, tools"
-            " FROM turns WHERE id = ?",
-            (number,),
+            f" FROM turns WHERE {where}",
+            args,
         )
     finally:
         conn.close()
@@ -91,11 +125,10 @@ def open_turn(layout: Layout | str, number: int) -> ArchivedTurn | None:
 
 def format_turn(turn: ArchivedTurn, limit: int = TURN_CHARS) -> str:
     """The turn as the agent reads it, within ``limit`` characters: a header line as a hit's
-    (``[T88] turn · date · session 3f2b9c1e, turn 3``), then ``user:``, the tool calls and
+    (``[T88] turn · date · session 3f2b9c1e…, turn 3``), then ``user:``, the tool calls and
     ``agent:``; a part it does not have is left out."""
-    header = (
-        f"[{turn.id}] {TURN_TYPE} · {turn.date} · {session_label(turn.session_id, turn.sequence)}"
-    )
+    place = session_label(turn.session_id, turn.sequence) + ("" if turn.indexed else NOT_INDEXED)
+    header = f"[{turn.id}] {TURN_TYPE} · {turn.date} · {place}"
     calls = [c for c in turn.tools.splitlines() if c.strip()]
     shown = [f"  {clip(c, CALL_CHARS)}" for c in calls[:CALLS_SHOWN]]
     if len(calls) > CALLS_SHOWN:
