@@ -21,7 +21,6 @@ from wsd.daemon.store.actions import ActionRequest
 from wsd.daemon.store.archive import INDEX_BATCH, ImportReport
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.maintenance import DAY
-from wsd.daemon.store.remote import RemoteBatch, RemoteRequest
 from wsd.daemon.store.workspace import Card, ToolEvent
 from wsd.schema.errors import describe
 
@@ -372,80 +371,3 @@ class Maintenance:
         with self._db.transcript() as t:
             oldest = turns.backlog(t).oldest_ts
         return None if oldest is None else now - float(oldest)
-
-
-class RemoteBatches:
-    """The economy lane's Message Batches at the Bridge (see :mod:`wsd.daemon.store.remote`):
-    all in transcript.db."""
-
-    def __init__(self, db: Connections) -> None:
-        self._db = db
-
-    def record(
-        self, identity: str, base_json: str, requests: Sequence[RemoteRequest], now: float
-    ) -> int:
-        """Record a batch about to be created, holding its requests' turns; its row id."""
-        with self._db.transcript() as t:
-            return remote.record(t, identity, base_json, requests, now)
-
-    def submitted(self, rid: int, remote_id: str, now: float, next_poll: float) -> None:
-        with self._db.transcript() as t:
-            remote.submitted(t, rid, remote_id, now, next_poll)
-
-    def forget(self, rid: int) -> None:
-        """Drop a batch whose create call got no id: its turns are free again."""
-        with self._db.transcript() as t:
-            remote.forget(t, rid)
-
-    def open_batches(self) -> list[RemoteBatch]:
-        with self._db.transcript() as t:
-            return remote.open_batches(t)
-
-    def pending_requests(self, rid: int) -> list[RemoteRequest]:
-        with self._db.transcript() as t:
-            return remote.pending_requests(t, rid)
-
-    def custom_ids(self, rid: int) -> set[str]:
-        with self._db.transcript(readonly=True) as t:
-            return remote.custom_ids(t, rid)
-
-    def polled(
-        self,
-        rid: int,
-        *,
-        next_poll: float,
-        error: str | None = None,
-        missing: bool = False,
-        ended_at: float | None = None,
-        fetched: bool = False,
-    ) -> None:
-        """One poll done (see :func:`remote.polled`)."""
-        with self._db.transcript() as t:
-            remote.polled(
-                t,
-                rid,
-                next_poll=next_poll,
-                error=error,
-                missing=missing,
-                ended_at=ended_at,
-                fetched=fetched,
-            )
-
-    def settle_request(
-        self, rid: int, custom_id: str, outcome: str, detail: str | None, now: float
-    ) -> None:
-        with self._db.transcript() as t:
-            remote.settle_request(t, rid, custom_id, outcome, detail, now)
-
-    def prompt_only_pending(self) -> bool:
-        with self._db.transcript(readonly=True) as t:
-            return remote.prompt_only_pending(t)
-
-    def prune(self, before: float) -> int:
-        with self._db.transcript() as t:
-            return remote.prune(t, before)
-
-    def summary(self) -> list[dict[str, object]]:
-        """Open batches for ``wsd status`` / ``wsd doctor`` (read-only)."""
-        with self._db.transcript(readonly=True) as t:
-            return remote.summary(t)

@@ -25,7 +25,7 @@ from typing import Any
 from wsd import schema
 from wsd.daemon.store import actions, charges, flushes, ledger, revisions, turns
 from wsd.daemon.store.connections import Connections, Opener
-from wsd.daemon.store.facets import Archive, Maintenance, RemoteBatches, Vectors, Workspace
+from wsd.daemon.store.facets import Archive, Maintenance, Vectors, Workspace
 from wsd.daemon.store.lineage import Lineage
 from wsd.daemon.store.records import (
     Backlog,
@@ -35,6 +35,7 @@ from wsd.daemon.store.records import (
     Turn,
     Uncurated,
 )
+from wsd.daemon.store.remote import RemoteBatches
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
 
