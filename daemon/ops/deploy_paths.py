@@ -47,6 +47,8 @@ def shell_word(path: str) -> str:
             out.append(f"\\x{ord(char) - 0xDC00:02x}")
         elif char in "\\'":
             out.append("\\" + char)
+        elif char in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
         elif char.isprintable():
             out.append(char)
         else:
@@ -92,9 +94,9 @@ def problem(
         bad = sorted({c for c in python if c in TRAMPOLINE_UNSAFE})
         if trampoline and bad:
             return (
-                f"{shown} has a space (or is long) and holds {' '.join(bad)}: pip's"
-                " console scripts (wsd, wsd-hook) cannot start from such a path (it quotes"
-                " it unescaped): choose another"
+                f"{shown} has a space (or is too long for a shebang) and holds"
+                f" {' '.join(f'`{c}`' for c in bad)}: pip's console scripts (wsd, wsd-hook)"
+                " cannot start from it (pip puts it in double quotes, unescaped): choose another"
             )
     if standalone and socket and what == "workspace":
         sock = os.path.join(path, ".os", "run", "supervisor.sock")

@@ -17,7 +17,8 @@ The syntax is the part of sh's that means the same without a shell, one setting 
 Refused, each with its line: a line that is not ``NAME=value``, a space around ``=``, more
 than one word (sh would run the second as a command), an unterminated quote (a value ends on
 its line), anything sh would expand (``$``, a backquote, ``~``) or read as the end of the
-command (``; & | < > ( )``) unless quoted, a control character, bytes that are not UTF-8; and
+command (``; & | < > ( )``) unless quoted, a control character, bytes that are not UTF-8 (a
+byte order mark and Windows line ends are taken as an editor writes them); and
 for the whole file, anything but a regular file (a link, a FIFO: not followed, never blocked
 on) and more than :data:`MAX_BYTES`. A value the daemon's configuration refuses is named with
 its line too. A later line wins over an earlier one, as in sh; ``WSD_WORKSPACE`` is ignored
@@ -115,6 +116,8 @@ def examine(path: str) -> tuple[list[Setting], list[SettingsError]]:
                 )
             )
             continue
+        if number == 1 and text.startswith("\ufeff"):  # a byte order mark some editors write
+            text = text[1:]
         try:
             found = _parse_line(text)
         except ValueError as exc:
