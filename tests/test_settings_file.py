@@ -126,9 +126,9 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_whole(
 
 def test_well_formed_lines_reach_the_daemon_as_sh_would_read_them(layout: Layout) -> None:
     """export, single and double quotes with escapes, a comment after a value, Windows line
-    ends, a byte order mark: the daemon takes each value as sh would have; WSD_WORKSPACE in the file does not
-    move it; the settings are in the environment it started with (what wsd retry reads);
-    doctor says ok of the file and warns of a name the daemon does not know."""
+    ends, a byte order mark: the daemon takes each value as sh would have; WSD_WORKSPACE in
+    the file does not move it; the settings are in the environment it started with (what wsd
+    retry reads); doctor says ok of the file and warns of a name the daemon does not know."""
     settings = Path(layout.os_dir) / "settings.env"
     settings.write_bytes(
         b"\xef\xbb\xbfexport WSD_DAILY_BUDGET_USD='0.5'   # half a dollar\n"

@@ -161,7 +161,7 @@ def last_log_line(path: str) -> str | None:
 #: How each state of a program that is not running is said, and whether its log is shown.
 STATES = {
     "FATAL": ("supervisord gave up starting it (FATAL: {d})", True),
-    "BACKOFF": ("it exits as it starts (BACKOFF: {d}); supervisord retries, then gives up", True),
+    "BACKOFF": ("it exits as it starts (BACKOFF: {d})", True),
     "EXITED": ("supervisord reports it EXITED ({d})", True),
     "STOPPED": ("supervisord has it STOPPED", False),
     "STARTING": ("supervisord is starting it (STARTING)", True),
@@ -184,17 +184,20 @@ def not_running(doctor: Reporter, detail: str, *, settings_broken: bool) -> None
         return
     words, show_log = STATES.get(found.state, (f"supervisord reports {found.state} ({{d}})", True))
     state = words.format(d=found.description or "no description")
-    start = f"`{deploy.supervisorctl(layout)} start wsd`"
-    if settings_broken:
-        then = f"fix the settings file (above); then start it: {start}"
+    start = f"start it: `{deploy.supervisorctl(layout)} start wsd`"
+    cause = (
+        "fix the settings file (above)"
+        if settings_broken
+        else "see why in its log (below) and fix that"
+    )
+    if found.state == "BACKOFF":  # `start` answers "already started" while it retries
+        then = f"{cause}: supervisord's next try starts it (once it gives up, FATAL: {start})"
+    elif found.state == "FATAL":
+        then = f"{cause}, then {start}"
     elif found.state in ("STOPPED", "EXITED"):
-        then = f"start it: {start}"
-    elif found.state in ("FATAL", "BACKOFF"):
-        then = f"see why in its log (below), fix that; then start it: {start}"
+        then = f"fix the settings file (above), then {start}" if settings_broken else start
     else:
-        then = "see its log (below)"
-    if found.state == "BACKOFF" and settings_broken:
-        then = "fix the settings file (above): supervisord's next try then starts it"
+        then = cause
     doctor.add("fail", "daemon", f"{detail}: {state}; {then}")
     line = last_log_line(found.log) if show_log else None
     if line is not None:
