@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import daemon_env, venv_script, wait_for, wsd
+from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.schema.layout import Layout
@@ -170,3 +171,18 @@ def test_well_formed_lines_reach_the_daemon_as_sh_would_read_them(layout: Layout
     ), lines
     moved = f"WARN settings: {settings} line 5: WSD_WORKSPACE is ignored here"
     assert any(x.startswith(moved) for x in lines), lines
+
+
+def test_doctor_says_a_running_daemons_next_start_fails_on_a_bad_line(layout: Layout) -> None:
+    """A slip written while the daemon runs does not stop it now but at its next start (a
+    restart, a deploy): doctor's settings line says so, not that the daemon does not start."""
+    beat = {"pid": os.getpid(), "state": "idle", "heartbeat_at": time.time(), "supervised": "wsd"}
+    Path(status_path(layout)).write_text(json.dumps(beat))
+    settings = Path(layout.os_dir) / "settings.env"
+    settings.write_text("WSD_DAILY_BUDGET_USD=five\n")
+    found = [x for x in _doctor(_env(layout)) if x.startswith("FAIL settings: ")]
+    assert found == [
+        f"FAIL settings: {settings} line 1: WSD_DAILY_BUDGET_USD=five: expected a number from 0"
+        " to 1,000,000 (0 turns it off); the running daemon started before; its next start"
+        " (a restart, a deploy) fails until it is fixed"
+    ], found

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from wsd.daemon.ops import deploy
 from wsd.daemon.runtime import settings_file
+from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.schema.layout import Layout
 
 #: Problems of the settings file shown one by one (the rest counted).
@@ -54,8 +55,13 @@ def settings(doctor: Reporter) -> bool:
         found, problems = settings_file.examine(path)
     except settings_file.SettingsError as exc:  # the file as a whole: a link, a FIFO, huge
         problems, found = [exc], []
+    beat = read_status(doctor.layout) or {}
+    if pid_alive(beat.get("pid")) and beat.get("state") != "stopped":  # read before the edit
+        then = "the running daemon started before; its next start (a restart, a deploy) fails"
+    else:
+        then = "the daemon does not start"
     for problem in problems[:MAX_SHOWN]:
-        doctor.add("fail", "settings", f"{problem}; the daemon does not start until it is fixed")
+        doctor.add("fail", "settings", f"{problem}; {then} until it is fixed")
     if len(problems) > MAX_SHOWN:
         doctor.add("fail", "settings", f"{len(problems) - MAX_SHOWN} more problem(s) in {path}")
     for setting, why in settings_file.ignored(found):
