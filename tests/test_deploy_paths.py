@@ -126,8 +126,12 @@ def test_awkward_workspace_paths_deploy_start_and_their_printed_commands_paste(
             assert wait_for(lambda at=layout: _supervised(at), 90, 0.3), f"{name!r} never started"
             status = _paste(env, path_line, status_line)
             assert status.returncode == 0, f"{name!r}: {status.stderr}"
+            # RUNNING comes startsecs (5 s) after the spawn, maybe after the first heartbeat.
             ctl = _paste(env, path_line, ctl_line)
-            assert ctl.returncode == 0 and "RUNNING" in ctl.stdout, f"{name!r}: {ctl.stdout}"
+            assert ctl.returncode == 0 and ctl.stdout.startswith("wsd "), f"{name!r}: {ctl}"
+            lines = (path_line, ctl_line)
+            running = wait_for(lambda at=lines: "RUNNING" in _paste(env, *at).stdout, 30, 0.5)
+            assert running, f"{name!r}: {ctl.stdout}"
 
 
 def test_under_the_system_supervisord_the_printed_include_finds_the_program(
