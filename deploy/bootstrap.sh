@@ -12,9 +12,16 @@ set -euo pipefail
 
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 workspace="${WSD_WORKSPACE:-/workspace}"
+case "$workspace" in /*) ;; *) workspace="$PWD/$workspace" ;; esac
 venv="${WSD_VENV:-$workspace/.os/.venv}"
+case "$venv" in /*) ;; *) venv="$PWD/$venv" ;; esac
 python="${PYTHON:-python3}"
 version="${WSD_VERSION:-$(git -C "$src" describe --always --dirty 2>/dev/null || echo dev)}"
+
+# A path the deploy cannot hold (a newline, a space before ; in supervisord's ini...) is
+# refused here, in one line, before anything is made; `wsd bootstrap` asks the same. The
+# standard library only (-I: nothing of the venv or the source folder is imported).
+"$python" -I "$src/daemon/ops/deploy_paths.py" "$workspace" "$venv" "$@"
 
 mkdir -p "$workspace/.os"
 chmod 700 "$workspace/.os"

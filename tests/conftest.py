@@ -320,3 +320,35 @@ def wsd(
             f"wsd {' '.join(args)}: exit {result.returncode}: " + (result.stderr[-2000:])
         )
     return result
+
+
+# -- deploy/bootstrap.sh as an operator runs it ------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def bootstrap_sh(
+    root: Path | str, venv: Path, *args: str, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """deploy/bootstrap.sh on the workspace ``root`` with the venv ``venv`` (version 7.0)."""
+    env = {**os.environ, "WSD_WORKSPACE": str(root), "WSD_VENV": str(venv), "WSD_VERSION": "7.0"}
+    return subprocess.run(
+        ["bash", str(REPO / "deploy" / "bootstrap.sh"), *args],
+        env=env | extra,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def fake_venv(folder: Path) -> Path:
+    """A venv whose commands are the project's, marked as already holding version 7.0.
+
+    bootstrap.sh then skips `pip install` (no network in tests) but runs every other step.
+    """
+    venv = folder / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "wsd", "supervisord", "supervisorctl"):
+        (venv / "bin" / name).symlink_to(VENV_BIN / name)
+    (venv / ".wsd-installed-version").write_text("7.0\n")
+    return venv

@@ -16,7 +16,16 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.conftest import daemon_env, make_worker, running_daemon, venv_script, write_turns, wsd
+from tests.conftest import (
+    bootstrap_sh,
+    daemon_env,
+    fake_venv,
+    make_worker,
+    running_daemon,
+    venv_script,
+    write_turns,
+    wsd,
+)
 from tests.conftest import query as _q
 from tests.conftest import wait_for as _wait
 from tests.secrets_corpus import SECRETS, sensitive_part
@@ -134,30 +143,6 @@ def _snapshot(root: Path) -> dict[str, tuple[int, str]]:
     return out
 
 
-def _bootstrap_sh(root: Path, venv: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "WSD_WORKSPACE": str(root), "WSD_VENV": str(venv), "WSD_VERSION": "7.0"}
-    return subprocess.run(
-        ["bash", str(REPO / "deploy" / "bootstrap.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _fake_venv(tmp_path: Path) -> Path:
-    """A venv whose wsd is the project's, marked as already holding version 7.0.
-
-    bootstrap.sh then skips `pip install` (no network in tests) but runs every other step.
-    """
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    for name in ("python", "wsd", "supervisorctl"):
-        (venv / "bin" / name).symlink_to(Path(sys.executable).parent / name)
-    (venv / ".wsd-installed-version").write_text("7.0\n")
-    return venv
-
-
 @pytest.mark.parametrize("existing", [False, True], ids=["empty-folder", "existing-workspace"])
 def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
     tmp_path: Path, existing: bool
@@ -165,17 +150,17 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
     """deploy/bootstrap.sh run twice: same tree, permissions as specified, user data untouched."""
     root = tmp_path / "ws"
     root.mkdir()
-    venv = _fake_venv(tmp_path)
+    venv = fake_venv(tmp_path)
     if existing:
         (root / "documents").mkdir()
         (root / "documents" / "mine.txt").write_text("user data")
         init_workspace(Layout(str(root)), templates=None)  # a workspace from an older deploy
         write_turns(Layout(str(root)), 3, "ops")
-    first = _bootstrap_sh(root, venv)
+    first = bootstrap_sh(root, venv)
     assert first.returncode == 0, first.stderr
     assert "installed" in first.stdout
     before = _snapshot(root)
-    second = _bootstrap_sh(root, venv)
+    second = bootstrap_sh(root, venv)
     assert second.returncode == 0, second.stderr
     assert "nothing to change" in second.stdout
     assert _snapshot(root) == before
@@ -192,11 +177,12 @@ def test_bootstrap_twice_gives_the_same_result_and_touches_no_data(
         assert section in soul
     assert f"Read any file in {root}/ outside .os/" in soul and "/workspace/" not in soul
     conf = (root / ".os" / "supervisor" / "conf.d" / "wsd.conf").read_text()
-    assert f'exec "{venv}/bin/wsd" run' in conf and "%(ENV_WSD_BRIDGE_TOKEN)s" in conf
     settings = root / ".os" / "settings.env"  # the operator's: made once, then never touched
-    assert stat.S_IMODE(settings.stat().st_mode) == 0o600 and f'. "{settings}"' in conf
+    command = f"command={venv}/bin/wsd --workspace {root} run --settings {settings}\n"
+    assert command in conf and "%(ENV_WSD_BRIDGE_TOKEN)s" in conf
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
     settings.write_text("WSD_DAILY_BUDGET_USD=5\n")
-    assert "settings.env" not in _bootstrap_sh(root, venv).stdout
+    assert "settings.env" not in bootstrap_sh(root, venv).stdout
     assert settings.read_text() == "WSD_DAILY_BUDGET_USD=5\n"
     if existing:
         assert (root / "documents" / "mine.txt").read_text() == "user data"

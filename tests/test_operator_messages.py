@@ -176,11 +176,11 @@ def test_bare_bootstrap_works_and_says_how_to_reach_the_commands(tmp_path: Path)
     again = wsd(env, "bootstrap", "--standalone")
     assert (root / ".os" / "VERSION").read_text().strip() == "deployed-7"
     assert "at version deployed-7" in again.stdout
-    path = re.search(r'export PATH="([^"]+):\$PATH"', first.stdout)
+    path = re.search(r'export PATH=(\S+):"\$PATH"', first.stdout)  # shell-quoted
     assert path is not None, first.stdout
     named = next(line for line in first.stdout.splitlines() if "live in" in line)
     for command in ("wsd", "supervisord", "supervisorctl"):
-        assert os.access(os.path.join(path.group(1), command), os.X_OK)
+        assert os.access(os.path.join(shlex.split(path.group(1))[0], command), os.X_OK)
         assert re.search(rf"\b{command}\b", named), named
     ctl = f"supervisorctl -c {root}/.os/supervisor/supervisord.conf status wsd"
     assert ctl in first.stdout

@@ -36,6 +36,8 @@ def cmd_init(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.runtime import instance, log, signals
 
+    if args.settings is not None:
+        _exec_with_settings(args, env)
     config = _config(args, env)
     config.validate_for_run()
     log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
@@ -84,6 +86,28 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return wiring.serve(worker, watcher, wiring.semantic(config, worker))
 
 
+def _exec_with_settings(args: argparse.Namespace, env: Mapping[str, str]) -> NoReturn:
+    """``wsd run --settings FILE`` (the deployed program): read the operator's settings file,
+    then become ``wsd run`` with them in its environment. A problem in the file stops it here
+    with one line naming the file, the line and what is wrong (raised: exit 2), which
+    supervisord keeps in the program's log. The settings are in the environment the process
+    starts with, not added to it later, so ``/proc/PID/environ`` holds them (``wsd retry`` and
+    ``wsd rebuild`` read the daemon's settings there) and the memory-shedding re-exec keeps
+    them without reading the file again."""
+    from wsd.daemon.runtime import settings_file
+
+    workspace = os.path.abspath(args.workspace or env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE)
+    merged = settings_file.environment(args.settings, env, workspace)
+    # The same command without --settings (which `run` takes unabbreviated only).
+    argv, given = [sys.executable], iter(sys.orig_argv[1:])
+    for arg in given:
+        if arg == "--settings":
+            next(given, None)  # its FILE
+        elif not arg.startswith("--settings="):
+            argv.append(arg)
+    os.execve(sys.executable, argv, merged)
+
+
 def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.ops.deployed import deployed_env
     from wsd.daemon.runtime import log
@@ -118,7 +142,15 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from pathlib import Path
 
-    from wsd.daemon.ops.deploy import ASSETS, DeployError, bootstrap, supervisorctl
+    from wsd.daemon.ops.deploy import (
+        ASSETS,
+        DeployError,
+        bootstrap,
+        include_pattern,
+        supervisord_conf,
+        supervisord_running,
+    )
+    from wsd.daemon.ops.deploy_paths import shell_word
     from wsd.daemon.runtime.fsio import read_small
     from wsd.daemon.runtime.heartbeat import package_version
 
@@ -146,14 +178,32 @@ def cmd_bootstrap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     )
     # The operator's shell has none of these commands on its PATH: say how to reach them,
     # and the stand-alone supervisord's conf whenever one is deployed (with or without
-    # --standalone this time: a bare `wsd bootstrap` keeps what is there).
+    # --standalone this time: a bare `wsd bootstrap` keeps what is there). Every path is
+    # shell-quoted: the lines are pasted as they are (issue 30: a workspace with a space).
     bin_dir = os.path.join(os.path.abspath(args.venv), "bin")
-    print(
-        "operator commands (wsd, supervisord and supervisorctl live in the daemon's venv):\n"
-        f'  export PATH="{bin_dir}:$PATH"\n'
-        f"  wsd --workspace {layout.root} status\n"
-        f"  {supervisorctl(layout)} status wsd"
-    )
+    lines = []
+    if ":" in bin_dir:  # PATH cannot hold it: each command named by its path
+        wsd, ctl, sup = (shell_word(os.path.join(bin_dir, n)) for n in SUPERVISOR_COMMANDS)
+    else:
+        wsd, ctl, sup = SUPERVISOR_COMMANDS
+        lines.append(f'export PATH={shell_word(bin_dir)}:"$PATH"')
+    conf = supervisord_conf(layout)
+    if conf.exists():
+        ctl = f"{ctl} -c {shell_word(str(conf))}"
+        if not supervisord_running(layout):
+            lines.append(
+                f"{sup} -c {shell_word(str(conf))}   # starts wsd; with ANTHROPIC_BASE_URL and"
+                " WSD_BRIDGE_TOKEN in its environment"
+            )
+    lines += [f"{wsd} --workspace {shell_word(layout.root)} status", f"{ctl} status wsd"]
+    print("operator commands (wsd, supervisord and supervisorctl live in the daemon's venv):")
+    for line in lines:
+        print(f"  {line}")
+    if not conf.exists():  # under the system's supervisord: how it finds the program
+        print(
+            f"the system's supervisord: add {include_pattern(layout)} to the files = of its"
+            f" [include], then run `{ctl} update`"
+        )
     return 0
 
 
@@ -211,6 +261,10 @@ def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+#: The operator's commands bootstrap's hints name (in this order).
+SUPERVISOR_COMMANDS = ("wsd", "supervisorctl", "supervisord")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a usage error said in one line (exit 2), pointing at ``--help``."""
 
@@ -225,7 +279,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("init", help="create the .os/ layout and migrate both databases")
-    sub.add_parser("run", help="run the daemon in the foreground (for supervisord)")
+    run = sub.add_parser(
+        "run", help="run the daemon in the foreground (for supervisord)", allow_abbrev=False
+    )
+    run.add_argument(
+        "--settings",
+        metavar="FILE",
+        help="first read NAME=value lines from FILE (.os/settings.env: the deployed program)",
+    )
     status = sub.add_parser("status", help="backlog, last batch, errors, heartbeat")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")

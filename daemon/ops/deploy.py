@@ -12,6 +12,7 @@ the same inputs changes nothing, and no user data is ever touched.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shlex
@@ -19,7 +20,9 @@ import subprocess
 from pathlib import Path
 
 from wsd.daemon.memory.files import LINE_LIMITS
+from wsd.daemon.ops import deploy_paths
 from wsd.daemon.ops.bootstrap import init_workspace, render_template
+from wsd.daemon.ops.deploy_paths import shell_word
 from wsd.daemon.runtime.fsio import atomic_write, read_small
 from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.schema.layout import DEPLOY_FILES, Layout
@@ -86,9 +89,15 @@ def bootstrap(
     """Bring a workspace to the deployed state; returns what changed (empty: nothing)."""
     if not version.strip() or "\n" in version.strip():
         raise DeployError(f"version {version!r}: expected one non-empty line")
+    # Absolute: supervisord runs the program from elsewhere than this shell.
+    layout, venv = Layout(os.path.abspath(layout.root)), Path(os.path.abspath(venv))
     os_dir = Path(layout.os_dir)
-    if standalone:
-        _check_socket_path(os_dir / "run" / "supervisor.sock")
+    # Refused before anything is made (deploy/bootstrap.sh asks the same before the venv).
+    refused = deploy_paths.deploy_problem(layout.root, str(venv), standalone=standalone)
+    if refused:
+        raise DeployError(refused)
+    # A bare `wsd bootstrap` keeps a stand-alone deploy stand-alone (its conf holds the program).
+    standalone = standalone or supervisord_conf(layout).exists()
     changes = init_workspace(layout, templates=None)
     for name in DEPLOY_FILES:
         source = templates / name
@@ -105,22 +114,14 @@ def bootstrap(
         if not path.is_dir():
             path.mkdir(parents=True, mode=0o700)
             changes.append(f"created {path}")
-    values = {
-        "workspace": layout.root,
-        "venv": str(venv),
-        "osdir": str(os_dir),
-        "logdir": str(os_dir / "logs"),
-        "settings": str(settings_path(layout)),
-    }
     _create_settings(layout, standalone, changes)
-    program = (supervisor / "wsd.conf.in").read_text(encoding="utf-8").format(**values)
-    program_path = os_dir / "supervisor" / "conf.d" / "wsd.conf"
+    program = render_program(supervisor, layout, venv)
     before = len(changes)
-    _install(program_path, program, 0o600, changes)
-    program_changed = len(changes) > before
+    _install(os_dir / "supervisor" / "conf.d" / "wsd.conf", program, 0o600, changes)
     if standalone:
-        main = (supervisor / "supervisord.conf.in").read_text(encoding="utf-8").format(**values)
-        _install(os_dir / "supervisor" / "supervisord.conf", main, 0o600, changes)
+        main = render_supervisord(supervisor, layout) + program
+        _install(supervisord_conf(layout), main, 0o600, changes)
+    program_changed = len(changes) > before
     render_plugin(
         plugin,
         os_dir / "claude-plugin",
@@ -135,6 +136,50 @@ def bootstrap(
     return changes
 
 
+def _ini(path: str, expansions: int = 1) -> str:
+    """A path as a supervisord ini value: supervisord expands %(...)s in every value, and a
+    program's stdout_logfile twice (supervisor 4.2: once as read, once more for the log)."""
+    return path.replace("%", "%" * 2**expansions)
+
+
+def render_program(supervisor: Path, layout: Layout, venv: Path) -> str:
+    """The supervisord program of this workspace (wsd.conf.in with its paths written so that
+    supervisord reads them back as they are; deploy_paths refuses those it cannot)."""
+    command = [str(venv / "bin" / "wsd"), "--workspace", layout.root, "run"]
+    command += ["--settings", str(settings_path(layout))]
+    return (
+        (supervisor / "wsd.conf.in")
+        .read_text(encoding="utf-8")
+        .format(
+            command=_ini(shlex.join(command)),
+            directory=_ini(layout.root.rstrip("/") + "/"),
+            wsd_log=_ini(os.path.join(layout.os_dir, "logs", "wsd.log"), expansions=2),
+        )
+    )
+
+
+def render_supervisord(supervisor: Path, layout: Layout) -> str:
+    """A stand-alone supervisord.conf's own sections (the program follows them)."""
+    run = os.path.join(layout.os_dir, "run")
+    return (
+        (supervisor / "supervisord.conf.in")
+        .read_text(encoding="utf-8")
+        .format(
+            conf_shell=shell_word(str(supervisord_conf(layout))),
+            sock=_ini(os.path.join(run, "supervisor.sock")),
+            supervisord_log=_ini(os.path.join(layout.os_dir, "logs", "supervisord.log")),
+            pidfile=_ini(os.path.join(run, "supervisord.pid")),
+        )
+    )
+
+
+def include_pattern(layout: Layout) -> str:
+    """What a system supervisord's ``[include] files =`` takes to load this program: the
+    folder glob-escaped (a [ in it is a character class otherwise), % doubled."""
+    folder = os.path.join(layout.os_dir, "supervisor", "conf.d")
+    return _ini(os.path.join(glob.escape(folder), "*.conf"))
+
+
 def settings_path(layout: Layout) -> Path:
     """The operator's settings file: WSD_* lines the supervisord program reads at each start."""
     return Path(layout.os_dir) / "settings.env"
@@ -146,15 +191,16 @@ def _create_settings(layout: Layout, standalone: bool, changes: list[str]) -> No
     path = settings_path(layout)
     if os.path.lexists(path):
         return
-    conf = shlex.quote(str(supervisord_conf(layout)))
+    conf = shell_word(str(supervisord_conf(layout)))
     restart = f"supervisorctl -c {conf} restart wsd" if standalone else "supervisorctl restart wsd"
     atomic_write(
         str(path),
-        "# Settings of this workspace's daemon, one NAME=value a line (sh syntax: quote a value\n"
-        "# with spaces), e.g.\n"
+        "# Settings of this workspace's daemon, one NAME=value a line, e.g.\n"
         "#   WSD_DAILY_BUDGET_USD=5\n"
-        "# The supervisord program reads this file each time it starts the daemon, so after an\n"
-        f"# edit: {restart}\n"
+        "# As in sh, but read without a shell: quote a value with spaces ('...' or \"...\"),\n"
+        "# no $ expansion. A line the daemon cannot read stops it from starting: `wsd doctor`\n"
+        "# names it. The supervisord program reads this file each time it starts the daemon,\n"
+        f"# so after an edit: {restart}\n"
         "# A value here wins over supervisord's environment. `wsd bootstrap`\n"
         "# (deploy/bootstrap.sh) created this file and never changes it.\n"
         "# Every setting: README.md, Settings.\n",
@@ -168,7 +214,7 @@ def settings_hint(layout: Layout, name: str) -> str:
     path = settings_path(layout)
     if os.path.lexists(path):  # deployed by bootstrap
         return (
-            f"set {name} in {shlex.quote(str(path))} and restart the daemon"
+            f"set {name} in {shell_word(str(path))} and restart the daemon"
             f" (`{supervisorctl(layout)} restart wsd`)"
         )
     return f"set {name} in the environment of `wsd run` and restart it"
@@ -183,7 +229,7 @@ def supervisorctl(layout: Layout) -> str:
     """The supervisorctl command that reaches this workspace's supervisord: a stand-alone
     deploy's own (``-c`` its conf, which exists only there), else the system's."""
     conf = supervisord_conf(layout)
-    return f"supervisorctl -c {shlex.quote(str(conf))}" if conf.exists() else "supervisorctl"
+    return f"supervisorctl -c {shell_word(str(conf))}" if conf.exists() else "supervisorctl"
 
 
 def start_hint(layout: Layout) -> str:
@@ -191,36 +237,21 @@ def start_hint(layout: Layout) -> str:
     conf = supervisord_conf(layout)
     if not (conf.parent / "conf.d" / "wsd.conf").exists():
         return (
-            f"not deployed: start it with `wsd --workspace {shlex.quote(layout.root)} run`"
+            f"not deployed: start it with `wsd --workspace {shell_word(layout.root)} run`"
             " (or deploy it: deploy/bootstrap.sh)"
         )
-    if conf.exists() and not _supervisord_running(layout):
+    if conf.exists() and not supervisord_running(layout):
         return (
-            f"start its supervisord, which starts wsd: `supervisord -c {shlex.quote(str(conf))}`"
+            f"start its supervisord, which starts wsd: `supervisord -c {shell_word(str(conf))}`"
             " with ANTHROPIC_BASE_URL and WSD_BRIDGE_TOKEN in its environment"
         )
     return f"start it: `{supervisorctl(layout)} start wsd`"
 
 
-def _supervisord_running(layout: Layout) -> bool:
+def supervisord_running(layout: Layout) -> bool:
+    """Whether this workspace's stand-alone supervisord runs (its pid file names a live pid)."""
     pid = (read_small(os.path.join(layout.os_dir, "run", "supervisord.pid")) or "").strip()
     return pid.isdigit() and pid_alive(int(pid))
-
-
-#: The longest path a Unix socket may have on Linux (sun_path is 108 bytes with its NUL).
-MAX_SOCKET_PATH = 107
-
-
-def _check_socket_path(sock: Path) -> None:
-    """Refuse a workspace whose supervisord socket path is too long to bind: supervisord
-    then starts, logs nothing and never listens, and every supervisorctl call fails with a
-    bare ``<class 'socket.error'>`` (found by the soak under a deep pytest tmp folder)."""
-    size = len(os.fsencode(sock))
-    if size > MAX_SOCKET_PATH:
-        raise DeployError(
-            f"socket path {sock} is {size} bytes, longer than the {MAX_SOCKET_PATH} a Unix"
-            " socket allows: choose a shorter workspace path"
-        )
 
 
 def _reload_supervisor(os_dir: Path, venv: Path) -> list[str]:

@@ -23,7 +23,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory import files as memory_files
-from wsd.daemon.ops import deploy, doctor_states
+from wsd.daemon.ops import deploy, doctor_deploy, doctor_states
 from wsd.daemon.runtime.config import (
     DEFAULT_BATCH_WAIT_LIMIT_SECONDS,
     DEFAULT_CURATION,
@@ -91,6 +91,8 @@ class Doctor:
         self.store = Store(layout)
         self.ops = self.store.maintenance
         self.findings: list[Finding] = []
+        #: The settings file stops the daemon from starting (its check says how).
+        self.settings_broken: object = False
 
     def add(
         self, level: str, check: str, detail: str, fixed: bool = False, fixable: bool = False
@@ -109,6 +111,7 @@ class Doctor:
             self._checked("md files", self.md_files)
         self._checked("disk and spool", self.disk_and_spool)
         self._checked("states", lambda: doctor_states.check_states(self))
+        self.settings_broken = self._checked("settings", lambda: doctor_deploy.settings(self))
         self._checked("daemon", self.daemon)
         self._checked("curation", self.curation)
         if usable:
@@ -325,22 +328,17 @@ class Doctor:
 
     def daemon(self) -> None:
         beat = read_status(self.layout)
+        broken = self.settings_broken is True
         if beat is None:
-            self.add(
-                "fail",
-                "daemon",
-                f"never ran in this workspace (no heartbeat); {deploy.start_hint(self.layout)}",
-            )
+            detail = "never ran in this workspace (no heartbeat)"
+            doctor_deploy.not_running(self, detail, settings_broken=broken)
             return
         age = time.time() - float(beat.get("heartbeat_at") or 0)
         alive = pid_alive(beat.get("pid"))
         supervised = bool(beat.get("supervised"))
         if not alive or beat.get("state") == "stopped":
-            self.add(
-                "fail",
-                "daemon",
-                f"not running (last heartbeat {age:.0f}s ago); {deploy.start_hint(self.layout)}",
-            )
+            detail = f"not running (last heartbeat {age:.0f}s ago)"
+            doctor_deploy.not_running(self, detail, settings_broken=broken)
         elif age > HEARTBEAT_STALE_SECONDS:
             self.add(
                 "fail",

@@ -94,7 +94,15 @@ T = TypeVar("T")
 
 
 class ConfigError(ValueError):
-    """A setting has an unusable value; the message names the variable and the value."""
+    """A setting has an unusable value; the message names the variable and the value.
+
+    ``name`` and ``expected`` (when one variable is at fault) let a caller say it its own
+    way: ``wsd doctor`` names the line of .os/settings.env that set it."""
+
+    def __init__(self, message: str, name: str | None = None, expected: str = "") -> None:
+        super().__init__(message)
+        self.name = name
+        self.expected = expected
 
 
 def _get(
@@ -103,10 +111,11 @@ def _get(
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
+    expected = check or parse.__name__
     try:
         value = parse(raw.strip())
     except ValueError:
-        raise ConfigError(f"{name}={raw!r}: expected {check or parse.__name__}") from None
+        raise ConfigError(f"{name}={raw!r}: expected {expected}", name, expected) from None
     return value
 
 
@@ -327,12 +336,20 @@ class Config:
         """Checks only ``wsd run`` needs: where the Bridge is and a token to present."""
         if not self.bridge_url:
             raise ConfigError("ANTHROPIC_BASE_URL is not set: the daemon needs the Bridge URL")
-        if not (self.bridge_url.startswith("http://") or self.bridge_url.startswith("https://")):
-            raise ConfigError(f"ANTHROPIC_BASE_URL={self.bridge_url!r}: expected an http(s) URL")
+        bad_url = bridge_url_problem(self.bridge_url)
+        if bad_url:
+            raise ConfigError(bad_url, "ANTHROPIC_BASE_URL", "an http(s) URL")
         if not (self.api_key or self.auth_token):
             raise ConfigError(
                 "no Bridge token: set WSD_BRIDGE_TOKEN (or ANTHROPIC_API_KEY/ANTHROPIC_AUTH_TOKEN)"
             )
+
+
+def bridge_url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as the Bridge's (None: nothing)."""
+    if url.startswith(("http://", "https://")):
+        return None
+    return f"ANTHROPIC_BASE_URL={url!r}: expected an http(s) URL"
 
 
 def _bool(raw: str) -> bool:
