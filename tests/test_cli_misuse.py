@@ -18,8 +18,11 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,7 +95,7 @@ VALID: dict[tuple[str, ...], Valid] = {
     ("pending",): Valid(),
     # No Bridge: a rebuild cannot start, and says which setting is missing.
     ("rebuild",): Valid(("--wait", "1"), codes=frozenset({2}), prints=False),
-    ("bootstrap",): Valid(("--venv", sys.prefix)),
+    ("bootstrap",): Valid(("--venv", sys.prefix, "--standalone")),
     # Its findings decide: a workspace with no daemon is a problem (1).
     ("doctor",): Valid(codes=frozenset({1})),
     ("backup",): Valid(("{dest}",), required=("dest",)),
@@ -110,10 +113,19 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Layout:
+def ws(tmp_path: Path) -> Iterator[Layout]:
     """A workspace with one curated revision of user.md and one learning, in a folder whose
-    name has a space and non-ASCII letters (every path a person can make must work)."""
-    root = tmp_path / "my wörk ☃"
+    name has a space and non-ASCII letters (every path a person can make must work), short
+    enough that bootstrap's supervisord socket fits (pytest's tmp_path can pass 107 bytes)."""
+    short = Path(tempfile.mkdtemp(prefix="wsd", dir="/tmp"))
+    try:
+        yield _workspace(short, tmp_path)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _workspace(short: Path, tmp_path: Path) -> Layout:
+    root = short / "my wörk ☃"
     root.mkdir()
     layout = Layout(str(root))
     init_workspace(layout, templates=None)

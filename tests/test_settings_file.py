@@ -73,7 +73,7 @@ def test_each_malformed_line_is_named_by_wsd_run_and_by_doctor(
     code, err = _run(env, settings)
     assert code == 2, err
     _one_clear_line(err)
-    assert err.startswith(f"wsd: {settings} line {line}: ") and said in err, err
+    assert err.startswith(f"wsd run: {settings} line {line}: ") and said in err, err
     assert not os.path.exists(Path(layout.memory_dir) / "daemon.status.json")
     found = [x for x in _doctor(env) if x.startswith("FAIL settings: ")]
     assert len(found) == 1 and f"{settings} line {line}: " in found[0], found
@@ -118,8 +118,8 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_whole(
     code, err = _run(env, settings)
     assert code == 2 and time.monotonic() - started < 20, err
     _one_clear_line(err)
-    assert err.startswith(f"wsd: {settings}: ") and said in err, err
-    problem = err.removeprefix(f"wsd: {settings}: ").rstrip("\n")
+    assert err.startswith(f"wsd run: {settings}: ") and said in err, err
+    problem = err.removeprefix(f"wsd run: {settings}: ").rstrip("\n")
     found = [x for x in _doctor(env) if x.startswith("FAIL settings: ")]
     fix = "; the daemon does not start until it is fixed"
     assert found == [f"FAIL settings: {settings}: {problem}{fix}"], found

@@ -277,7 +277,7 @@ def test_a_slip_in_settings_env_is_named_by_doctor_with_the_programs_state_and_l
     sup.ctl("restart", "wsd")
     log = Path(layout.os_dir) / "logs" / "wsd.log"
     said = f"{settings} line {lines}: WSD_DAILY_BUDGET_USD: unterminated double quote"
-    assert wait_for(lambda: f"wsd: {said}" in log.read_text(), 30, 0.3), log.read_text()[-2000:]
+    assert wait_for(lambda: f"wsd run: {said}" in log.read_text(), 30, 0.3), log.read_text()[-2000:]
     assert wait_for(lambda: sup.state()[0] in ("BACKOFF", "FATAL"), 30, 0.3)
 
     doctor = _wsd(layout, "doctor")
@@ -287,7 +287,7 @@ def test_a_slip_in_settings_env_is_named_by_doctor_with_the_programs_state_and_l
     daemon = _failing(out, "daemon")
     assert len(daemon) == 1 and ("(BACKOFF: " in daemon[0] or "(FATAL: " in daemon[0]), daemon
     assert "fix the settings file (above)" in daemon[0], daemon
-    tail = f"WARN daemon log: the last line of {log}: wsd: {said}"
+    tail = f"WARN daemon log: the last line of {log}: wsd run: {said}"
     assert any(x.startswith(tail) for x in out), doctor.stdout
 
     settings.write_text(kept + 'WSD_DAILY_BUDGET_USD="5"\n')
@@ -316,6 +316,6 @@ def test_doctor_shows_the_state_and_log_line_of_a_program_that_exits_as_it_start
     ), out
     assert "(BACKOFF: Exited too quickly" in daemon[0] or "(FATAL: Exited too quickly" in daemon[0]
     assert "see why in its log (below)" in daemon[0], daemon
-    last = f"WARN daemon log: the last line of {log}: wsd: ANTHROPIC_BASE_URL='bridge:8080'"
+    last = f"WARN daemon log: the last line of {log}: wsd run: ANTHROPIC_BASE_URL='bridge:8080'"
     assert any(x.startswith(last) for x in out), out
     assert not _failing(out, "settings"), out
