@@ -29,7 +29,7 @@ install: $(STAMP)
 TEST_WORKERS ?= 3
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxschedchunk 1
 
 lint: $(STAMP)
 	$(BIN)/ruff check schema redact hooks daemon tests bench soak

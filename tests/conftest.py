@@ -32,6 +32,13 @@ from wsd.schema.transcript import request_flush
 VENV_BIN = Path(sys.executable).parent
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests run first (stable order otherwise): handed out one by one (`make test`
+    passes --maxschedchunk), the long ones then overlap the short ones instead of making a
+    tail. Measured on 2 cores, 3 workers: a suite whose 200 s kill -9 tests came last."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def venv_script(name: str) -> str:
     """Path of a console script installed next to the running interpreter."""
     path = VENV_BIN / name

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 
 from tests.conftest import venv_script
 from wsd import schema
@@ -218,6 +219,7 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_thousand_hostile_payloads_never_break_the_hook(
     layout: Layout, hook_env: dict[str, str]
 ) -> None:

@@ -342,6 +342,7 @@ def test_huge_binary_and_tag_heavy_input_is_fast() -> None:
     assert "y" * 20 not in clean_text(markup)
 
 
+@pytest.mark.slow
 def test_secret_anywhere_in_large_text_leaves_no_fragment() -> None:
     """Property: a corpus secret at any position of a large text, straddling any window or
     truncation edge, never leaves 12 consecutive characters of its sensitive part."""

@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import (
     daemon_env,
     drain,
@@ -122,6 +124,7 @@ def test_a_hand_edit_or_a_restore_resets_the_days_baseline(
     assert sources[-2:] == ["hand", "curator"]
 
 
+@pytest.mark.slow
 def test_status_and_doctor_name_the_revision_that_brings_eroded_lines_back(
     layout: Layout, tmp_path: Path
 ) -> None:

@@ -86,6 +86,7 @@ def test_sigstop_sleep_then_wake_picks_everything_up_once(layout: Layout, tmp_pa
     assert requests == 3  # 15 turns in batches of 5: no call repeated
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_databases_md_files_logs_or_the_bridge(
     layout: Layout, tmp_path: Path
 ) -> None:

@@ -11,6 +11,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import daemon_env, running_daemon, wait_for, write_turns, wsd
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
@@ -33,6 +35,7 @@ def _doctor(env: dict[str, str]) -> dict[str, dict[str, object]]:
     return {f["check"]: f for f in out["findings"]}
 
 
+@pytest.mark.slow
 def test_flush_wait_names_the_backoff_and_status_clears_it_on_recovery(
     layout: Layout, tmp_path: Path
 ) -> None:

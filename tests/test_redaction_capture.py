@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import venv_script
 from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, sensitive_part
 from wsd import schema
@@ -78,6 +80,7 @@ def test_in_process_capture_stores_no_secret(layout: Layout) -> None:
     conn.close()
 
 
+@pytest.mark.slow
 def test_command_hook_and_spool_store_no_secret(layout: Layout, hook_env: dict[str, str]) -> None:
     """Through wsd-hook, including events spooled while the database is locked: no secret."""
     hook = venv_script("wsd-hook")

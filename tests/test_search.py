@@ -330,6 +330,7 @@ def _argv(query: str) -> bytes:
     return query.replace("\x00", " ").encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.slow
 def test_hostile_queries_through_wsd_search(memory: Layout) -> None:
     """Over 200 hostile strings through `wsd search` (subprocess): exit 0 and valid JSON; one
     with no words at all is a usage line, exit 2 (not "nothing matches")."""

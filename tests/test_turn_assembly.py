@@ -137,6 +137,7 @@ def _replay(layout: Layout, events: list[Event], spooled: set[str], rng: random.
         conn.close()
 
 
+@pytest.mark.slow
 def test_any_spooled_events_join_their_own_turns(tmp_path: Path) -> None:
     """Every choice of up to three spooled events among three turns, then 150 random sessions
     with up to 80% spooled ingested at random later points: each turn has its own prompt, its
