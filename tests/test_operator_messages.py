@@ -56,7 +56,9 @@ def test_flush_wait_names_the_backoff_and_status_clears_it_on_recovery(
             assert waited.returncode == 1
             assert "the Bridge is failing" in waited.stderr, waited.stderr
             assert "tries again at 20" in waited.stderr, waited.stderr
-            assert _status(env)["last_error"]
+            said = "HTTP 500 from the Bridge (api_error: Internal server error)"
+            assert _status(env)["last_error"] == said
+            assert said in waited.stderr, waited.stderr
             doctor = _doctor(_shell(layout, env))
             assert doctor["curation"]["level"] == "warn", doctor
             assert "the Bridge has failed" in doctor["curation"]["detail"]

@@ -38,10 +38,10 @@ from wsd.daemon.curation.bridge import (
     BridgeClient,
     Reply,
     Usage,
-    status_of,
     to_reply,
     usage_of,
 )
+from wsd.daemon.curation.problems import problem, status_of
 
 #: Statuses that mean "this Bridge has no Message Batches endpoint".
 UNSUPPORTED_STATUS = frozenset({404, 405, 501})
@@ -129,7 +129,7 @@ class BatchesClient:
             )
         except Exception as exc:
             if status_of(exc) == 404:
-                raise Gone(self.bridge.scrub(f"{type(exc).__name__}: {str(exc)[:300]}")) from exc
+                raise Gone(self.bridge.scrub(problem(exc))) from exc
             raise
         state = _state(batch, unsupported=False)
         if state.remote_id != remote_id:

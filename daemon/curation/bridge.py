@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import tenacity
 
+from wsd.daemon.curation.problems import problem, status_of
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.config import Config
 
@@ -157,12 +158,6 @@ def sdk_loaded() -> bool:
 
 def _import_sdk() -> None:
     import anthropic  # noqa: F401 - imported for its side effect: the module cache
-
-
-def status_of(exc: BaseException) -> int | None:
-    """The HTTP status an SDK error carries, if any."""
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -313,7 +308,7 @@ class BridgeClient:
         docstring); the pooled client is dropped."""
         self.reset()
         hint = retry_after(exc)
-        message = self.scrub(f"{type(exc).__name__}: {str(exc)[:300]}")
+        message = self.scrub(problem(exc))
         status = status_of(exc)
         if is_transient(exc) or status is None or status in OUTAGE_STATUS or status >= 500:
             return Outage(message, attempts, hint)

@@ -34,6 +34,7 @@ from typing import Any
 from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
 from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown, Unanswered
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, Seen
+from wsd.daemon.curation.problems import problem
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
@@ -261,8 +262,8 @@ class Economy:
             self.store.remote.polled(batch.id, next_poll=later, error=str(exc), missing=True)
             return 0
         except Exception as exc:
-            self.store.remote.polled(batch.id, next_poll=later, error=_problem(exc))
-            self._log_once("economy_poll_failed", remote_id, error=_problem(exc))
+            self.store.remote.polled(batch.id, next_poll=later, error=problem(exc))
+            self._log_once("economy_poll_failed", remote_id, error=problem(exc))
             return 0
         if state.status != "ended":
             self.store.remote.polled(batch.id, next_poll=later)
@@ -293,13 +294,13 @@ class Economy:
             raise
         except Exception as exc:
             if last_read:
-                return self._release_all(batch, f"results unreadable: {_problem(exc)}", now)
+                return self._release_all(batch, f"results unreadable: {problem(exc)}", now)
             self.store.remote.polled(
-                batch.id, next_poll=soon, error=_problem(exc), ended_at=state.ended_at, fetched=True
+                batch.id, next_poll=soon, error=problem(exc), ended_at=state.ended_at, fetched=True
             )
             return 0
-        for problem in results.problems[:5]:
-            self.log.warning("economy_results_damaged", remote_id=remote_id, problem=problem)
+        for damage in results.problems[:5]:
+            self.log.warning("economy_results_damaged", remote_id=remote_id, problem=damage)
         base = self._base(batch)
         settled = 0
         for request in pending:
@@ -421,7 +422,3 @@ def report(store: Store, lane: str, now: float) -> dict[str, Any]:
         "economy_off": economy_off(store, now),
         "in_flight": in_flight,
     }
-
-
-def _problem(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:300]}"

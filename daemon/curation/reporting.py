@@ -9,6 +9,7 @@ from typing import Any
 from wsd.daemon.curation.bridge import Outage
 from wsd.daemon.curation.health import Budget
 from wsd.daemon.curation.pipeline import Committed
+from wsd.daemon.curation.problems import problem
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle
 
@@ -131,12 +132,12 @@ class Failures:
 
     def record(self, key: str, exc: BaseException) -> None:
         self.status.count(errors=1)
-        self.status.update(last_error=f"{type(exc).__name__}: {exc}"[:300], force=True)
+        self.status.update(last_error=problem(exc), force=True)
         suppressed = self.throttle.failed(key, self.clock())
         if suppressed is not None:
             self.log.error(
                 "pass_failed",
-                error=f"{type(exc).__name__}: {exc}",
+                error=problem(exc),
                 suppressed=suppressed,
                 exc_info=suppressed == 0,
             )
