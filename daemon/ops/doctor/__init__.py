@@ -23,7 +23,9 @@ import apsw
 from wsd import schema
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory import files as memory_files
-from wsd.daemon.ops import deploy, doctor_deploy, doctor_states
+from wsd.daemon.ops import deploy
+from wsd.daemon.ops.doctor import program as doctor_deploy
+from wsd.daemon.ops.doctor import states as doctor_states
 from wsd.daemon.runtime.config import (
     DEFAULT_BATCH_WAIT_LIMIT_SECONDS,
     DEFAULT_CURATION,
