@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Reply
+from wsd.daemon.curation.answer import Reply
+from wsd.daemon.curation.bridge import BatchRejected, BridgeClient
 from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, render_turn
 from wsd.daemon.curation.guards import Caps, review
 from wsd.daemon.curation.reply import ParsedReply, parse_reply
