@@ -17,8 +17,7 @@ from structlog.testing import capture_logs
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
 from wsd import schema
-from wsd.daemon.memory import files as memory_files
-from wsd.daemon.memory import files_md
+from wsd.daemon.memory import files_md, md_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store.store import Store
@@ -478,7 +477,7 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
         (0,)
     ]
     assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
-    assert memory_files.stray_temp_files(layout) == []
+    assert md_files.stray_temp_files(layout) == []
     calls = len(standin.requests)
     drain(fresh)
     assert len(standin.requests) == calls  # nothing curated twice

@@ -27,7 +27,7 @@ from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory import files_md
 from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite, plain
 from wsd.daemon.memory.erosion import Erosion
-from wsd.daemon.memory.files import LINE_LIMITS
+from wsd.daemon.memory.md_files import LINE_LIMITS
 from wsd.daemon.runtime.config import DEFAULT_EROSION, DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
 from wsd.daemon.store.records import Learning, learning_key
 from wsd.schema.layout import CURATED_FILES

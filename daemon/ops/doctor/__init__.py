@@ -49,7 +49,7 @@ CHECKS: tuple[Check, ...] = (
     Check("databases", databases.databases),
     Check("special files", memory_files.special_files),
     Check("processing", daemon.processing, needs_databases=True),
-    Check("md files", memory_files.md_files, needs_databases=True),
+    Check("md files", memory_files.revisions, needs_databases=True),
     Check("disk", databases.disk),
     Check("spool", spool.waiting),
     Check("spool damage", spool.damage),

@@ -9,8 +9,7 @@ import os
 import stat
 import time
 
-from wsd.daemon.memory import erosion
-from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import erosion, md_files
 from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.runtime.fsio import kind_of
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
@@ -20,7 +19,7 @@ from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES
 
 def special_files(doctor: Reporter) -> None:
     """Memory files and canvas mirrors that are not regular files: the daemon refuses them.
-    This check runs before :func:`md_files`, so that one ``--fix`` removes a link or a FIFO
+    This check runs before :func:`revisions`, so that one ``--fix`` removes a link or a FIFO
     in an md file's place, then writes the file from its revision."""
     found: list[str] = []
     removed = 0
@@ -63,7 +62,7 @@ def unreadable_files(doctor: Reporter) -> set[str]:
     found: set[str] = set()
     for name in DEPLOY_FILES + CURATED_FILES:
         path = doctor.layout.md(name)
-        why = memory_files.look(path)[1]
+        why = md_files.look(path)[1]
         if why is None or _not_regular(path) is not None or not os.path.lexists(path):
             continue
         found.add(name)
@@ -84,7 +83,7 @@ def _not_regular(path: str) -> str | None:
     return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
-def md_files(doctor: Reporter) -> None:
+def revisions(doctor: Reporter) -> None:
     """Each curated file against its revisions: current, missing, stale (an older
     version the daemon wrote: a crash before the write), or edited by hand (not yet
     adopted as a revision). files.md counts by its notes: the inventory is the
@@ -93,15 +92,15 @@ def md_files(doctor: Reporter) -> None:
     for held in erosion.waiting_files(store, time.time(), doctor.erosion):
         doctor.add("warn", "md erosion", held.summary())
     latest = store.latest_md()
-    stray = memory_files.stray_temp_files(layout)
+    stray = md_files.stray_temp_files(layout)
     states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}
     unreadable = unreadable_files(doctor)
     for name, content in sorted(latest.items()):
         if name in unreadable:
             continue
-        disk = memory_files.read_text(layout.md(name))
-        text = None if disk is None else memory_files.canonical(name, disk)
-        if text == memory_files.canonical(name, content):
+        disk = md_files.read_text(layout.md(name))
+        text = None if disk is None else md_files.canonical(name, disk)
+        if text == md_files.canonical(name, content):
             continue
         if text is None:
             states["missing"].append(name)
@@ -115,7 +114,7 @@ def md_files(doctor: Reporter) -> None:
             doctor.add("ok", "md files", "match their latest revisions")
         return
     if doctor.fix:
-        done = memory_files.sync(layout, store, time.time(), temp_files=True)
+        done = md_files.sync(layout, store, time.time(), temp_files=True)
         if done.failed:
             why = "; ".join(f"{name}: {error}" for name, error in sorted(done.failed.items()))
             doctor.add("fail", "md files", f"could not rewrite: {why}")
