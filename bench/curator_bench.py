@@ -23,7 +23,7 @@ from wsd import schema
 from wsd.daemon.curation.curator import build_request, render_turn
 from wsd.daemon.curation.reply import parse_reply
 from wsd.daemon.curation.worker import Worker
-from wsd.daemon.memory import files_md, md_files
+from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.memory.edits import Limits, apply
 from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.ops.wiring import build_worker
@@ -238,7 +238,7 @@ def curator_cost(batch: int = 25) -> list[Row]:
     def sent_lines(name: str, text: str) -> str:
         if name != "files.md":
             return str(len(text.splitlines()))
-        notes = len(files_md.notes_of(text).splitlines())
+        notes = len(files_md_parts.notes_of(text).splitlines())
         return f"{notes} (+{len(text.splitlines()) - notes} of inventory kept back)"
 
     def share(chars: int) -> str:

@@ -45,7 +45,7 @@ import apsw
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipeline, plan
 from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
-from wsd.daemon.memory import files_md, md_files
+from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store import aside
@@ -300,7 +300,7 @@ def _rewrite_md(layout: Layout, latest: dict[str, str]) -> tuple[tuple[str, ...]
     removed = []
     files = md_files.curated_path(layout, "files.md")
     # No notes in the rebuilt memory: they go, the watcher's inventory below them stays.
-    if "files.md" not in latest and files_md.write_notes(files, ""):
+    if "files.md" not in latest and files_md_parts.write_notes(files, ""):
         written.append("files.md")
     for name in CURATED_FILES:
         if name not in latest and name != "files.md":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from soak.faults import Record
 from soak.invariants.check import Check, query
 from soak.world import World
-from wsd.daemon.memory.files_md import NOTES_LINE_LIMIT
+from wsd.daemon.memory.files_md_parts import NOTES_LINE_LIMIT
 from wsd.daemon.memory.md_files import LINE_LIMITS, canonical, read_text
 from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS
 from wsd.schema.layout import CURATED_FILES
