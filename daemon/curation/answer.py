@@ -19,8 +19,10 @@ from typing import Any, Literal
 CHARS_PER_TOKEN = 4
 #: Input tokens a request may be billed beyond one per byte of its body (the API's framing).
 INPUT_SLACK_TOKENS = 4096
-#: Characters an output token stands for at most (~4 here): more text than ``max_tokens`` of
-#: them is no model's reply (the soak's 260 KB flood replies, 40 held at once: 126.8 MB RSS).
+#: Characters one output token stands for at most, with room to spare (replies here average
+#: ~4). A reply longer than ``max_tokens`` times this cannot come from a model held to
+#: ``max_tokens``: the soak's flooding Bridge (260 KB replies, 40 held at once from one
+#: Message Batch's results) took the daemon past its 120 MB.
 MAX_CHARS_PER_TOKEN = 16
 
 
