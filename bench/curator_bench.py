@@ -23,10 +23,9 @@ from wsd import schema
 from wsd.daemon.curation.curator import build_request, render_turn
 from wsd.daemon.curation.reply import parse_reply
 from wsd.daemon.curation.worker import Worker
-from wsd.daemon.memory import files as files_mod
-from wsd.daemon.memory import files_md
+from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.memory.edits import Limits, apply
-from wsd.daemon.memory.files import canonical
+from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import (
     DEFAULT_BATCH_PRICE_FACTOR,
@@ -216,7 +215,7 @@ def curator_cost(batch: int = 25) -> list[Row]:
         capture_turns(layout, turns)
         store = Store(layout)
         rendered = [render_turn(t) for t in store.pending_turns(batch)]
-        files = files_mod.read_all(layout)
+        files = md_files.read_all(layout)
         system, messages = build_request(files, store.open_actions(), rendered)
     instructions = len(system[0]["text"])
     memory_block = len(messages[0]["content"][0]["text"])
@@ -239,7 +238,7 @@ def curator_cost(batch: int = 25) -> list[Row]:
     def sent_lines(name: str, text: str) -> str:
         if name != "files.md":
             return str(len(text.splitlines()))
-        notes = len(files_md.notes_of(text).splitlines())
+        notes = len(files_md_parts.notes_of(text).splitlines())
         return f"{notes} (+{len(text.splitlines()) - notes} of inventory kept back)"
 
     def share(chars: int) -> str:

@@ -10,6 +10,10 @@ The workspace and its turns are generated here (no shared data needed).
 The rebuild's curator words every learning differently from the live run's (as a new model or
 prompt would, the usual reason to rebuild), so their vectors cannot be reused and the daemon
 has real embedding to do after the swap; the turns' vectors are reused.
+
+Here: the workspace, the quiet rebuild and what the model costs. The rebuild run and watched
+(pause file, heartbeat, vectors still to make) is :mod:`bench.rebuild_watch`; the rebuild
+under 8 writer processes is :mod:`bench.rebuild_writers`.
 """
 
 from __future__ import annotations
@@ -19,74 +23,38 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from bench import Row
 from bench.procs import WSD, count_rows, daemon_env, running_daemon, wait_for
+from bench.rebuild_watch import (
+    CATCH_UP_TIMEOUT,
+    PENDING_VECTORS,
+    REBUILD_TIMEOUT,
+    VECTORS,
+    newest,
+    run_rebuild,
+    wait_curated,
+)
+from bench.rebuild_writers import under_writers
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
 from wsd import schema
 from wsd.daemon.memory.semantic import missing
-from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.aside import pause_path
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 
-REPO = str(Path(__file__).resolve().parent.parent)
 #: Turns the live daemon has curated before the rebuild (the attack's was 329).
 TURNS = 330
-WRITERS = 8
-#: Each writer writes a turn, then rests this long (8 writers: ~30 turns/s at most; a busy
-#: person's agent writes one every few seconds).
-WRITER_REST = 0.25
-WRITER_MAX_TURNS = 400
-#: How long a rebuild may take before it is called unfinished (and stopped).
-REBUILD_TIMEOUT = 120.0
-#: How long the daemon may take to curate (or embed) what waits after a rebuild.
-CATCH_UP_TIMEOUT = 120.0
 #: How long the daemon may take to embed what the rebuild left to it.
 EMBED_TIMEOUT = 60.0
 #: The rebuild's own batches, plus this much (the wait for the daemon's pass, the swap).
 PAUSE_SLACK = 5.0
-
-PENDING_VECTORS = (
-    "SELECT (SELECT count(*) FROM learnings d WHERE NOT EXISTS"
-    " (SELECT 1 FROM learning_vectors v WHERE v.learning_id = d.id))"
-    " + (SELECT count(*) FROM turns d WHERE NOT EXISTS"
-    " (SELECT 1 FROM turn_vectors v WHERE v.turn_id = d.id))"
-)
-VECTORS = "SELECT (SELECT count(*) FROM learning_vectors) + (SELECT count(*) FROM turn_vectors)"
-
-#: ``wsd rebuild`` as the console script runs it, counting the vectors its process writes
-#: (every embedding goes through vectors.write; reused vectors are copied in SQL) and whether
-#: it loaded the model at all.
-_REBUILD = """
-import sys
-from wsd.daemon.store import vectors
-from wsd.daemon.ops.cli import main
-written = [0]
-original = vectors.write
-def counted(conn, rows):
-    written[0] += len(rows)
-    return original(conn, rows)
-vectors.write = counted
-code = 1
-try:
-    code = main(["rebuild"])
-finally:
-    model = ("wsd.daemon.memory.semantic.dense", "wsd.daemon.memory.semantic.model")
-    loaded = any(m.startswith(model) for m in sys.modules)
-    print(f"bench: embedded {written[0]} model {int(loaded)}", file=sys.stderr, flush=True)
-sys.exit(code)
-"""
 
 _LEARNING = re.compile(
     r"^(FACT|PATTERN|CORRECTION|PREFERENCE|TOOL_INSTALL)(\s*(?:\[[^\]]*\])?\s*:\s*)"
@@ -97,187 +65,6 @@ def reworded(body: dict[str, Any]) -> Reply:
     """The rule-based curator, every learning worded anew ("Rebuilt: ...")."""
     text = rule_curator.responder_text(body)
     return Reply.text("\n".join(_LEARNING.sub(r"\1\2Rebuilt: ", line) for line in text.split("\n")))
-
-
-def writer(root: str, w: int, stop_file: str, rest: float, most: int) -> None:
-    """One agent writing typical turns through the capture path (one connection per event,
-    as the ``wsd-hook`` command does) until ``stop_file`` appears; prints how many."""
-    from wsd.hooks.capture import Capture, CaptureConfig
-
-    rng = random.Random(1000 + w)
-    cap = Capture(CaptureConfig(workspace=root))
-    written = 0
-    while written < most and not os.path.exists(stop_file):
-        for event in typical_turn(rng, f"writer-{w}", written):
-            cap.handle(event)
-        written += 1
-        time.sleep(rest)
-    cap.close()
-    print(written, flush=True)
-
-
-# -- watching a rebuild ------------------------------------------------------------------------
-
-
-class _Watch(threading.Thread):
-    """Polls the pause file and the daemon's heartbeat (every 10 ms) and the vectors still to
-    make in memory.db (every 100 ms, a fresh read-only connection each time)."""
-
-    def __init__(self, layout: Layout) -> None:
-        super().__init__(daemon=True)
-        self.layout = layout
-        self.done = threading.Event()
-        self.pause_from: float | None = None
-        self.pause_to: float | None = None
-        self.paused_seen: float | None = None  # heartbeat state "paused", first seen
-        self.resumed_seen: float | None = None  # first other state seen after it
-        self.pending: list[tuple[float, int]] = []
-        self.states: list[tuple[float, str]] = []  # heartbeat states, as they change
-
-    def run(self) -> None:
-        pause = pause_path(self.layout)
-        polled = 0.0
-        while not self.done.is_set():
-            now = time.monotonic()
-            if os.path.exists(pause):
-                self.pause_from = self.pause_from or now
-            elif self.pause_from is not None and self.pause_to is None:
-                self.pause_to = now
-            try:
-                beat = read_status(self.layout) or {}
-            except OSError:  # replaced while we read it: next time
-                beat = {"state": None}
-            if beat and (not self.states or self.states[-1][1] != beat.get("state")):
-                self.states.append((now, str(beat.get("state"))))
-            if beat.get("state") == "paused":
-                self.paused_seen = self.paused_seen or now
-            elif beat and self.paused_seen is not None and self.resumed_seen is None:
-                self.resumed_seen = now
-            if now - polled >= 0.1:
-                polled = now
-                with contextlib.suppress(Exception):  # busy during the swap: next time
-                    self.pending.append((now, count_rows(self.layout.memory_db, PENDING_VECTORS)))
-            time.sleep(0.01)
-
-    def embedded_at(self, after: float) -> float | None:
-        """When the vectors still to make first reached 0 at or after ``after``."""
-        return next((t for t, n in self.pending if t >= after and n == 0), None)
-
-    def pending_after(self, after: float) -> int:
-        return next((n for t, n in self.pending if t >= after), -1)
-
-
-def _run_rebuild(
-    env: dict[str, str], layout: Layout, timeout: float
-) -> tuple[dict[str, Any], _Watch]:
-    """``wsd rebuild`` (counted, see _REBUILD) with a _Watch running; the watch keeps running
-    (stop it with ``done``)."""
-    watch = _Watch(layout)
-    watch.start()
-    lines: list[tuple[float, str]] = []
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _REBUILD],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None and proc.stdout is not None
-    stderr = proc.stderr
-
-    def read() -> None:
-        for line in stderr:
-            lines.append((time.monotonic(), line.rstrip("\n")))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    finished = True
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        finished = False
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    ended = time.monotonic()
-    stdout = proc.stdout.read()
-    reader.join(5)
-    embedded, model = -1, -1
-    for _t, line in lines:
-        found = re.match(r"bench: embedded (\d+) model (\d)", line)
-        if found:
-            embedded, model = int(found.group(1)), int(found.group(2))
-
-    def first(prefix: str) -> float | None:
-        return next((t for t, line in lines if line.startswith(prefix)), None)
-
-    batches = [t for t, line in lines if line.startswith("batch ")]
-    result = {
-        "finished": finished and proc.returncode == 0,
-        "returncode": proc.returncode,
-        "started": started,
-        "ended": ended,
-        "seconds": ended - started,
-        "embedded": embedded,
-        "model": model,
-        "paused_at": first("daemon paused"),
-        "swap_at": first("swapping the rebuilt memory in"),
-        "batches": len(batches),
-        "last_batch_at": batches[-1] if batches else None,
-        "stdout": stdout.strip(),
-        "tail": [line for _t, line in lines[-3:]],
-    }
-    return result, watch
-
-
-def _wait_curated(layout: Layout, timeout: float) -> bool:
-    """Ask for a flush and wait until no turn waits uncurated and the flush is handled."""
-    conn = schema.connect(layout.transcript_db, "transcript")
-    try:
-        request_flush(conn, "bench", time.time())
-    finally:
-        conn.close()
-    return wait_for(
-        lambda: (
-            count_rows(
-                layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0"
-            )
-            == 0
-            and count_rows(
-                layout.transcript_db,
-                "SELECT count(*) FROM flush_requests WHERE handled_at IS NULL",
-            )
-            == 0
-        ),
-        timeout,
-        every=0.2,
-    )
-
-
-def _newest(layout: Layout) -> tuple[int, int]:
-    return (
-        count_rows(layout.memory_db, "SELECT coalesce(max(id), 0) FROM learnings"),
-        count_rows(layout.memory_db, "SELECT coalesce(max(id), 0) FROM turns"),
-    )
-
-
-def _ids(path: str, sql: str) -> list[int]:
-    import apsw
-
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    conn.set_busy_timeout(2000)
-    try:
-        return [int(r[0]) for r in conn.execute(sql)]
-    finally:
-        conn.close()
-
-
-# -- the benchmark -----------------------------------------------------------------------------
 
 
 def _skipped(reason: str) -> list[Row]:
@@ -304,7 +91,7 @@ def rebuild() -> list[Row]:
         # -- the live run: everything curated (and indexed for search) ------------------------
         setup = time.monotonic()
         with running_daemon(env | {"WSD_SEMANTIC": "false"}, log):
-            if not _wait_curated(layout, CATCH_UP_TIMEOUT) or not wait_for(
+            if not wait_curated(layout, CATCH_UP_TIMEOUT) or not wait_for(
                 lambda: count_rows(layout.memory_db, "SELECT count(*) FROM turns") >= TURNS, 30
             ):
                 return _skipped(f"the live daemon did not curate {TURNS} turns in time")
@@ -320,7 +107,7 @@ def rebuild() -> list[Row]:
             rows += _quiet(
                 env, layout, standin, sem_note, semantic, live_vectors, learnings, live_s
             )
-            rows += _writers(env, layout, tmp, sem_note)
+            rows += under_writers(env, layout, tmp, sem_note)
             if semantic:
                 rows += _curated_while_embedding(layout, rng, log)
             if daemon.poll() is not None:
@@ -328,6 +115,93 @@ def rebuild() -> list[Row]:
             if semantic:
                 rows += _embedding_reference(layout)
     return rows
+
+
+def _quiet(
+    env: dict[str, str],
+    layout: Layout,
+    standin: BridgeStandin,
+    sem_note: str,
+    semantic: bool,
+    live_vectors: int,
+    learnings: int,
+    live_s: float,
+) -> list[Row]:
+    standin.responder = reworded  # every learning worded anew: no learning vector reusable
+    before = newest(layout)
+    result, watch = run_rebuild(env, layout, REBUILD_TIMEOUT)
+    after = newest(layout)
+    try:
+        swapped = watch.pause_to or result["ended"]
+        embedded_at = (
+            wait_for(lambda: watch.embedded_at(swapped) is not None, EMBED_TIMEOUT, every=0.1)
+            if semantic and result["finished"]
+            else False
+        )
+    finally:
+        watch.done.set()
+        watch.join(5)
+    rest = watch.pending_after(swapped)
+    done_at = watch.embedded_at(swapped)
+    pause_s = (watch.pause_to or result["ended"]) - (watch.pause_from or result["started"])
+    batches_s = (
+        result["last_batch_at"] - result["paused_at"]
+        if result["last_batch_at"] and result["paused_at"]
+        else float("nan")
+    )
+    watched = (watch.pending[-1][0] if watch.pending else result["ended"]) - swapped
+    beat = (
+        f"still said so {watch.resumed_seen - swapped:.1f} s after the pause file went"
+        if watch.resumed_seen is not None
+        else f"still said so {watched:.0f} s after the pause file went, when we stopped looking"
+    )
+    finished = bool(result["finished"])
+    note = (
+        f"{TURNS} turns live-curated ({learnings} learnings, {live_vectors} vectors; live run"
+        f" {live_s:.0f} s); stand-in rule curator, rebuild words every learning anew; {sem_note}"
+    )
+    if not finished:
+        note += f"; NOT finished (exit {result['returncode']}): {' | '.join(result['tail'])}"
+    return [
+        Row(
+            "rebuild (quiet): wsd rebuild total",
+            result["seconds"],
+            "s",
+            "finishes; << 142 s (before)",
+            finished and result["seconds"] < 142,
+            note,
+        ),
+        Row(
+            "rebuild (quiet): daemon's curation paused",
+            pause_s,
+            "s",
+            f"<= its batches + {PAUSE_SLACK:g} s",
+            finished and pause_s <= batches_s + PAUSE_SLACK,
+            f"pause file live; {result['batches']} rebuild batches took {batches_s:.1f} s"
+            f" (daemon paused -> last batch); the heartbeat's 'paused' {beat}"
+            " (the daemon's next pass, WSD_POLL_SECONDS)",
+        ),
+        Row(
+            "rebuild (quiet): vectors the rebuild embedded",
+            float(result["embedded"]),
+            "vectors",
+            "0 (after the swap)",
+            finished and result["embedded"] == 0 and result["model"] == 0,
+            f"model loaded in the rebuild process: {'yes' if result['model'] == 1 else 'no'};"
+            f" {sem_note}",
+        ),
+        Row(
+            "rebuild (quiet): swap -> daemon embedded the rest",
+            (done_at - swapped) if done_at is not None else float("nan"),
+            "s",
+            "-",
+            None,
+            f"{rest} vectors left to the daemon at the swap (learnings worded anew;"
+            f" turn vectors reused); {'done' if embedded_at else 'NOT done'} within"
+            f" {EMBED_TIMEOUT:.0f} s; newest (learning, turn) ids {before} -> {after};"
+            f" {sem_note}",
+        ),
+    ]
 
 
 def _curated_while_embedding(
@@ -441,193 +315,3 @@ def _embedding_reference(layout: Layout, n: int = 8) -> list[Row]:
             )
         )
     return out
-
-
-def _quiet(
-    env: dict[str, str],
-    layout: Layout,
-    standin: BridgeStandin,
-    sem_note: str,
-    semantic: bool,
-    live_vectors: int,
-    learnings: int,
-    live_s: float,
-) -> list[Row]:
-    standin.responder = reworded  # every learning worded anew: no learning vector reusable
-    before = _newest(layout)
-    result, watch = _run_rebuild(env, layout, REBUILD_TIMEOUT)
-    after = _newest(layout)
-    try:
-        swapped = watch.pause_to or result["ended"]
-        embedded_at = (
-            wait_for(lambda: watch.embedded_at(swapped) is not None, EMBED_TIMEOUT, every=0.1)
-            if semantic and result["finished"]
-            else False
-        )
-    finally:
-        watch.done.set()
-        watch.join(5)
-    rest = watch.pending_after(swapped)
-    done_at = watch.embedded_at(swapped)
-    pause_s = (watch.pause_to or result["ended"]) - (watch.pause_from or result["started"])
-    batches_s = (
-        result["last_batch_at"] - result["paused_at"]
-        if result["last_batch_at"] and result["paused_at"]
-        else float("nan")
-    )
-    watched = (watch.pending[-1][0] if watch.pending else result["ended"]) - swapped
-    beat = (
-        f"still said so {watch.resumed_seen - swapped:.1f} s after the pause file went"
-        if watch.resumed_seen is not None
-        else f"still said so {watched:.0f} s after the pause file went, when we stopped looking"
-    )
-    finished = bool(result["finished"])
-    note = (
-        f"{TURNS} turns live-curated ({learnings} learnings, {live_vectors} vectors; live run"
-        f" {live_s:.0f} s); stand-in rule curator, rebuild words every learning anew; {sem_note}"
-    )
-    if not finished:
-        note += f"; NOT finished (exit {result['returncode']}): {' | '.join(result['tail'])}"
-    return [
-        Row(
-            "rebuild (quiet): wsd rebuild total",
-            result["seconds"],
-            "s",
-            "finishes; << 142 s (before)",
-            finished and result["seconds"] < 142,
-            note,
-        ),
-        Row(
-            "rebuild (quiet): daemon's curation paused",
-            pause_s,
-            "s",
-            f"<= its batches + {PAUSE_SLACK:g} s",
-            finished and pause_s <= batches_s + PAUSE_SLACK,
-            f"pause file live; {result['batches']} rebuild batches took {batches_s:.1f} s"
-            f" (daemon paused -> last batch); the heartbeat's 'paused' {beat}"
-            " (the daemon's next pass, WSD_POLL_SECONDS)",
-        ),
-        Row(
-            "rebuild (quiet): vectors the rebuild embedded",
-            float(result["embedded"]),
-            "vectors",
-            "0 (after the swap)",
-            finished and result["embedded"] == 0 and result["model"] == 0,
-            f"model loaded in the rebuild process: {'yes' if result['model'] == 1 else 'no'};"
-            f" {sem_note}",
-        ),
-        Row(
-            "rebuild (quiet): swap -> daemon embedded the rest",
-            (done_at - swapped) if done_at is not None else float("nan"),
-            "s",
-            "-",
-            None,
-            f"{rest} vectors left to the daemon at the swap (learnings worded anew;"
-            f" turn vectors reused); {'done' if embedded_at else 'NOT done'} within"
-            f" {EMBED_TIMEOUT:.0f} s; newest (learning, turn) ids {before} -> {after};"
-            f" {sem_note}",
-        ),
-    ]
-
-
-def _writers(env: dict[str, str], layout: Layout, tmp: str, sem_note: str) -> list[Row]:
-    stop_file = os.path.join(tmp, "writers.stop")
-    code = "import sys; from bench.rebuild_bench import writer; writer(sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))"  # noqa: E501
-    base = count_rows(layout.transcript_db, "SELECT coalesce(max(id), 0) FROM observations")
-    writer_env = {k: v for k, v in env.items() if not k.startswith("WSD_")}
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                code,
-                layout.root,
-                str(w),
-                stop_file,
-                str(WRITER_REST),
-                str(WRITER_MAX_TURNS),
-            ],
-            env=writer_env,
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(WRITERS)
-    ]
-    writing = wait_for(
-        lambda: count_rows(layout.transcript_db, "SELECT count(DISTINCT session_id) FROM"
-                           " observations WHERE session_id LIKE 'writer-%'") >= WRITERS,
-        30,
-        every=0.1,
-    )  # fmt: skip
-    wall_from = time.time()
-    result, watch = _run_rebuild(env, layout, REBUILD_TIMEOUT)
-    wall_to = time.time()
-    watch.done.set()
-    watch.join(5)
-    with open(stop_file, "w", encoding="utf-8"):
-        pass
-    sent, failed = 0, 0
-    for proc in procs:
-        out, err = proc.communicate(timeout=60)
-        if proc.returncode == 0 and out.split():
-            sent += int(out.split()[-1])
-        else:
-            failed += 1
-            print(f"rebuild: writer failed: {err[-500:]}", file=sys.stderr)
-    caught_from = time.monotonic()
-    curated = _wait_curated(layout, CATCH_UP_TIMEOUT)
-    catch_up = time.monotonic() - caught_from
-    mine = (
-        f"SELECT id FROM observations WHERE session_id LIKE 'writer-%' AND id > {base}"
-        " AND user_message IS NOT NULL"
-    )
-    observed = _ids(layout.transcript_db, mine)
-    during = _ids(layout.transcript_db, mine + f" AND timestamp BETWEEN {wall_from} AND {wall_to}")
-    covered = _ids(layout.memory_db, "SELECT observation_id FROM batch_turns")
-    times = {i: covered.count(i) for i in set(covered)} if covered else {}
-    once = sum(1 for i in observed if times.get(i) == 1)
-    once_during = sum(1 for i in during if times.get(i) == 1)
-    finished = bool(result["finished"])
-    note = (
-        f"{WRITERS} writer processes, a typical turn each every ~{WRITER_REST:g} s (capture"
-        f" path, a connection per event); {result['batches']} rebuild batches; {sem_note}"
-    )
-    if not writing:
-        note += "; writers had not all started"
-    if not finished:
-        note += (
-            f"; NOT finished in {REBUILD_TIMEOUT:.0f} s (exit {result['returncode']}):"
-            f" {' | '.join(result['tail'])}"
-        )
-    pause_s = (watch.pause_to or result["ended"]) - (watch.pause_from or result["started"])
-    return [
-        Row(
-            "rebuild (8 writers): wsd rebuild total",
-            result["seconds"],
-            "s",
-            f"finishes (< {REBUILD_TIMEOUT:.0f} s; before: > 400 s)",
-            finished,
-            note,
-        ),
-        Row(
-            "rebuild (8 writers): daemon's curation paused",
-            pause_s,
-            "s",
-            "-",
-            None,
-            "pause file live",
-        ),
-        Row(
-            "rebuild (8 writers): turns written during it, curated after",
-            float(once_during),
-            "turns",
-            f"all {len(during)}",
-            finished and curated and once_during == len(during) and len(during) > 0,
-            f"each exactly once; all the writers' turns: {once}/{len(observed)} observations"
-            f" curated once ({sent} turns sent, {failed} writers failed); caught up"
-            f" {catch_up:.1f} s after the writers stopped"
-            + ("" if curated else f" (NOT within {CATCH_UP_TIMEOUT:.0f} s)"),
-        ),
-    ]

@@ -357,11 +357,11 @@ def test_no_import_cycles() -> None:
             visit(node)
 
 
-def test_modules_and_functions_stay_readable() -> None:
-    """No module over 450 lines, no function over 80 (aim: ~400 and well under 80)."""
-    for name, (path, tree) in MODULES.items():
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        assert lines <= 450, f"{name}: {lines} lines"
+def test_functions_stay_readable() -> None:
+    """No function over 80 lines (aim: well under). A module has no line limit here: a
+    count invites squeezing to fit it; a long module is a question for review instead,
+    "what concept moves out?" (README: House style)."""
+    for name, (_path, tree) in MODULES.items():
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import query as _rows
 from tests.conftest import venv_script
-from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import md_files
 from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store.store import Store
@@ -160,7 +160,7 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
     assert learned == distinct == TURNS
     latest = Store(layout).latest_md()
     assert Path(layout.md("user.md")).read_text() == latest["user.md"]
-    assert memory_files.stray_temp_files(layout) == []
+    assert md_files.stray_temp_files(layout) == []
     assert not [n for n in os.listdir(layout.memory_dir) if n.endswith(".ingesting")]
     for db in (layout.transcript_db, layout.memory_db):
         assert _rows(db, "PRAGMA integrity_check") == [("ok",)]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import daemon_env, running_daemon, venv_script, wait_for
 from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
-from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import md_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, UnsafeFile, atomic_write, read_regular
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store.store import Store
@@ -53,7 +53,7 @@ def test_md_file_never_written_through_a_link_at_the_old_temp_name(
 ) -> None:
     """The same planted link beside a curated md file: user.md is written, the victim is not."""
     Path(layout.memory_dir, f"{TEMP_PREFIX}user.md.{os.getpid()}").symlink_to(outside)
-    memory_files.materialise(layout, {"user.md": "# User\n- prefers tabs\n"})
+    md_files.materialise(layout, {"user.md": "# User\n- prefers tabs\n"})
     assert outside.read_text() == SECRET
     user = Path(layout.md("user.md"))
     assert not user.is_symlink() and user.read_text() == "# User\n- prefers tabs\n"
@@ -63,7 +63,7 @@ def test_md_file_that_is_a_link_is_refused_and_reported(layout: Layout, outside:
     """user.md replaced by a link to a file outside: not written through, not read, and the
     failure is reported for that file (the others are still written)."""
     Path(layout.md("user.md")).symlink_to(outside)
-    written, failed = memory_files.materialise_each(
+    written, failed = md_files.materialise_each(
         layout, {"user.md": "# User\n", "context.md": "# Context\n"}
     )
     assert outside.read_text() == SECRET

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -279,7 +280,7 @@ def test_doctor_reads_a_wal_that_vanishes_under_it_as_absent(layout: Layout) -> 
     hooks open and close the databases, reports them (or their absence) and never dies on a
     file gone between two looks (CI: a healthy workspace's report was empty)."""
     from wsd import schema
-    from wsd.daemon.ops.doctor import Doctor
+    from wsd.daemon.ops.doctor import Doctor, databases
 
     init_workspace(layout)
     stop = threading.Event()
@@ -298,7 +299,7 @@ def test_doctor_reads_a_wal_that_vanishes_under_it_as_absent(layout: Layout) -> 
         thread.start()
     try:
         for fix in [False, True] * 1500:  # before the fix: ~2% of runs raised
-            Doctor(layout, None, fix=fix).permissions()
+            databases.permissions(Doctor(layout, None, fix=fix))
     finally:
         stop.set()
         for thread in threads:
@@ -312,14 +313,14 @@ def test_doctor_reads_a_wal_that_vanishes_under_it_as_absent(layout: Layout) -> 
 def test_a_check_that_raises_is_one_failure_and_the_report_goes_on(layout: Layout) -> None:
     """A surprise inside one doctor check (here the ledger busy past its timeout) is a FAIL line
     naming that check and the error; every later check still reports."""
-    from wsd.daemon.ops.doctor import Doctor
+    from wsd.daemon.ops.doctor import CHECKS, Doctor
 
-    class BusyLedger(Doctor):  # the fault seam: one check meets a locked database
-        def processing(self) -> None:
-            raise apsw.BusyError("database is locked")
+    def busy_ledger(_doctor: object) -> None:  # the fault seam: one check meets a locked database
+        raise apsw.BusyError("database is locked")
 
+    checks = [replace(c, run=busy_ledger) if c.name == "processing" else c for c in CHECKS]
     init_workspace(layout)
-    lines = [f.line() for f in BusyLedger(layout, None).run()]
+    lines = [f.line() for f in Doctor(layout, None, checks=checks).run()]
     assert "FAIL processing: could not be checked: BusyError: database is locked" in lines
     later = {line.split(":")[0].split(None, 1)[1] for line in lines}
     assert {"md files", "disk", "daemon", "bridge"} <= later, lines

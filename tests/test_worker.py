@@ -17,8 +17,7 @@ from structlog.testing import capture_logs
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
 from wsd import schema
-from wsd.daemon.memory import files as memory_files
-from wsd.daemon.memory import files_md
+from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store.store import Store
@@ -104,12 +103,14 @@ def test_curator_sees_the_notes_of_files_md_but_not_the_watchers_inventory(
     """files.md is sent as its notes part only: the daemon's disk inventory never costs input."""
     inventory = [f"- documents/invoice-{i}.pdf (12 kB, 2026-11-0{i % 9 + 1})" for i in range(120)]
     notes = "# Files\n- documents/ holds the person's originals"
-    Path(layout.md("files.md")).write_text(files_md.compose(notes, [files_md.MARKER, *inventory]))
+    Path(layout.md("files.md")).write_text(
+        files_md_parts.compose(notes, [files_md_parts.MARKER, *inventory])
+    )
     write_turns(layout, 1)
     memory, _turns = _curate_now(layout, standin)
     assert '<file name="files.md" max_lines="150">' in memory
     assert "documents/ holds the person's originals" in memory
-    assert "invoice-7.pdf" not in memory and files_md.MARKER not in memory
+    assert "invoice-7.pdf" not in memory and files_md_parts.MARKER not in memory
     assert "invoice-7.pdf" in Path(layout.md("files.md")).read_text()  # still on disk
 
 
@@ -478,7 +479,7 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
         (0,)
     ]
     assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
-    assert memory_files.stray_temp_files(layout) == []
+    assert md_files.stray_temp_files(layout) == []
     calls = len(standin.requests)
     drain(fresh)
     assert len(standin.requests) == calls  # nothing curated twice

@@ -20,7 +20,8 @@ Hostile by default:
 * Each results line is checked on its own: a line that is not JSON, names no request of the
   batch, repeats one, is cut short or too long is skipped and reported; the requests it leaves
   without a result are fetched again, then handed to the prompt lane (the economy lane decides).
-* A message's usage is checked as a prompt answer's is (:func:`usage_of`).
+* A message is read as a prompt answer is (:mod:`wsd.daemon.curation.answer`): its usage
+  checked (:func:`usage_of`), its text taken out (:func:`to_reply`).
 """
 
 from __future__ import annotations
@@ -32,15 +33,15 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from wsd.daemon.curation.bridge import (
+from wsd.daemon.curation.answer import (
     MAX_CHARS_PER_TOKEN,
     BadReply,
-    BridgeClient,
     Reply,
     Usage,
     to_reply,
     usage_of,
 )
+from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.problems import problem, status_of
 
 #: Statuses that mean "this Bridge has no Message Batches endpoint".

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wsd.daemon.curation.excerpt import clip, excerpt
-from wsd.daemon.memory import files_md
-from wsd.daemon.memory.files import LINE_LIMITS
+from wsd.daemon.memory import files_md_parts
+from wsd.daemon.memory.md_files import LINE_LIMITS
 from wsd.daemon.store.records import Turn
 from wsd.schema.layout import CURATED_FILES
 
@@ -222,7 +222,7 @@ def number_lines(text: str) -> str:
 
 def curated_text(name: str, text: str) -> str:
     """What of a curated file the curator sees and edits: files.md's notes, or the file."""
-    return files_md.notes_of(text) if name == "files.md" else text
+    return files_md_parts.notes_of(text) if name == "files.md" else text
 
 
 def build_request(
@@ -244,7 +244,7 @@ def build_request(
     file_parts = []
     for name in CURATED_FILES:
         body = curated_text(name, files.get(name, ""))
-        limit = files_md.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        limit = files_md_parts.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
         file_parts.append(
             f'<file name="{name}" max_lines="{limit}">\n{number_lines(body)}\n</file>'
         )

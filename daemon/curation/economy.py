@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from wsd.daemon.curation.answer import Unanswered
 from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
-from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown, Unanswered
+from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, Seen
 from wsd.daemon.curation.problems import problem
 from wsd.daemon.curation.spend import StoreMeter

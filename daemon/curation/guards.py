@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from wsd.daemon.curation.reply import ParsedReply
-from wsd.daemon.memory import files_md
+from wsd.daemon.memory import files_md_parts
 from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite, plain
 from wsd.daemon.memory.erosion import Erosion
-from wsd.daemon.memory.files import LINE_LIMITS
+from wsd.daemon.memory.md_files import LINE_LIMITS
 from wsd.daemon.runtime.config import DEFAULT_EROSION, DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
 from wsd.daemon.store.records import Learning, learning_key
 from wsd.schema.layout import CURATED_FILES
@@ -60,7 +60,7 @@ class Caps:
         return max(self.min_learnings, self.learnings_per_turn * turns)
 
     def limits(self, name: str, erosion: Erosion | None = None) -> Limits:
-        lines = files_md.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        lines = files_md_parts.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
         if erosion is None:
             return Limits(lines, self.file_chars, self.max_loss)
         return Limits(

@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from wsd.daemon.curation.bridge import BatchRejected, BridgeClient, Reply
+from wsd.daemon.curation.answer import Reply
+from wsd.daemon.curation.bridge import BatchRejected, BridgeClient
 from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, render_turn
 from wsd.daemon.curation.guards import Caps, review
 from wsd.daemon.curation.reply import ParsedReply, parse_reply
 from wsd.daemon.curation.spend import StoreMeter, price
 from wsd.daemon.memory import erosion
-from wsd.daemon.memory.files import canonical
+from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
 from wsd.daemon.store.store import Store

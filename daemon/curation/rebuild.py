@@ -45,8 +45,7 @@ import apsw
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipeline, plan
 from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
-from wsd.daemon.memory import files as memory_files
-from wsd.daemon.memory import files_md
+from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.daemon.store import aside
@@ -107,8 +106,8 @@ def rebuild(
             pass
         # A person's edit made while we ran is theirs to keep: recorded in the live memory
         # first (as the daemon would), it is replayed on top of the rebuilt revisions.
-        disk = memory_files.read_curated(layout)
-        adopted = memory_files.adopt_hand_edits(layout, live, time.time(), disk)
+        disk = md_files.read_curated(layout)
+        adopted = md_files.adopt_hand_edits(layout, live, time.time(), disk)
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
         edits.rest()
@@ -169,7 +168,7 @@ def _recurate(
     ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
     groups = plan_groups(Store(layout), identity, ids, config.batch_turns)
     report = RebuildReport(turns=len(ids))
-    deploy = {name: memory_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
+    deploy = {name: md_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
     # turn id -> when its live batch began and finished (a turn no live batch covers has
     # none: its batch is dated by its last turn)
     live: dict[int, tuple[float, float]] = {
@@ -280,11 +279,11 @@ def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -
     deleted meanwhile is no edit: the rewrite writes it back, as the daemon does."""
     latest = live.latest_md()
     kept = []
-    for name, now in memory_files.read_curated(layout).items():
+    for name, now in md_files.read_curated(layout).items():
         if now is None:
             continue
-        before = memory_files.canonical(name, seen.get(name) or "")
-        after = memory_files.canonical(name, now)
+        before = md_files.canonical(name, seen.get(name) or "")
+        after = md_files.canonical(name, now)
         if after == before:
             continue
         text = replayed(before, after, latest.get(name, ""))
@@ -297,15 +296,15 @@ def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -
 def _rewrite_md(layout: Layout, latest: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Materialise the rebuilt revisions; a curated file the rebuild never wrote is removed
     (it came from the memory just replaced)."""
-    written = memory_files.materialise(layout, latest)
+    written = md_files.materialise(layout, latest)
     removed = []
-    files = memory_files.curated_path(layout, "files.md")
+    files = md_files.curated_path(layout, "files.md")
     # No notes in the rebuilt memory: they go, the watcher's inventory below them stays.
-    if "files.md" not in latest and files_md.write_notes(files, ""):
+    if "files.md" not in latest and files_md_parts.write_notes(files, ""):
         written.append("files.md")
     for name in CURATED_FILES:
         if name not in latest and name != "files.md":
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(memory_files.curated_path(layout, name))
+                os.unlink(md_files.curated_path(layout, name))
                 removed.append(name)
     return tuple(written), tuple(removed)

@@ -27,7 +27,7 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.curation.bridge import Unanswered, Usage
+from wsd.daemon.curation.answer import Unanswered, Usage
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
 from wsd.daemon.store.store import Store

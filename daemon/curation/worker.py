@@ -399,9 +399,11 @@ class Worker:
             self.backoff.clear(self.clock())
 
     def _close_orphans(self, now: float) -> list[int]:
-        """Close turns quiet for the orphan timeout, counting only quiet this process watched
-        (not the seconds a wake leapt; a turn open at start waits a full timeout): found by
-        the soak, a daemon restarted in a clock leap closed every open turn at once."""
+        """Close turns quiet for the orphan timeout, counting only quiet this process has
+        watched: the wall seconds a wake leapt do not count, and a turn open when the daemon
+        started waits a full timeout after the start (found by the soak: a daemon restarted
+        during a clock leap closed every open turn at once, its first reading being the
+        leapt clock)."""
         leapt = self.wake.suspended(self.monotonic())
         if now - leapt - self._started_wall < self.config.orphan_seconds:
             return []

@@ -3,7 +3,7 @@ adopted, failures in view.
 
 A person's edit of a curated file is adopted as a new revision (source ``hand``) as soon as
 the loop sees a curated file changed on disk (one lstat each per pass), and again before a
-request and a commit use the files (see :mod:`wsd.daemon.memory.files` for how an edit is
+request and a commit use the files (see :mod:`wsd.daemon.memory.md_files` for how an edit is
 told from a version the daemon wrote). A curated file deleted meanwhile is no edit: the same
 look writes it back from its latest revision (an emptied file is an edit, and is adopted).
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wsd.daemon.memory import files as memory_files
-from wsd.daemon.memory.files import DiskWatch
+from wsd.daemon.memory import md_files
+from wsd.daemon.memory.md_files import DiskWatch
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle
 from wsd.daemon.store.store import Store
@@ -44,11 +44,11 @@ class MdSync:
         #: file -> why its last write failed; empty when every file matches its revision.
         self.failed: dict[str, str] = {}
 
-    def repair(self) -> memory_files.Synced:
+    def repair(self) -> md_files.Synced:
         """Start-up: stray temp files removed, hand edits adopted, missing or stale files
         written from their revisions."""
         self.disk.changed()
-        done = memory_files.sync(self.layout, self.store, self.clock(), temp_files=True)
+        done = md_files.sync(self.layout, self.store, self.clock(), temp_files=True)
         self._adopted(done.adopted)
         self._settle(done.failed, self.store.latest_md())
         if done.written or done.temp_removed:
@@ -60,7 +60,7 @@ class MdSync:
         write back from its latest revision a file that was deleted (nothing at its path)."""
         if not self.disk.changed():
             return []
-        adopted = memory_files.adopt_hand_edits(self.layout, self.store, self.clock())
+        adopted = md_files.adopt_hand_edits(self.layout, self.store, self.clock())
         self._adopted(adopted)
         self._restore_missing()
         return adopted
@@ -76,7 +76,7 @@ class MdSync:
         wanted = {name: latest[name] for name in gone if name in latest}
         if not wanted:
             return
-        written, failed = memory_files.materialise_each(self.layout, wanted)
+        written, failed = md_files.materialise_each(self.layout, wanted)
         self._settle(failed, wanted)
         if written:
             self.log.info("md_repaired", files=written, reason="missing on disk")
@@ -84,7 +84,7 @@ class MdSync:
     def current(self) -> dict[str, str]:
         """The memory files as the curator should see them now (hand edits adopted)."""
         self.adopt()
-        return memory_files.memory_files(self.layout, self.store)
+        return md_files.memory_files(self.layout, self.store)
 
     def write(self, names: Iterable[str]) -> list[str]:
         """Write these files from their latest revisions; the ones written. A person who
@@ -92,7 +92,7 @@ class MdSync:
         self.adopt()
         latest = self.store.latest_md()
         wanted = {n: latest[n] for n in names if n in latest}
-        written, failed = memory_files.materialise_each(self.layout, wanted)
+        written, failed = md_files.materialise_each(self.layout, wanted)
         self._settle(failed, wanted)
         return written
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import md_files
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store.records import Revision
 from wsd.daemon.store.store import Store
@@ -164,7 +164,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
         return 2
     rev = by_id[wanted[0]]
     new_id = store.add_revision(args.file, rev.content, "restore", time.time())
-    failed = memory_files.materialise_each(layout, {args.file: rev.content})[1]
+    failed = md_files.materialise_each(layout, {args.file: rev.content})[1]
     print(f"{args.file}: revision #{rev.id} restored as #{new_id}")
     if failed:  # the revision is the truth; the file follows it when it can be written
         print(

@@ -22,7 +22,7 @@ import re
 import sys
 from typing import Any
 
-from wsd.daemon.memory import files as memory_files
+from wsd.daemon.memory import md_files
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
@@ -92,8 +92,8 @@ def _line_target(text: str) -> tuple[str, int] | None:
 def _unadopted(store: Store, name: str, latest: Revision) -> None:
     """Say so when the file on disk is not its latest revision (a hand edit the daemon has
     not adopted yet: it was stopped): the lines are numbered as in the revision."""
-    disk = memory_files.read_text(store.layout.md(name))
-    if disk is not None and memory_files.canonical(name, disk) != latest.content:
+    disk = md_files.read_text(store.layout.md(name))
+    if disk is not None and md_files.canonical(name, disk) != latest.content:
         print(
             f"note: {name} on disk differs from its latest revision #{latest.id} (a hand edit"
             f" the daemon has not adopted yet); lines are numbered as in #{latest.id}",

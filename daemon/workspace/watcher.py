@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wsd.daemon.memory import files_md
+from wsd.daemon.memory import files_md_parts
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
 from wsd.daemon.store.aside import pause_requested
@@ -314,7 +314,7 @@ class Watcher:
         """Re-render files.md's inventory. A files.md that cannot be written (a FIFO or a
         link in its place, disk full) is logged (rate-limited): the index is still kept."""
         try:
-            self._notes = files_md.write_inventory(
+            self._notes = files_md_parts.write_inventory(
                 self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
             )
         except OSError as exc:
@@ -342,7 +342,10 @@ class Watcher:
             return False
         self._files_md_stat = seen
         try:
-            return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
+            return (
+                files_md_parts.notes_of(files_md_parts.read(self.layout.md("files.md")))
+                != self._notes
+            )
         except OSError:  # not a regular file: _render says so (rate-limited)
             return True
 

@@ -1,5 +1,5 @@
-"""Doctor checks of the deploy around the daemon: the operator's settings file, and what
-supervisord says of a program that is not running (issue 30).
+"""Doctor checks of the supervisord program that runs the daemon: the operator's settings file
+it starts with, and what supervisord says of a program that is not running (issue 30).
 
 A slip in ``.os/settings.env`` left the program in FATAL while doctor said "not running; start
 it", and that command answered "spawn error". Now the settings file is read here as the
@@ -17,9 +17,9 @@ import stat
 import time
 import xmlrpc.client
 from dataclasses import dataclass
-from typing import Protocol
 
 from wsd.daemon.ops import deploy
+from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.runtime import settings_file
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
 from wsd.schema.layout import Layout
@@ -36,20 +36,10 @@ LOG_TAIL_BYTES = 8192
 LOG_LINE_CHARS = 400
 
 
-class Reporter(Protocol):
-    """What these checks need of the doctor."""
-
-    layout: Layout
-
-    def add(
-        self, level: str, check: str, detail: str, fixed: bool = False, fixable: bool = False
-    ) -> None: ...
-
-
-def settings(doctor: Reporter) -> bool:
+def settings(doctor: Reporter) -> None:
     """The settings file, read as ``wsd run --settings`` reads it: each problem with its line
-    (FAIL: the daemon does not start with it), a WSD_* name it does not take (WARN). True when
-    the file stops the daemon from starting."""
+    (FAIL: the daemon does not start with it), a WSD_* name it does not take (WARN); when the
+    file stops the daemon from starting, ``doctor.settings_broken`` says so."""
     path = str(deploy.settings_path(doctor.layout))
     try:
         found, problems = settings_file.examine(path)
@@ -66,13 +56,13 @@ def settings(doctor: Reporter) -> bool:
         doctor.add("fail", "settings", f"{len(problems) - MAX_SHOWN} more problem(s) in {path}")
     for setting, why in settings_file.ignored(found):
         doctor.add("warn", "settings", f"{path} line {setting.line}: {setting.name} is {why}")
+    doctor.settings_broken = bool(problems)
     if problems:
-        return True
+        return
     if not os.path.lexists(path):
         doctor.add("ok", "settings", f"no {path} (the defaults and supervisord's environment)")
     else:
         doctor.add("ok", "settings", f"{path}: {_settings(len(found))}, each one the daemon takes")
-    return False
 
 
 def _settings(count: int) -> str:

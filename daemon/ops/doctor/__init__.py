@@ -1,0 +1,111 @@
+"""``wsd doctor``: check a workspace's health, explain each finding, repair what is safe.
+
+Each check returns findings with a level: ``ok``, ``warn`` (worth knowing, not
+broken) or ``fail`` (broken: the exit status is non-zero). ``--fix`` applies
+only repairs that cannot lose data: permissions, rebuilding an FTS index from
+its content table, rewriting md files from their latest revision, removing
+temp files a crash left. It never deletes user data or rewrites history.
+
+The checks live in a module per family (:mod:`.databases`, :mod:`.memory_files`,
+:mod:`.spool`, :mod:`.daemon`, :mod:`.program`, :mod:`.bridge`); :data:`CHECKS` is the one
+list of them, in the order they run and report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from wsd.daemon.ops.doctor import bridge, daemon, databases, memory_files, program, spool
+from wsd.daemon.ops.doctor.findings import Finding, Reporter
+from wsd.daemon.runtime.config import (
+    DEFAULT_BATCH_WAIT_LIMIT_SECONDS,
+    DEFAULT_CURATION,
+    DEFAULT_EROSION,
+)
+from wsd.daemon.store.store import Store
+from wsd.schema.errors import describe
+from wsd.schema.layout import Layout
+
+__all__ = ["CHECKS", "Check", "Doctor", "Finding"]
+
+
+@dataclass(frozen=True)
+class Check:
+    #: Said in the report's FAIL line when the check itself raises.
+    name: str
+    run: Callable[[Reporter], object]
+    #: Runs only when both databases can be read (the databases check says so).
+    needs_databases: bool = False
+
+
+#: Every check, in the order they run and report. The databases check comes before those
+#: that read the databases (skipped when one cannot be opened); special files before the md
+#: files, so that one ``--fix`` removes a link or a FIFO in an md file's place, then writes
+#: the file from its revision; the settings before the daemon, whose FAIL names the settings
+#: file when that is what keeps it from starting.
+CHECKS: tuple[Check, ...] = (
+    Check("permissions", databases.permissions),
+    Check("databases", databases.databases),
+    Check("special files", memory_files.special_files),
+    Check("processing", daemon.processing, needs_databases=True),
+    Check("md files", memory_files.revisions, needs_databases=True),
+    Check("disk", databases.disk),
+    Check("spool", spool.waiting),
+    Check("spool damage", spool.damage),
+    Check("spool refused", spool.refused),
+    Check("md writes", memory_files.md_failures),
+    Check("instances", daemon.instances),
+    Check("rebuild", daemon.rebuild_leftovers),
+    Check("settings", program.settings),
+    Check("daemon", daemon.daemon),
+    Check("curation", daemon.curation),
+    Check("economy", bridge.economy, needs_databases=True),
+    Check("bridge", bridge.bridge),
+)
+
+
+class Doctor:
+    """Runs the checks against one workspace (``checks``: :data:`CHECKS` unless a test hands
+    in others)."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        bridge_url: str | None,
+        fix: bool = False,
+        erosion_fraction: float = DEFAULT_EROSION,
+        lane: str = DEFAULT_CURATION,
+        batch_wait_limit: float | None = None,
+        checks: Sequence[Check] = CHECKS,
+    ) -> None:
+        self.layout = layout
+        self.lane = lane
+        self.batch_wait_limit = batch_wait_limit or DEFAULT_BATCH_WAIT_LIMIT_SECONDS
+        self.bridge_url = bridge_url
+        self.fix = fix
+        self.erosion = erosion_fraction
+        self.store = Store(layout)
+        self.checks = checks
+        self.findings: list[Finding] = []
+        self.databases_usable = False
+        self.settings_broken = False
+
+    def add(
+        self, level: str, check: str, detail: str, fixed: bool = False, fixable: bool = False
+    ) -> None:
+        self.findings.append(Finding(level, check, detail, fixed, fixable))
+
+    def run(self) -> list[Finding]:
+        """Every check in order; those that read the databases are skipped when one cannot be
+        opened. A check that raises is a failure of that check and the others still run (a
+        report cut short at its first surprise hides everything after it)."""
+        for check in self.checks:
+            if check.needs_databases and not self.databases_usable:
+                continue
+            try:
+                check.run(self)
+            except Exception as exc:  # any surprise is a finding, never a traceback
+                why = f"could not be checked: {type(exc).__name__}: {describe(exc)}"
+                self.add("fail", check.name, why)
+        return self.findings
