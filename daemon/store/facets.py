@@ -16,10 +16,20 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import actions, archive, maintenance, remote, turns, vectors, workspace
+from wsd.daemon.store import (
+    actions,
+    archive,
+    learnings,
+    maintenance,
+    remote,
+    turns,
+    vectors,
+    workspace,
+)
 from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.archive import INDEX_BATCH, ImportReport
+from wsd.daemon.store.archive import INDEX_BATCH
 from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.learnings import ImportReport
 from wsd.daemon.store.maintenance import DAY
 from wsd.daemon.store.workspace import Card, ToolEvent
 from wsd.schema.errors import describe
@@ -77,22 +87,22 @@ class Archive:
             return archive.replace_turns(m, identity, wanted, rows)
 
     def import_lines(self, lines: Iterable[str | bytes]) -> ImportReport:
-        """Import learnings from JSON lines (see :func:`archive.parse_import_line`): each bad
+        """Import learnings from JSON lines (see :func:`learnings.parse_import_line`): each bad
         line is reported with its number and skipped, the good ones kept in one transaction."""
-        rows, report = archive.parse_lines(lines)
+        rows, report = learnings.parse_lines(lines)
         with self._db.memory() as m:
-            archive.add_imported(m, rows, report)
+            learnings.add_imported(m, rows, report)
         return report
 
     def import_jsonl(self, path: str) -> ImportReport:
         """Import a JSON-lines file (``wsd import``)."""
-        return self.import_lines(archive.file_lines(path))
+        return self.import_lines(learnings.file_lines(path))
 
     def recent_learnings(self, since: float, limit: int) -> list[tuple[str, float, str]]:
         """(type, created_at, content) of current learnings since ``since``, newest first
         (read-only: the boot context never writes)."""
         with self._db.memory(readonly=True) as m:
-            return archive.recent_learnings(m, since, limit)
+            return learnings.recent_learnings(m, since, limit)
 
     def open_actions(self, limit: int) -> list[tuple[int, int, str]]:
         """Open pending actions as (id, priority, content), most urgent first (read-only)."""
@@ -102,28 +112,28 @@ class Archive:
     def learnings(self) -> list[tuple[str, str]]:
         """Every stored learning as (type, content), oldest first (the demo prints them)."""
         with self._db.memory(readonly=True) as m:
-            return archive.learnings(m)
+            return learnings.learnings(m)
 
     def related_learnings(
         self, text: str, limit: int, words: int = 40
     ) -> list[tuple[int, str, float, str]]:
         """Current learnings most related to ``text``, best first, as (id, type, created_at,
         content): plain FTS5 BM25 over its ``words`` most frequent words."""
-        query = archive.related_query(text, words)
+        query = learnings.related_query(text, words)
         if query is None or limit <= 0:
             return []
         with self._db.memory(readonly=True) as m:
-            return archive.related_learnings(m, query, limit)
+            return learnings.related_learnings(m, query, limit)
 
     def retracted_at(self, learning_id: int) -> float | None:
         """When learning ``learning_id`` was retracted (``wsd forget``), or None if it was not."""
         with self._db.memory(readonly=True) as m:
-            return archive.retracted_at(m, learning_id)
+            return learnings.retracted_at(m, learning_id)
 
     def retract(self, learning_id: int, now: float, reason: str | None = None) -> bool:
-        """``wsd forget`` (see :func:`archive.retract`); False if there is no such learning."""
+        """``wsd forget`` (see :func:`learnings.retract`); False if there is no such learning."""
         with self._db.memory() as m:
-            return archive.retract(m, learning_id, now, reason)
+            return learnings.retract(m, learning_id, now, reason)
 
 
 class Vectors:
