@@ -31,7 +31,7 @@ from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile, package_version
 from wsd.daemon.store import archive
 from wsd.daemon.store.aside import pause_requested
-from wsd.daemon.store.facets import Maintenance
+from wsd.daemon.store.maintenance import Maintenance
 from wsd.daemon.store.store import Store
 from wsd.schema.layout import Layout
 

@@ -17,6 +17,9 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.store import actions, learnings
+from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.learnings import ImportReport
 from wsd.hooks.capture import is_memory_call
 
 #: Turns copied per call (one short write transaction each).
@@ -162,3 +165,104 @@ def _compact(value: Any, limit: int) -> str:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Archive:
+    """The turn index, ``wsd import`` and ``wsd forget``, and the learnings a new session and
+    the curator are shown (see :mod:`wsd.daemon.store.archive`)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def index_new_turns(self, batch: int = INDEX_BATCH, identity: str | None = None) -> int:
+        """Copy up to ``batch`` closed turns not yet in the turn index; returns how many (the
+        daemon calls it every pass, ``wsd rebuild`` until it returns 0)."""
+        if identity is None:
+            with self._db.transcript() as t:
+                identity = schema.identity(t)
+        with self._db.memory() as m:
+            cursor = index_cursor(m, identity)
+        if cursor is None:
+            return 0  # memory.db not migrated yet: the daemon migrates at start
+        with self._db.transcript() as t:
+            rows = observations_after(t, cursor, batch)
+        if rows:
+            with self._db.memory() as m:
+                add_turns(m, identity, rows)
+        return len(rows)
+
+    def unindexed_turns(
+        self, limit: int, memory: apsw.Connection | None = None
+    ) -> tuple[str, list[tuple[Any, ...]]]:
+        """The turns not in the turn index yet, read only (:func:`unindexed`); its
+        high-water mark read on ``memory`` when given (search's own connection: opening
+        memory.db again cost a search as much as the rest of this)."""
+        with self._db.transcript(readonly=True) as t:
+            if memory is not None:
+                return unindexed(t, memory, limit)
+            with self._db.memory(readonly=True) as m:
+                return unindexed(t, m, limit)
+
+    def transcript_turn(self, observation_id: int) -> tuple[str, tuple[Any, ...] | None]:
+        """The transcript's identity, and the turn as the index would store it, or None."""
+        with self._db.transcript(readonly=True) as t:
+            found = as_turns(observations_by_id(t, [observation_id]))
+            return schema.identity(t), found[0] if found else None
+
+    def reindex_turns(self, ids: Iterable[int], identity: str) -> int:
+        """Index these turns again (a late event folded into them changed their text); how
+        many."""
+        wanted = sorted(set(ids))
+        with self._db.transcript() as t:
+            rows = observations_by_id(t, wanted)
+        with self._db.memory() as m:
+            return replace_turns(m, identity, wanted, rows)
+
+    def import_lines(self, lines: Iterable[str | bytes]) -> ImportReport:
+        """Import learnings from JSON lines (see :func:`learnings.parse_import_line`): each bad
+        line is reported with its number and skipped, the good ones kept in one transaction."""
+        rows, report = learnings.parse_lines(lines)
+        with self._db.memory() as m:
+            learnings.add_imported(m, rows, report)
+        return report
+
+    def import_jsonl(self, path: str) -> ImportReport:
+        """Import a JSON-lines file (``wsd import``)."""
+        return self.import_lines(learnings.file_lines(path))
+
+    def recent_learnings(self, since: float, limit: int) -> list[tuple[str, float, str]]:
+        """(type, created_at, content) of current learnings since ``since``, newest first
+        (read-only: the boot context never writes)."""
+        with self._db.memory(readonly=True) as m:
+            return learnings.recent_learnings(m, since, limit)
+
+    def open_actions(self, limit: int) -> list[tuple[int, int, str]]:
+        """Open pending actions as (id, priority, content), most urgent first (read-only)."""
+        with self._db.memory(readonly=True) as m:
+            return actions.open_list(m, limit)
+
+    def learnings(self) -> list[tuple[str, str]]:
+        """Every stored learning as (type, content), oldest first (the demo prints them)."""
+        with self._db.memory(readonly=True) as m:
+            return learnings.learnings(m)
+
+    def related_learnings(
+        self, text: str, limit: int, words: int = 40
+    ) -> list[tuple[int, str, float, str]]:
+        """Current learnings most related to ``text``, best first, as (id, type, created_at,
+        content): plain FTS5 BM25 over its ``words`` most frequent words."""
+        query = learnings.related_query(text, words)
+        if query is None or limit <= 0:
+            return []
+        with self._db.memory(readonly=True) as m:
+            return learnings.related_learnings(m, query, limit)
+
+    def retracted_at(self, learning_id: int) -> float | None:
+        """When learning ``learning_id`` was retracted (``wsd forget``), or None if it was not."""
+        with self._db.memory(readonly=True) as m:
+            return learnings.retracted_at(m, learning_id)
+
+    def retract(self, learning_id: int, now: float, reason: str | None = None) -> bool:
+        """``wsd forget`` (see :func:`learnings.retract`); False if there is no such learning."""
+        with self._db.memory() as m:
+            return learnings.retract(m, learning_id, now, reason)

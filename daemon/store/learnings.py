@@ -1,8 +1,8 @@
 """The learnings' SQL verbs outside curation: ``wsd import``, the learnings a new session and
 the curator are shown, and ``wsd forget``.
 
-Each verb takes an open connection (the Store's :class:`~wsd.daemon.store.facets.Archive`
-opens them, one per unit of work):
+Each verb takes an open connection (the Store's
+:class:`~wsd.daemon.store.archive.Archive` facet opens them, one per unit of work):
 
 * an import parses JSON lines (:func:`parse_lines`); each bad line is reported with its line
   number and skipped, the good ones are kept (:func:`add_imported`, one transaction).

@@ -24,9 +24,10 @@ from typing import Any
 
 from wsd import schema
 from wsd.daemon.store import actions, charges, flushes, ledger, revisions, turns
+from wsd.daemon.store.archive import Archive
 from wsd.daemon.store.connections import Connections, Opener
-from wsd.daemon.store.facets import Archive, Maintenance, Vectors, Workspace
 from wsd.daemon.store.lineage import Lineage
+from wsd.daemon.store.maintenance import Maintenance
 from wsd.daemon.store.records import (
     Backlog,
     BatchRecord,
@@ -36,6 +37,8 @@ from wsd.daemon.store.records import (
     Uncurated,
 )
 from wsd.daemon.store.remote import RemoteBatches
+from wsd.daemon.store.vectors import Vectors
+from wsd.daemon.store.workspace import Workspace
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, close_stale_turns, record, request_flush
 

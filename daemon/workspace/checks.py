@@ -2,7 +2,7 @@
 
 Each check computes the problems present now, each with a stable
 de-duplication key. :meth:`Checks.run` raises an action for every new problem
-(see :meth:`wsd.daemon.store.facets.Workspace.raise_actions`: an action the agent
+(see :meth:`wsd.daemon.store.workspace.Workspace.raise_actions`: an action the agent
 dismissed is not nagged back) and closes, as completed, every open action of
 the check whose problem is gone. The checks:
 
