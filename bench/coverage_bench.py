@@ -196,7 +196,7 @@ def stored_turns(turn_set: TurnSet) -> list[Turn]:
         layout = make_workspace(tmp, files=False)
         capture_turns(layout, turn_set.turns)
         store = Store(layout)
-        turns = store.turns_by_id(store.turn_ids(None))
+        turns = store.turns.turns_by_id(store.turns.turn_ids(None))
     if len(turns) != len(turn_set.turns):
         raise RuntimeError(
             f"{turn_set.name}: {len(turn_set.turns)} turns sent, {len(turns)} stored"

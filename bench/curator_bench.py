@@ -215,9 +215,9 @@ def curator_cost(batch: int = 25) -> list[Row]:
         layout = make_workspace(tmp)
         capture_turns(layout, turns)
         store = Store(layout)
-        rendered = [render_turn(t) for t in store.pending_turns(batch)]
+        rendered = [render_turn(t) for t in store.turns.pending_turns(batch)]
         files = files_mod.read_all(layout)
-        system, messages = build_request(files, store.open_actions(), rendered)
+        system, messages = build_request(files, store.actions.open_actions(), rendered)
     instructions = len(system[0]["text"])
     memory_block = len(messages[0]["content"][0]["text"])
     batch_block = len(messages[0]["content"][1]["text"])

@@ -167,4 +167,4 @@ def test_resolve_action_still_closes_an_action_by_id(layout: Layout) -> None:
     assert "marked completed" in done["content"][0]["text"]
     done = run_resolve(layout, {"id": "#2", "status": "dismissed"})
     assert "marked dismissed" in done["content"][0]["text"]
-    assert Store(layout).open_actions() == []
+    assert Store(layout).actions.open_actions() == []

@@ -158,7 +158,7 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
         layout.memory_db, "SELECT count(*), count(DISTINCT content) FROM learnings"
     )[0]
     assert learned == distinct == TURNS
-    latest = Store(layout).latest_md()
+    latest = Store(layout).revisions.latest_md()
     assert Path(layout.md("user.md")).read_text() == latest["user.md"]
     assert memory_files.stray_temp_files(layout) == []
     assert not [n for n in os.listdir(layout.memory_dir) if n.endswith(".ingesting")]

@@ -151,7 +151,7 @@ def test_passover_preference_and_correction_reach_the_next_session(
     assert _rows(layout.memory_db, "SELECT id, type, content FROM learnings") == learnings_before
     (searched,) = _rows(layout.memory_db, "SELECT tools FROM turns WHERE prompt = ?", (QUESTION,))
     assert searched == ("",)  # the turn index leaves memory tool calls out too
-    assert Store(layout).stats()["learnings"] == len(learnings_before)
+    assert Store(layout).ledger.stats()["learnings"] == len(learnings_before)
 
 
 def test_claude_code_session_start_hook_injects_the_boot_context(

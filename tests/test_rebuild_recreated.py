@@ -68,7 +68,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
         _append(layout, lines[2])
         fresh = make_worker(layout, standin)  # a fresh memory.db: the md files adopted
         assert fresh.run_once().action == Step.PAUSED
-        assert [r.source for r in Store(layout).md_history("user.md")] == ["hand"]
+        assert [r.source for r in Store(layout).revisions.md_history("user.md")] == ["hand"]
         _append(layout, lines[3])  # adopted by the rebuild itself, into the fresh memory.db
 
     try:
@@ -79,7 +79,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
     assert done
     user = Path(layout.md("user.md")).read_text()
     assert [line for line in lines if line not in user] == []
-    history = Store(layout).md_history("user.md")
+    history = Store(layout).revisions.md_history("user.md")
     assert lines[3] in history[-1].content and {r.source for r in history} == {"hand"}
     assert "memory.db was replaced" in outcome
     assert not Path(pause_path(layout)).exists()
@@ -92,7 +92,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
     assert [line for line in lines if line not in user] == []
     covered = q(layout.memory_db, "SELECT observation_id FROM batch_turns ORDER BY 1")
     assert [i for (i,) in covered] == list(range(1, 8))
-    assert Store(layout).latest_md()["user.md"] == user
+    assert Store(layout).revisions.latest_md()["user.md"] == user
 
 
 def test_the_swap_refuses_a_memory_db_other_than_the_one_the_rebuild_started_from(
@@ -107,10 +107,10 @@ def test_the_swap_refuses_a_memory_db_other_than_the_one_the_rebuild_started_fro
     _delete_memory_db(layout)
     fresh = Store(layout)
     fresh.migrate()
-    fresh.add_revision("user.md", "- A person's line\n", "hand", 1.0)
+    fresh.revisions.add_revision("user.md", "- A person's line\n", "hand", 1.0)
     assert fresh.memory_identity() != started_from
     with pytest.raises(aside.MemoryReplaced):
         aside.swap(layout, started_from)
-    assert Store(layout).latest_md() == {"user.md": "- A person's line\n"}
+    assert Store(layout).revisions.latest_md() == {"user.md": "- A person's line\n"}
     aside.swap(layout, fresh.memory_identity())  # the database it started from: swapped
-    assert Store(layout).latest_md() == {}
+    assert Store(layout).revisions.latest_md() == {}

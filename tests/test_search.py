@@ -436,7 +436,7 @@ def test_resolve_action_tool_and_curator_action_done(
 ) -> None:
     """The agent's tool closes an action; the curator's ACTION_DONE line closes one too."""
     store = Store(memory)
-    ((first, _, _),) = store.open_actions()
+    ((first, _, _),) = store.actions.open_actions()
     bad = run_resolve(memory, {"id": first, "status": "finished"})
     assert bad.get("is_error") and "status must be one of" in bad["content"][0]["text"]
     done = run_resolve(memory, {"id": f"#{first}", "status": "dismissed"})
@@ -447,14 +447,14 @@ def test_resolve_action_tool_and_curator_action_done(
     turn(cap, "s3", "Remind me to water the plants.", "Sure.")
     cap.close()
     curate(memory, standin)
-    ((second, _, _),) = store.open_actions()
+    ((second, _, _),) = store.actions.open_actions()
     cap = Capture(CaptureConfig(workspace=memory.root))
     turn(cap, "s3", "I watered the plants.", "Great.")
     cap.close()
     standin.script(Reply.text(f"ACTION_DONE: {second}"))
     curate(memory, standin)
-    assert store.open_actions() == []
-    assert not store.set_action_status(second, "completed", time.time())
+    assert store.actions.open_actions() == []
+    assert not store.actions.set_action_status(second, "completed", time.time())
 
 
 def test_search_tool_reports_bad_arguments(memory: Layout) -> None:

@@ -277,9 +277,9 @@ def test_flush_wait_answers_while_another_session_keeps_writing(
             busy = threading.Thread(target=writer)
             busy.start()
             try:
-                assert wait_for(lambda: Store(layout).backlog().pending > 3)
+                assert wait_for(lambda: Store(layout).turns.backlog().pending > 3)
                 waited = wsd(env, "flush", "--wait", "30", check=False)
-                still_pending = Store(layout).backlog().pending
+                still_pending = Store(layout).turns.backlog().pending
             finally:
                 stop.set()
                 busy.join()
@@ -306,7 +306,10 @@ def test_doctor_is_quiet_on_a_healthy_workspace_with_an_inventory(
             wsd(env, "flush", "--wait", "30")
             assert wait_for(lambda: "contract.pdf" in Path(layout.md("files.md")).read_text())
             assert "- documents/: contracts" in Path(layout.md("files.md")).read_text()
-            assert Store(layout).latest_md()["files.md"] == "# Files\n- documents/: contracts\n"
+            assert (
+                Store(layout).revisions.latest_md()["files.md"]
+                == "# Files\n- documents/: contracts\n"
+            )
             for args in (["doctor"], ["doctor", "--fix"], ["doctor"]):
                 result = wsd(env, *args, check=False)
                 report = result.stdout

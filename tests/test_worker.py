@@ -45,7 +45,7 @@ def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: Brid
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
         (0,)
     ]
-    latest = Store(layout).latest_md()
+    latest = Store(layout).revisions.latest_md()
     assert "tools.md" in latest and "user.md" in latest
     for name, content in latest.items():
         assert Path(layout.md(name)).read_text() == content
@@ -247,7 +247,7 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     assert q(layout.memory_db, "SELECT content, priority FROM pending_actions") == [
         ("Review the report", 1)
     ]
-    assert set(Store(layout).latest_md()) == {"user.md", "tools.md"}
+    assert set(Store(layout).revisions.latest_md()) == {"user.md", "tools.md"}
     assert len(Path(layout.md("tools.md")).read_text().splitlines()) == 150
     assert not os.path.exists(layout.md("soul.md"))  # the fixture installs no template
     (refused,) = q(layout.memory_db, "SELECT refused FROM batches")[0]
@@ -291,7 +291,7 @@ def test_truncated_reply_keeps_learnings_but_not_updates(
     )
     drain(worker)
     assert q(layout.memory_db, "SELECT type FROM learnings") == [("correction",)]
-    assert Store(layout).latest_md() == {}
+    assert Store(layout).revisions.latest_md() == {}
     assert q(layout.memory_db, "SELECT stop_reason FROM batches") == [("max_tokens",)]
 
 
@@ -339,7 +339,7 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     )
     write_turns(layout, 2)
     drain(worker)  # a first good batch writes the md files
-    good = {name: Path(layout.md(name)).read_text() for name in Store(layout).latest_md()}
+    good = {name: Path(layout.md(name)).read_text() for name in Store(layout).revisions.latest_md()}
     write_turns(layout, 4, start=2)
     faults: list[Any] = [
         Fault.refuse(0.3),
@@ -369,9 +369,9 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     )
     assert sorted(covering) == [(i, 1) for i in range(1, 7)]
     assert len(standin.requests) <= len(faults) + 3  # every fault cost one call, no more
-    assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+    assert Path(layout.md("user.md")).read_text() == Store(layout).revisions.latest_md()["user.md"]
     assert "half a fi" not in Path(layout.md("user.md")).read_text()
-    assert set(good) <= set(Store(layout).latest_md())
+    assert set(good) <= set(Store(layout).revisions.latest_md())
 
 
 def test_long_outage_backs_off_and_survives_restart(layout: Layout, standin: BridgeStandin) -> None:
@@ -477,7 +477,7 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
         (0,)
     ]
-    assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+    assert Path(layout.md("user.md")).read_text() == Store(layout).revisions.latest_md()["user.md"]
     assert memory_files.stray_temp_files(layout) == []
     calls = len(standin.requests)
     drain(fresh)

@@ -121,7 +121,7 @@ class Economy:
         """Send ``batches`` as one Message Batch, each request built from the same memory
         snapshot. Raises Outage (the Bridge is down: back off) and Shutdown."""
         base = self.pipeline.files()
-        actions = self.store.open_actions()
+        actions = self.store.actions.open_actions()
         prepared: list[Prepared] = []
         for batch in batches:  # within the size cap: the rest waits for the next batch
             if prepared and sum(p.chars for p in prepared) >= MAX_SUBMISSION_CHARS:
@@ -177,8 +177,8 @@ class Economy:
             self.store.remote.forget(rid)
             raise
         self.store.remote.submitted(rid, remote_id, self.clock(), now + self._wait(0))
-        if self.store.get_state(OFF_KEY):
-            self.store.set_state({OFF_KEY: None}, now)
+        if self.store.ledger.get_state(OFF_KEY):
+            self.store.ledger.set_state({OFF_KEY: None}, now)
             self.log.info("economy_available", remote_id=remote_id)
         self.log.info(
             "economy_submitted",
@@ -196,7 +196,7 @@ class Economy:
 
     def _turn_off(self, why: str, now: float) -> None:
         off = {"since": now, "reason": why[:300], "probe_at": now + PROBE_SECONDS}
-        self.store.set_state({OFF_KEY: json.dumps(off)}, now)
+        self.store.ledger.set_state({OFF_KEY: json.dumps(off)}, now)
         self.log.warning("economy_unavailable", reason=why[:300], probe_at=off["probe_at"])
 
     # -- polling ---------------------------------------------------------------------------
@@ -348,7 +348,7 @@ class Economy:
             return
         if result.usage is not None:
             self.meter.answered(request.charge_id, result.usage, result.message_id)
-        turns = self.store.turns_by_id(list(request.turn_ids))
+        turns = self.store.turns.turns_by_id(list(request.turn_ids))
         if not turns:  # gone meanwhile (transcript.db replaced under us): nothing to apply
             self.store.remote.settle_request(batch.id, request.custom_id, COVERED, "gone", now)
             return
@@ -398,7 +398,7 @@ def economy_off(store: Store, now: float) -> dict[str, Any] | None:
     """Why the economy lane is off (``since``, ``reason``, ``probe_at``) while ``now`` is
     before its daily probe; None: on (also for a state row that is not what this code
     writes)."""
-    raw = store.get_state(OFF_KEY)
+    raw = store.ledger.get_state(OFF_KEY)
     try:
         off = json.loads(raw) if raw else None
     except ValueError:

@@ -119,7 +119,7 @@ def rebuild(
         late = _keep_late_edits(layout, live, disk)
         if late:
             say(f"kept your edits of {', '.join(late)} (made while the rebuild swapped)")
-        report.files, report.removed_files = _rewrite_md(layout, live.latest_md())
+        report.files, report.removed_files = _rewrite_md(layout, live.revisions.latest_md())
     except aside.MemoryReplaced as exc:
         raise RebuildError(
             "memory.db was replaced while the rebuild ran (deleted and recreated, or restored"
@@ -145,7 +145,7 @@ def _record_spooled(layout: Layout, built: Store, rounds: int = 20) -> None:
             return
         for taken in spool.to_ingest(layout.spool):
             try:
-                spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
+                spool.ingest_file(taken, lambda e: built.turns.record_event(e, "spool"))
             except (apsw.Error, OSError) as exc:
                 raise RebuildError(f"spooled events could not be recorded ({exc}): retry") from exc
     raise RebuildError("hooks keep spooling (is transcript.db held locked?): try again later")
@@ -166,7 +166,7 @@ def _recurate(
     is read, so a late event becomes an addendum instead of changing a turn the curator was
     already sent."""
     _record_spooled(layout, built)
-    ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
+    ids = built.turns.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
     groups = plan_groups(Store(layout), identity, ids, config.batch_turns)
     report = RebuildReport(turns=len(ids))
     deploy = {name: memory_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
@@ -194,7 +194,7 @@ def _recurate(
         built,
         bridge,
         # The files as the rebuild has curated them so far, not the live ones.
-        files=lambda: {**deploy, **built.latest_md()},
+        files=lambda: {**deploy, **built.revisions.latest_md()},
         dated=dated,
         began=began,
         on_commit=counted,
@@ -203,7 +203,7 @@ def _recurate(
     done = 0
     for group in groups:
         _record_spooled(layout, built)  # hooks spool on while we run: before every claim
-        turns = built.claim_turns(group.turn_ids, time.time())
+        turns = built.turns.claim_turns(group.turn_ids, time.time())
         for batch in plan(turns, config.batch_chars):
             learnings, parked = report.learnings, report.parked
             edits.until(began(batch.turns))  # what people did before this batch began
@@ -278,7 +278,7 @@ def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -
     file as a hand revision; the names. Without it the rewrite that follows overwrote the
     change, and it was in no revision either (the daemon, paused, never saw it). A file
     deleted meanwhile is no edit: the rewrite writes it back, as the daemon does."""
-    latest = live.latest_md()
+    latest = live.revisions.latest_md()
     kept = []
     for name, now in memory_files.read_curated(layout).items():
         if now is None:
@@ -289,7 +289,7 @@ def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -
             continue
         text = replayed(before, after, latest.get(name, ""))
         if text != latest.get(name, ""):
-            live.add_revision(name, text, "hand", time.time())
+            live.revisions.add_revision(name, text, "hand", time.time())
             kept.append(name)
     return kept
 

@@ -54,7 +54,7 @@ def plan_groups(live: Store, identity: str, ids: Sequence[int], batch_turns: int
     wanted = set(ids)
     groups: list[Group] = []
     covered: set[int] = set()
-    for started, finished, turn_ids in live.batch_groups(identity):
+    for started, finished, turn_ids in live.ledger.batch_groups(identity):
         kept = [i for i in turn_ids if i in wanted and i not in covered]
         if kept:
             groups.append(Group(kept, started, finished))
@@ -83,7 +83,7 @@ class PersonEdits:
             found = self.live.memory_identity()
             if found != self.identity:
                 raise MemoryReplaced(self.identity, found)
-            return self.live.person_revisions(after)
+            return self.live.revisions.person_revisions(after)
 
     def until(self, cut: float | None) -> None:
         """Replay, in order, every pending edit made before ``cut`` (None: all of them)."""
@@ -97,10 +97,12 @@ class PersonEdits:
         self.until(None)
 
     def _replay(self, revision: Revision, before: str) -> None:
-        current = self.built.latest_md().get(revision.file, "")
+        current = self.built.revisions.latest_md().get(revision.file, "")
         text = replayed(before, revision.content, current)
         if text != current:
-            self.built.add_revision(revision.file, text, revision.source, revision.created_at)
+            self.built.revisions.add_revision(
+                revision.file, text, revision.source, revision.created_at
+            )
             self.replayed += 1
 
 

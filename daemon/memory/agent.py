@@ -202,7 +202,7 @@ def run_resolve(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
     try:
         action_id = whole(args, "id", MAX_ID)
         status = str(args.get("status", ""))
-        done = Store(layout).set_action_status(action_id, status, time.time())
+        done = Store(layout).actions.set_action_status(action_id, status, time.time())
     except (ValueError, TypeError) as exc:
         return _text(f"resolve_action: {exc}", error=True)
     except Exception as exc:  # a tool must answer, never crash the agent

@@ -258,7 +258,7 @@ def _digest(layout: Layout) -> Digest | None:
     if not os.path.exists(layout.transcript_db):
         return None
     try:
-        found = Store(layout).uncurated(uncurated.MAX_LINES, uncurated.READ_CHARS)
+        found = Store(layout).turns.uncurated(uncurated.MAX_LINES, uncurated.READ_CHARS)
     except (apsw.Error, OSError) as exc:
         why = describe(exc)
         _warn(f"transcript.db not readable ({why}); boot context without the turns not curated")

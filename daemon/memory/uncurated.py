@@ -11,7 +11,7 @@ first (the budget cuts the oldest), and counts the ones it does not show:
     - 2027-01-15 08:00  Build the expense table for 2026-04 by supplier and save it as CSV…
     - … 1 turn with no request (tool activity only)
 
-The store reads the turns (:meth:`~wsd.daemon.store.store.Store.uncurated`); the boot
+The store reads the turns (:meth:`~wsd.daemon.store.turns.Turns.uncurated`); the boot
 context neutralises their text before it comes here, as it does all stored text it shows.
 """
 

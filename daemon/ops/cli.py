@@ -116,7 +116,7 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     layout = Layout(_config(args, env).workspace)
     if no_memory("wsd retry", layout):
         return 1
-    if not Store(layout).stats()["parked"]:  # no Bridge needed to say so
+    if not Store(layout).ledger.stats()["parked"]:  # no Bridge needed to say so
         print("nothing parked: no batch to retry")
         return 0
     config = _config(args, deployed_env(layout, env))  # the daemon's Bridge and token

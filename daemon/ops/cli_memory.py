@@ -153,7 +153,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if args.id is not None:
             print("wsd pending: list takes no id", file=sys.stderr)
             return 2
-        actions = store.list_actions(include_closed=args.all)
+        actions = store.actions.list_actions(include_closed=args.all)
         if args.json:
             print(json.dumps(actions, ensure_ascii=False, indent=1))
         elif not actions:
@@ -167,7 +167,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"wsd pending: {args.verb} needs an action id", file=sys.stderr)
         return 2
     status = "completed" if args.verb == "complete" else "dismissed"
-    changed = store.set_action_status(args.id, status, time.time())
+    changed = store.actions.set_action_status(args.id, status, time.time())
     result: dict[str, Any] = {"id": args.id, "status": status, "changed": changed}
     if args.json:
         print(json.dumps(result))

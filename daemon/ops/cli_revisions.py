@@ -137,7 +137,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
         from wsd.daemon.ops import cli_why
 
         return cli_why.run(args, store)
-    revisions = store.md_history(args.file)
+    revisions = store.revisions.md_history(args.file)
     by_id = {r.id: r for r in revisions}
     if args.verb == "history":
         rows = history_rows(revisions)
@@ -163,7 +163,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
         print("wsd memory restore: give one revision id", file=sys.stderr)
         return 2
     rev = by_id[wanted[0]]
-    new_id = store.add_revision(args.file, rev.content, "restore", time.time())
+    new_id = store.revisions.add_revision(args.file, rev.content, "restore", time.time())
     failed = memory_files.materialise_each(layout, {args.file: rev.content})[1]
     print(f"{args.file}: revision #{rev.id} restored as #{new_id}")
     if failed:  # the revision is the truth; the file follows it when it can be written

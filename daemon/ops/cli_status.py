@@ -41,8 +41,8 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if unready:  # read-only: say what state the workspace is in, create nothing
         return _status_unready(layout, unready, read_status(layout), args.json)
     now = time.time()
-    backlog = store.backlog()
-    stats = store.stats()
+    backlog = store.turns.backlog()
+    stats = store.ledger.stats()
     beat = read_status(layout)
     reported = (beat or {}).get("settings")
     settings: dict[str, Any] = dict(reported) if isinstance(reported, dict) else config.reported()
@@ -219,7 +219,7 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     store = Store(layout)
     store.migrate()
     asked = time.time()
-    flush_id = store.request_flush("cli", asked)
+    flush_id = store.flushes.request_flush("cli", asked)
     print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
     # Nobody to curate it: say so now, with or without --wait ("flush requested" alone read
     # as "it is being done"). A daemon just started counts: its `wsd run` is there before
@@ -238,14 +238,14 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 1
     deadline = time.monotonic() + args.wait
     while args.wait and time.monotonic() < deadline:
-        handled, error = store.flush_outcome(flush_id)
+        handled, error = store.flushes.flush_outcome(flush_id)
         if handled and error:
             print(f"flush done, but {error}", file=sys.stderr)
             return 1
         if handled:
             # A turn parked just before this flush was asked for (an earlier flush or the
             # threshold took it) left this one nothing to do: "flush done" alone misled.
-            recent = store.parked_since(asked - RECENT_PARKED_SECONDS)
+            recent = store.ledger.parked_since(asked - RECENT_PARKED_SECONDS)
             if recent:
                 batch_id, why = recent[0]
                 print(

@@ -212,8 +212,8 @@ class Doctor:
     def processing(self) -> None:
         now = time.time()
         age = self.ops.oldest_pending_age(now)
-        backlog = self.store.backlog()
-        parked = self.store.stats()["parked"]
+        backlog = self.store.turns.backlog()
+        parked = self.store.ledger.stats()["parked"]
         if backlog.held and age is not None and age > STALE_PENDING_SECONDS:
             # One Message Batch at a time: the turns wait for its result (the economy check
             # judges how long it has been out).
@@ -242,7 +242,7 @@ class Doctor:
         watcher's."""
         for held in erosion.waiting_files(self.store, time.time(), self.erosion):
             self.add("warn", "md erosion", held.summary())
-        latest = self.store.latest_md()
+        latest = self.store.revisions.latest_md()
         stray = memory_files.stray_temp_files(self.layout)
         states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}
         unreadable = doctor_states.unreadable_files(self)
@@ -255,7 +255,7 @@ class Doctor:
                 continue
             if text is None:
                 states["missing"].append(name)
-            elif self.store.known_revision(name, sha256(text)) is not None:
+            elif self.store.revisions.known_revision(name, sha256(text)) is not None:
                 states["stale"].append(name)
             else:
                 states["hand"].append(name)

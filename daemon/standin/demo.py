@@ -148,7 +148,7 @@ def run(keep: bool) -> int:
         _banner("waiting for the daemon to curate (SessionEnd: a Message Batch, half price)")
         store = Store(layout)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and store.backlog().pending:
+        while time.monotonic() < deadline and store.turns.backlog().pending:
             time.sleep(0.2)
         subprocess.run([wsd, "flush", "--wait", "20"], env=env, check=True)
         _banner("what the curator answered: learnings, and line edits of the md files")
