@@ -233,10 +233,10 @@ def _from_db(
     """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
     if not os.path.exists(layout.memory_db):
         return [], []
-    archive = Store(layout).archive
+    store = Store(layout)
     try:
-        recent = archive.recent_learnings(since, max_learnings)
-        open_actions = archive.open_actions(max_actions)
+        recent = store.archive.recent_learnings(since, max_learnings)
+        open_actions = store.actions.open_actions(max_actions)
     except (apsw.Error, OSError) as exc:
         _warn(f"memory.db not readable ({describe(exc)}); boot context without learnings")
         return [], []

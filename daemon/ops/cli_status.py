@@ -42,6 +42,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return _status_unready(layout, unready, read_status(layout), args.json)
     now = time.time()
     backlog = store.turns.backlog()
+    age = backlog.age(now)
     stats = store.ledger.stats()
     beat = read_status(layout)
     reported = (beat or {}).get("settings")
@@ -57,7 +58,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if beat and beat.get("heartbeat_at")
         else None,
         "backlog": backlog.pending,
-        "oldest_pending_age_s": round(now - backlog.oldest_ts, 1) if backlog.oldest_ts else None,
+        "oldest_pending_age_s": None if age is None else round(age, 1),
         "flush_pending": backlog.flush_upto is not None,
         "last_batch": stats["last_batch"],
         "parked_batches": stats["parked"],

@@ -103,7 +103,7 @@ def _unadopted(store: Store, name: str, latest: Revision) -> None:
 
 def _latest(store: Store, name: str, verb: str) -> tuple[list[Revision], list[Blamed]] | None:
     """The file's revisions and its latest one's lines blamed; None (said) when it has none."""
-    revisions = store.lineage.revisions(name)
+    revisions = store.revisions.md_history(name)
     if not revisions:
         print(f"wsd memory {verb}: {name} has no revisions yet", file=sys.stderr)
         return None
@@ -172,7 +172,7 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
     more = 0
     tracer = _Tracer(store)
     for name in CURATED_FILES:
-        revisions = store.lineage.revisions(name)
+        revisions = store.revisions.md_history(name)
         for b in blame(revisions):
             if needle not in b.text.casefold():
                 continue

@@ -211,8 +211,8 @@ class Doctor:
 
     def processing(self) -> None:
         now = time.time()
-        age = self.ops.oldest_pending_age(now)
         backlog = self.store.turns.backlog()
+        age = backlog.age(now)
         parked = self.store.ledger.stats()["parked"]
         if backlog.held and age is not None and age > STALE_PENDING_SECONDS:
             # One Message Batch at a time: the turns wait for its result (the economy check

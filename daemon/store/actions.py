@@ -205,8 +205,9 @@ class Actions:
         self._db = db
 
     def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
-        """Open pending actions as (id, priority, content), most urgent first."""
-        with self._db.memory() as m:
+        """Open pending actions as (id, priority, content), most urgent first (read-only:
+        the boot context reads them too, and never writes)."""
+        with self._db.memory(readonly=True) as m:
             return open_list(m, limit)
 
     def list_actions(self, include_closed: bool = False) -> list[dict[str, Any]]:

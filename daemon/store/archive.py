@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import actions, learnings
+from wsd.daemon.store import learnings
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.learnings import ImportReport
 from wsd.hooks.capture import is_memory_call
@@ -235,11 +235,6 @@ class Archive:
         (read-only: the boot context never writes)."""
         with self._db.memory(readonly=True) as m:
             return learnings.recent_learnings(m, since, limit)
-
-    def open_actions(self, limit: int) -> list[tuple[int, int, str]]:
-        """Open pending actions as (id, priority, content), most urgent first (read-only)."""
-        with self._db.memory(readonly=True) as m:
-            return actions.open_list(m, limit)
 
     def learnings(self) -> list[tuple[str, str]]:
         """Every stored learning as (type, content), oldest first (the demo prints them)."""

@@ -13,7 +13,7 @@ import re
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import remote, turns
+from wsd.daemon.store import remote
 from wsd.daemon.store.connections import Connections
 from wsd.schema.errors import describe
 
@@ -232,9 +232,3 @@ class Maintenance:
                 target = os.path.join(dest_dir, os.path.basename(self._db.path(kind)))
                 pages[kind] = backup(source, target)
         return pages
-
-    def oldest_pending_age(self, now: float) -> float | None:
-        """How long the oldest turn not curated yet has waited, in seconds (None: none)."""
-        with self._db.transcript() as t:
-            oldest = turns.backlog(t).oldest_ts
-        return None if oldest is None else now - float(oldest)
