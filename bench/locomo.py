@@ -112,7 +112,7 @@ def load_facts(layout: Layout, sample: dict[str, Any]) -> None:
                 if when is not None:
                     line["created_at"] = when
                 lines.append(json.dumps(line))
-    report = Store(layout).archive.import_lines(lines)
+    report = Store(layout).learnings.import_lines(lines)
     if report.errors:
         raise RuntimeError(f"import errors: {report.errors[:3]}")
 

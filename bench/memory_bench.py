@@ -306,7 +306,7 @@ def boot_context() -> list[Row]:
             )
             for i in range(50)
         ]
-        Store(layout).archive.import_lines(lines)
+        Store(layout).learnings.import_lines(lines)
         rng = random.Random(7)
         turns = [typical_turn(rng, "bench", i) for i in range(50)]
         record_turns(layout, turns, BOOT_PENDING)

@@ -89,7 +89,7 @@ def test_a_turn_not_yet_curated_appears_with_its_date(layout: Layout) -> None:
     """A captured, uncurated turn shows its words and minute, between learnings and actions."""
     Path(layout.md("user.md")).write_text("# User\n- likes tea\n", encoding="utf-8")
     store = Store(layout)
-    store.archive.import_lines(
+    store.learnings.import_lines(
         [
             json.dumps(
                 {"type": "fact", "content": "The boiler was serviced", "created_at": time.time()}

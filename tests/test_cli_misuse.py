@@ -132,7 +132,7 @@ def _workspace(short: Path, tmp_path: Path) -> Layout:
     store = Store(layout)
     store.revisions.add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
     Path(layout.md("user.md")).write_text("# User\n- likes tea\n")
-    store.archive.import_lines([b'{"type": "fact", "content": "The person likes green tea"}'])
+    store.learnings.import_lines([b'{"type": "fact", "content": "The person likes green tea"}'])
     (tmp_path / "one.jsonl").write_text('{"type": "fact", "content": "The boiler is a Vaillant"}\n')
     return layout
 

@@ -101,7 +101,7 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     """Imported learnings, other sources' actions and state stay; closed actions stay closed."""
     curated(layout, standin)
     store = Store(layout)
-    store.archive.import_lines(
+    store.learnings.import_lines(
         [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})]
     )
     first, *_ = store.actions.open_actions()
@@ -152,8 +152,8 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
         store.revisions.add_revision(
             "context.md", context + "- Adopted by a restarted daemon\n", "hand", 1.0
         )
-        store.archive.import_lines([json.dumps({"type": "fact", "content": "Imported midway"})])
-        assert store.archive.retract(int(forgotten[0]), time.time(), "test")
+        store.learnings.import_lines([json.dumps({"type": "fact", "content": "Imported midway"})])
+        assert store.learnings.retract(int(forgotten[0]), time.time(), "test")
         conn = apsw.Connection(layout.memory_db)
         conn.execute(
             "INSERT INTO pending_actions (created_at, updated_at, content, source,"

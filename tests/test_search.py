@@ -88,7 +88,7 @@ def memory(layout: Layout, standin: BridgeStandin) -> Layout:
     turn(cap, "s2", "What is the capital of Australia?", "Canberra, not Sydney.")
     cap.close()
     curate(layout, standin)
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [
             json.dumps(
                 {
@@ -479,7 +479,7 @@ FILLER = [f"note {i}: the team met on day {i} and the plan was as it always is" 
 
 def _notes(layout: Layout, notes: list[str], turns: tuple[tuple[str, str], ...] = ()) -> None:
     """Import ``notes`` as facts (no session: no neighbours) and capture ``turns``."""
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [json.dumps({"type": "fact", "content": c}) for c in FILLER + notes]
     )
     assert not report.errors
@@ -677,7 +677,7 @@ def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStand
     "curated". Imported ones say ``imported`` (or their ref); curated ones the turn they came
     from."""
     store = Store(layout)
-    store.archive.import_lines(
+    store.learnings.import_lines(
         [
             json.dumps({"type": "fact", "content": "The boiler is serviced in May."}),
             json.dumps(

@@ -55,7 +55,7 @@ def _patient(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _import(layout: Layout, notes: list[str]) -> None:
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [json.dumps({"type": "fact", "content": n}) for n in notes]
     )
     assert not report.errors

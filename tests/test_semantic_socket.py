@@ -33,7 +33,7 @@ def _served(layout: Layout) -> Iterator[SemanticServer]:
     reason = semantic.missing()
     if reason is not None:  # the model needs the [semantic] extra
         pytest.skip(reason)
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [json.dumps({"type": "fact", "content": n}) for n in NOTES]
     )
     assert not report.errors

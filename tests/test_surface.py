@@ -41,7 +41,9 @@ FACT = "The shared drive password hint is kept in the red notebook"
 
 
 def _learn(layout: Layout, *facts: str) -> None:
-    Store(layout).archive.import_lines([json.dumps({"type": "fact", "content": f}) for f in facts])
+    Store(layout).learnings.import_lines(
+        [json.dumps({"type": "fact", "content": f}) for f in facts]
+    )
 
 
 def _tool_results(body: dict[str, Any]) -> list[str]:

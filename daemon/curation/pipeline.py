@@ -251,7 +251,7 @@ class Pipeline:
         built from one snapshot), the open actions and the related learnings."""
         actions = self.store.actions.open_actions() if actions is None else actions
         base = self.files() if base is None else base
-        related = self.store.archive.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
+        related = self.store.learnings.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
         system, messages = build_request(base, actions, batch.rendered, related)
         seen = Seen(
             base=dict(base),

@@ -235,7 +235,7 @@ def _from_db(
         return [], []
     store = Store(layout)
     try:
-        recent = store.archive.recent_learnings(since, max_learnings)
+        recent = store.learnings.recent_learnings(since, max_learnings)
         open_actions = store.actions.open_actions(max_actions)
     except (apsw.Error, OSError) as exc:
         _warn(f"memory.db not readable ({describe(exc)}); boot context without learnings")

@@ -123,9 +123,9 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     store = Store(_layout(args, env))
     store.migrate()
     if args.file == "-":
-        report = store.archive.import_lines(line.rstrip(b"\r\n") for line in sys.stdin.buffer)
+        report = store.learnings.import_lines(line.rstrip(b"\r\n") for line in sys.stdin.buffer)
     else:
-        report = store.archive.import_jsonl(args.file)
+        report = store.learnings.import_jsonl(args.file)
     for number, why in report.errors:
         print(f"{args.file}:{number}: {why}", file=sys.stderr)
     if report.unknown_turns:
@@ -281,9 +281,9 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd forget ID``: retract a learning (search, boot context and index forget it)."""
     from wsd.daemon.store.store import Store
 
-    archive = Store(_layout(args, env)).archive
-    if not archive.retract(args.id, time.time(), args.reason):
-        when = archive.retracted_at(args.id)
+    learnings = Store(_layout(args, env)).learnings
+    if not learnings.retract(args.id, time.time(), args.reason):
+        when = learnings.retracted_at(args.id)
         if when is not None:  # a second forget: say so, not "no learning"
             from wsd.daemon.runtime.dates import iso_time
 

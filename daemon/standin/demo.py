@@ -180,7 +180,7 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
         if path.exists():
             print(f"--- {name}\n{path.read_text().rstrip()}")
     _banner("learnings (memory.db)")
-    for kind, content in store.archive.learnings():
+    for kind, content in store.learnings.learnings():
         print(f"  {kind:<12} {content}")
     _banner("pending actions (wsd pending: as the boot context and the agent's tool name them)")
     subprocess.run([wsd, "pending"], env=env, check=True)

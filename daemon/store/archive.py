@@ -17,9 +17,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import learnings
 from wsd.daemon.store.connections import Connections
-from wsd.daemon.store.learnings import ImportReport
 from wsd.hooks.capture import is_memory_call
 
 #: Turns copied per call (one short write transaction each).
@@ -168,8 +166,7 @@ def _compact(value: Any, limit: int) -> str:
 
 
 class Archive:
-    """The turn index, ``wsd import`` and ``wsd forget``, and the learnings a new session and
-    the curator are shown (see :mod:`wsd.daemon.store.archive`)."""
+    """The turn index (``store.archive``): what search reaches of the turns."""
 
     def __init__(self, db: Connections) -> None:
         self._db = db
@@ -217,47 +214,3 @@ class Archive:
             rows = observations_by_id(t, wanted)
         with self._db.memory() as m:
             return replace_turns(m, identity, wanted, rows)
-
-    def import_lines(self, lines: Iterable[str | bytes]) -> ImportReport:
-        """Import learnings from JSON lines (see :func:`learnings.parse_import_line`): each bad
-        line is reported with its number and skipped, the good ones kept in one transaction."""
-        rows, report = learnings.parse_lines(lines)
-        with self._db.memory() as m:
-            learnings.add_imported(m, rows, report)
-        return report
-
-    def import_jsonl(self, path: str) -> ImportReport:
-        """Import a JSON-lines file (``wsd import``)."""
-        return self.import_lines(learnings.file_lines(path))
-
-    def recent_learnings(self, since: float, limit: int) -> list[tuple[str, float, str]]:
-        """(type, created_at, content) of current learnings since ``since``, newest first
-        (read-only: the boot context never writes)."""
-        with self._db.memory(readonly=True) as m:
-            return learnings.recent_learnings(m, since, limit)
-
-    def learnings(self) -> list[tuple[str, str]]:
-        """Every stored learning as (type, content), oldest first (the demo prints them)."""
-        with self._db.memory(readonly=True) as m:
-            return learnings.learnings(m)
-
-    def related_learnings(
-        self, text: str, limit: int, words: int = 40
-    ) -> list[tuple[int, str, float, str]]:
-        """Current learnings most related to ``text``, best first, as (id, type, created_at,
-        content): plain FTS5 BM25 over its ``words`` most frequent words."""
-        query = learnings.related_query(text, words)
-        if query is None or limit <= 0:
-            return []
-        with self._db.memory(readonly=True) as m:
-            return learnings.related_learnings(m, query, limit)
-
-    def retracted_at(self, learning_id: int) -> float | None:
-        """When learning ``learning_id`` was retracted (``wsd forget``), or None if it was not."""
-        with self._db.memory(readonly=True) as m:
-            return learnings.retracted_at(m, learning_id)
-
-    def retract(self, learning_id: int, now: float, reason: str | None = None) -> bool:
-        """``wsd forget`` (see :func:`learnings.retract`); False if there is no such learning."""
-        with self._db.memory() as m:
-            return learnings.retract(m, learning_id, now, reason)

@@ -1,8 +1,8 @@
 """The learnings' SQL verbs outside curation: ``wsd import``, the learnings a new session and
 the curator are shown, and ``wsd forget``.
 
-Each verb takes an open connection (the Store's
-:class:`~wsd.daemon.store.archive.Archive` facet opens them, one per unit of work):
+Each verb takes an open connection (the :class:`Learnings` facet at the end,
+``store.learnings``, opens them, one per unit of work):
 
 * an import parses JSON lines (:func:`parse_lines`); each bad line is reported with its line
   number and skipped, the good ones are kept (:func:`add_imported`, one transaction).
@@ -27,6 +27,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.runtime.fsio import UnsafeFile, kind_of
+from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.records import LEARNING_TYPES, learning_key
 from wsd.redact import clean_text
 
@@ -300,3 +301,55 @@ def retract(m: apsw.Connection, learning_id: int, now: float, reason: str | None
         )
         m.execute("DELETE FROM learnings WHERE id = ?", (learning_id,))
     return True
+
+
+class Learnings:
+    """``wsd import`` and ``wsd forget``, and the learnings a new session and the curator
+    are shown (``store.learnings``)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def import_lines(self, lines: Iterable[str | bytes]) -> ImportReport:
+        """Import learnings from JSON lines (see :func:`parse_import_line`): each bad
+        line is reported with its number and skipped, the good ones kept in one transaction."""
+        rows, report = parse_lines(lines)
+        with self._db.memory() as m:
+            add_imported(m, rows, report)
+        return report
+
+    def import_jsonl(self, path: str) -> ImportReport:
+        """Import a JSON-lines file (``wsd import``)."""
+        return self.import_lines(file_lines(path))
+
+    def recent_learnings(self, since: float, limit: int) -> list[tuple[str, float, str]]:
+        """(type, created_at, content) of current learnings since ``since``, newest first
+        (read-only: the boot context never writes)."""
+        with self._db.memory(readonly=True) as m:
+            return recent_learnings(m, since, limit)
+
+    def learnings(self) -> list[tuple[str, str]]:
+        """Every stored learning as (type, content), oldest first (the demo prints them)."""
+        with self._db.memory(readonly=True) as m:
+            return learnings(m)
+
+    def related_learnings(
+        self, text: str, limit: int, words: int = 40
+    ) -> list[tuple[int, str, float, str]]:
+        """Current learnings most related to ``text``, best first, as (id, type, created_at,
+        content): plain FTS5 BM25 over its ``words`` most frequent words."""
+        query = related_query(text, words)
+        if query is None or limit <= 0:
+            return []
+        with self._db.memory(readonly=True) as m:
+            return related_learnings(m, query, limit)
+
+    def retracted_at(self, learning_id: int) -> float | None:
+        """When learning ``learning_id`` was retracted (``wsd forget``), or None if it was not."""
+        with self._db.memory(readonly=True) as m:
+            return retracted_at(m, learning_id)
+
+    def retract(self, learning_id: int, now: float, reason: str | None = None) -> bool:
+        """``wsd forget`` (see :func:`retract`); False if there is no such learning."""
+        with self._db.memory() as m:
+            return retract(m, learning_id, now, reason)

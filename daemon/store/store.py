@@ -7,7 +7,8 @@ facets it builds with the same connections, each defined at the end of its table
 ``store.turns`` (the turns waiting, claiming them), ``store.ledger`` (the batch ledger and
 state), ``store.actions`` (pending actions), ``store.revisions`` (md revisions),
 ``store.charges`` (what the Bridge cost), ``store.flushes`` (flush requests),
-``store.archive`` (the turn index, imports, ``wsd forget``), ``store.vectors`` (semantic
+``store.archive`` (the turn index), ``store.learnings`` (``wsd import``, ``wsd forget``, the
+learnings a new session and the curator are shown), ``store.vectors`` (semantic
 vectors), ``store.workspace`` (file index, canvas map, the checks' actions),
 ``store.maintenance`` (checkpoints, retention, integrity, backup), ``store.remote`` (Message
 Batches in flight) and ``store.lineage`` (what memory came from: ``wsd memory why``). The SQL
@@ -30,6 +31,7 @@ from wsd.daemon.store.archive import Archive
 from wsd.daemon.store.charges import Charges
 from wsd.daemon.store.connections import Connections, Opener
 from wsd.daemon.store.flushes import Flushes
+from wsd.daemon.store.learnings import Learnings
 from wsd.daemon.store.ledger import Ledger
 from wsd.daemon.store.lineage import Lineage
 from wsd.daemon.store.maintenance import Maintenance
@@ -55,6 +57,7 @@ class Store:
         self.charges = Charges(self._db)
         self.flushes = Flushes(self._db)
         self.archive = Archive(self._db)
+        self.learnings = Learnings(self._db)
         self.vectors = Vectors(self._db)
         self.workspace = Workspace(self._db)
         self.maintenance = Maintenance(self._db)
