@@ -38,7 +38,7 @@ from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.batches import BATCHES_PATH
 from wsd.daemon.standin.bridge import MESSAGES_PATH, BridgeStandin
 from wsd.daemon.standin.steps import estimate_tokens
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 

@@ -37,7 +37,7 @@ from wsd.daemon.runtime.config import (
     Config,
 )
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 

@@ -24,7 +24,7 @@ from wsd import schema
 from wsd.daemon.memory.search.core import Hit, search_memory
 from wsd.daemon.memory.search.text import STOP_WORDS, clean_query, spans, tokenizer
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 

@@ -24,7 +24,7 @@ from wsd import schema
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 # -- search latency at scale -------------------------------------------------------------

@@ -27,8 +27,7 @@ from tests.conftest import (
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.boot import hook_output, load_memory
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.remote import RemoteRequest
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import RemoteRequest, Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.redact import clean_text
 from wsd.schema.layout import Layout

@@ -20,7 +20,7 @@ from wsd.daemon.memory.agent import SEARCH_DESCRIPTION, SEARCH_SCHEMA, run_searc
 from wsd.daemon.memory.search.core import format_hits, search_memory
 from wsd.daemon.memory.search.turn import TURN_CHARS
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 

@@ -16,7 +16,7 @@ from tests.conftest import wsd
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import MAX_LIMIT
 from wsd.daemon.ops.cli_memory import SEARCH_MAX_LIMIT
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 HUGE = "99999999999999999999999"  # past SQLite's 64-bit integers

@@ -31,7 +31,7 @@ import pytest
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli import build_parser
 from wsd.daemon.runtime.heartbeat import status_path
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 from .conftest import venv_script

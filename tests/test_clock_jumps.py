@@ -13,7 +13,7 @@ from tests.conftest import query as q
 from tests.test_capture import prompt, stop, tool
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig, build_event
 from wsd.schema.layout import Layout
 

@@ -20,7 +20,7 @@ from tests.conftest import venv_script
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 pytestmark = pytest.mark.slow

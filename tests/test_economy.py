@@ -20,7 +20,7 @@ from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import BatchFault
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 BATCHES = "/v1/messages/batches"
@@ -373,7 +373,7 @@ def test_a_submission_cut_before_its_id_was_recorded_is_sent_again_once(
     worker = economy(layout, standin)
     write_turns(layout, 3)
     store = Store(layout)
-    from wsd.daemon.store.remote import RemoteRequest
+    from wsd.daemon.store import RemoteRequest
 
     ticket = store.charges.ask_charge(time.time(), 0.001, "curate-batch")
     store.remote.record(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from wsd.daemon.memory import semantic
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 from .conftest import scalar, venv_script, wsd

@@ -24,7 +24,7 @@ from tests.conftest import query as q
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory.edits import lost_lines
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 FACTS = [f"- The person's fact number {i}: something worth keeping" for i in range(120)]

@@ -32,7 +32,7 @@ from tests.secrets_corpus import SECRETS, sensitive_part
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from tests.conftest import query as _rows
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory.agent import ALLOWED_TOOLS, agent_memory
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
 

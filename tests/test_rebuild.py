@@ -23,8 +23,7 @@ from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store import aside
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, aside_path
 from wsd.schema.layout import Layout
 
 #: Each turn states a preference and asks for a reminder (a learning and an action).
@@ -78,7 +77,7 @@ def test_a_rebuild_gives_the_memory_the_live_run_gave(
         )
     assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
     assert not Path(pause_path(layout)).exists()
-    assert not Path(aside.aside_path(layout)).exists()
+    assert not Path(aside_path(layout)).exists()
     assert search_memory(layout, "which packages were installed")  # turn index rebuilt too
 
 
@@ -246,14 +245,15 @@ def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeS
         Path(layout.md("user.md")).read_text(),
     ) == before
     assert not Path(pause_path(layout)).exists()
-    assert not Path(aside.aside_path(layout)).exists()
+    assert not Path(aside_path(layout)).exists()
 
 
 def _holding_pause(layout: Layout) -> subprocess.Popen[str]:
     """A process that holds the pause file as a live ``wsd rebuild`` does."""
     code = (
-        "import sys; from wsd.schema.layout import Layout; from wsd.daemon.store import aside\n"
-        "assert aside.take_pause(Layout(sys.argv[1])) is not None\n"
+        "import sys; from wsd.schema.layout import Layout\n"
+        "from wsd.daemon.store import take_pause\n"
+        "assert take_pause(Layout(sys.argv[1])) is not None\n"
         "print('held', flush=True); sys.stdin.read()\n"
     )
     proc = subprocess.Popen(

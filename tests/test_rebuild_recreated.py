@@ -19,8 +19,7 @@ from wsd.daemon.curation import rebuild
 from wsd.daemon.curation.passes import Step
 from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store import aside
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import MemoryReplaced, Store, aside_path, finish, open_aside, swap
 from wsd.schema.layout import Layout
 
 PROMPT = "Task {i}: I prefer tabs in file{i}. Remind me to review file{i}."
@@ -83,7 +82,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
     assert lines[3] in history[-1].content and {r.source for r in history} == {"hand"}
     assert "memory.db was replaced" in outcome
     assert not Path(pause_path(layout)).exists()
-    assert not Path(aside.aside_path(layout)).exists()
+    assert not Path(aside_path(layout)).exists()
 
     worker = make_worker(layout, standin, batch_turns=3)
     flush(layout)
@@ -102,15 +101,15 @@ def test_the_swap_refuses_a_memory_db_other_than_the_one_the_rebuild_started_fro
     memory.db whose identity the rebuild read when it started; over any other (recreated
     after the rebuild's last look) it refuses, and that memory.db is left as it was."""
     started_from = Store(layout).memory_identity()
-    aside.open_aside(layout)
-    aside.finish(layout)
+    open_aside(layout)
+    finish(layout)
     _delete_memory_db(layout)
     fresh = Store(layout)
     fresh.migrate()
     fresh.revisions.add_revision("user.md", "- A person's line\n", "hand", 1.0)
     assert fresh.memory_identity() != started_from
-    with pytest.raises(aside.MemoryReplaced):
-        aside.swap(layout, started_from)
+    with pytest.raises(MemoryReplaced):
+        swap(layout, started_from)
     assert Store(layout).revisions.latest_md() == {"user.md": "- A person's line\n"}
-    aside.swap(layout, fresh.memory_identity())  # the database it started from: swapped
+    swap(layout, fresh.memory_identity())  # the database it started from: swapped
     assert Store(layout).revisions.latest_md() == {}

@@ -20,7 +20,7 @@ from wsd.daemon.memory import semantic
 from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 LEARNINGS = (

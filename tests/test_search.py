@@ -22,8 +22,7 @@ from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.archive import turn_text
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, turn_text
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 

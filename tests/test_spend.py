@@ -23,7 +23,7 @@ from tests.conftest import (
 from tests.conftest import query as q
 from wsd.daemon.curation.bridge import usage_of
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 DAY = 20_000 * 86400.0

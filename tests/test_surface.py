@@ -32,8 +32,7 @@ from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.ops.deploy import PLUGIN_TOOL_PREFIX, render_plugin
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.daemon.store.records import Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, Turn
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
 

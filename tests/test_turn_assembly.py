@@ -33,7 +33,7 @@ from tests.test_spool_damage import _hook, _prompt, _spool_through_locked_db, _s
 from wsd import schema
 from wsd.daemon.curation import rebuild
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig, build_event
 from wsd.schema import spool
 from wsd.schema.layout import Layout

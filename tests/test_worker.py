@@ -21,7 +21,7 @@ from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
@@ -620,7 +620,7 @@ def test_a_pass_opens_each_database_once_and_holds_none_after(
     from tests.conftest import make_config
     from wsd import schema
     from wsd.daemon.ops.wiring import build_worker
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     opened: Counter[str] = Counter()
     live: list[apsw.Connection] = []

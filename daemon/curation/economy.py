@@ -36,8 +36,7 @@ from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown, Unanswer
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, Seen
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest, Store
 
 #: Reads of an ended batch's results before the requests still without one are released.
 MAX_FETCHES = 3

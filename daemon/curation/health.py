@@ -16,7 +16,7 @@ from wsd.daemon.curation.bridge import sdk_loaded
 from wsd.daemon.memory.semantic import model_loaded
 from wsd.daemon.runtime.config import DEFAULT_ORPHAN_SECONDS
 from wsd.daemon.runtime.signals import STOP_SIGNALS
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 
 class Backoff:

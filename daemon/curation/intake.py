@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wsd.daemon.runtime.heartbeat import StatusFile
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema import spool
 
 

@@ -36,8 +36,7 @@ from wsd.daemon.curation.spend import StoreMeter, price
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory.files import canonical
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Store, Turn
 from wsd.schema.layout import CURATED_FILES
 
 #: A turn holding a spooled event younger than this is not claimed yet: the rest of a

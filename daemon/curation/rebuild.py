@@ -49,12 +49,20 @@ from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store import aside
-from wsd.daemon.store.aside import pause_path, pause_requested
+from wsd.daemon.store import (
+    MemoryReplaced,
+    aside_path,
+    finish,
+    open_aside,
+    pause_path,
+    pause_requested,
+    remove,
+    swap,
+    take_pause,
+)
 
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
-from wsd.daemon.store.records import Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, Turn
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -99,7 +107,7 @@ def rebuild(
         # The memory.db rebuilt: only it is swapped over, so a person's revisions in one that
         # replaced it meanwhile (deleted and recreated, restored) are never taken away.
         memory = live.memory_identity()
-        built = aside.open_aside(layout)
+        built = open_aside(layout)
         identity = live.transcript_identity()
         edits = PersonEdits(live, built, memory)
         report = _recurate(config, layout, built, bridge, identity, edits, say)
@@ -112,22 +120,22 @@ def rebuild(
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
         edits.rest()
-        aside.finish(layout)
+        finish(layout)
         say("swapping the rebuilt memory in")
-        aside.swap(layout, memory)
+        swap(layout, memory)
         live.rederive_processed(identity)
         late = _keep_late_edits(layout, live, disk)
         if late:
             say(f"kept your edits of {', '.join(late)} (made while the rebuild swapped)")
         report.files, report.removed_files = _rewrite_md(layout, live.revisions.latest_md())
-    except aside.MemoryReplaced as exc:
+    except MemoryReplaced as exc:
         raise RebuildError(
             "memory.db was replaced while the rebuild ran (deleted and recreated, or restored"
             " from a backup): the rebuild is abandoned and the new memory.db kept as it is,"
             " with every edit it holds; run wsd rebuild again to rebuild it"
         ) from exc
     finally:
-        aside.remove(aside.aside_path(layout))
+        remove(aside_path(layout))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pause_path(layout))
         os.close(pause)
@@ -227,7 +235,7 @@ def _recurate(
 def _take_pause(layout: Layout) -> int:
     path = pause_path(layout)
     for _ in range(2):
-        fd = aside.take_pause(layout)
+        fd = take_pause(layout)
         if fd is not None:
             return fd
         if pause_requested(layout):

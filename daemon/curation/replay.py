@@ -30,9 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
-from wsd.daemon.store.aside import MemoryReplaced
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import MemoryReplaced, Revision, Store
 
 #: A person's change is theirs: replayed with no loss or size limit.
 FREE = Limits(lines=1_000_000, chars=1_000_000_000, max_loss=1.0)

@@ -29,8 +29,7 @@ import apsw
 
 from wsd.daemon.curation.bridge import Unanswered, Usage
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import BILLED, ESTIMATED, VOID, Store
 
 #: Characters of a request per token, for a floor of what it costs (the Bridge bills about
 #: one token per four characters; five keeps the floor below it).

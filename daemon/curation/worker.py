@@ -29,10 +29,7 @@ from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile, package_version
-from wsd.daemon.store import archive
-from wsd.daemon.store.aside import pause_requested
-from wsd.daemon.store.maintenance import Maintenance
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import INDEX_BATCH, Maintenance, Store, pause_requested
 from wsd.schema.layout import Layout
 
 
@@ -209,7 +206,7 @@ class Worker:
         self._check_identity(backlog.identity)
         if backlog.last_turn_id != self._indexed_upto:  # new turns for search_memory
             indexed = self.store.archive.index_new_turns(identity=self.identity)
-            if indexed < archive.INDEX_BATCH:
+            if indexed < INDEX_BATCH:
                 self._indexed_upto = backlog.last_turn_id
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once
         self.status.update(pending=backlog.pending, oldest_pending=backlog.oldest_ts)

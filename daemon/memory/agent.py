@@ -35,7 +35,7 @@ from typing import Any
 from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.memory.search.core import MAX_LIMIT, TYPES, format_hits, search_memory
 from wsd.daemon.memory.search.turn import format_turn, open_turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 SERVER_NAME = "memory"

@@ -33,8 +33,7 @@ import apsw
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.uncurated import Digest
 from wsd.daemon.runtime.fsio import read_text, why_not_read
-from wsd.daemon.store.records import priority_name
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, priority_name
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 

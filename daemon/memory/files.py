@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from wsd.daemon.memory import files_md
 from wsd.daemon.runtime import fsio
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
-from wsd.daemon.store.records import sha256
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, sha256
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 

@@ -25,7 +25,7 @@ from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory.files import DiskWatch
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 
 class MdSync:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from wsd.daemon.store.records import Uncurated
+from wsd.daemon.store import Uncurated
 
 #: The section's own budget, small beside the whole boot context's 48,000 characters (about
 #: 500 tokens). A request is clipped to REQUEST_MAX_CHARS (its first sentence or two: the

@@ -51,8 +51,7 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def no_memory(command: str, layout: Layout) -> bool:
     """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
-    from wsd.daemon.store.maintenance import remedy
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store, remedy
 
     why = Store(layout).maintenance.unready().get("memory")
     if why is not None:
@@ -118,7 +117,7 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd import FILE.jsonl`` (``-`` reads stdin): bad lines reported and skipped."""
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     store = Store(_layout(args, env))
     store.migrate()
@@ -142,8 +141,7 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd pending [list|complete ID|dismiss ID] [--all] [--json]``."""
-    from wsd.daemon.store.records import priority_name
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store, priority_name
 
     layout = _layout(args, env)
     if no_memory("wsd pending", layout):
@@ -279,7 +277,7 @@ def turn_ref(text: str) -> str:
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd forget ID``: retract a learning (search, boot context and index forget it)."""
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     learnings = Store(_layout(args, env)).learnings
     if not learnings.retract(args.id, time.time(), args.reason):

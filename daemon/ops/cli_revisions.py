@@ -33,8 +33,7 @@ from typing import Any
 
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Revision, Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 #: The largest id SQLite stores (a signed 64-bit integer): past it a number is no id at all.
@@ -123,7 +122,7 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
 
 def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout) -> int:
     """The ``wsd memory`` verbs (``layout`` resolved by the caller)."""
-    from wsd.daemon.store.maintenance import remedy
+    from wsd.daemon.store import remedy
 
     store = Store(layout)
     why = store.maintenance.unready().get("memory")

@@ -32,7 +32,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.curation import economy
     from wsd.daemon.memory import erosion
     from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     config = config_of(args, env)
     layout = Layout(config.workspace)
@@ -189,7 +189,7 @@ def _status_unready(
     layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
 ) -> int:
     """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
-    from wsd.daemon.store.maintenance import remedy
+    from wsd.daemon.store import remedy
 
     report = {
         "workspace": layout.root,
@@ -214,7 +214,7 @@ RECENT_PARKED_SECONDS = 600.0
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.runtime import instance
     from wsd.daemon.runtime.heartbeat import daemon_running
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     layout = Layout(config_of(args, env).workspace)
     store = Store(layout)

@@ -25,9 +25,7 @@ from typing import Any
 from wsd.daemon.memory import files as memory_files
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import BatchTrace, LearningTrace, Revision, SourceTurn, Store
 from wsd.schema.layout import CURATED_FILES
 
 #: The person's words shown of a turn.

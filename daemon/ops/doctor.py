@@ -31,9 +31,7 @@ from wsd.daemon.runtime.config import (
 )
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store.maintenance import MADE_BY, remedy
-from wsd.daemon.store.records import sha256
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import MADE_BY, Store, remedy, sha256
 from wsd.schema import spool
 from wsd.schema.errors import describe
 from wsd.schema.layout import Layout

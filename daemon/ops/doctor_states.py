@@ -21,8 +21,7 @@ from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.fsio import kind_of, read_regular
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store import aside
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, aside_path, leftovers, pause_path, rebuild_pid, remove
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -222,18 +221,18 @@ def _pids(pids: list[int], none: str) -> str:
 
 def rebuild_leftovers(doctor: Reporter) -> None:
     """A live rebuild (the daemon waits for it), or what a rebuild that died left behind."""
-    pid = aside.rebuild_pid(doctor.layout)
+    pid = rebuild_pid(doctor.layout)
     if pid is not None:
         doctor.add("warn", "rebuild", f"wsd rebuild (pid {pid}) running: curation is paused")
         return
-    left = aside.leftovers(doctor.layout)
+    left = leftovers(doctor.layout)
     names = ", ".join(os.path.basename(p) for p in left)
     if not left:
         doctor.add("ok", "rebuild", "none running, nothing left behind")
     elif doctor.fix:
-        aside.remove(aside.aside_path(doctor.layout))
+        remove(aside_path(doctor.layout))
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(aside.pause_path(doctor.layout))
+            os.unlink(pause_path(doctor.layout))
         doctor.add("warn", "rebuild", f"removed what a rebuild that died left: {names}", True)
     else:
         doctor.add(

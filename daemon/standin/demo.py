@@ -22,7 +22,7 @@ from typing import Any
 
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 SESSION = "demo-session-1"

@@ -79,6 +79,11 @@ def pending(m: apsw.Connection, limit: int) -> list[tuple[str, int, str]]:
     return out
 
 
+def texts(m: apsw.Connection, kind: str, limit: int) -> list[str]:
+    """The texts of up to ``limit`` memories of ``kind`` as they are embedded (vector or not)."""
+    return [str(text or "") for _i, text in m.execute(f"{_TEXT[kind]} LIMIT ?", (limit,))]
+
+
 def counts(m: apsw.Connection) -> tuple[int, int]:
     """(memories with a vector, memories) over learnings and turns."""
     if not _has_vectors(m):
@@ -180,6 +185,12 @@ class Vectors:
         """Up to ``limit`` memories without a vector, learnings first, newest first."""
         with self._db.memory(readonly=True) as m:
             return pending(m, limit)
+
+    def texts(self, kind: str, limit: int) -> list[str]:
+        """Up to ``limit`` texts of memories of ``kind`` as they are embedded (the bench's
+        reference of what one vector costs)."""
+        with self._db.memory(readonly=True) as m:
+            return texts(m, kind, limit)
 
     def counts(self) -> tuple[int, int]:
         """(memories with a vector, memories) over learnings and turns."""

@@ -34,8 +34,7 @@ from datetime import UTC, datetime
 from wsd.daemon.runtime.config import DEFAULT_UNPROCESSED_SECONDS
 from wsd.daemon.runtime.fsio import UnsafeFile, kind_of, read_text
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import ActionRequest, Store
 from wsd.daemon.workspace.canvas import (
     CARD_MAX_BYTES,
     CONFLICT_MARK,
