@@ -37,8 +37,7 @@ from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns
 from wsd.daemon.curation.curator import render_turn
 from wsd.daemon.memory.search.text import STOP_WORDS, spans, tokenizer
-from wsd.daemon.store.records import Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, Turn
 
 AGENT_TURNS = os.path.join(os.path.dirname(__file__), "data", "agent_turns.json")
 TARGET = 0.95
@@ -196,7 +195,7 @@ def stored_turns(turn_set: TurnSet) -> list[Turn]:
         layout = make_workspace(tmp, files=False)
         capture_turns(layout, turn_set.turns)
         store = Store(layout)
-        turns = store.turns_by_id(store.turn_ids(None))
+        turns = store.turns.turns_by_id(store.turns.turn_ids(None))
     if len(turns) != len(turn_set.turns):
         raise RuntimeError(
             f"{turn_set.name}: {len(turn_set.turns)} turns sent, {len(turns)} stored"

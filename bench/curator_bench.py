@@ -37,7 +37,7 @@ from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.batches import BATCHES_PATH
 from wsd.daemon.standin.bridge import MESSAGES_PATH, BridgeStandin
 from wsd.daemon.standin.steps import estimate_tokens
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 
@@ -214,9 +214,9 @@ def curator_cost(batch: int = 25) -> list[Row]:
         layout = make_workspace(tmp)
         capture_turns(layout, turns)
         store = Store(layout)
-        rendered = [render_turn(t) for t in store.pending_turns(batch)]
+        rendered = [render_turn(t) for t in store.turns.pending_turns(batch)]
         files = md_files.read_all(layout)
-        system, messages = build_request(files, store.open_actions(), rendered)
+        system, messages = build_request(files, store.actions.open_actions(), rendered)
     instructions = len(system[0]["text"])
     memory_block = len(messages[0]["content"][0]["text"])
     batch_block = len(messages[0]["content"][1]["text"])

@@ -37,7 +37,7 @@ from wsd.daemon.runtime.config import (
     Config,
 )
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 
@@ -100,8 +100,8 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
             stop = threading.Event()
             worker = build_worker(config, Store(layout), stop)
             call = worker.bridge.call = _Timed(worker.bridge.call)  # type: ignore[method-assign]
-            commit = worker.store.commit_batch = _Timed(worker.store.commit_batch)  # type: ignore[method-assign]
-            mark = worker.store.mark_processed = _Timed(worker.store.mark_processed)  # type: ignore[method-assign]
+            commit = worker.store.ledger.commit_batch = _Timed(worker.store.ledger.commit_batch)  # type: ignore[method-assign]
+            mark = worker.store.turns.mark_processed = _Timed(worker.store.turns.mark_processed)  # type: ignore[method-assign]
             passes: list[float] = []
             actions: dict[str, int] = {}
             started = time.perf_counter()
@@ -110,7 +110,7 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
                 result = worker.run_once()
                 passes.append(time.perf_counter() - t0)
                 actions[result.action] = actions.get(result.action, 0) + 1
-                if not result.more and worker.store.backlog().pending == 0:
+                if not result.more and worker.store.turns.backlog().pending == 0:
                     break
             wall = time.perf_counter() - started
         done = count_rows(

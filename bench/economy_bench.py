@@ -32,7 +32,7 @@ from wsd.daemon.runtime.config import DEFAULT_CURATION, Config
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 

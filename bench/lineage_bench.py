@@ -21,7 +21,7 @@ from bench import Row
 from bench.workload_files import make_workspace
 from wsd import schema
 from wsd.daemon.ops.cli import main as wsd_main
-from wsd.daemon.store.records import learning_key
+from wsd.daemon.store import learning_key
 from wsd.schema.layout import Layout
 
 LINES = 200

@@ -24,7 +24,7 @@ from wsd import schema
 from wsd.daemon.memory.search.core import Hit, search_memory
 from wsd.daemon.memory.search.text import STOP_WORDS, clean_query, spans, tokenizer
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 
@@ -112,7 +112,7 @@ def load_facts(layout: Layout, sample: dict[str, Any]) -> None:
                 if when is not None:
                     line["created_at"] = when
                 lines.append(json.dumps(line))
-    report = Store(layout).archive.import_lines(lines)
+    report = Store(layout).learnings.import_lines(lines)
     if report.errors:
         raise RuntimeError(f"import errors: {report.errors[:3]}")
 

@@ -24,7 +24,7 @@ from wsd import schema
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.ops.bootstrap import init_workspace
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 # -- search latency at scale -------------------------------------------------------------
@@ -306,7 +306,7 @@ def boot_context() -> list[Row]:
             )
             for i in range(50)
         ]
-        Store(layout).archive.import_lines(lines)
+        Store(layout).learnings.import_lines(lines)
         rng = random.Random(7)
         turns = [typical_turn(rng, "bench", i) for i in range(50)]
         record_turns(layout, turns, BOOT_PENDING)

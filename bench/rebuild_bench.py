@@ -287,19 +287,12 @@ def _embedding_reference(layout: Layout, n: int = 8) -> list[Row]:
     """What one vector costs the model here: turn texts as the daemon embeds them, and
     learnings (in this process, one core, the model loaded first)."""
     from wsd.daemon.memory.semantic.dense import embed_texts
-    from wsd.daemon.store import vectors
-
-    def texts(sql: str) -> list[str]:
-        conn = schema.connect(layout.memory_db, "memory", readonly=True)
-        try:
-            return [str(r[1] or "") for r in conn.execute(sql + f" LIMIT {n}")]
-        finally:
-            conn.close()
+    from wsd.daemon.store import Store
 
     embed_texts(["warm up"])
     out = []
     for kind, name in (("T", "a turn"), ("L", "a learning")):
-        batch = texts(vectors._TEXT[kind])
+        batch = Store(layout).vectors.texts(kind, n)
         started = time.perf_counter()
         embed_texts(batch)
         per = (time.perf_counter() - started) / max(len(batch), 1)

@@ -37,7 +37,7 @@ def semantic(spaces: list[locomo.Workspace]) -> Iterator[float | None]:
 
     from wsd.daemon.memory.semantic.embedding import Embedder
     from wsd.daemon.memory.semantic.server import SemanticServer
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     servers = []
     started, count = time.perf_counter(), 0

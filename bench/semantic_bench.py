@@ -20,7 +20,7 @@ from wsd import schema
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.memory.semantic import MODEL_ID, missing
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 

@@ -36,7 +36,7 @@ from wsd.daemon.runtime import log
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.daemon.workspace.checks import Checks
 from wsd.daemon.workspace.watcher import Watcher
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 log.configure("json", stream=sys.stderr)

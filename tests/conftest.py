@@ -24,7 +24,7 @@ from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush

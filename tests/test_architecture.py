@@ -2,7 +2,8 @@
 hooks import only schema and redact; redaction sits below hooks and daemon behind a public face;
 SQL lives only in schema and daemon/store (search may read); only the store opens connections and
 touches its protected members; no private name crosses modules; the job folders stack in layers;
-and no module imports another that imports it back."""
+no module outside the store imports one of its modules (it has one door); and no module
+imports another that imports it back."""
 
 from __future__ import annotations
 
@@ -84,9 +85,13 @@ def _imports(name: str, tree: ast.Module) -> set[str]:
             if node.level:
                 package = name.rsplit(".", node.level)[0]
                 base = f"{package}.{base}" if base else package
-            found.add(base)
             # `from wsd.daemon.store import actions` imports the module wsd.daemon.store.actions
-            found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES)
+            # (and, as every import of a submodule does, runs the package's __init__ first,
+            # which is not drawn: only a name taken from the package itself is an edge to it)
+            submodules = {f"{base}.{a.name}" for a in node.names} & MODULES.keys()
+            found.update(submodules)
+            if len(submodules) < len(node.names):
+                found.add(base)
     return found
 
 
@@ -293,6 +298,76 @@ def test_no_connection_is_handed_out_of_the_store() -> None:
 
 STORE = "wsd.daemon.store"
 STORE_CONNECTIONS = "wsd.daemon.store.connections"
+#: Repository folders of code that is not installed but uses the store all the same.
+TOOL_FOLDERS = ("bench", "soak")
+
+
+def _store_submodule_imports(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, module) for each module inside wsd.daemon.store that this module imports:
+    ``import wsd.daemon.store.x``, ``from wsd.daemon.store.x import y`` and ``from
+    wsd.daemon.store import x`` with ``x`` a module (relative forms included)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(STORE + "."):
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.rsplit(".", node.level)[0]
+                base = f"{package}.{base}" if base else package
+            if base.startswith(STORE + "."):
+                yield node.lineno, base
+            elif base == STORE:
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in MODULES:
+                        yield node.lineno, f"{base}.{alias.name}"
+
+
+def _tool_modules() -> Iterator[tuple[str, Path, ast.Module]]:
+    """(module name, file, syntax tree) of every module of bench/ and soak/."""
+    for folder in TOOL_FOLDERS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            yield name, path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_the_store_has_one_door() -> None:
+    """Outside daemon/store no module (of schema, redact, hooks, daemon, bench or soak)
+    imports a module inside it: everything goes through ``from wsd.daemon.store import X``."""
+    everything = [(n, p, t) for n, (p, t) in MODULES.items()] + list(_tool_modules())
+    for name, path, tree in everything:
+        if name == STORE or name.startswith(STORE + "."):
+            continue
+        for line, module in _store_submodule_imports(name, tree):
+            raise AssertionError(f"{path.relative_to(REPO)}:{line} imports {module}")
+
+
+def test_the_door_check_sees_imports_of_the_stores_modules() -> None:
+    """The check above is not vacuous: it finds each form of import in the store's own
+    modules (which import one another by module), and in code written each way."""
+    found = {
+        module
+        for name, (_p, tree) in MODULES.items()
+        if name.startswith(STORE + ".")
+        for _line, module in _store_submodule_imports(name, tree)
+    }
+    assert {STORE_CONNECTIONS, "wsd.daemon.store.records", "wsd.daemon.store.turns"} <= found
+    code = (
+        "import wsd.daemon.store.ledger\n"
+        "from wsd.daemon.store.records import Turn\n"
+        "from wsd.daemon.store import Store, actions\n"
+        "from . import aside\n"
+        "from .store import Store\n"
+    )
+    seen = [m for _line, m in _store_submodule_imports("wsd.daemon.store.x", ast.parse(code))]
+    assert seen == [
+        "wsd.daemon.store.ledger",
+        "wsd.daemon.store.records",
+        "wsd.daemon.store.actions",
+        "wsd.daemon.store.aside",
+        "wsd.daemon.store.store",
+    ]
 
 
 def _protected_store_members() -> set[str]:

@@ -27,8 +27,7 @@ from tests.conftest import (
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.boot import hook_output, load_memory
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.remote import RemoteRequest
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import RemoteRequest, Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.redact import clean_text
 from wsd.schema.layout import Layout
@@ -89,7 +88,7 @@ def test_a_turn_not_yet_curated_appears_with_its_date(layout: Layout) -> None:
     """A captured, uncurated turn shows its words and minute, between learnings and actions."""
     Path(layout.md("user.md")).write_text("# User\n- likes tea\n", encoding="utf-8")
     store = Store(layout)
-    store.archive.import_lines(
+    store.learnings.import_lines(
         [
             json.dumps(
                 {"type": "fact", "content": "The boiler was serviced", "created_at": time.time()}
@@ -118,15 +117,15 @@ def test_a_curated_turn_does_not_appear(layout: Layout) -> None:
     """A curated turn is not shown (none left: no section); one claimed by a batch still is."""
     write_turns(layout, 3, prompt="request number {i}")
     store = Store(layout)
-    store.mark_processed([2])
-    store.claim_turns([3], time.time())  # an economy request in flight
+    store.turns.mark_processed([2])
+    store.turns.claim_turns([3], time.time())  # an economy request in flight
     text = load_memory(layout)
     assert [line.split("  ", 1)[1] for line in request_lines(text)] == [
         "request number 2",
         "request number 0",
     ]
     assert "(2 turns since" in text and "request number 1" not in text
-    store.mark_processed([1, 3])
+    store.turns.mark_processed([1, 3])
     assert HEAD not in load_memory(layout)
 
 
@@ -302,7 +301,7 @@ def test_turns_an_economy_request_holds_stay_until_they_are_curated(
     assert query(layout.transcript_db, "SELECT count(*) FROM remote_turns") == [(3,)]
     assert len(request_lines(load_memory(layout))) == 3
     # `wsd flush`: the prompt lane takes held turns too (the later result is then covered).
-    store.request_flush("cli", time.time())
+    store.flushes.request_flush("cli", time.time())
     drain(make_worker(layout, standin))
     assert HEAD not in load_memory(layout)
 

@@ -641,7 +641,7 @@ def test_rule_curator_keeps_file_names_and_versions_inside_a_sentence() -> None:
     """The demo curator ends a sentence at '.' + space or end, not at the dot of report.pdf."""
     from wsd.daemon.curation.curator import build_request, render_turn
     from wsd.daemon.standin import rule_curator
-    from wsd.daemon.store.records import Turn
+    from wsd.daemon.store import Turn
 
     prompt = (
         "From now on save the summary as report.pdf in artifacts/ with pandoc 3.1. Remind me"

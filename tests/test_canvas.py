@@ -13,7 +13,7 @@ import apsw
 import pytest
 from structlog.testing import capture_logs
 
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.daemon.workspace.canvas import TRUNCATION_NOTE, CanvasSync, confine, conflict_path, slug
 from wsd.daemon.workspace.checks import Checks
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings

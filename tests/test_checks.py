@@ -10,7 +10,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.watcher import Watcher, WatchSettings
 from wsd.schema.layout import Layout

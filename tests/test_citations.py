@@ -20,7 +20,7 @@ from wsd.daemon.memory.agent import SEARCH_DESCRIPTION, SEARCH_SCHEMA, run_searc
 from wsd.daemon.memory.search.core import format_hits, search_memory
 from wsd.daemon.memory.search.turn import TURN_CHARS
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 
@@ -230,7 +230,7 @@ def test_bad_turn_ids_are_one_clear_error(cited: Layout, args: dict[str, Any], s
 
 def test_an_imported_learning_still_formats_with_its_ref_or_as_imported(cited: Layout) -> None:
     """An imported learning (no batch) still says its ref or "imported" and names no turn."""
-    Store(cited).archive.import_lines(
+    Store(cited).learnings.import_lines(
         [
             json.dumps({"type": "preference", "content": "Tabs in the Makefile", "ref": "n:7"}),
             json.dumps({"type": "preference", "content": "Tabs in the Go code too"}),

@@ -16,7 +16,7 @@ from tests.conftest import wsd
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import MAX_LIMIT
 from wsd.daemon.ops.cli_memory import SEARCH_MAX_LIMIT
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 HUGE = "99999999999999999999999"  # past SQLite's 64-bit integers
@@ -167,4 +167,4 @@ def test_resolve_action_still_closes_an_action_by_id(layout: Layout) -> None:
     assert "marked completed" in done["content"][0]["text"]
     done = run_resolve(layout, {"id": "#2", "status": "dismissed"})
     assert "marked dismissed" in done["content"][0]["text"]
-    assert Store(layout).open_actions() == []
+    assert Store(layout).actions.open_actions() == []

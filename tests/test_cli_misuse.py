@@ -31,7 +31,7 @@ import pytest
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli import build_parser
 from wsd.daemon.runtime.heartbeat import status_path
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 from .conftest import venv_script
@@ -130,9 +130,9 @@ def _workspace(short: Path, tmp_path: Path) -> Layout:
     layout = Layout(str(root))
     init_workspace(layout, templates=None)
     store = Store(layout)
-    store.add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
+    store.revisions.add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
     Path(layout.md("user.md")).write_text("# User\n- likes tea\n")
-    store.archive.import_lines([b'{"type": "fact", "content": "The person likes green tea"}'])
+    store.learnings.import_lines([b'{"type": "fact", "content": "The person likes green tea"}'])
     (tmp_path / "one.jsonl").write_text('{"type": "fact", "content": "The boiler is a Vaillant"}\n')
     return layout
 

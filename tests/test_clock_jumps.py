@@ -13,7 +13,7 @@ from tests.conftest import query as q
 from tests.test_capture import prompt, stop, tool
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig, build_event
 from wsd.schema.layout import Layout
 
@@ -86,7 +86,7 @@ def test_restart_clamps_a_backoff_stored_by_a_clock_that_ran_ahead(
     wait is at most the longest backoff, not 10 h."""
     clocks = Clocks()
     worker = _outage(layout, standin, clocks, outage_backoff=30, outage_backoff_max=120)
-    Store(layout).set_state({"next_attempt_at": repr(clocks.wall + 36000)}, clocks.wall)
+    Store(layout).ledger.set_state({"next_attempt_at": repr(clocks.wall + 36000)}, clocks.wall)
     restarted = clocks.worker(layout, standin, batch_turns=1, outage_backoff_max=120)
     assert worker is not restarted
     assert clocks.run(restarted) == "backoff"

@@ -20,7 +20,7 @@ from tests.conftest import venv_script
 from wsd.daemon.memory import md_files
 from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 pytestmark = pytest.mark.slow
@@ -158,7 +158,7 @@ def test_kill_minus_nine_loses_nothing_and_curates_nothing_twice(
         layout.memory_db, "SELECT count(*), count(DISTINCT content) FROM learnings"
     )[0]
     assert learned == distinct == TURNS
-    latest = Store(layout).latest_md()
+    latest = Store(layout).revisions.latest_md()
     assert Path(layout.md("user.md")).read_text() == latest["user.md"]
     assert md_files.stray_temp_files(layout) == []
     assert not [n for n in os.listdir(layout.memory_dir) if n.endswith(".ingesting")]

@@ -25,7 +25,7 @@ from tests.conftest import (
 from tests.conftest import query as q
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 
@@ -63,7 +63,10 @@ def test_a_hand_edit_is_adopted_across_a_restart_and_shown_to_the_curator(
             with Path(layout.md("context.md")).open("a") as fh:
                 fh.write("- Mia starts school on 1 September\n")
             assert wait_for(
-                lambda: "Mia starts school" in Store(layout).latest_md().get("context.md", ""), 10
+                lambda: (
+                    "Mia starts school" in Store(layout).revisions.latest_md().get("context.md", "")
+                ),
+                10,
             )
         requests = [r.json for r in bridge.requests if r.json]
     assert "My daughter is called Mia" in _memory_block(requests[-1])

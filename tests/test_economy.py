@@ -20,7 +20,7 @@ from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import BatchFault
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 BATCHES = "/v1/messages/batches"
@@ -156,7 +156,7 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     write_turns(layout, 3)
     drain(worker)
     assert creates(standin) == 1
-    Store(layout).request_flush("cli", time.time())
+    Store(layout).flushes.request_flush("cli", time.time())
     run_until(worker, lambda: pending(layout) == 0)
     assert calls(standin) == 1
     assert [r[0] for r in ledger(layout)] == ["prompt"]
@@ -185,7 +185,7 @@ def test_turns_closed_after_an_urgent_flush_go_to_the_economy_lane(
     sent every later turn through the prompt lane, at twice the price)."""
     worker = economy(layout, standin)
     write_turns(layout, 3)
-    Store(layout).request_flush("cli", time.time())
+    Store(layout).flushes.request_flush("cli", time.time())
     time.sleep(0.01)
     write_turns(layout, 3, start=3, session="s2")
     run_until(worker, lambda: pending(layout) == 0)
@@ -200,11 +200,11 @@ def test_a_precompact_flush_uses_the_prompt_lane(layout: Layout, standin: Bridge
     worker = economy(layout, standin, batch_turns=25)
     write_turns(layout, 2)
     conn = Store(layout)
-    conn.request_flush("session_end", time.time())
+    conn.flushes.request_flush("session_end", time.time())
     run_until(worker, lambda: pending(layout) == 0)
     assert (creates(standin), calls(standin)) == (1, 0)
     write_turns(layout, 2, start=2)
-    conn.request_flush("precompact", time.time())
+    conn.flushes.request_flush("precompact", time.time())
     run_until(worker, lambda: pending(layout) == 0)
     assert (creates(standin), calls(standin)) == (1, 1)
     assert [r[0] for r in ledger(layout)] == ["economy", "prompt"]
@@ -334,7 +334,7 @@ def test_a_bridge_without_batches_is_remembered_and_probed_daily(
         write_turns(sub, 3, start=3)
         run_until(worker, lambda sub=sub: pending(sub) == 0)
         assert creates(standin) == before + 1  # not probed again the same day
-        off = json.loads(Store(sub).get_state("economy_off") or "{}")
+        off = json.loads(Store(sub).ledger.get_state("economy_off") or "{}")
         assert off["probe_at"] > time.time() + 86_000
         write_turns(sub, 3, start=6)
         later = time.time() + 86_401
@@ -342,7 +342,7 @@ def test_a_bridge_without_batches_is_remembered_and_probed_daily(
         assert creates(standin) == before + 2  # the daily probe
         run_until(worker, lambda sub=sub: pending(sub) == 0)
         assert ledger(sub)[-1][0] == "economy"
-        assert Store(sub).get_state("economy_off") is None
+        assert Store(sub).ledger.get_state("economy_off") is None
 
 
 def test_a_restarted_worker_resumes_polling_the_batch_in_flight(
@@ -373,9 +373,9 @@ def test_a_submission_cut_before_its_id_was_recorded_is_sent_again_once(
     worker = economy(layout, standin)
     write_turns(layout, 3)
     store = Store(layout)
-    from wsd.daemon.store.remote import RemoteRequest
+    from wsd.daemon.store import RemoteRequest
 
-    ticket = store.ask_charge(time.time(), 0.001, "curate-batch")
+    ticket = store.charges.ask_charge(time.time(), 0.001, "curate-batch")
     store.remote.record(
         store.transcript_identity(),
         "{}",
@@ -401,7 +401,7 @@ def test_the_daily_cap_counts_what_is_in_flight(layout: Layout, standin: BridgeS
     drain(worker)
     [(status, usd)] = q(layout.transcript_db, "SELECT status, usd FROM charges")
     assert status == "asked" and usd > 0
-    assert Store(layout).spent_since(0) == usd
+    assert Store(layout).charges.spent_since(0) == usd
     standin.batches.end_all()
     standin.batches.delay = 0
     run_until(worker, lambda: pending(layout) == 0)
@@ -455,7 +455,7 @@ def test_a_garbled_lane_state_reads_as_on(layout: Layout) -> None:
 
     store = Store(layout)
     for raw in ("not json", '{"probe_at": "tomorrow"}', "[1]"):
-        store.set_state({"economy_off": raw}, time.time())
+        store.ledger.set_state({"economy_off": raw}, time.time())
         assert report(store, "economy", time.time())["economy_off"] is None
-    store.set_state({"economy_off": json.dumps({"probe_at": time.time() + 60})}, time.time())
+    store.ledger.set_state({"economy_off": json.dumps({"probe_at": time.time() + 60})}, time.time())
     assert report(store, "economy", time.time())["economy_off"] is not None

@@ -10,7 +10,7 @@ import pytest
 from wsd.daemon.curation import curator
 from wsd.daemon.curation.curator import render_turn
 from wsd.daemon.curation.excerpt import GAP, excerpt, score, units
-from wsd.daemon.store.records import Turn
+from wsd.daemon.store import Turn
 
 ANSWER = """Done — here's what I found.
 

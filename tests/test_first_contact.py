@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from wsd.daemon.memory import semantic
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 from .conftest import scalar, venv_script, wsd
@@ -149,7 +149,7 @@ def test_wsd_hook_arguments_are_named_plainly_and_the_event_still_recorded(
 
 def _unreadable_user_md(layout: Layout) -> Path:
     """user.md with a revision the daemon wrote, then a person's edit on disk, mode 000."""
-    Store(layout).add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
+    Store(layout).revisions.add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
     path = Path(layout.md("user.md"))
     path.write_text("# User\n- likes tea\n- my own line, not adopted yet\n")
     path.chmod(0)
@@ -193,7 +193,9 @@ def test_doctor_says_unreadable_not_missing_and_fix_never_replaces_it(layout: La
     assert path.read_text() == "# User\n- likes tea\n- my own line, not adopted yet\n"
     path.chmod(0o600)
     wsd(_env(layout), "doctor", "--fix", check=False)  # readable again: adopted, not reverted
-    assert Store(layout).latest_md()["user.md"].endswith("- my own line, not adopted yet\n")
+    assert (
+        Store(layout).revisions.latest_md()["user.md"].endswith("- my own line, not adopted yet\n")
+    )
 
 
 # -- wsd backup ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
 from wsd.daemon.memory import md_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, UnsafeFile, atomic_write, read_regular
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.schema.layout import Layout
 

@@ -24,7 +24,7 @@ from tests.conftest import query as q
 from wsd.daemon.curation import rebuild
 from wsd.daemon.memory.lineage import blame
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.records import Revision
+from wsd.daemon.store import Revision
 from wsd.schema.layout import Layout
 
 
@@ -265,7 +265,7 @@ def test_a_line_is_traced_through_the_learning_closest_to_it() -> None:
     first and alone, even when another turn's answer mentions the same words; with no
     citation at all, the batch's turn sharing most words."""
     from wsd.daemon.memory.lineage import likely_turns
-    from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
+    from wsd.daemon.store import BatchTrace, LearningTrace, SourceTurn
 
     t1 = SourceTurn("x", 1, True, 1, 1.0, "I prefer dates as DD/MM/YYYY", "The currency is EUR")
     t2 = SourceTurn("x", 2, True, 2, 2.0, "No, the currency is EUR, not USD", "ok")

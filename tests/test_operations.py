@@ -33,7 +33,7 @@ from tests.secrets_corpus import SECRETS, sensitive_part
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -271,8 +271,10 @@ def test_doctor_finds_and_fixes_safe_problems(layout: Layout) -> None:
         ):
             assert needle in again.stdout, again.stdout
         assert Path(layout.md("tools.md")).read_text() == "# Tools\n- edited by hand\n"
-        assert Store(layout).latest_md()["tools.md"] == "# Tools\n- edited by hand\n"
-        assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+        assert Store(layout).revisions.latest_md()["tools.md"] == "# Tools\n- edited by hand\n"
+        assert (
+            Path(layout.md("user.md")).read_text() == Store(layout).revisions.latest_md()["user.md"]
+        )
 
 
 def test_doctor_reads_a_wal_that_vanishes_under_it_as_absent(layout: Layout) -> None:

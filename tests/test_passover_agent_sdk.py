@@ -19,7 +19,7 @@ from tests.conftest import query as _rows
 from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory.agent import ALLOWED_TOOLS, agent_memory
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
 
@@ -151,7 +151,7 @@ def test_passover_preference_and_correction_reach_the_next_session(
     assert _rows(layout.memory_db, "SELECT id, type, content FROM learnings") == learnings_before
     (searched,) = _rows(layout.memory_db, "SELECT tools FROM turns WHERE prompt = ?", (QUESTION,))
     assert searched == ("",)  # the turn index leaves memory tool calls out too
-    assert Store(layout).stats()["learnings"] == len(learnings_before)
+    assert Store(layout).ledger.stats()["learnings"] == len(learnings_before)
 
 
 def test_claude_code_session_start_hook_injects_the_boot_context(

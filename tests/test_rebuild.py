@@ -23,8 +23,7 @@ from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
-from wsd.daemon.store import aside
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, aside_path
 from wsd.schema.layout import Layout
 
 #: Each turn states a preference and asks for a reminder (a learning and an action).
@@ -58,7 +57,7 @@ def test_a_rebuild_gives_the_memory_the_live_run_gave(
     gives the same again."""
     curated(layout, standin)
     live = learnings(layout)
-    live_files = Store(layout).latest_md()
+    live_files = Store(layout).revisions.latest_md()
     actions = "SELECT content, priority, status, created_at FROM pending_actions ORDER BY id"
     live_actions = q(layout.memory_db, actions)
     config = make_config(layout, standin, batch_turns=4)  # the live run's batches win
@@ -68,15 +67,17 @@ def test_a_rebuild_gives_the_memory_the_live_run_gave(
     assert lines[0] == "batch 1: turns 1-3 (3/7), +6 learnings" and "swapping" in lines[-1]
     first = learnings(layout)
     assert first == live and q(layout.memory_db, actions) == live_actions
-    assert Store(layout).latest_md() == live_files
+    assert Store(layout).revisions.latest_md() == live_files
     files = {n: Path(layout.md(n)).read_text() for n in ("user.md", "tools.md", "context.md")}
     rebuild.rebuild(config, progress=lambda _line: None)
     assert learnings(layout) == first
     for name, text in files.items():
-        assert Path(layout.md(name)).read_text() == text == Store(layout).latest_md()[name]
+        assert (
+            Path(layout.md(name)).read_text() == text == Store(layout).revisions.latest_md()[name]
+        )
     assert q(layout.memory_db, "PRAGMA integrity_check") == [("ok",)]
     assert not Path(pause_path(layout)).exists()
-    assert not Path(aside.aside_path(layout)).exists()
+    assert not Path(aside_path(layout)).exists()
     assert search_memory(layout, "which packages were installed")  # turn index rebuilt too
 
 
@@ -99,11 +100,11 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     """Imported learnings, other sources' actions and state stay; closed actions stay closed."""
     curated(layout, standin)
     store = Store(layout)
-    store.archive.import_lines(
+    store.learnings.import_lines(
         [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})]
     )
-    first, *_ = store.open_actions()
-    store.set_action_status(first[0], "dismissed", time.time())
+    first, *_ = store.actions.open_actions()
+    store.actions.set_action_status(first[0], "dismissed", time.time())
     conn = apsw.Connection(layout.memory_db)
     conn.execute(
         "INSERT INTO pending_actions (created_at, updated_at, content, source,"
@@ -114,7 +115,7 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
         " VALUES ('documents/a.pdf', 1, 1, 1, 1)"
     )
     conn.close()
-    open_before = len(store.open_actions())
+    open_before = len(store.actions.open_actions())
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
     assert q(layout.memory_db, "SELECT content, ref FROM learnings WHERE ref IS NOT NULL") == [
         ("Imported note", "r9")
@@ -122,7 +123,7 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     assert q(
         layout.memory_db, "SELECT status FROM pending_actions WHERE content = ?", (first[2],)
     ) == [("dismissed",)]
-    assert len(store.open_actions()) == open_before
+    assert len(store.actions.open_actions()) == open_before
     assert ("Check the new scan",) in q(layout.memory_db, "SELECT content FROM pending_actions")
     assert q(layout.memory_db, "SELECT path FROM workspace_files") == [("documents/a.pdf",)]
 
@@ -146,10 +147,12 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
         done.append(line)
         user = Path(layout.md("user.md"))
         user.write_text(user.read_text() + "- Hand edit: my cat is called Rebuild\n")
-        context = Store(layout).latest_md().get("context.md", "")
-        store.add_revision("context.md", context + "- Adopted by a restarted daemon\n", "hand", 1.0)
-        store.archive.import_lines([json.dumps({"type": "fact", "content": "Imported midway"})])
-        assert store.archive.retract(int(forgotten[0]), time.time(), "test")
+        context = Store(layout).revisions.latest_md().get("context.md", "")
+        store.revisions.add_revision(
+            "context.md", context + "- Adopted by a restarted daemon\n", "hand", 1.0
+        )
+        store.learnings.import_lines([json.dumps({"type": "fact", "content": "Imported midway"})])
+        assert store.learnings.retract(int(forgotten[0]), time.time(), "test")
         conn = apsw.Connection(layout.memory_db)
         conn.execute(
             "INSERT INTO pending_actions (created_at, updated_at, content, source,"
@@ -159,7 +162,7 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
 
     rebuild.rebuild(make_config(layout, standin, batch_turns=3), progress=meanwhile)
     assert done and "kept your edits of user.md" in lines
-    latest = Store(layout).latest_md()
+    latest = Store(layout).revisions.latest_md()
     assert "my cat is called Rebuild" in latest["user.md"]
     assert "my cat is called Rebuild" in Path(layout.md("user.md")).read_text()
     assert "Adopted by a restarted daemon" in latest["context.md"]
@@ -191,12 +194,12 @@ def test_a_hand_edit_made_while_the_rebuild_swaps_is_kept(
 
     rebuild.rebuild(make_config(layout, standin), progress=meanwhile)
     assert line in user.read_text()
-    (last,) = Store(layout).md_history("user.md")[-1:]
+    (last,) = Store(layout).revisions.md_history("user.md")[-1:]
     assert last.source == "hand" and line in last.content
     assert user.read_text() == last.content
     worker = make_worker(layout, standin)
     worker.run_once()
-    assert line in user.read_text() and Store(layout).md_history("user.md")[-1] == last
+    assert line in user.read_text() and Store(layout).revisions.md_history("user.md")[-1] == last
 
 
 def test_a_rebuild_counts_its_spend_and_the_days_spend_never_goes_down(
@@ -207,21 +210,21 @@ def test_a_rebuild_counts_its_spend_and_the_days_spend_never_goes_down(
     charges live in transcript.db, with the turns)."""
     curated(layout, standin)
     today = time.time() // 86400 * 86400
-    before = Store(layout).spent_since(today)
+    before = Store(layout).charges.spent_since(today)
     assert before > 0
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
     ((rebuilt,),) = q(
         layout.transcript_db, "SELECT sum(usd) FROM charges WHERE purpose = 'rebuild'"
     )
     assert rebuilt > 0
-    assert Store(layout).spent_since(today) == pytest.approx(before + rebuilt)
+    assert Store(layout).charges.spent_since(today) == pytest.approx(before + rebuilt)
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(layout.memory_db + suffix)
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
     ((both,),) = q(layout.transcript_db, "SELECT sum(usd) FROM charges WHERE purpose = 'rebuild'")
     assert both > rebuilt
-    assert Store(layout).spent_since(today) == pytest.approx(before + both)
+    assert Store(layout).charges.spent_since(today) == pytest.approx(before + both)
 
 
 def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeStandin) -> None:
@@ -247,14 +250,15 @@ def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeS
         Path(layout.md("user.md")).read_text(),
     ) == before
     assert not Path(pause_path(layout)).exists()
-    assert not Path(aside.aside_path(layout)).exists()
+    assert not Path(aside_path(layout)).exists()
 
 
 def _holding_pause(layout: Layout) -> subprocess.Popen[str]:
     """A process that holds the pause file as a live ``wsd rebuild`` does."""
     code = (
-        "import sys; from wsd.schema.layout import Layout; from wsd.daemon.store import aside\n"
-        "assert aside.take_pause(Layout(sys.argv[1])) is not None\n"
+        "import sys; from wsd.schema.layout import Layout\n"
+        "from wsd.daemon.store import take_pause\n"
+        "assert take_pause(Layout(sys.argv[1])) is not None\n"
         "print('held', flush=True); sys.stdin.read()\n"
     )
     proc = subprocess.Popen(

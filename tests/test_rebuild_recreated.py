@@ -19,8 +19,7 @@ from wsd.daemon.curation import rebuild
 from wsd.daemon.curation.passes import Step
 from wsd.daemon.curation.rebuild import RebuildError, pause_path
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store import aside
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import MemoryReplaced, Store, aside_path, finish, open_aside, swap
 from wsd.schema.layout import Layout
 
 PROMPT = "Task {i}: I prefer tabs in file{i}. Remind me to review file{i}."
@@ -68,7 +67,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
         _append(layout, lines[2])
         fresh = make_worker(layout, standin)  # a fresh memory.db: the md files adopted
         assert fresh.run_once().action == Step.PAUSED
-        assert [r.source for r in Store(layout).md_history("user.md")] == ["hand"]
+        assert [r.source for r in Store(layout).revisions.md_history("user.md")] == ["hand"]
         _append(layout, lines[3])  # adopted by the rebuild itself, into the fresh memory.db
 
     try:
@@ -79,11 +78,11 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
     assert done
     user = Path(layout.md("user.md")).read_text()
     assert [line for line in lines if line not in user] == []
-    history = Store(layout).md_history("user.md")
+    history = Store(layout).revisions.md_history("user.md")
     assert lines[3] in history[-1].content and {r.source for r in history} == {"hand"}
     assert "memory.db was replaced" in outcome
     assert not Path(pause_path(layout)).exists()
-    assert not Path(aside.aside_path(layout)).exists()
+    assert not Path(aside_path(layout)).exists()
 
     worker = make_worker(layout, standin, batch_turns=3)
     flush(layout)
@@ -92,7 +91,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
     assert [line for line in lines if line not in user] == []
     covered = q(layout.memory_db, "SELECT observation_id FROM batch_turns ORDER BY 1")
     assert [i for (i,) in covered] == list(range(1, 8))
-    assert Store(layout).latest_md()["user.md"] == user
+    assert Store(layout).revisions.latest_md()["user.md"] == user
 
 
 def test_the_swap_refuses_a_memory_db_other_than_the_one_the_rebuild_started_from(
@@ -102,15 +101,15 @@ def test_the_swap_refuses_a_memory_db_other_than_the_one_the_rebuild_started_fro
     memory.db whose identity the rebuild read when it started; over any other (recreated
     after the rebuild's last look) it refuses, and that memory.db is left as it was."""
     started_from = Store(layout).memory_identity()
-    aside.open_aside(layout)
-    aside.finish(layout)
+    open_aside(layout)
+    finish(layout)
     _delete_memory_db(layout)
     fresh = Store(layout)
     fresh.migrate()
-    fresh.add_revision("user.md", "- A person's line\n", "hand", 1.0)
+    fresh.revisions.add_revision("user.md", "- A person's line\n", "hand", 1.0)
     assert fresh.memory_identity() != started_from
-    with pytest.raises(aside.MemoryReplaced):
-        aside.swap(layout, started_from)
-    assert Store(layout).latest_md() == {"user.md": "- A person's line\n"}
-    aside.swap(layout, fresh.memory_identity())  # the database it started from: swapped
-    assert Store(layout).latest_md() == {}
+    with pytest.raises(MemoryReplaced):
+        swap(layout, started_from)
+    assert Store(layout).revisions.latest_md() == {"user.md": "- A person's line\n"}
+    swap(layout, fresh.memory_identity())  # the database it started from: swapped
+    assert Store(layout).revisions.latest_md() == {}

@@ -20,7 +20,7 @@ from wsd.daemon.memory import semantic
 from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 LEARNINGS = (
@@ -41,7 +41,7 @@ def _memory(layout: Layout) -> tuple[Any, ...]:
     files = {n: Path(layout.md(n)).read_text() for n in ("user.md", "context.md", "tools.md")}
     return (
         q(layout.memory_db, LEARNINGS),
-        Store(layout).latest_md(),
+        Store(layout).revisions.latest_md(),
         files,
         q(layout.memory_db, ACTIONS),
     )
@@ -62,7 +62,7 @@ def test_a_rebuild_replays_hand_edits_restores_and_forgets_where_they_happened(
     user.write_text(user.read_text() + "- Prefers answers in bullet points, says the person\n")
     _turn(layout, worker, 1, "I prefer tea over coffee. Remind me to water the plants.")
     assert "- Prefers tea over coffee" in user.read_text()
-    hand = [r for r in Store(layout).md_history("user.md") if r.source == "hand"][-1]
+    hand = [r for r in Store(layout).revisions.md_history("user.md") if r.source == "hand"][-1]
     wsd(env, "memory", "restore", "user.md", str(hand.id))
     assert "tea" not in user.read_text()
     (tea,) = q(layout.memory_db, "SELECT id FROM learnings WHERE content LIKE '%tea%'")[0]
@@ -77,7 +77,7 @@ def test_a_rebuild_replays_hand_edits_restores_and_forgets_where_they_happened(
     rebuilt = _memory(layout)
     assert rebuilt == live
     assert "tea" not in user.read_text() and "says the person" in user.read_text()
-    sources = [r.source for r in Store(layout).md_history("user.md")]
+    sources = [r.source for r in Store(layout).revisions.md_history("user.md")]
     assert sources == ["curator", "hand", "curator", "restore", "curator"]
 
 

@@ -22,8 +22,7 @@ from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.archive import turn_text
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, turn_text
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 
@@ -88,7 +87,7 @@ def memory(layout: Layout, standin: BridgeStandin) -> Layout:
     turn(cap, "s2", "What is the capital of Australia?", "Canberra, not Sydney.")
     cap.close()
     curate(layout, standin)
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [
             json.dumps(
                 {
@@ -436,7 +435,7 @@ def test_resolve_action_tool_and_curator_action_done(
 ) -> None:
     """The agent's tool closes an action; the curator's ACTION_DONE line closes one too."""
     store = Store(memory)
-    ((first, _, _),) = store.open_actions()
+    ((first, _, _),) = store.actions.open_actions()
     bad = run_resolve(memory, {"id": first, "status": "finished"})
     assert bad.get("is_error") and "status must be one of" in bad["content"][0]["text"]
     done = run_resolve(memory, {"id": f"#{first}", "status": "dismissed"})
@@ -447,14 +446,14 @@ def test_resolve_action_tool_and_curator_action_done(
     turn(cap, "s3", "Remind me to water the plants.", "Sure.")
     cap.close()
     curate(memory, standin)
-    ((second, _, _),) = store.open_actions()
+    ((second, _, _),) = store.actions.open_actions()
     cap = Capture(CaptureConfig(workspace=memory.root))
     turn(cap, "s3", "I watered the plants.", "Great.")
     cap.close()
     standin.script(Reply.text(f"ACTION_DONE: {second}"))
     curate(memory, standin)
-    assert store.open_actions() == []
-    assert not store.set_action_status(second, "completed", time.time())
+    assert store.actions.open_actions() == []
+    assert not store.actions.set_action_status(second, "completed", time.time())
 
 
 def test_search_tool_reports_bad_arguments(memory: Layout) -> None:
@@ -479,7 +478,7 @@ FILLER = [f"note {i}: the team met on day {i} and the plan was as it always is" 
 
 def _notes(layout: Layout, notes: list[str], turns: tuple[tuple[str, str], ...] = ()) -> None:
     """Import ``notes`` as facts (no session: no neighbours) and capture ``turns``."""
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [json.dumps({"type": "fact", "content": c}) for c in FILLER + notes]
     )
     assert not report.errors
@@ -677,7 +676,7 @@ def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStand
     "curated". Imported ones say ``imported`` (or their ref); curated ones the turn they came
     from."""
     store = Store(layout)
-    store.archive.import_lines(
+    store.learnings.import_lines(
         [
             json.dumps({"type": "fact", "content": "The boiler is serviced in May."}),
             json.dumps(

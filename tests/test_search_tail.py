@@ -19,7 +19,7 @@ from tests.test_search import run_wsd
 from wsd.daemon.memory.agent import run_search
 from wsd.daemon.memory.search.core import NOTHING, search_memory
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 

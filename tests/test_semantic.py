@@ -35,7 +35,7 @@ from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
@@ -55,7 +55,7 @@ def _patient(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _import(layout: Layout, notes: list[str]) -> None:
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [json.dumps({"type": "fact", "content": n}) for n in notes]
     )
     assert not report.errors
@@ -178,7 +178,7 @@ from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.ops.wiring import build_worker, semantic as wire
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 print(semantic.missing())
 print([h.id for h in search_memory(Layout({layout.root!r}), "jellyfish")])

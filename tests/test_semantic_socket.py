@@ -17,7 +17,7 @@ from wsd.daemon.memory.semantic import server as server_module
 from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 NOTES = [
@@ -33,7 +33,7 @@ def _served(layout: Layout) -> Iterator[SemanticServer]:
     reason = semantic.missing()
     if reason is not None:  # the model needs the [semantic] extra
         pytest.skip(reason)
-    report = Store(layout).archive.import_lines(
+    report = Store(layout).learnings.import_lines(
         [json.dumps({"type": "fact", "content": n}) for n in NOTES]
     )
     assert not report.errors

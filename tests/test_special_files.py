@@ -28,8 +28,7 @@ from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
 from tests.test_spool_damage import _hook
 from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.aside import pause_path
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, pause_path
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.watcher import Watcher
@@ -146,13 +145,15 @@ def test_a_curated_file_deleted_while_the_daemon_runs_is_written_back(
     with running_daemon(env, log):
         write_turns(layout, 2)
         wsd(env, "flush", "--wait", "30")
-        curated = Store(layout).latest_md()["user.md"]
+        curated = Store(layout).revisions.latest_md()["user.md"]
         assert curated and _text(user) == curated
         user.unlink()
         assert wait_for(lambda: _text(user) == curated, timeout=5), "user.md stayed missing"
         assert '"reason": "missing on disk"' in log.read_text()
         context.write_text("")  # emptied by a person: an edit, kept and adopted
-        assert wait_for(lambda: Store(layout).latest_md().get("context.md") == "", timeout=5)
+        assert wait_for(
+            lambda: Store(layout).revisions.latest_md().get("context.md") == "", timeout=5
+        )
         for kind in ("fifo", "dev_zero"):
             _plant(user, kind)
             time.sleep(1)  # five passes over it
@@ -172,7 +173,7 @@ def test_one_doctor_fix_clears_a_fifo_or_link_at_user_md_and_writes_it_back(
     worker = make_worker(layout, standin, batch_turns=2)
     write_turns(layout, 2)
     drain(worker)
-    curated = Store(layout).latest_md()["user.md"]
+    curated = Store(layout).revisions.latest_md()["user.md"]
     assert curated
     _plant(Path(layout.md("user.md")), kind)
     worker.status.update(force=True)  # a live heartbeat: this process plays the daemon

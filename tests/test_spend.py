@@ -23,7 +23,7 @@ from tests.conftest import (
 from tests.conftest import query as q
 from wsd.daemon.curation.answer import usage_of
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 DAY = 20_000 * 86400.0
@@ -61,7 +61,7 @@ def test_negative_usage_is_priced_at_an_estimate_and_the_cap_still_holds(
     ((status, usd),) = _charges(layout)
     assert status == "estimated" and usd > 1.0
     (cost,) = q(layout.memory_db, "SELECT cost_usd FROM batches")[0]
-    assert cost == usd and Store(layout).spent_since(DAY) == usd
+    assert cost == usd and Store(layout).charges.spent_since(DAY) == usd
 
 
 def test_usage_that_is_not_a_count_is_replaced_by_an_estimate() -> None:
@@ -113,7 +113,7 @@ def test_answers_lost_or_unreadable_are_still_counted(
     unreadable, empty, void, applied = (u for _s, u in _charges(layout))
     assert unreadable >= 1000 * 5.0 / 1e6 and empty > 0 and void == 0
     assert q(layout.memory_db, "SELECT cost_usd FROM batches") == [(applied,)]
-    assert Store(layout).spent_since(0) == sum(u for _s, u in _charges(layout))
+    assert Store(layout).charges.spent_since(0) == sum(u for _s, u in _charges(layout))
 
 
 def test_a_call_killed_in_flight_still_counts_toward_the_day(
@@ -134,7 +134,7 @@ def test_a_call_killed_in_flight_still_counts_toward_the_day(
             proc.wait(10)
     ((status, usd),) = _charges(layout)
     assert status == "asked" and usd > 0
-    assert Store(layout).spent_since(time.time() // 86400 * 86400) == usd
+    assert Store(layout).charges.spent_since(time.time() // 86400 * 86400) == usd
     assert q(layout.memory_db, "SELECT count(*) FROM batches") == [(0,)]
 
 
@@ -169,12 +169,12 @@ def test_maintenance_prunes_old_charges_but_never_the_last_two_days(tmp_path: Pa
     store = Store(layout)
     now, day = DAY + 43_200, 86_400.0
     for age_days in (30, 3, 1.5, 0.1):
-        store.ask_charge(now - age_days * day, 0.25, "batch")
+        store.charges.ask_charge(now - age_days * day, 0.25, "batch")
     # A one-hour retention must not take yesterday's charges with the events.
     assert store.maintenance.idle_pass(now, every=0, retention=3600) is not None
     rows = q(layout.transcript_db, "SELECT asked_at FROM charges")
     assert sorted(round((now - at) / day, 1) for (at,) in rows) == [0.1, 1.5]
-    assert store.spent_since(now - day) == 0.25
+    assert store.charges.spent_since(now - day) == 0.25
 
 
 def test_a_restore_from_a_backup_does_not_lower_the_days_spend(
@@ -199,7 +199,7 @@ def test_a_restore_from_a_backup_does_not_lower_the_days_spend(
     write_turns(layout, 1, start=1)
     flush(layout)
     assert "curated" in drain(worker, now=now)
-    spent = Store(layout).spent_since(today)
+    spent = Store(layout).charges.spent_since(today)
     assert spent >= 0.01
     worker.status.update(force=True)  # the heartbeat as the daemon leaves it
 
@@ -208,7 +208,7 @@ def test_a_restore_from_a_backup_does_not_lower_the_days_spend(
         leftover.unlink()
     for name in ("transcript.db", "memory.db"):
         (memory / name).write_bytes((backup / name).read_bytes())
-    assert Store(layout).spent_since(today) < spent  # the ledgers alone went back
+    assert Store(layout).charges.spent_since(today) < spent  # the ledgers alone went back
     shown = wsd({"WSD_WORKSPACE": layout.root}, "status", "--json").stdout
     assert json.loads(shown)["spent_today_usd"] == round(spent, 6)
 

@@ -31,7 +31,7 @@ from wsd import schema
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema import spool
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event, record

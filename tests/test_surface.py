@@ -32,8 +32,7 @@ from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.ops.deploy import PLUGIN_TOOL_PREFIX, render_plugin
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
-from wsd.daemon.store.records import Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, Turn
 from wsd.hooks.capture import MEMORY_OUTPUT_MARKER
 from wsd.schema.layout import Layout
 
@@ -41,7 +40,9 @@ FACT = "The shared drive password hint is kept in the red notebook"
 
 
 def _learn(layout: Layout, *facts: str) -> None:
-    Store(layout).archive.import_lines([json.dumps({"type": "fact", "content": f}) for f in facts])
+    Store(layout).learnings.import_lines(
+        [json.dumps({"type": "fact", "content": f}) for f in facts]
+    )
 
 
 def _tool_results(body: dict[str, Any]) -> list[str]:
@@ -277,9 +278,9 @@ def test_flush_wait_answers_while_another_session_keeps_writing(
             busy = threading.Thread(target=writer)
             busy.start()
             try:
-                assert wait_for(lambda: Store(layout).backlog().pending > 3)
+                assert wait_for(lambda: Store(layout).turns.backlog().pending > 3)
                 waited = wsd(env, "flush", "--wait", "30", check=False)
-                still_pending = Store(layout).backlog().pending
+                still_pending = Store(layout).turns.backlog().pending
             finally:
                 stop.set()
                 busy.join()
@@ -306,7 +307,10 @@ def test_doctor_is_quiet_on_a_healthy_workspace_with_an_inventory(
             wsd(env, "flush", "--wait", "30")
             assert wait_for(lambda: "contract.pdf" in Path(layout.md("files.md")).read_text())
             assert "- documents/: contracts" in Path(layout.md("files.md")).read_text()
-            assert Store(layout).latest_md()["files.md"] == "# Files\n- documents/: contracts\n"
+            assert (
+                Store(layout).revisions.latest_md()["files.md"]
+                == "# Files\n- documents/: contracts\n"
+            )
             for args in (["doctor"], ["doctor", "--fix"], ["doctor"]):
                 result = wsd(env, *args, check=False)
                 report = result.stdout

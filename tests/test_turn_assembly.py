@@ -33,7 +33,7 @@ from tests.test_spool_damage import _hook, _prompt, _spool_through_locked_db, _s
 from wsd import schema
 from wsd.daemon.curation import rebuild
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig, build_event
 from wsd.schema import spool
 from wsd.schema.layout import Layout
@@ -321,9 +321,11 @@ def test_a_claimed_turn_is_never_folded_again(layout: Layout) -> None:
         record(conn, event)
     conn.close()
     store = Store(layout)
-    before = store.claim_turns([1], 5.0)
-    store.record_event(Event("t", 2.0, "s", "PostToolUse", "Bash", {"tool_input": {"c": "x"}}))
-    assert store.turns_by_id([1]) == before
+    before = store.turns.claim_turns([1], 5.0)
+    store.turns.record_event(
+        Event("t", 2.0, "s", "PostToolUse", "Bash", {"tool_input": {"c": "x"}})
+    )
+    assert store.turns.turns_by_id([1]) == before
     assert _turns(layout)[1] == (None, ("x",), None, 1)
 
 
@@ -448,10 +450,10 @@ def test_a_wholly_late_turn_is_a_turn_of_its_own_even_after_the_next_was_curated
     record(conn, Event("s2", t0 + 5, "s", "Stop", None, {"last_assistant_message": "answer 2"}))
     conn.close()
     store = Store(layout)
-    store.claim_turns([1], t0 + 6)
-    store.mark_processed([1])
+    store.turns.claim_turns([1], t0 + 6)
+    store.turns.mark_processed([1])
     for event in first:
-        store.record_event(event)
+        store.turns.record_event(event)
     assert sorted(_turns(layout), key=str) == sorted(
         [("prompt 2", (), "answer 2", None), ("prompt 1", ("one",), "answer 1", None)], key=str
     )
@@ -469,15 +471,15 @@ def test_a_late_turn_before_a_curated_turn_whose_prompt_is_late_too_amends_nothi
     record(conn, Event("s2", t0 + 6, "s", "Stop", None, {"last_assistant_message": "answer 2"}))
     conn.close()
     store = Store(layout)
-    store.claim_turns([1], t0 + 7)
-    store.mark_processed([1])
+    store.turns.claim_turns([1], t0 + 7)
+    store.turns.mark_processed([1])
     for event in (
         Event("p1", t0 + 1, "s", "UserPromptSubmit", None, {"prompt": "prompt 1"}),
         Event("t1", t0 + 2, "s", "PostToolUse", "Bash", {"tool_input": {"c": "one"}}),
         Event("s1", t0 + 3, "s", "Stop", None, {"last_assistant_message": "answer 1"}),
         Event("p2", t0 + 4, "s", "UserPromptSubmit", None, {"prompt": "prompt 2"}),
     ):
-        store.record_event(event)
+        store.turns.record_event(event)
     assert sorted(_turns(layout), key=str) == sorted(
         [
             (None, ("two",), "answer 2", None),
@@ -500,8 +502,8 @@ def test_whole_late_turns_inside_a_curated_turns_span_amend_nothing(layout: Layo
     record(conn, Event("s3", t0 + 10, "s", "Stop", None, {"last_assistant_message": "answer 3"}))
     conn.close()
     store = Store(layout)
-    store.claim_turns([1], t0 + 11)
-    store.mark_processed([1])
+    store.turns.claim_turns([1], t0 + 11)
+    store.turns.mark_processed([1])
     for event in (
         Event("s0", t0 + 3, "s", "Stop", None, {"last_assistant_message": "answer 0"}),
         Event("p1", t0 + 4, "s", "UserPromptSubmit", None, {"prompt": "prompt 1"}),
@@ -511,7 +513,7 @@ def test_whole_late_turns_inside_a_curated_turns_span_amend_nothing(layout: Layo
         Event("s2", t0 + 8, "s", "Stop", None, {"last_assistant_message": "answer 2"}),
         Event("p3", t0 + 9, "s", "UserPromptSubmit", None, {"prompt": "prompt 3"}),
     ):
-        store.record_event(event)
+        store.turns.record_event(event)
     assert sorted(_turns(layout), key=str) == sorted(
         [
             ("prompt 0", ("zero",), "answer 3", None),

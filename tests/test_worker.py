@@ -20,7 +20,7 @@ from wsd import schema
 from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
@@ -44,7 +44,7 @@ def test_threshold_batch_curates_turns_into_memory(layout: Layout, standin: Brid
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
         (0,)
     ]
-    latest = Store(layout).latest_md()
+    latest = Store(layout).revisions.latest_md()
     assert "tools.md" in latest and "user.md" in latest
     for name, content in latest.items():
         assert Path(layout.md(name)).read_text() == content
@@ -248,7 +248,7 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     assert q(layout.memory_db, "SELECT content, priority FROM pending_actions") == [
         ("Review the report", 1)
     ]
-    assert set(Store(layout).latest_md()) == {"user.md", "tools.md"}
+    assert set(Store(layout).revisions.latest_md()) == {"user.md", "tools.md"}
     assert len(Path(layout.md("tools.md")).read_text().splitlines()) == 150
     assert not os.path.exists(layout.md("soul.md"))  # the fixture installs no template
     (refused,) = q(layout.memory_db, "SELECT refused FROM batches")[0]
@@ -292,7 +292,7 @@ def test_truncated_reply_keeps_learnings_but_not_updates(
     )
     drain(worker)
     assert q(layout.memory_db, "SELECT type FROM learnings") == [("correction",)]
-    assert Store(layout).latest_md() == {}
+    assert Store(layout).revisions.latest_md() == {}
     assert q(layout.memory_db, "SELECT stop_reason FROM batches") == [("max_tokens",)]
 
 
@@ -340,7 +340,7 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     )
     write_turns(layout, 2)
     drain(worker)  # a first good batch writes the md files
-    good = {name: Path(layout.md(name)).read_text() for name in Store(layout).latest_md()}
+    good = {name: Path(layout.md(name)).read_text() for name in Store(layout).revisions.latest_md()}
     write_turns(layout, 4, start=2)
     faults: list[Any] = [
         Fault.refuse(0.3),
@@ -370,9 +370,9 @@ def test_all_faults_in_sequence_end_with_everything_curated_once(
     )
     assert sorted(covering) == [(i, 1) for i in range(1, 7)]
     assert len(standin.requests) <= len(faults) + 3  # every fault cost one call, no more
-    assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+    assert Path(layout.md("user.md")).read_text() == Store(layout).revisions.latest_md()["user.md"]
     assert "half a fi" not in Path(layout.md("user.md")).read_text()
-    assert set(good) <= set(Store(layout).latest_md())
+    assert set(good) <= set(Store(layout).revisions.latest_md())
 
 
 def test_long_outage_backs_off_and_survives_restart(layout: Layout, standin: BridgeStandin) -> None:
@@ -478,7 +478,7 @@ def test_startup_rederives_markers_and_repairs_md(layout: Layout, standin: Bridg
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
         (0,)
     ]
-    assert Path(layout.md("user.md")).read_text() == Store(layout).latest_md()["user.md"]
+    assert Path(layout.md("user.md")).read_text() == Store(layout).revisions.latest_md()["user.md"]
     assert md_files.stray_temp_files(layout) == []
     calls = len(standin.requests)
     drain(fresh)
@@ -621,7 +621,7 @@ def test_a_pass_opens_each_database_once_and_holds_none_after(
     from tests.conftest import make_config
     from wsd import schema
     from wsd.daemon.ops.wiring import build_worker
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     opened: Counter[str] = Counter()
     live: list[apsw.Connection] = []

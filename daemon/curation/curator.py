@@ -15,7 +15,7 @@ from typing import Any
 from wsd.daemon.curation.excerpt import clip, excerpt
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.memory.md_files import LINE_LIMITS
-from wsd.daemon.store.records import Turn
+from wsd.daemon.store import Turn
 from wsd.schema.layout import CURATED_FILES
 
 # What each part of a turn gets (characters), chosen from ``make bench``: ``curator_sees``

@@ -38,8 +38,7 @@ from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, S
 from wsd.daemon.curation.problems import problem
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest, Store
 
 #: Reads of an ended batch's results before the requests still without one are released.
 MAX_FETCHES = 3
@@ -123,7 +122,7 @@ class Economy:
         """Send ``batches`` as one Message Batch, each request built from the same memory
         snapshot. Raises Outage (the Bridge is down: back off) and Shutdown."""
         base = self.pipeline.files()
-        actions = self.store.open_actions()
+        actions = self.store.actions.open_actions()
         prepared: list[Prepared] = []
         for batch in batches:  # within the size cap: the rest waits for the next batch
             if prepared and sum(p.chars for p in prepared) >= MAX_SUBMISSION_CHARS:
@@ -179,8 +178,8 @@ class Economy:
             self.store.remote.forget(rid)
             raise
         self.store.remote.submitted(rid, remote_id, self.clock(), now + self._wait(0))
-        if self.store.get_state(OFF_KEY):
-            self.store.set_state({OFF_KEY: None}, now)
+        if self.store.ledger.get_state(OFF_KEY):
+            self.store.ledger.set_state({OFF_KEY: None}, now)
             self.log.info("economy_available", remote_id=remote_id)
         self.log.info(
             "economy_submitted",
@@ -198,7 +197,7 @@ class Economy:
 
     def _turn_off(self, why: str, now: float) -> None:
         off = {"since": now, "reason": why[:300], "probe_at": now + PROBE_SECONDS}
-        self.store.set_state({OFF_KEY: json.dumps(off)}, now)
+        self.store.ledger.set_state({OFF_KEY: json.dumps(off)}, now)
         self.log.warning("economy_unavailable", reason=why[:300], probe_at=off["probe_at"])
 
     # -- polling ---------------------------------------------------------------------------
@@ -350,7 +349,7 @@ class Economy:
             return
         if result.usage is not None:
             self.meter.answered(request.charge_id, result.usage, result.message_id)
-        turns = self.store.turns_by_id(list(request.turn_ids))
+        turns = self.store.turns.turns_by_id(list(request.turn_ids))
         if not turns:  # gone meanwhile (transcript.db replaced under us): nothing to apply
             self.store.remote.settle_request(batch.id, request.custom_id, COVERED, "gone", now)
             return
@@ -400,7 +399,7 @@ def economy_off(store: Store, now: float) -> dict[str, Any] | None:
     """Why the economy lane is off (``since``, ``reason``, ``probe_at``) while ``now`` is
     before its daily probe; None: on (also for a state row that is not what this code
     writes)."""
-    raw = store.get_state(OFF_KEY)
+    raw = store.ledger.get_state(OFF_KEY)
     try:
         off = json.loads(raw) if raw else None
     except ValueError:

@@ -29,7 +29,7 @@ from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite, pla
 from wsd.daemon.memory.erosion import Erosion
 from wsd.daemon.memory.md_files import LINE_LIMITS
 from wsd.daemon.runtime.config import DEFAULT_EROSION, DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
-from wsd.daemon.store.records import Learning, learning_key
+from wsd.daemon.store import Learning, learning_key
 from wsd.schema.layout import CURATED_FILES
 
 #: Learnings per batch: this many per turn, and never fewer than the minimum.

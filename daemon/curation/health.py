@@ -16,7 +16,7 @@ from wsd.daemon.curation.bridge import sdk_loaded
 from wsd.daemon.memory.semantic import model_loaded
 from wsd.daemon.runtime.config import DEFAULT_ORPHAN_SECONDS
 from wsd.daemon.runtime.signals import STOP_SIGNALS
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 
 class Backoff:
@@ -46,8 +46,8 @@ class Backoff:
 
     def load(self, now: float) -> None:
         """Read the persisted state (start-up, at wall time ``now``)."""
-        at = self.store.get_state("next_attempt_at")
-        delay = self.store.get_state("backoff_seconds")
+        at = self.store.ledger.get_state("next_attempt_at")
+        delay = self.store.ledger.get_state("backoff_seconds")
         self.next_attempt_at = float(at) if at else 0.0
         self.delay = float(delay) if delay else self.initial
         if self.next_attempt_at:
@@ -68,7 +68,7 @@ class Backoff:
         self.deadline = self.monotonic() + delay
         self.next_attempt_at = now + delay
         self.delay = min(self.delay * 2, self.maximum)
-        self.store.set_state(
+        self.store.ledger.set_state(
             {"next_attempt_at": repr(self.next_attempt_at), "backoff_seconds": repr(self.delay)},
             now,
         )
@@ -79,7 +79,7 @@ class Backoff:
         self.next_attempt_at = 0.0
         self.deadline = None
         self.delay = self.initial
-        self.store.set_state({"next_attempt_at": None, "backoff_seconds": None}, now)
+        self.store.ledger.set_state({"next_attempt_at": None, "backoff_seconds": None}, now)
 
 
 class Budget:
@@ -117,7 +117,7 @@ class Budget:
     def spent_today(self, now: float) -> float:
         """The UTC day's spend: the ledgers', never less than was seen earlier that day."""
         day = int(now // 86400)
-        spent = self.store.spent_since(day * 86400.0)
+        spent = self.store.charges.spent_since(day * 86400.0)
         if self.floor[0] == day:
             spent = max(spent, self.floor[1])
         self.floor = (day, spent)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wsd.daemon.runtime.heartbeat import StatusFile
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema import spool
 
 
@@ -60,7 +60,7 @@ class SpoolIntake:
         refolded: list[int] = []
         try:
             report = spool.ingest_file(
-                taken, lambda e: self.store.record_event(e, "spool", refolded), self._stopping
+                taken, lambda e: self.store.turns.record_event(e, "spool", refolded), self._stopping
             )
         except Exception as exc:  # transient (busy, disk full): the file stays for next pass
             self.failed("spool", exc)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.records import Backlog
+from wsd.daemon.store import Backlog
 
 
 class Lane(Protocol):

@@ -7,7 +7,7 @@
   asks for through the guards (:mod:`wsd.daemon.curation.guards`: md edits against the
   files as they are now, loss and size limits, caps, restatements) and commits the rest in
   one memory.db transaction (the exactly-once point,
-  :meth:`~wsd.daemon.store.store.Store.commit_batch`). A batch the
+  :meth:`~wsd.daemon.store.ledger.Ledger.commit_batch`). A batch the
   Bridge rejects is split in halves; a lone rejected turn is parked in the ledger (failed,
   never deleted, for ``wsd retry``). ``Outage`` and ``Shutdown`` propagate: what was
   committed before them stays committed (``on_commit`` has seen it), the rest is curated
@@ -37,8 +37,7 @@ from wsd.daemon.curation.spend import StoreMeter, price
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.records import AlreadyCovered, BatchRecord, CommitResult, Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Store, Turn
 from wsd.schema.layout import CURATED_FILES
 
 #: A turn holding a spooled event younger than this is not claimed yet: the rest of a
@@ -187,18 +186,18 @@ class Pipeline:
         """Up to ``most`` consecutive batches, as :meth:`take` takes one (a backlog going
         to the economy lane in one Message Batch), claimed in one transaction."""
         size = self.config.batch_turns
-        turns, settling = self.store.next_turns(size * most, now - LATE_SETTLE_SECONDS, lane)
+        turns, settling = self.store.turns.next_turns(size * most, now - LATE_SETTLE_SECONDS, lane)
         if settling or spool_waiting:
             return NoBatch.SETTLING
-        covered = self.store.covered(identity, [t.id for t in turns])
+        covered = self.store.ledger.covered(identity, [t.id for t in turns])
         if covered:  # markers lagging behind the ledger (crash between the two commits)
-            self.store.mark_processed(sorted(covered))
+            self.store.turns.mark_processed(sorted(covered))
             return NoBatch.REMARKED
         batches = self._plan(turns, most)
         if not batches:
             return NoBatch.GONE
         # Claimed and read again in one transaction: a late event cannot change them now.
-        claimed = self.store.claim_turns([t.id for b in batches for t in b.turns], now)
+        claimed = self.store.turns.claim_turns([t.id for b in batches for t in b.turns], now)
         if not claimed:
             return NoBatch.GONE
         if claimed == [t for b in batches for t in b.turns]:
@@ -250,9 +249,9 @@ class Pipeline:
         """The request for ``batch`` and what it showed the curator: the memory files
         (``base``: the disk's now, unless given, as every request of one Message Batch is
         built from one snapshot), the open actions and the related learnings."""
-        actions = self.store.open_actions() if actions is None else actions
+        actions = self.store.actions.open_actions() if actions is None else actions
         base = self.files() if base is None else base
-        related = self.store.archive.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
+        related = self.store.learnings.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
         system, messages = build_request(base, actions, batch.rendered, related)
         seen = Seen(
             base=dict(base),
@@ -350,7 +349,7 @@ class Pipeline:
         reply: Reply | None = None,
     ) -> Committed:
         try:
-            result: CommitResult | None = self.store.commit_batch(
+            result: CommitResult | None = self.store.ledger.commit_batch(
                 identity, record, self.dated(turns), replaces=replaces
             )
         except AlreadyCovered:

@@ -48,12 +48,20 @@ from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
 from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store import aside
-from wsd.daemon.store.aside import pause_path, pause_requested
+from wsd.daemon.store import (
+    MemoryReplaced,
+    aside_path,
+    finish,
+    open_aside,
+    pause_path,
+    pause_requested,
+    remove,
+    swap,
+    take_pause,
+)
 
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
-from wsd.daemon.store.records import Turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, Turn
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -98,7 +106,7 @@ def rebuild(
         # The memory.db rebuilt: only it is swapped over, so a person's revisions in one that
         # replaced it meanwhile (deleted and recreated, restored) are never taken away.
         memory = live.memory_identity()
-        built = aside.open_aside(layout)
+        built = open_aside(layout)
         identity = live.transcript_identity()
         edits = PersonEdits(live, built, memory)
         report = _recurate(config, layout, built, bridge, identity, edits, say)
@@ -111,22 +119,22 @@ def rebuild(
         if adopted:
             say(f"kept your edits of {', '.join(adopted)}")
         edits.rest()
-        aside.finish(layout)
+        finish(layout)
         say("swapping the rebuilt memory in")
-        aside.swap(layout, memory)
+        swap(layout, memory)
         live.rederive_processed(identity)
         late = _keep_late_edits(layout, live, disk)
         if late:
             say(f"kept your edits of {', '.join(late)} (made while the rebuild swapped)")
-        report.files, report.removed_files = _rewrite_md(layout, live.latest_md())
-    except aside.MemoryReplaced as exc:
+        report.files, report.removed_files = _rewrite_md(layout, live.revisions.latest_md())
+    except MemoryReplaced as exc:
         raise RebuildError(
             "memory.db was replaced while the rebuild ran (deleted and recreated, or restored"
             " from a backup): the rebuild is abandoned and the new memory.db kept as it is,"
             " with every edit it holds; run wsd rebuild again to rebuild it"
         ) from exc
     finally:
-        aside.remove(aside.aside_path(layout))
+        remove(aside_path(layout))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pause_path(layout))
         os.close(pause)
@@ -144,7 +152,7 @@ def _record_spooled(layout: Layout, built: Store, rounds: int = 20) -> None:
             return
         for taken in spool.to_ingest(layout.spool):
             try:
-                spool.ingest_file(taken, lambda e: built.record_event(e, "spool"))
+                spool.ingest_file(taken, lambda e: built.turns.record_event(e, "spool"))
             except (apsw.Error, OSError) as exc:
                 raise RebuildError(f"spooled events could not be recorded ({exc}): retry") from exc
     raise RebuildError("hooks keep spooling (is transcript.db held locked?): try again later")
@@ -165,7 +173,7 @@ def _recurate(
     is read, so a late event becomes an addendum instead of changing a turn the curator was
     already sent."""
     _record_spooled(layout, built)
-    ids = built.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
+    ids = built.turns.turn_ids(settled_before=time.time() - LATE_SETTLE_SECONDS)
     groups = plan_groups(Store(layout), identity, ids, config.batch_turns)
     report = RebuildReport(turns=len(ids))
     deploy = {name: md_files.read_all(layout).get(name, "") for name in DEPLOY_FILES}
@@ -193,7 +201,7 @@ def _recurate(
         built,
         bridge,
         # The files as the rebuild has curated them so far, not the live ones.
-        files=lambda: {**deploy, **built.latest_md()},
+        files=lambda: {**deploy, **built.revisions.latest_md()},
         dated=dated,
         began=began,
         on_commit=counted,
@@ -202,7 +210,7 @@ def _recurate(
     done = 0
     for group in groups:
         _record_spooled(layout, built)  # hooks spool on while we run: before every claim
-        turns = built.claim_turns(group.turn_ids, time.time())
+        turns = built.turns.claim_turns(group.turn_ids, time.time())
         for batch in plan(turns, config.batch_chars):
             learnings, parked = report.learnings, report.parked
             edits.until(began(batch.turns))  # what people did before this batch began
@@ -226,7 +234,7 @@ def _recurate(
 def _take_pause(layout: Layout) -> int:
     path = pause_path(layout)
     for _ in range(2):
-        fd = aside.take_pause(layout)
+        fd = take_pause(layout)
         if fd is not None:
             return fd
         if pause_requested(layout):
@@ -277,7 +285,7 @@ def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -
     file as a hand revision; the names. Without it the rewrite that follows overwrote the
     change, and it was in no revision either (the daemon, paused, never saw it). A file
     deleted meanwhile is no edit: the rewrite writes it back, as the daemon does."""
-    latest = live.latest_md()
+    latest = live.revisions.latest_md()
     kept = []
     for name, now in md_files.read_curated(layout).items():
         if now is None:
@@ -288,7 +296,7 @@ def _keep_late_edits(layout: Layout, live: Store, seen: dict[str, str | None]) -
             continue
         text = replayed(before, after, latest.get(name, ""))
         if text != latest.get(name, ""):
-            live.add_revision(name, text, "hand", time.time())
+            live.revisions.add_revision(name, text, "hand", time.time())
             kept.append(name)
     return kept
 

@@ -30,9 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
-from wsd.daemon.store.aside import MemoryReplaced
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import MemoryReplaced, Revision, Store
 
 #: A person's change is theirs: replayed with no loss or size limit.
 FREE = Limits(lines=1_000_000, chars=1_000_000_000, max_loss=1.0)
@@ -54,7 +52,7 @@ def plan_groups(live: Store, identity: str, ids: Sequence[int], batch_turns: int
     wanted = set(ids)
     groups: list[Group] = []
     covered: set[int] = set()
-    for started, finished, turn_ids in live.batch_groups(identity):
+    for started, finished, turn_ids in live.ledger.batch_groups(identity):
         kept = [i for i in turn_ids if i in wanted and i not in covered]
         if kept:
             groups.append(Group(kept, started, finished))
@@ -83,7 +81,7 @@ class PersonEdits:
             found = self.live.memory_identity()
             if found != self.identity:
                 raise MemoryReplaced(self.identity, found)
-            return self.live.person_revisions(after)
+            return self.live.revisions.person_revisions(after)
 
     def until(self, cut: float | None) -> None:
         """Replay, in order, every pending edit made before ``cut`` (None: all of them)."""
@@ -97,10 +95,12 @@ class PersonEdits:
         self.until(None)
 
     def _replay(self, revision: Revision, before: str) -> None:
-        current = self.built.latest_md().get(revision.file, "")
+        current = self.built.revisions.latest_md().get(revision.file, "")
         text = replayed(before, revision.content, current)
         if text != current:
-            self.built.add_revision(revision.file, text, revision.source, revision.created_at)
+            self.built.revisions.add_revision(
+                revision.file, text, revision.source, revision.created_at
+            )
             self.replayed += 1
 
 

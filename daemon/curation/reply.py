@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from wsd.daemon.memory.boot import visible
 from wsd.daemon.memory.edits import MAX_LINE_CHARS, Edit
-from wsd.daemon.store.records import Learning
+from wsd.daemon.store import Learning
 from wsd.redact import clean_text
 
 UPDATE_HEADERS = {

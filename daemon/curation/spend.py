@@ -29,8 +29,7 @@ import apsw
 
 from wsd.daemon.curation.answer import Unanswered, Usage
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import BILLED, ESTIMATED, VOID, Store
 
 #: Characters of a request per token, for a floor of what it costs (the Bridge bills about
 #: one token per four characters; five keeps the floor below it).
@@ -89,7 +88,7 @@ class StoreMeter:
         floor = self.factor * price(
             self.config, request_chars // FLOOR_CHARS_PER_TOKEN, self.expect_output
         )
-        ticket = self.store.ask_charge(self.clock(), floor, self.purpose)
+        ticket = self.store.charges.ask_charge(self.clock(), floor, self.purpose)
         self._floors[ticket] = floor
         return ticket
 
@@ -111,7 +110,7 @@ class StoreMeter:
         if floor is None and ticket is not None and how != "void":
             # Booked by an earlier process (a Message Batch outlives a restart): its estimate
             # as booked, not nothing.
-            floor = self.store.booked_usd(ticket)
+            floor = self.store.charges.booked_usd(ticket)
         floor = floor or 0.0
         if how == "void":
             self._settle(ticket, VOID, 0.0, note="refused by the Bridge: not billed")
@@ -134,7 +133,7 @@ class StoreMeter:
             return
         self._floors.pop(ticket, None)
         try:
-            self.store.settle_charge(
+            self.store.charges.settle_charge(
                 ticket, status, usd, self.clock(), tokens, message_id or None, note
             )
         except (apsw.Error, OSError) as exc:

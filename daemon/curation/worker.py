@@ -29,10 +29,7 @@ from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import StatusFile, package_version
-from wsd.daemon.store import archive
-from wsd.daemon.store.aside import pause_requested
-from wsd.daemon.store.facets import Maintenance
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import INDEX_BATCH, Maintenance, Store, pause_requested
 from wsd.schema.layout import Layout
 
 
@@ -205,16 +202,16 @@ class Worker:
             self.log.info("turns_closed", count=len(closed), reason="no stop")
         if not self._collect(now):
             return PassResult(Step.STOPPED)
-        backlog = self.store.backlog()
+        backlog = self.store.turns.backlog()
         self._check_identity(backlog.identity)
         if backlog.last_turn_id != self._indexed_upto:  # new turns for search_memory
             indexed = self.store.archive.index_new_turns(identity=self.identity)
-            if indexed < archive.INDEX_BATCH:
+            if indexed < INDEX_BATCH:
                 self._indexed_upto = backlog.last_turn_id
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once
         self.status.update(pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.answerable_flushes:
-            self.store.answer_flushes(now, self._flush_error())
+            self.store.flushes.answer_flushes(now, self._flush_error())
             self._parked.clear()  # a flush answers for what was parked since this point
         if backlog.pending == 0:
             # At once after curating or awaiting (status said "awaiting" for 10 s after the
@@ -312,12 +309,12 @@ class Worker:
         if done.result is None:
             why = f"{len(ids)} turns already curated: {ids[:10]}"  # how many, not ten alone
             self.log.warning("batch_discarded", reason=why)
-            self.store.mark_processed(ids)
+            self.store.turns.mark_processed(ids)
             return
         now = self.clock()
         if done.parked:
             self._parked.append((done.batch_id, done.record.error or "rejected"))
-            self.store.mark_processed(ids)
+            self.store.turns.mark_processed(ids)
             self._remember_spend(now)  # a rejected call may still be billed
             self.log.error(
                 "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
@@ -329,7 +326,7 @@ class Worker:
         reporting.reply_problems(self.log, done)
         if done.result.files_updated:
             self.md.write(done.result.files_updated)
-        self.store.mark_processed(ids)
+        self.store.turns.mark_processed(ids)
         self._remember_spend(now)
         self._recovered()
         reporting.batch(self.log, self.status, done, self._reason, now)
@@ -361,8 +358,8 @@ class Worker:
         Bridge still rejects is parked again, in place of the old one)."""
         self._reason = "retry"
         done: list[Committed] = []
-        for batch_id, ids, _error in self.store.failed_batches():
-            turns = self.store.turns_by_id(ids)
+        for batch_id, ids, _error in self.store.ledger.failed_batches():
+            turns = self.store.turns.turns_by_id(ids)
             if turns:
                 done += self.pipeline.curate(
                     Batch.of(turns), self.identity, [batch_id], self._after_commit
@@ -407,7 +404,7 @@ class Worker:
         leapt = self.wake.suspended(self.monotonic())
         if now - leapt - self._started_wall < self.config.orphan_seconds:
             return []
-        return self.store.close_stale_turns(now - self.config.orphan_seconds - leapt)
+        return self.store.turns.close_stale_turns(now - self.config.orphan_seconds - leapt)
 
     def _detect_wake(self, now: float) -> None:
         """On a wake: log it once, drop the HTTP client, end any backoff, rescan (callbacks)."""
@@ -430,11 +427,11 @@ class Worker:
         identity = self.store.transcript_identity() if identity is None else identity
         if identity == self.identity:
             return
-        known = self.store.get_state("transcript_identity")
+        known = self.store.ledger.get_state("transcript_identity")
         if known and known != identity:
             self.log.warning("transcript_recreated", previous=known, current=identity)
         if known != identity:
-            self.store.set_state({"transcript_identity": identity}, self.clock())
+            self.store.ledger.set_state({"transcript_identity": identity}, self.clock())
         self.identity = identity
         self._indexed_upto = -1
         marked, cleared = self.store.rederive_processed(identity)

@@ -35,7 +35,7 @@ from typing import Any
 from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.memory.search.core import MAX_LIMIT, TYPES, format_hits, search_memory
 from wsd.daemon.memory.search.turn import format_turn, open_turn
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 SERVER_NAME = "memory"
@@ -202,7 +202,7 @@ def run_resolve(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
     try:
         action_id = whole(args, "id", MAX_ID)
         status = str(args.get("status", ""))
-        done = Store(layout).set_action_status(action_id, status, time.time())
+        done = Store(layout).actions.set_action_status(action_id, status, time.time())
     except (ValueError, TypeError) as exc:
         return _text(f"resolve_action: {exc}", error=True)
     except Exception as exc:  # a tool must answer, never crash the agent

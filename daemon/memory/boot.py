@@ -33,8 +33,7 @@ import apsw
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.uncurated import Digest
 from wsd.daemon.runtime.fsio import read_text, why_not_read
-from wsd.daemon.store.records import priority_name
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, priority_name
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEFAULT_WORKSPACE, DEPLOY_FILES, Layout
 
@@ -233,10 +232,10 @@ def _from_db(
     """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
     if not os.path.exists(layout.memory_db):
         return [], []
-    archive = Store(layout).archive
+    store = Store(layout)
     try:
-        recent = archive.recent_learnings(since, max_learnings)
-        open_actions = archive.open_actions(max_actions)
+        recent = store.learnings.recent_learnings(since, max_learnings)
+        open_actions = store.actions.open_actions(max_actions)
     except (apsw.Error, OSError) as exc:
         _warn(f"memory.db not readable ({describe(exc)}); boot context without learnings")
         return [], []
@@ -258,7 +257,7 @@ def _digest(layout: Layout) -> Digest | None:
     if not os.path.exists(layout.transcript_db):
         return None
     try:
-        found = Store(layout).uncurated(uncurated.MAX_LINES, uncurated.READ_CHARS)
+        found = Store(layout).turns.uncurated(uncurated.MAX_LINES, uncurated.READ_CHARS)
     except (apsw.Error, OSError) as exc:
         why = describe(exc)
         _warn(f"transcript.db not readable ({why}); boot context without the turns not curated")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from wsd.daemon.memory.edits import plain
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES
 
 #: The baseline is the file as it was this long before the batch.
@@ -88,7 +88,7 @@ def measure(store: Store, name: str, text: str, now: float, fraction: float) -> 
     (``fraction`` 0) or the file has no revision yet."""
     if fraction <= 0:
         return None
-    base = store.baseline_revision(name, now - WINDOW_SECONDS)
+    base = store.revisions.baseline_revision(name, now - WINDOW_SECONDS)
     if base is None:
         return None
     says = [p for line in base.content.splitlines() if (p := plain(line))]
@@ -111,7 +111,7 @@ def waiting(store: Store, name: str, text: str, now: float, fraction: float) -> 
     erosion = measure(store, name, text, now, fraction)
     if erosion is None or not erosion.closed:
         return None
-    raw = store.get_state(HELD_KEY.format(name=name))
+    raw = store.ledger.get_state(HELD_KEY.format(name=name))
     try:
         held = json.loads(raw) if raw else None
     except ValueError:
@@ -125,7 +125,7 @@ def waiting_files(store: Store, now: float, fraction: float) -> list[Erosion]:
     """Every curated file whose removals wait now (see :func:`waiting`)."""
     if fraction <= 0:
         return []
-    latest = store.latest_md()
+    latest = store.revisions.latest_md()
     found = (waiting(store, name, latest.get(name, ""), now, fraction) for name in CURATED_FILES)
     return [e for e in found if e is not None]
 

@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wsd.daemon.memory.search.text import STOP_WORDS
-from wsd.daemon.store.lineage import BatchTrace, SourceTurn
-from wsd.daemon.store.records import Revision
+from wsd.daemon.store import BatchTrace, Revision, SourceTurn
 
 #: Turns ``why`` names for a line at most.
 TURNS_SHOWN = 3

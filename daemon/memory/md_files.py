@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.runtime import fsio
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
-from wsd.daemon.store.records import sha256
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, sha256
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -90,7 +89,7 @@ def memory_files(layout: Layout, store: Store) -> dict[str, str]:
     """The six memory files as the curator should see them: soul.md and os.md from the
     disk, the curated ones from their latest revisions (adopt hand edits first)."""
     files = {name: read_text(layout.md(name)) or "" for name in DEPLOY_FILES}
-    latest = store.latest_md()
+    latest = store.revisions.latest_md()
     files.update({name: latest.get(name, "") for name in CURATED_FILES})
     return files
 
@@ -106,7 +105,7 @@ def adopt_hand_edits(
     """Record every curated file a person edited as a new revision (source ``hand``);
     the names adopted. A missing file, or one that equals a revision, is not an edit.
     ``disk``: the files as the caller read them (:func:`read_curated`; read here if None)."""
-    latest = store.latest_md()
+    latest = store.revisions.latest_md()
     files = read_curated(layout) if disk is None else disk
     adopted = []
     for name in CURATED_FILES:
@@ -116,9 +115,9 @@ def adopt_hand_edits(
         text = canonical(name, disk_text)
         if text == canonical(name, latest.get(name, "")):
             continue
-        if store.known_revision(name, sha256(text)) is not None:
+        if store.revisions.known_revision(name, sha256(text)) is not None:
             continue  # an older version the daemon wrote: materialise puts the latest back
-        store.add_revision(name, text, "hand", now)
+        store.revisions.add_revision(name, text, "hand", now)
         adopted.append(name)
     return adopted
 
@@ -194,7 +193,7 @@ def sync(layout: Layout, store: Store, now: float, *, temp_files: bool = False) 
                 os.unlink(path)
                 done.temp_removed.append(os.path.basename(path))
     done.adopted = adopt_hand_edits(layout, store, now)
-    done.written, done.failed = materialise_each(layout, store.latest_md())
+    done.written, done.failed = materialise_each(layout, store.revisions.latest_md())
     return done
 
 

@@ -25,7 +25,7 @@ from wsd.daemon.memory import md_files
 from wsd.daemon.memory.md_files import DiskWatch
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 
 class MdSync:
@@ -50,7 +50,7 @@ class MdSync:
         self.disk.changed()
         done = md_files.sync(self.layout, self.store, self.clock(), temp_files=True)
         self._adopted(done.adopted)
-        self._settle(done.failed, self.store.latest_md())
+        self._settle(done.failed, self.store.revisions.latest_md())
         if done.written or done.temp_removed:
             self.log.info("md_repaired", files=done.written, temp_removed=done.temp_removed)
         return done
@@ -72,7 +72,7 @@ class MdSync:
         gone = self.disk.missing()
         if not gone:
             return
-        latest = self.store.latest_md()
+        latest = self.store.revisions.latest_md()
         wanted = {name: latest[name] for name in gone if name in latest}
         if not wanted:
             return
@@ -90,7 +90,7 @@ class MdSync:
         """Write these files from their latest revisions; the ones written. A person who
         edited one during the call wins: their edit is adopted first, as the latest."""
         self.adopt()
-        latest = self.store.latest_md()
+        latest = self.store.revisions.latest_md()
         wanted = {n: latest[n] for n in names if n in latest}
         written, failed = md_files.materialise_each(self.layout, wanted)
         self._settle(failed, wanted)

@@ -11,7 +11,7 @@ first (the budget cuts the oldest), and counts the ones it does not show:
     - 2027-01-15 08:00  Build the expense table for 2026-04 by supplier and save it as CSV…
     - … 1 turn with no request (tool activity only)
 
-The store reads the turns (:meth:`~wsd.daemon.store.store.Store.uncurated`); the boot
+The store reads the turns (:meth:`~wsd.daemon.store.turns.Turns.uncurated`); the boot
 context neutralises their text before it comes here, as it does all stored text it shows.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from wsd.daemon.store.records import Uncurated
+from wsd.daemon.store import Uncurated
 
 #: The section's own budget, small beside the whole boot context's 48,000 characters (about
 #: 500 tokens). A request is clipped to REQUEST_MAX_CHARS (its first sentence or two: the

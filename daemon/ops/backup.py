@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from wsd.daemon.runtime.fsio import UnsafeFile, read_regular
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
 #: How a copy is created in DEST: never through a link someone left there.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wsd import schema
 from wsd.daemon.runtime.fsio import atomic_write
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import DEPLOY_FILES, USER_FOLDERS, Layout
 
 #: The deploy-managed templates a workspace starts with (bootstrap installs its own).

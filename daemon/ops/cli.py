@@ -74,7 +74,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         nudge=nudge,
     )
     from wsd.daemon.ops import wiring
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     worker = wiring.build_worker(
         config, Store(Layout(config.workspace)), stop, nudge=nudge, on_wake=[watcher.wake]
@@ -111,12 +111,12 @@ def _exec_with_settings(args: argparse.Namespace, env: Mapping[str, str]) -> NoR
 def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.ops.deployed import deployed_env
     from wsd.daemon.runtime import log
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     layout = Layout(_config(args, env).workspace)
     if no_memory("wsd retry", layout):
         return 1
-    if not Store(layout).stats()["parked"]:  # no Bridge needed to say so
+    if not Store(layout).ledger.stats()["parked"]:  # no Bridge needed to say so
         print("nothing parked: no batch to retry")
         return 0
     config = _config(args, deployed_env(layout, env))  # the daemon's Bridge and token

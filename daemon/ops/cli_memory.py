@@ -51,8 +51,7 @@ def cmd_boot_context(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def no_memory(command: str, layout: Layout) -> bool:
     """Whether memory.db cannot be read yet (said on stderr); read only, creates nothing."""
-    from wsd.daemon.store.maintenance import remedy
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store, remedy
 
     why = Store(layout).maintenance.unready().get("memory")
     if why is not None:
@@ -118,14 +117,14 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd import FILE.jsonl`` (``-`` reads stdin): bad lines reported and skipped."""
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     store = Store(_layout(args, env))
     store.migrate()
     if args.file == "-":
-        report = store.archive.import_lines(line.rstrip(b"\r\n") for line in sys.stdin.buffer)
+        report = store.learnings.import_lines(line.rstrip(b"\r\n") for line in sys.stdin.buffer)
     else:
-        report = store.archive.import_jsonl(args.file)
+        report = store.learnings.import_jsonl(args.file)
     for number, why in report.errors:
         print(f"{args.file}:{number}: {why}", file=sys.stderr)
     if report.unknown_turns:
@@ -142,8 +141,7 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd pending [list|complete ID|dismiss ID] [--all] [--json]``."""
-    from wsd.daemon.store.records import priority_name
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store, priority_name
 
     layout = _layout(args, env)
     if no_memory("wsd pending", layout):
@@ -153,7 +151,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if args.id is not None:
             print("wsd pending: list takes no id", file=sys.stderr)
             return 2
-        actions = store.list_actions(include_closed=args.all)
+        actions = store.actions.list_actions(include_closed=args.all)
         if args.json:
             print(json.dumps(actions, ensure_ascii=False, indent=1))
         elif not actions:
@@ -167,7 +165,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"wsd pending: {args.verb} needs an action id", file=sys.stderr)
         return 2
     status = "completed" if args.verb == "complete" else "dismissed"
-    changed = store.set_action_status(args.id, status, time.time())
+    changed = store.actions.set_action_status(args.id, status, time.time())
     result: dict[str, Any] = {"id": args.id, "status": status, "changed": changed}
     if args.json:
         print(json.dumps(result))
@@ -279,11 +277,11 @@ def turn_ref(text: str) -> str:
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd forget ID``: retract a learning (search, boot context and index forget it)."""
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
-    archive = Store(_layout(args, env)).archive
-    if not archive.retract(args.id, time.time(), args.reason):
-        when = archive.retracted_at(args.id)
+    learnings = Store(_layout(args, env)).learnings
+    if not learnings.retract(args.id, time.time(), args.reason):
+        when = learnings.retracted_at(args.id)
         if when is not None:  # a second forget: say so, not "no learning"
             from wsd.daemon.runtime.dates import iso_time
 

@@ -33,8 +33,7 @@ from typing import Any
 
 from wsd.daemon.memory import md_files
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Revision, Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 #: The largest id SQLite stores (a signed 64-bit integer): past it a number is no id at all.
@@ -123,7 +122,7 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
 
 def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout) -> int:
     """The ``wsd memory`` verbs (``layout`` resolved by the caller)."""
-    from wsd.daemon.store.maintenance import remedy
+    from wsd.daemon.store import remedy
 
     store = Store(layout)
     why = store.maintenance.unready().get("memory")
@@ -137,7 +136,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
         from wsd.daemon.ops import cli_why
 
         return cli_why.run(args, store)
-    revisions = store.md_history(args.file)
+    revisions = store.revisions.md_history(args.file)
     by_id = {r.id: r for r in revisions}
     if args.verb == "history":
         rows = history_rows(revisions)
@@ -163,7 +162,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
         print("wsd memory restore: give one revision id", file=sys.stderr)
         return 2
     rev = by_id[wanted[0]]
-    new_id = store.add_revision(args.file, rev.content, "restore", time.time())
+    new_id = store.revisions.add_revision(args.file, rev.content, "restore", time.time())
     failed = md_files.materialise_each(layout, {args.file: rev.content})[1]
     print(f"{args.file}: revision #{rev.id} restored as #{new_id}")
     if failed:  # the revision is the truth; the file follows it when it can be written

@@ -32,7 +32,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.curation import economy
     from wsd.daemon.memory import erosion
     from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     config = config_of(args, env)
     layout = Layout(config.workspace)
@@ -41,8 +41,9 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if unready:  # read-only: say what state the workspace is in, create nothing
         return _status_unready(layout, unready, read_status(layout), args.json)
     now = time.time()
-    backlog = store.backlog()
-    stats = store.stats()
+    backlog = store.turns.backlog()
+    age = backlog.age(now)
+    stats = store.ledger.stats()
     beat = read_status(layout)
     reported = (beat or {}).get("settings")
     settings: dict[str, Any] = dict(reported) if isinstance(reported, dict) else config.reported()
@@ -57,7 +58,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if beat and beat.get("heartbeat_at")
         else None,
         "backlog": backlog.pending,
-        "oldest_pending_age_s": round(now - backlog.oldest_ts, 1) if backlog.oldest_ts else None,
+        "oldest_pending_age_s": None if age is None else round(age, 1),
         "flush_pending": backlog.flush_upto is not None,
         "last_batch": stats["last_batch"],
         "parked_batches": stats["parked"],
@@ -188,7 +189,7 @@ def _status_unready(
     layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
 ) -> int:
     """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
-    from wsd.daemon.store.maintenance import remedy
+    from wsd.daemon.store import remedy
 
     report = {
         "workspace": layout.root,
@@ -213,13 +214,13 @@ RECENT_PARKED_SECONDS = 600.0
 def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.runtime import instance
     from wsd.daemon.runtime.heartbeat import daemon_running
-    from wsd.daemon.store.store import Store
+    from wsd.daemon.store import Store
 
     layout = Layout(config_of(args, env).workspace)
     store = Store(layout)
     store.migrate()
     asked = time.time()
-    flush_id = store.request_flush("cli", asked)
+    flush_id = store.flushes.request_flush("cli", asked)
     print(f"flush requested (#{flush_id})", flush=True)  # before any stderr line, when piped
     # Nobody to curate it: say so now, with or without --wait ("flush requested" alone read
     # as "it is being done"). A daemon just started counts: its `wsd run` is there before
@@ -238,14 +239,14 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return 1
     deadline = time.monotonic() + args.wait
     while args.wait and time.monotonic() < deadline:
-        handled, error = store.flush_outcome(flush_id)
+        handled, error = store.flushes.flush_outcome(flush_id)
         if handled and error:
             print(f"flush done, but {error}", file=sys.stderr)
             return 1
         if handled:
             # A turn parked just before this flush was asked for (an earlier flush or the
             # threshold took it) left this one nothing to do: "flush done" alone misled.
-            recent = store.parked_since(asked - RECENT_PARKED_SECONDS)
+            recent = store.ledger.parked_since(asked - RECENT_PARKED_SECONDS)
             if recent:
                 batch_id, why = recent[0]
                 print(

@@ -25,9 +25,7 @@ from typing import Any
 from wsd.daemon.memory import md_files
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import BatchTrace, LearningTrace, Revision, SourceTurn, Store
 from wsd.schema.layout import CURATED_FILES
 
 #: The person's words shown of a turn.
@@ -103,7 +101,7 @@ def _unadopted(store: Store, name: str, latest: Revision) -> None:
 
 def _latest(store: Store, name: str, verb: str) -> tuple[list[Revision], list[Blamed]] | None:
     """The file's revisions and its latest one's lines blamed; None (said) when it has none."""
-    revisions = store.lineage.revisions(name)
+    revisions = store.revisions.md_history(name)
     if not revisions:
         print(f"wsd memory {verb}: {name} has no revisions yet", file=sys.stderr)
         return None
@@ -172,7 +170,7 @@ def _why_text(store: Store, text: str, as_json: bool) -> int:
     more = 0
     tracer = _Tracer(store)
     for name in CURATED_FILES:
-        revisions = store.lineage.revisions(name)
+        revisions = store.revisions.md_history(name)
         for b in blame(revisions):
             if needle not in b.text.casefold():
                 continue

@@ -28,7 +28,7 @@ from wsd.daemon.memory.semantic.server import SemanticServer
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 
 def build_worker(

@@ -22,7 +22,7 @@ from typing import Any
 
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES, Layout
 
 SESSION = "demo-session-1"
@@ -148,7 +148,7 @@ def run(keep: bool) -> int:
         _banner("waiting for the daemon to curate (SessionEnd: a Message Batch, half price)")
         store = Store(layout)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and store.backlog().pending:
+        while time.monotonic() < deadline and store.turns.backlog().pending:
             time.sleep(0.2)
         subprocess.run([wsd, "flush", "--wait", "20"], env=env, check=True)
         _banner("what the curator answered: learnings, and line edits of the md files")
@@ -180,7 +180,7 @@ def _show(layout: Layout, store: Store, wsd: str, env: dict[str, str]) -> None:
         if path.exists():
             print(f"--- {name}\n{path.read_text().rstrip()}")
     _banner("learnings (memory.db)")
-    for kind, content in store.archive.learnings():
+    for kind, content in store.learnings.learnings():
         print(f"  {kind:<12} {content}")
     _banner("pending actions (wsd pending: as the boot context and the agent's tool name them)")
     subprocess.run([wsd, "pending"], env=env, check=True)

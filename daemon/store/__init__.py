@@ -1,6 +1,114 @@
-"""Every SQL verb the daemon uses, behind one door: :class:`wsd.daemon.store.store.Store`
-(its facets reach the archive, the vectors, the workspace tables and maintenance).
+"""Every SQL verb the daemon uses, behind one door: this package.
 
+Code outside ``daemon/store/`` imports only from here (``from wsd.daemon.store import
+Store``), never one of its modules (tests/test_architecture.py holds it so). It builds a
+:class:`Store` and calls verbs on it or on its facets (``store.turns``, ``store.ledger``,
+``store.archive``, ...: see :mod:`wsd.daemon.store.store`); the other names here are the
+records those verbs take and return, their constants, and a few pure functions of data.
 Nothing else in the daemon holds SQL or opens a connection, except the read-only queries of
 memory.search.
+
+(The store's own modules import each other by module, never from here: this file imports
+them.)
 """
+
+from wsd.daemon.store.actions import ActionRequest
+
+# Pure functions of the rows they are given, exported as such: the text the turn index
+# stores for a turn (search's tail ranks the turns not indexed yet as the index would).
+from wsd.daemon.store.archive import INDEX_BATCH, as_turns, turn_text
+
+# The rebuild's files beside memory.db (the aside database, the pause file the daemon's loop
+# and watcher honour): functions of the workspace's Layout, not verbs on a connection.
+from wsd.daemon.store.aside import (
+    MemoryReplaced,
+    aside_path,
+    finish,
+    leftovers,
+    open_aside,
+    pause_path,
+    pause_requested,
+    rebuild_pid,
+    remove,
+    swap,
+    take_pause,
+)
+from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
+from wsd.daemon.store.connections import Opener
+from wsd.daemon.store.learnings import ImportReport
+from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
+
+# What made each database and the operator's remedy for one missing or without a schema: a
+# constant and a pure function of two strings (doctor, status and the CLI say them).
+from wsd.daemon.store.maintenance import MADE_BY, Maintenance, remedy
+
+# Records, with the pure functions of data that name or key them (the curator's guards key a
+# learning as the ledger does; files are hashed as their revisions are).
+from wsd.daemon.store.records import (
+    LEARNING_TYPES,
+    AlreadyCovered,
+    Backlog,
+    BatchRecord,
+    CommitResult,
+    Learning,
+    Revision,
+    Turn,
+    Uncurated,
+    learning_key,
+    priority_name,
+    sha256,
+)
+from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
+from wsd.daemon.store.store import Store
+from wsd.daemon.store.vectors import KINDS as VECTOR_KINDS
+from wsd.daemon.store.workspace import Card, ToolEvent
+
+__all__ = [
+    "APPLIED",
+    "BILLED",
+    "COVERED",
+    "ESTIMATED",
+    "INDEX_BATCH",
+    "LEARNING_TYPES",
+    "MADE_BY",
+    "RELEASED",
+    "VECTOR_KINDS",
+    "VOID",
+    "ActionRequest",
+    "AlreadyCovered",
+    "Backlog",
+    "BatchRecord",
+    "BatchTrace",
+    "Card",
+    "CommitResult",
+    "ImportReport",
+    "Learning",
+    "LearningTrace",
+    "Maintenance",
+    "MemoryReplaced",
+    "Opener",
+    "RemoteBatch",
+    "RemoteRequest",
+    "Revision",
+    "SourceTurn",
+    "Store",
+    "ToolEvent",
+    "Turn",
+    "Uncurated",
+    "as_turns",
+    "aside_path",
+    "finish",
+    "learning_key",
+    "leftovers",
+    "open_aside",
+    "pause_path",
+    "pause_requested",
+    "priority_name",
+    "rebuild_pid",
+    "remedy",
+    "remove",
+    "sha256",
+    "swap",
+    "take_pause",
+    "turn_text",
+]

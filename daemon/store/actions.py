@@ -5,7 +5,8 @@ canvas sync, and a rebuild carrying them over) and are closed from four (``ACTIO
 a check that sees the problem resolved, the agent's ``resolve_action`` tool, ``wsd pending``).
 Each verb takes an open connection so that it joins the caller's transaction: a batch's
 actions commit with its ledger row. At most one action per de-duplication key is open (a
-partial unique index); inserting a second is a no-op.
+partial unique index); inserting a second is a no-op. The :class:`Actions` facet at the end
+(``store.actions``) opens connections for the verbs that stand alone.
 
 Workspace checks follow one more rule (:func:`raise_requests`): a key is raised again only
 if no action with that key is open and none was closed after the problem (re)appeared, so a
@@ -22,6 +23,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.store.connections import Connections
 
 #: What an action can be closed as.
 CLOSED_STATUSES = ("completed", "dismissed")
@@ -193,3 +195,27 @@ def carry_closed_status(m: apsw.Connection) -> None:
         " AND a.source = 'curator' AND NOT EXISTS (SELECT 1 FROM live.pending_actions p"
         "   WHERE p.dedup_key = a.dedup_key AND p.status = 'pending')"
     )
+
+
+class Actions:
+    """Pending actions as the loop, the boot context and ``wsd pending`` see and close them
+    (``store.actions``; the workspace checks raise theirs through ``store.workspace``)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
+        """Open pending actions as (id, priority, content), most urgent first (read-only:
+        the boot context reads them too, and never writes)."""
+        with self._db.memory(readonly=True) as m:
+            return open_list(m, limit)
+
+    def list_actions(self, include_closed: bool = False) -> list[dict[str, Any]]:
+        """Pending actions, most urgent first (with ``include_closed``, closed ones after)."""
+        with self._db.memory() as m:
+            return listing(m, include_closed)
+
+    def set_action_status(self, action_id: int, status: str, now: float) -> bool:
+        """Close an open action as ``completed`` or ``dismissed``; False if none was open."""
+        with self._db.memory() as m, schema.write_txn(m):
+            return set_status(m, action_id, status, now)

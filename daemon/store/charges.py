@@ -2,8 +2,9 @@
 
 Kept in transcript.db (see ``schema/sql/transcript/004_charges.sql`` for why), one row per
 HTTP request: booked before it is sent at an estimate, settled by the answer's usage as soon
-as it arrives. The daily spend cap reads :meth:`~wsd.daemon.store.store.Store.spent_since`.
-Each verb takes an open connection (transcript.db unless it says otherwise).
+as it arrives. The daily spend cap reads :meth:`Charges.spent_since`.
+Each verb takes an open connection (transcript.db unless it says otherwise); the
+:class:`Charges` facet at the end (``store.charges``) opens them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import apsw
 
 from wsd import schema
+from wsd.daemon.store.connections import Connections
 
 #: A charge row's states (see the migration).
 ASKED, BILLED, ESTIMATED, VOID = "asked", "billed", "estimated", "void"
@@ -75,3 +77,52 @@ def charge_totals(t: apsw.Connection, since: float) -> dict[str, float]:
         t, "SELECT status, sum(usd) FROM charges WHERE asked_at >= ? GROUP BY status", (since,)
     )
     return {str(status): float(usd) for status, usd in rows}
+
+
+class Charges:
+    """The charges ledger and the daily cap's reading of it (``store.charges``)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def ask_charge(self, at: float, usd: float, purpose: str) -> int:
+        """Book a request about to be sent, at its estimate; the charge's id."""
+        with self._db.transcript() as t:
+            return ask_charge(t, at, usd, purpose)
+
+    def settle_charge(
+        self,
+        charge: int,
+        status: str,
+        usd: float,
+        at: float | None = None,
+        tokens: tuple[int, int, int] = (0, 0, 0),
+        message_id: str | None = None,
+        note: str | None = None,
+    ) -> None:
+        """Settle a booked request (see :func:`settle_charge`)."""
+        with self._db.transcript() as t:
+            settle_charge(t, charge, status, usd, at, tokens, message_id, note)
+
+    def booked_usd(self, charge: int) -> float | None:
+        """What a booked request is counted at now (None: no such charge)."""
+        with self._db.transcript(readonly=True) as t:
+            return booked_usd(t, charge)
+
+    def spent_since(self, since: float) -> float:
+        """What the curator's requests since ``since`` cost, in USD (the daily cap).
+
+        The charges ledger, or the batch ledger if that says more: each is a floor of what
+        was spent (a transcript.db recreated, or charges from before they were kept, leave
+        only the batches; a memory.db deleted or rebuilt leaves only the charges).
+        """
+        with self._db.transcript(readonly=True) as t:
+            charged = charged_since(t, since)
+        with self._db.memory(readonly=True) as m:
+            batches = batches_cost_since(m, since)
+        return max(charged, batches)
+
+    def charge_totals(self, since: float) -> dict[str, float]:
+        """USD per charge status since ``since`` (``wsd status``, the soak's ledger check)."""
+        with self._db.transcript(readonly=True) as t:
+            return charge_totals(t, since)

@@ -1,6 +1,7 @@
 """Flush requests: ``wsd flush``, PreCompact and SessionEnd ask the loop to curate
 everything pending now; the loop marks them handled, with why if it could not do all of it.
-Each verb takes an open transcript.db connection. (Requests are made through
+Each verb takes an open transcript.db connection (the :class:`Flushes` facet at the end,
+``store.flushes``, opens one per call). (Requests are made through
 :func:`wsd.schema.transcript.request_flush`, which the hooks share.)"""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import apsw
 
 from wsd import schema
+from wsd.daemon.store.connections import Connections
+from wsd.schema.transcript import request_flush
 
 
 def flush_outcome(t: apsw.Connection, flush_id: int) -> tuple[bool, str | None]:
@@ -37,3 +40,26 @@ def answer_flushes(t: apsw.Connection, now: float, error: str | None) -> None:
             f" WHERE f.handled_at IS NULL AND NOT {WAITS_ON_TURNS}",
             (now, error),
         )
+
+
+class Flushes:
+    """Flush requests (``store.flushes``): asked by ``wsd flush``, answered by the loop."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def request_flush(self, reason: str, now: float) -> int:
+        """Ask the loop to curate everything pending now (``wsd flush``); the request's id."""
+        with self._db.transcript() as t:
+            return request_flush(t, reason, now)
+
+    def flush_outcome(self, flush_id: int) -> tuple[bool, str | None]:
+        """(handled, what went wrong) of flush request ``flush_id`` (read-only)."""
+        with self._db.transcript(readonly=True) as t:
+            return flush_outcome(t, flush_id)
+
+    def answer_flushes(self, now: float, error: str | None = None) -> None:
+        """Answer every open flush request whose turns are all curated; ``error`` says what
+        failed."""
+        with self._db.transcript() as t:
+            answer_flushes(t, now, error)

@@ -3,8 +3,8 @@
 The exactly-once rule lives in :func:`commit_batch`: a batch commits only if none of its
 turns is already covered by the ledger, and the transcript's ``processed`` markers are a
 cache re-derived from that ledger (:func:`wsd.daemon.store.turns.rederive_processed`).
-Each verb takes an open memory.db connection (the :class:`~wsd.daemon.store.store.Store`
-opens one per call).
+Each verb takes an open memory.db connection (the :class:`Ledger` facet at the end,
+``store.ledger``, opens one per call).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.store import actions
+from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.records import (
     AlreadyCovered,
     BatchRecord,
@@ -266,3 +267,51 @@ def _add_learnings(
             )
             superseded += m.changes()
     return added, repeated, superseded
+
+
+class Ledger:
+    """The batch ledger and the daemon's state in memory.db (``store.ledger``)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def get_state(self, key: str) -> str | None:
+        with self._db.memory() as m:
+            return get_state(m, key)
+
+    def set_state(self, values: dict[str, str | None], now: float) -> None:
+        """Set (or, for None, delete) state keys in one transaction."""
+        with self._db.memory() as m, schema.write_txn(m):
+            set_state(m, values, now)
+
+    def covered(self, identity: str, ids: Sequence[int]) -> set[int]:
+        with self._db.memory() as m:
+            return covered(m, identity, ids)
+
+    def commit_batch(
+        self, identity: str, batch: BatchRecord, now: float, replaces: Sequence[int] = ()
+    ) -> CommitResult:
+        """Commit one batch and all it produced atomically (the exactly-once point; see
+        :func:`commit_batch`)."""
+        with self._db.memory() as m:
+            return commit_batch(m, identity, batch, now, replaces)
+
+    def batch_groups(self, identity: str) -> list[tuple[float, float, list[int]]]:
+        """(started_at, finished_at, turn ids) per batch of ``identity``, in curation order."""
+        with self._db.memory() as m:
+            return batch_groups(m, identity)
+
+    def parked_since(self, since: float) -> list[tuple[int, str | None]]:
+        """Batches parked that ended at or after ``since``, as (batch id, error)."""
+        with self._db.memory(readonly=True) as m:
+            return parked_since(m, since)
+
+    def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
+        """Parked batches as (batch id, turn ids, error)."""
+        with self._db.memory() as m:
+            return failed_batches(m)
+
+    def stats(self) -> dict[str, Any]:
+        """Ledger totals for ``wsd status``."""
+        with self._db.memory() as m:
+            return stats(m)

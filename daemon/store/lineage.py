@@ -18,8 +18,6 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.store.connections import Connections
-from wsd.daemon.store.records import Revision
-from wsd.daemon.store.revisions import md_history
 
 #: Learnings a text query returns at most.
 MATCH_LIMIT = 10
@@ -184,11 +182,6 @@ class Lineage:
 
     def __init__(self, db: Connections) -> None:
         self._db = db
-
-    def revisions(self, name: str) -> list[Revision]:
-        """Every revision of a curated file, oldest first."""
-        with self._db.memory() as m:
-            return md_history(m, name)
 
     def batch(self, batch_id: int) -> BatchTrace | None:
         with self._db.memory() as m:

@@ -1,8 +1,8 @@
 """SQL verbs for data hygiene and health: checkpoints, retention, vacuum, integrity, backup.
 
-Each verb takes an open connection to one of the two databases; the Store's
-:class:`~wsd.daemon.store.facets.Maintenance` runs them for the worker's periodic maintenance
-and for ``wsd doctor`` / ``wsd backup``.
+Each verb takes an open connection to one of the two databases; the :class:`Maintenance`
+facet at the end (``store.maintenance``) runs them for the worker's periodic maintenance and
+for ``wsd doctor`` / ``wsd backup``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ import re
 import apsw
 
 from wsd import schema
+from wsd.daemon.store import remote
+from wsd.daemon.store.connections import Connections
+from wsd.schema.errors import describe
 
 DAY = 86_400.0
 #: What makes a missing database, said wherever one is found missing (status, doctor, search…).
@@ -130,3 +133,102 @@ def _fts_tables(conn: apsw.Connection) -> list[str]:
     """Names of the FTS5 tables (not fts5vocab views, which have no integrity command)."""
     found = schema.rows(conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table'")
     return [str(name) for name, sql in found if sql and _FTS5.search(str(sql))]
+
+
+class Maintenance:
+    """Data hygiene and health checks of both databases (used by the worker and ``wsd
+    doctor``; see :mod:`wsd.daemon.store.maintenance`)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+        self._maintained_at = 0.0
+
+    def idle_pass(self, now: float, every: float, retention: float) -> tuple[int, list[str]] | None:
+        """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.
+
+        Hooks never checkpoint beyond SQLite's automatic one, so the daemon keeps both
+        WAL files bounded with a PASSIVE checkpoint on every idle pass (it never waits
+        for, or blocks, a writer). Once per ``every`` seconds it also prunes raw events
+        older than ``retention`` seconds already folded into processed turns (never
+        observations or learnings), vacuums a mostly-empty file, and truncates the WALs:
+        then it returns (events pruned, databases vacuumed), else None.
+        """
+        self.checkpoint()
+        if now - self._maintained_at < every:
+            return None
+        self._maintained_at = now
+        # Charges go with the events, but never the last two days': the daily cap sums them.
+        pruned = self.prune_events(now - retention, now - max(retention, 2 * DAY))
+        vacuumed = self.vacuum_if_sparse()
+        self.checkpoint(truncate=True)
+        return pruned, vacuumed
+
+    def checkpoint(self, truncate: bool = False) -> dict[str, tuple[int, int, int]]:
+        """Checkpoint both WALs (PASSIVE, or TRUNCATE); (busy, wal pages, checkpointed
+        pages) per database."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for kind in schema.KINDS:
+            with self._db.open(kind) as conn:
+                out[kind] = checkpoint(conn, truncate)
+        return out
+
+    def prune_events(self, before: float, charges_before: float | None = None) -> int:
+        """Delete raw events older than ``before`` already folded into a processed turn (see
+        :func:`prune_events`); how many. Settled Message Batches as old go too."""
+        with self._db.transcript() as t:
+            pruned = prune_events(t, before, charges_before)
+            remote.prune(t, before)
+            return pruned
+
+    def vacuum_if_sparse(self, min_free_ratio: float = 0.5, min_pages: int = 2048) -> list[str]:
+        """VACUUM a database whose free pages exceed the ratio; the ones vacuumed."""
+        done: list[str] = []
+        for kind in schema.KINDS:
+            with self._db.open(kind) as conn:
+                if vacuum_if_sparse(conn, min_free_ratio, min_pages):
+                    done.append(kind)
+        return done
+
+    def schema_version(self, kind: schema.Kind) -> int:
+        """The schema version of an existing database (read-only); SchemaError if too new."""
+        with self._db.open(kind, readonly=True) as conn:
+            return schema.check_version(conn, kind, self._db.path(kind))
+
+    def unready(self) -> dict[str, str]:
+        """Per database that cannot be read yet, why: missing, or a file with no schema (read
+        only: nothing is created or changed). Empty when both are ready."""
+        out: dict[str, str] = {}
+        for kind in schema.KINDS:
+            if not os.path.exists(self._db.path(kind)):
+                out[kind] = NOT_MADE[0]
+                continue
+            try:
+                if self.schema_version(kind) == 0:
+                    out[kind] = NOT_MADE[1]
+            except (apsw.Error, schema.SchemaError) as exc:
+                out[kind] = f"cannot be read ({describe(exc)})"
+        return out
+
+    def journal_mode(self, kind: schema.Kind) -> str:
+        """The database's journal mode, read only (asking never sets it)."""
+        with self._db.open(kind, readonly=True) as conn:
+            return journal_mode(conn)
+
+    def integrity(self, kind: schema.Kind) -> list[str]:
+        """Problems found by quick_check and the FTS integrity checks (empty: healthy)."""
+        with self._db.open(kind) as conn:
+            return integrity(conn)
+
+    def rebuild_fts(self) -> list[str]:
+        """Rebuild every FTS index of memory.db from its content table."""
+        with self._db.memory() as m:
+            return rebuild_fts(m)
+
+    def backup(self, dest_dir: str) -> dict[str, int]:
+        """Consistent online copies of both databases into ``dest_dir`` (SQLite backup API)."""
+        pages: dict[str, int] = {}
+        for kind in schema.KINDS:
+            with self._db.open(kind) as source:
+                target = os.path.join(dest_dir, os.path.basename(self._db.path(kind)))
+                pages[kind] = backup(source, target)
+        return pages

@@ -63,6 +63,11 @@ class Backlog:
     #: Open flushes with no such turn left: the loop answers them.
     answerable_flushes: int = 0
 
+    def age(self, now: float) -> float | None:
+        """How long the oldest turn not curated yet has waited at ``now``, in seconds (None:
+        none waits)."""
+        return None if self.oldest_ts is None else now - float(self.oldest_ts)
+
 
 @dataclass(frozen=True)
 class Uncurated:

@@ -2,7 +2,8 @@
 
 A batch's revisions are written by :func:`wsd.daemon.store.ledger.commit_batch`, in the
 batch's transaction; the verbs here read them and record the ones no batch produced (a
-person's edit adopted, a ``wsd memory restore``). Each takes an open memory.db connection.
+person's edit adopted, a ``wsd memory restore``). Each takes an open memory.db connection
+(the :class:`Revisions` facet at the end, ``store.revisions``, opens one per call).
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.records import Revision, sha256
+from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.records import (
+    Revision,
+    sha256,
+)
 
 _COLUMNS = "id, file, created_at, source, batch_id, sha256, content"
 
@@ -83,3 +88,42 @@ def add_revision(m: apsw.Connection, name: str, content: str, source: str, now: 
             (name, content, sha256(content), now, source),
         )
         return int(m.last_insert_rowid())
+
+
+class Revisions:
+    """The md revisions of the curated files (``store.revisions``)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def latest_md(self) -> dict[str, str]:
+        """The latest revision of each curated file that has one."""
+        with self._db.memory() as m:
+            return latest_md(m)
+
+    def md_history(self, name: str) -> list[Revision]:
+        """Every revision of one curated file, oldest first."""
+        with self._db.memory() as m:
+            return md_history(m, name)
+
+    def known_revision(self, name: str, digest: str) -> int | None:
+        """The newest revision of ``name`` with this sha256, if any."""
+        with self._db.memory() as m:
+            return known_revision(m, name, digest)
+
+    def baseline_revision(self, name: str, since: float) -> Revision | None:
+        """The version of ``name`` that erosion is measured against (see
+        :func:`baseline_revision`)."""
+        with self._db.memory() as m:
+            return baseline_revision(m, name, since)
+
+    def person_revisions(self, after: int = 0) -> list[tuple[Revision, str]]:
+        """Every revision a person made with an id above ``after``, oldest first, each with
+        the content before it (see :func:`person_revisions`)."""
+        with self._db.memory() as m:
+            return person_revisions(m, after)
+
+    def add_revision(self, name: str, content: str, source: str, now: float) -> int:
+        """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
+        with self._db.memory() as m:
+            return add_revision(m, name, content, source, now)

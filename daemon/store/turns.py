@@ -1,8 +1,8 @@
 """The transcript side of the loop: turns waiting to be curated, claiming them, and the
 ``processed`` markers (a cache of the ledger, see :func:`rederive_processed`).
 
-Each verb takes an open transcript.db connection (the :class:`~wsd.daemon.store.store.Store`
-opens one per call).
+Each verb takes an open transcript.db connection (the :class:`Turns` facet at the end,
+``store.turns``, opens one per call).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.flushes import WAITS_ON_TURNS
 from wsd.daemon.store.records import Backlog, Turn, Uncurated
+from wsd.schema.transcript import Event, close_stale_turns, record
 
 #: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
 _SETTLING = (
@@ -219,3 +221,63 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         str(closed_by),
         None if amends is None else int(amends),
     )
+
+
+class Turns:
+    """The loop's turns in transcript.db: what waits, claiming it, the ``processed`` markers
+    (``store.turns``; the markers' re-derivation from the ledger spans both databases and is
+    :meth:`~wsd.daemon.store.store.Store.rederive_processed`)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def record_event(
+        self, event: Event, via: str = "spool", refolded: list[int] | None = None
+    ) -> bool:
+        """Record one (spooled) event; the turns it folded again are appended to ``refolded``."""
+        with self._db.transcript() as t:
+            return record(t, event, via=via, refolded=refolded)
+
+    def close_stale_turns(self, quiet_before: float) -> list[int]:
+        with self._db.transcript() as t:
+            return close_stale_turns(t, quiet_before)
+
+    def backlog(self) -> Backlog:
+        with self._db.transcript() as t:
+            return backlog(t)
+
+    def uncurated(self, limit: int, chars: int) -> Uncurated:
+        """The turns not yet curated, as the boot context tells of them (read-only; see
+        :func:`uncurated`)."""
+        with self._db.transcript(readonly=True) as t:
+            return uncurated(t, limit, chars)
+
+    def pending_turns(self, limit: int) -> list[Turn]:
+        """The oldest unprocessed turns, in id order."""
+        return self.next_turns(limit, float("inf"))[0]
+
+    def next_turns(
+        self, limit: int, settled_before: float, lane: str = "prompt"
+    ) -> tuple[list[Turn], bool]:
+        """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
+        of them is still settling; ``lane`` says which (see :func:`next_turns`)."""
+        with self._db.transcript() as t:
+            return next_turns(t, limit, settled_before, lane)
+
+    def claim_turns(self, ids: Sequence[int], now: float) -> list[Turn]:
+        """Mark these turns as taken into a batch and read them, in one transaction."""
+        with self._db.transcript() as t:
+            return claim_turns(t, ids, now)
+
+    def turns_by_id(self, ids: Sequence[int]) -> list[Turn]:
+        with self._db.transcript() as t:
+            return turns_by_id(t, ids)
+
+    def turn_ids(self, settled_before: float | None = None) -> list[int]:
+        """Every turn's id, oldest first (see :func:`turn_ids`)."""
+        with self._db.transcript() as t:
+            return turn_ids(t, settled_before)
+
+    def mark_processed(self, ids: Sequence[int]) -> None:
+        with self._db.transcript() as t:
+            mark_processed(t, ids)

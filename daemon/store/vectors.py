@@ -4,7 +4,8 @@ reads the daemon's dense search makes (schema/sql/memory/004_vectors.sql).
 Rows are (kind, id): kind ``L`` a learning, ``T`` a turn. The text embedded for a turn is
 what the person and the agent said (its tool calls only when it has nothing else: commands
 and their output drown the meaning); the model reads only the first 256 word pieces. Each
-verb takes an open memory.db connection (one that predates the vector tables reads as empty).
+verb takes an open memory.db connection (one that predates the vector tables reads as empty);
+the :class:`Vectors` facet at the end (``store.vectors``) opens them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
+from wsd.daemon.store.connections import Connections
 
 KINDS = ("L", "T")
 _TABLE = {"L": ("learning_vectors", "learning_id"), "T": ("turn_vectors", "turn_id")}
@@ -75,6 +77,11 @@ def pending(m: apsw.Connection, limit: int) -> list[tuple[str, int, str]]:
         if len(out) >= limit:
             break
     return out
+
+
+def texts(m: apsw.Connection, kind: str, limit: int) -> list[str]:
+    """The texts of up to ``limit`` memories of ``kind`` as they are embedded (vector or not)."""
+    return [str(text or "") for _i, text in m.execute(f"{_TEXT[kind]} LIMIT ?", (limit,))]
 
 
 def counts(m: apsw.Connection) -> tuple[int, int]:
@@ -160,3 +167,57 @@ def fetch(
         sql += " AND d.created_at >= ?"
         args.append(since_ts)
     return [(int(i), bytes(v)) for i, v in m.execute(sql, args)]
+
+
+class Vectors:
+    """The vectors of semantic matching (see :mod:`wsd.daemon.store.vectors`)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def use_model(self, model: str) -> bool:
+        """Make ``model`` the one stored vectors belong to; vectors of another are deleted.
+        False when memory.db predates the vector tables."""
+        with self._db.memory() as m:
+            return use_model(m, model)
+
+    def pending(self, limit: int) -> list[tuple[str, int, str]]:
+        """Up to ``limit`` memories without a vector, learnings first, newest first."""
+        with self._db.memory(readonly=True) as m:
+            return pending(m, limit)
+
+    def texts(self, kind: str, limit: int) -> list[str]:
+        """Up to ``limit`` texts of memories of ``kind`` as they are embedded (the bench's
+        reference of what one vector costs)."""
+        with self._db.memory(readonly=True) as m:
+            return texts(m, kind, limit)
+
+    def counts(self) -> tuple[int, int]:
+        """(memories with a vector, memories) over learnings and turns."""
+        with self._db.memory(readonly=True) as m:
+            return counts(m)
+
+    def newest(self) -> tuple[str, int, int]:
+        """The vectors' epoch and the newest learning and turn ids (see
+        :func:`newest`)."""
+        with self._db.memory(readonly=True) as m:
+            return newest(m)
+
+    def write(self, rows: Sequence[tuple[str, int, bytes]]) -> int:
+        """Store vectors (kind, id, 384 int8 bytes); a memory deleted meanwhile is skipped."""
+        with self._db.memory() as m:
+            return write(m, rows)
+
+    def newer(
+        self, after: dict[str, int]
+    ) -> tuple[str, dict[str, tuple[int, list[tuple[int, bytes]]]]]:
+        """What a cache of the vectors needs, in one read (see :func:`newer`)."""
+        with self._db.memory(readonly=True) as m:
+            return newer(m, after)
+
+    def fetch(
+        self, kind: str, ids: Sequence[int], kind_filter: str | None, since_ts: float | None
+    ) -> list[tuple[int, bytes]]:
+        """(id, vector) of ``ids`` that still exist and pass the search filters."""
+        with self._db.memory(readonly=True) as m:
+            return fetch(m, kind, ids, kind_filter, since_ts)

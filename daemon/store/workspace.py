@@ -2,19 +2,22 @@
 
 Paths in ``workspace_files`` and ``canvas_cards`` are relative to the workspace root, with
 ``/`` separators. Each verb takes an open connection (memory.db, except
-:func:`tool_events`); the Store's :class:`~wsd.daemon.store.facets.Workspace` opens them,
-and raises the checks' actions through :mod:`wsd.daemon.store.actions`.
+:func:`tool_events`); the :class:`Workspace` facet at the end (``store.workspace``) opens
+them, and raises the checks' actions through :mod:`wsd.daemon.store.actions`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import apsw
 
 from wsd import schema
+from wsd.daemon.store import actions
+from wsd.daemon.store.actions import ActionRequest
+from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.ledger import put_state
 
 #: state key of the canvas cursor: the last transcript event id looked at.
@@ -212,3 +215,97 @@ def tool_events(
     events = [ToolEvent(int(i), float(ts), str(n), str(p)) for i, ts, n, p in rows]
     upto = events[-1].id if len(events) >= limit else max(int(top), after_id)
     return identity, events, upto
+
+
+class Workspace:
+    """The file index, the checks' actions, the canvas map and the canvas tool events (see
+    :mod:`wsd.daemon.store.workspace`)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def index_rows(self) -> Iterator[tuple[str, int, int]]:
+        """Stream (path, size, mtime_ns) of the stored index (no list of 100k tuples)."""
+        with self._db.memory() as m:
+            yield from index_rows(m)
+
+    def apply_index(
+        self, upserts: Sequence[tuple[str, int, int]], deletes: Iterable[str], now: float
+    ) -> None:
+        """Record changed files and forget gone ones, in one transaction (a changed file
+        loses its stored hash)."""
+        gone = list(deletes)
+        if upserts or gone:
+            with self._db.memory() as m:
+                apply_index(m, upserts, gone, now)
+
+    def files_under(self, prefixes: Sequence[str]) -> list[tuple[str, float]]:
+        """(path, first_seen) of indexed files under any of ``prefixes`` (``"ocr/"``...)."""
+        with self._db.memory() as m:
+            return files_under(m, prefixes)
+
+    def size_groups(self, min_size: int) -> Iterator[list[tuple[str, int, int, str | None, float]]]:
+        """Files sharing their size with another, one size at a time (streamed), each as
+        (path, size, mtime_ns, sha256, first_seen)."""
+        with self._db.memory() as m:
+            yield from size_groups(m, min_size)
+
+    def set_hashes(self, hashes: Sequence[tuple[str, int, int, str]]) -> None:
+        """Store (path, size, mtime_ns, sha256); ignored where the file changed meanwhile."""
+        if hashes:
+            with self._db.memory() as m:
+                set_hashes(m, hashes)
+
+    def raise_actions(self, requests: Sequence[ActionRequest], source: str, now: float) -> int:
+        """Raise each request unless open or acknowledged (see :func:`actions.raise_requests`);
+        returns how many were inserted."""
+        if not requests:
+            return 0
+        with self._db.memory() as m, schema.write_txn(m):
+            return actions.raise_requests(m, requests, source, now)
+
+    def open_action_keys(self, prefix: str) -> dict[str, int]:
+        """Open actions whose key starts with ``prefix``: key -> id."""
+        with self._db.memory() as m:
+            return actions.open_keys(m, prefix)
+
+    def close_actions(self, keys: Iterable[str], now: float) -> int:
+        """Mark the open actions with these keys completed (the problem is resolved)."""
+        with self._db.memory() as m, schema.write_txn(m):
+            return actions.close_keys(m, keys, now)
+
+    def card(self, card_id: str) -> Card | None:
+        with self._db.memory() as m:
+            return card(m, card_id)
+
+    def card_paths(self) -> dict[str, str]:
+        """path -> card id of every mapped card (open or closed)."""
+        with self._db.memory(readonly=True) as m:
+            return card_paths(m)
+
+    def open_cards(self) -> list[Card]:
+        with self._db.memory(readonly=True) as m:  # (wsd doctor reads it: never create the file)
+            return open_cards(m)
+
+    def save_card(self, card: Card, now: float, cursor: tuple[str, int] | None = None) -> None:
+        """Insert or update one card row, and advance the event cursor in the same commit."""
+        with self._db.memory() as m:
+            save_card(m, card, now, cursor)
+
+    def canvas_cursor(self) -> tuple[str, int]:
+        """(transcript identity, last event id handled); ("", 0) before the first event."""
+        with self._db.memory() as m:
+            return canvas_cursor(m)
+
+    def set_canvas_cursor(self, identity: str, last_id: int, now: float) -> None:
+        with self._db.memory() as m:
+            set_canvas_cursor(m, identity, last_id, now)
+
+    def tool_events(
+        self, after_id: int, tool_names: Sequence[str], limit: int = 200
+    ) -> tuple[str, list[ToolEvent], int]:
+        """PostToolUse events of ``tool_names`` with id > ``after_id``, in id order, and how
+        far the caller may move its cursor (see :func:`tool_events`). Read-only:
+        the agent's database is never written from here."""
+        with self._db.transcript(readonly=True) as t:
+            return tool_events(t, after_id, tool_names, limit)

@@ -41,9 +41,7 @@ from wsd.daemon.runtime.config import (
 )
 from wsd.daemon.runtime.fsio import UnsafeFile, atomic_write, read_regular
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.store import Store
-from wsd.daemon.store.workspace import Card, ToolEvent
+from wsd.daemon.store import ActionRequest, Card, Store, ToolEvent
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 #: A mirror larger than this is not read: it cannot hold a card's text, so it was edited.

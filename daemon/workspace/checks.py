@@ -2,7 +2,7 @@
 
 Each check computes the problems present now, each with a stable
 de-duplication key. :meth:`Checks.run` raises an action for every new problem
-(see :meth:`wsd.daemon.store.facets.Workspace.raise_actions`: an action the agent
+(see :meth:`wsd.daemon.store.workspace.Workspace.raise_actions`: an action the agent
 dismissed is not nagged back) and closes, as completed, every open action of
 the check whose problem is gone. The checks:
 
@@ -34,8 +34,7 @@ from datetime import UTC, datetime
 from wsd.daemon.runtime.config import DEFAULT_UNPROCESSED_SECONDS
 from wsd.daemon.runtime.fsio import UnsafeFile, kind_of, read_text
 from wsd.daemon.runtime.log import get_logger
-from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import ActionRequest, Store
 from wsd.daemon.workspace.canvas import (
     CARD_MAX_BYTES,
     CONFLICT_MARK,

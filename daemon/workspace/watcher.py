@@ -39,8 +39,7 @@ from typing import Any
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
-from wsd.daemon.store.aside import pause_requested
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, pause_requested
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.inventory import Tree, diff, is_noise, render_inventory, scan

@@ -62,7 +62,7 @@ from wsd.daemon.memory.search.text import (
 )
 from wsd.daemon.memory.semantic import client
 from wsd.daemon.runtime.dates import display_date, parse_since
-from wsd.daemon.store.records import LEARNING_TYPES
+from wsd.daemon.store import LEARNING_TYPES
 from wsd.schema.layout import Layout
 
 TURN_TYPE = "turn"

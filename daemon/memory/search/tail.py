@@ -33,8 +33,7 @@ import apsw
 
 from wsd.daemon.memory.search.concepts import IndexSpec, as_int
 from wsd.daemon.memory.search.text import stems
-from wsd.daemon.store.archive import as_turns
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store, as_turns
 from wsd.schema.layout import Layout
 
 #: The most tail turns read per search (the newest): a daemon stopped for days must not make

@@ -19,8 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wsd.daemon.memory.semantic.model import DIMENSIONS, encoder, trim
-from wsd.daemon.store import vectors
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import VECTOR_KINDS, Store
 
 #: Candidates kept by the coarse pass for the exact one.
 COARSE = 1000
@@ -73,7 +72,7 @@ class DenseIndex:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.lock = threading.Lock()
-        self.kinds = {kind: _Bits() for kind in vectors.KINDS}
+        self.kinds = {kind: _Bits() for kind in VECTOR_KINDS}
         self.epoch = ""
 
     def refresh(self) -> None:
@@ -83,7 +82,7 @@ class DenseIndex:
         # rows may stay here meanwhile: the exact pass reads only rows that still exist.
         if epoch != self.epoch or any(top < self.kinds[k].last for k, (top, _) in found.items()):
             self.epoch = epoch
-            self.kinds = {kind: _Bits() for kind in vectors.KINDS}
+            self.kinds = {kind: _Bits() for kind in VECTOR_KINDS}
             epoch, found = self.store.vectors.newer({})
         for kind, (_top, rows) in found.items():
             self.kinds[kind].extend(rows)

@@ -19,7 +19,7 @@ from typing import Any
 
 from wsd.daemon.memory.semantic import MODEL_ID, missing
 from wsd.daemon.runtime import signals
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 #: At most this many texts per step (~0.3 s on one core when they are short learnings).
 STEP = 32

@@ -28,7 +28,7 @@ from wsd.daemon.memory.semantic import MODEL_ID
 from wsd.daemon.memory.semantic.client import address, read_line, socket_path
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.runtime.signals import background
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 
 #: A client has this long, all told, to send its request line (a byte now and then does not
 #: extend it), and as long again to take its answer.

@@ -23,7 +23,7 @@ from wsd.daemon.runtime.config import (
     DEFAULT_CURATION,
     DEFAULT_EROSION,
 )
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.errors import describe
 from wsd.schema.layout import Layout
 

@@ -15,7 +15,7 @@ from wsd.daemon.ops.doctor.program import not_running
 from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store import aside
+from wsd.daemon.store import aside_path, leftovers, pause_path, rebuild_pid, remove
 
 STALE_PENDING_SECONDS = 3600.0
 HEARTBEAT_STALE_SECONDS = 60.0
@@ -25,9 +25,9 @@ OUTAGE_FAIL_SECONDS = 1800.0
 
 def processing(doctor: Reporter) -> None:
     now = time.time()
-    age = doctor.store.maintenance.oldest_pending_age(now)
-    backlog = doctor.store.backlog()
-    parked = doctor.store.stats()["parked"]
+    backlog = doctor.store.turns.backlog()
+    age = backlog.age(now)
+    parked = doctor.store.ledger.stats()["parked"]
     if backlog.held and age is not None and age > STALE_PENDING_SECONDS:
         # One Message Batch at a time: the turns wait for its result (the economy check
         # judges how long it has been out).
@@ -95,18 +95,18 @@ def _pids(pids: list[int], none: str) -> str:
 
 def rebuild_leftovers(doctor: Reporter) -> None:
     """A live rebuild (the daemon waits for it), or what a rebuild that died left behind."""
-    pid = aside.rebuild_pid(doctor.layout)
+    pid = rebuild_pid(doctor.layout)
     if pid is not None:
         doctor.add("warn", "rebuild", f"wsd rebuild (pid {pid}) running: curation is paused")
         return
-    left = aside.leftovers(doctor.layout)
+    left = leftovers(doctor.layout)
     names = ", ".join(os.path.basename(p) for p in left)
     if not left:
         doctor.add("ok", "rebuild", "none running, nothing left behind")
     elif doctor.fix:
-        aside.remove(aside.aside_path(doctor.layout))
+        remove(aside_path(doctor.layout))
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(aside.pause_path(doctor.layout))
+            os.unlink(pause_path(doctor.layout))
         doctor.add("warn", "rebuild", f"removed what a rebuild that died left: {names}", True)
     else:
         doctor.add(

@@ -11,7 +11,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.ops.doctor.findings import Reporter
-from wsd.daemon.store.maintenance import MADE_BY, remedy
+from wsd.daemon.store import MADE_BY, remedy
 from wsd.schema.errors import describe
 
 MIN_FREE_BYTES = 200 * 1024 * 1024

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from wsd.daemon.store.store import Store
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 

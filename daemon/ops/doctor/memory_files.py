@@ -13,7 +13,7 @@ from wsd.daemon.memory import erosion, md_files
 from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.runtime.fsio import kind_of
 from wsd.daemon.runtime.heartbeat import pid_alive, read_status
-from wsd.daemon.store.records import sha256
+from wsd.daemon.store import sha256
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES
 
 
@@ -91,7 +91,7 @@ def revisions(doctor: Reporter) -> None:
     layout, store = doctor.layout, doctor.store
     for held in erosion.waiting_files(store, time.time(), doctor.erosion):
         doctor.add("warn", "md erosion", held.summary())
-    latest = store.latest_md()
+    latest = store.revisions.latest_md()
     stray = md_files.stray_temp_files(layout)
     states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}
     unreadable = unreadable_files(doctor)
@@ -104,7 +104,7 @@ def revisions(doctor: Reporter) -> None:
             continue
         if text is None:
             states["missing"].append(name)
-        elif store.known_revision(name, sha256(text)) is not None:
+        elif store.revisions.known_revision(name, sha256(text)) is not None:
             states["stale"].append(name)
         else:
             states["hand"].append(name)
