@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import threading
@@ -299,7 +300,9 @@ def test_truncated_reply_keeps_learnings_but_not_updates(
 @pytest.mark.parametrize(
     "fault",
     [
-        Fault.refuse(0.5),
+        # The window starts when scripted, so it must outlast the worker's way to its first
+        # connect and end before the retry (>= 1 s later): 0.9 s, with the SDK imported first.
+        Fault.refuse(0.9),
         Fault.reset(),
         Fault.hang(5),
         Fault.rate_limited(retry_after=0.2),
@@ -317,6 +320,7 @@ def test_transient_fault_then_recovery_curates_once(
     """Each transient Bridge fault is retried; once it recovers every turn is curated once."""
     worker = make_worker(layout, standin, batch_turns=2, request_timeout=1.0)
     write_turns(layout, 2)
+    importlib.import_module("anthropic")  # imported on first call: ~1 s under load (CI flake)
     standin.script(fault)
     drain(worker)
     assert q(layout.memory_db, "SELECT status, turns, attempts FROM batches") == [("done", 2, 2)]
