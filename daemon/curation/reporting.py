@@ -64,7 +64,7 @@ def reply_problems(log: Any, done: Committed) -> None:
 
 def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: float) -> None:
     """One line when the daily cap is reached, one when curation resumes; the heartbeat
-    says so meanwhile (``wsd status``)."""
+    says so meanwhile (``wsd status``; its state is the pass's, ``budget``)."""
     day = int(now // 86400)
     if exhausted and cap.reached_on != day:
         cap.reached_on = day
@@ -79,8 +79,6 @@ def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: floa
         cap.reached_on = None
         log.info("budget_resumed", spent_usd=round(cap.spent, 6), cap_usd=cap.cap)
         status.update(budget=None)
-    if exhausted:
-        status.update(state="budget", force=status.data.get("state") != "budget")
 
 
 def outage(
@@ -90,7 +88,6 @@ def outage(
     log says so once per outage (then rate-limited)."""
     status.count(bridge_errors=1)
     status.update(
-        state="backoff",
         next_attempt_at=now + delay,
         last_error=str(exc)[:300],
         outage_since=status.data.get("outage_since") or now,  # how long: wsd doctor judges it

@@ -12,32 +12,37 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
 from wsd.daemon.curation import lanes, reporting
+from wsd.daemon.curation.bookkeeping import Bookkeeper
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.economy import Economy
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
-from wsd.daemon.curation.passes import PassResult, Step
-from wsd.daemon.curation.pipeline import Batch, Committed, NoBatch, Pipeline
+from wsd.daemon.curation.passes import STATE_AFTER, PassResult, Step
+from wsd.daemon.curation.pipeline import Batch, NoBatch, Pipeline
 from wsd.daemon.curation.reporting import Failures
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
-from wsd.daemon.runtime.heartbeat import StatusFile, package_version
+from wsd.daemon.runtime.heartbeat import State, StatusFile, package_version
 from wsd.daemon.store import INDEX_BATCH, Maintenance, Store, pause_requested
 from wsd.schema.layout import Layout
 
 
-@dataclass
-class Parts:
-    """The worker's collaborators, built by the entry point (:mod:`wsd.daemon.ops.wiring`)
-    and handed in: the worker only runs the loop."""
+@dataclass(eq=False)
+class Worker:
+    """Turns captured turns into memory. Its collaborators are built by the entry point
+    (:mod:`wsd.daemon.ops.wiring`) and handed in here, once: the worker only runs the loop."""
 
+    config: Config
+    store: Store
+    bridge: BridgeClient
+    stop: threading.Event
     log: Any
     status: StatusFile
     failures: Failures
@@ -50,57 +55,25 @@ class Parts:
     budget: Budget
     pipeline: Pipeline
     economy: Economy
+    book: Bookkeeper
+    clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+    #: Set to end the wait between passes early (the watcher: a flush was asked for).
+    nudge: threading.Event = field(default_factory=threading.Event)
+    #: Called when the VM woke (events may have been lost: the watcher rescans).
+    on_wake: Sequence[Callable[[], Any]] = ()
+    #: Work done after each pass (embedding new memories); True means more is waiting.
+    after_pass: Sequence[Callable[[PassResult], bool]] = ()
+    identity: str = field(default="", init=False)
+    version: str = field(default="", init=False)
+    stop_reason: str = field(default="stop requested", init=False)
+    _indexed_upto: int = field(default=-1, init=False)  # newest turn id in the search index
+    _started: bool = field(default=False, init=False)
+    _started_wall: float = field(default=0.0, init=False)  # orphans: see _close_orphans
 
-
-class Worker:
-    """Turns captured turns into memory; every dependency is handed in."""
-
-    def __init__(
-        self,
-        config: Config,
-        store: Store,
-        bridge: BridgeClient,
-        stop: threading.Event,
-        parts: Parts,
-        *,
-        clock: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
-        nudge: threading.Event | None = None,
-        on_wake: Sequence[Callable[[], Any]] = (),
-    ) -> None:
-        self.config = config
-        self.layout: Layout = store.layout
-        self.store = store
-        self.bridge = bridge
-        self.stop = stop
-        self.nudge = nudge if nudge is not None else threading.Event()
-        self.clock = clock
-        self.monotonic = monotonic
-        self.on_wake = list(on_wake)
-        self.log = parts.log
-        self.status = parts.status
-        self.failures = parts.failures
-        self.backoff = parts.backoff
-        self.wake = parts.wake
-        self.ops = parts.maintenance
-        self.md = parts.md
-        self.intake = parts.intake
-        self.shedder = parts.shedder
-        self.budget = parts.budget
-        self.pipeline = parts.pipeline
-        self.economy = parts.economy
-        self.identity = ""
-        self.version = ""
-        self._indexed_upto = -1  # newest turn id known to be in the search index
-        self._started = False
-        self._started_wall = 0.0  # wall clock at start (orphans: see _close_orphans)
-        self.stop_reason = "stop requested"
-        self._reason = ""  # what triggered the batch in hand (for its log line)
-        #: Batches parked since flushes were last answered: a flush waiting on them did not
-        #: curate them (``wsd flush --wait`` said "flush done" for a parked turn).
-        self._parked: list[tuple[int, str]] = []
-        #: Work done after each pass (embedding new memories); True means more is waiting.
-        self.after_pass: list[Callable[[PassResult], bool]] = []
+    @property
+    def layout(self) -> Layout:
+        return self.store.layout
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -119,7 +92,7 @@ class Worker:
         self.wake.check(self._started_wall, self.monotonic())
         self._started = True
         self.status.update(
-            state="running", version=self.version, settings=self.config.reported(), force=True
+            state=State.RUNNING, version=self.version, settings=self.config.reported(), force=True
         )
 
     def run(self) -> int:
@@ -164,7 +137,7 @@ class Worker:
             self.wake.expect_wait(self.config.poll_seconds)
             self.nudge.wait(self.config.poll_seconds)
             self.nudge.clear()
-        self.status.update(state="stopped", force=True)
+        self.status.update(state=State.STOPPED, force=True)
         self.log.info("stopped", reason=self.stop_reason)
         return 0
 
@@ -182,14 +155,22 @@ class Worker:
         if not self._started:
             self.start()
         with self.store.session():
-            return self._pass(now)
+            result = self._pass(now)
+        self._report_state(result)
+        return result
+
+    def _report_state(self, result: PassResult) -> None:
+        """The heartbeat's state, once per pass, from what the pass did; written at once when
+        it changed, and on every paused pass (what a rebuild waits for is a paused heartbeat
+        written after it asked)."""
+        state = STATE_AFTER.get(result.action)
+        if state is not None:
+            changed = state != self.status.data.get("state")
+            self.status.update(state=state, force=changed or state == State.PAUSED)
 
     def _pass(self, now: float | None) -> PassResult:
         if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
-            self.status.update(state="paused", force=True)  # what the rebuild waits for
             return PassResult(Step.PAUSED)
-        if self.status.data.get("state") == "paused":  # resumed: `wsd status` says so at once
-            self.status.update(state="idle", force=True)
         now = self.clock() if now is None else now
         self._detect_wake(now)
         self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be
@@ -211,13 +192,10 @@ class Worker:
         self.md.adopt()  # a person's edit of a curated file becomes a revision at once
         self.status.update(pending=backlog.pending, oldest_pending=backlog.oldest_ts)
         if backlog.answerable_flushes:
-            self.store.flushes.answer_flushes(now, self._flush_error())
-            self._parked.clear()  # a flush answers for what was parked since this point
+            self.store.flushes.answer_flushes(now, self.book.flush_error())
+            self.book.parked.clear()  # a flush answers for what was parked since this point
         if backlog.pending == 0:
-            # At once after curating or awaiting (status said "awaiting" for 10 s after the
-            # result was applied), else with the next heartbeat.
-            self.status.update(state="idle", force=self.status.data.get("state") != "idle")
-            self._parked.clear()
+            self.book.parked.clear()
             self._maintain(now)
             return PassResult(Step.IDLE)
         if backlog.held < backlog.pending:
@@ -226,14 +204,12 @@ class Worker:
             return PassResult(Step.BACKOFF)
         reason = lanes.trigger(self.config, backlog, now)
         if reason is None:
-            self.status.update(state="idle")
             return PassResult(Step.WAITING)
         lane = lanes.choose(backlog, reason, self.economy, now)
         if lane == "prompt" and backlog.held and not self._collect(now, force=True):
             return PassResult(Step.STOPPED)  # an urgent flush: results that came need no call
         if lane == "economy" and backlog.held:
             # One Message Batch at a time: the next request then sees this one's result.
-            self.status.update(state="awaiting")
             return PassResult(Step.AWAITING)
         if self._over_budget(now):
             return PassResult(Step.BUDGET)
@@ -243,12 +219,10 @@ class Worker:
         if batch == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)
         if isinstance(batch, NoBatch):
-            self.status.update(state="idle")
             return PassResult(Step.WAITING)
-        self.status.update(state="curating", force=True)
+        # The one state written inside a pass: the call may take minutes.
+        self.status.update(state=State.CURATING, force=True)
         outcome, ids = self._curate(batch, reason, now)
-        if outcome != Step.BACKOFF:
-            self.status.update(state="idle", force=True)
         return PassResult(outcome, more=outcome == Step.CURATED, batches=ids)
 
     def _submit(self, now: float) -> PassResult:
@@ -259,7 +233,6 @@ class Worker:
         if taken == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)
         if isinstance(taken, NoBatch):
-            self.status.update(state="idle")
             return PassResult(Step.WAITING)
         try:
             submitted = self.economy.submit(taken, self.identity, now)
@@ -273,15 +246,14 @@ class Worker:
             return PassResult(Step.BACKOFF)
         if submitted.fallback is not None:
             return PassResult(Step.WAITING, more=True)  # the prompt lane takes them next pass
-        self._recovered()
-        self.status.update(state="awaiting", force=True)
+        self.book.recovered()
         return PassResult(Step.SUBMITTED)
 
     def _collect(self, now: float, force: bool = False) -> bool:
         """Apply the economy results that have come (False: stop was requested meanwhile)."""
-        self._reason = "economy"
+        self.book.reason = "economy"
         try:
-            self.economy.poll(self.identity, now, self._after_commit, force=force)
+            self.economy.poll(self.identity, now, self.book.committed, force=force)
         except Shutdown:
             self.log.info("economy_poll_abandoned", reason="shutdown")
             return False
@@ -291,9 +263,9 @@ class Worker:
 
     def _curate(self, batch: Batch, reason: str, now: float) -> tuple[Step, list[int]]:
         """Curate one batch (split on rejection, a lone failing turn parked): the outcome."""
-        self._reason = reason
+        self.book.reason = reason
         try:
-            done = self.pipeline.curate(batch, self.identity, on_commit=self._after_commit)
+            done = self.pipeline.curate(batch, self.identity, on_commit=self.book.committed)
         except Shutdown:
             self.log.info("batch_abandoned", turns=len(batch.turns), reason="shutdown")
             return Step.STOPPED, []
@@ -303,68 +275,10 @@ class Worker:
         ids = [c.batch_id for c in done]
         return (Step.PARKED if all(c.parked for c in done) else Step.CURATED), ids
 
-    def _after_commit(self, done: Committed) -> None:
-        """What the loop does after each commit: md files, markers, logs, heartbeat."""
-        ids = [t.id for t in done.turns]
-        if done.result is None:
-            why = f"{len(ids)} turns already curated: {ids[:10]}"  # how many, not ten alone
-            self.log.warning("batch_discarded", reason=why)
-            self.store.turns.mark_processed(ids)
-            return
-        now = self.clock()
-        if done.parked:
-            self._parked.append((done.batch_id, done.record.error or "rejected"))
-            self.store.turns.mark_processed(ids)
-            self._remember_spend(now)  # a rejected call may still be billed
-            self.log.error(
-                "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
-            )
-            self.status.update(
-                last_batch={"id": done.batch_id, "turns": len(ids), "at": now, "outcome": "parked"}
-            )
-            return
-        reporting.reply_problems(self.log, done)
-        if done.result.files_updated:
-            self.md.write(done.result.files_updated)
-        self.store.turns.mark_processed(ids)
-        self._remember_spend(now)
-        self._recovered()
-        reporting.batch(self.log, self.status, done, self._reason, now)
-
-    def _remember_spend(self, now: float) -> None:
-        """The day's spend into the heartbeat, where a restore from a backup cannot lower it."""
-        spent = self.budget.spent_today(now)
-        self.status.update(spent_today={"day": int(now // 86400), "usd": spent})
-
-    def _flush_error(self) -> str | None:
-        """What a handled flush could not do: md files not written, batches parked."""
-        md_error = self.md.error()
-        problems = [md_error] if md_error else []
-        if self._parked:
-            batch_id, error = self._parked[0]
-            problems.append(
-                f"{len(self._parked)} batch(es) parked, not curated (batch {batch_id}: "
-                f"{error[:200]}); wsd status shows them, wsd retry runs them again"
-            )
-        return "; ".join(problems) or None
-
     def _over_budget(self, now: float) -> bool:
         exhausted = self.budget.exhausted(now)
         reporting.budget(self.log, self.status, self.budget, exhausted, now)
         return exhausted
-
-    def retry_parked(self) -> list[Committed]:
-        """Re-run every parked batch (``wsd retry``); what each retry committed (a batch the
-        Bridge still rejects is parked again, in place of the old one)."""
-        self._reason = "retry"
-        done: list[Committed] = []
-        for batch_id, ids, _error in self.store.ledger.failed_batches():
-            turns = self.store.turns.turns_by_id(ids)
-            if turns:
-                done += self.pipeline.curate(
-                    Batch.of(turns), self.identity, [batch_id], self._after_commit
-                )
-        return done
 
     # -- health ----------------------------------------------------------------------
 
@@ -373,7 +287,7 @@ class Worker:
 
         def before() -> None:
             self.log.info("reexec", reason="shed SDK memory after idle", pid=os.getpid())
-            self.status.update(state="reexec", force=True)
+            self.status.update(state=State.REEXEC, force=True)
             self.bridge.reset()
 
         error = self.shedder.reexec(self.stop.is_set, before)
@@ -381,7 +295,7 @@ class Worker:
             self.log.warning("reexec_failed", error=str(error))
 
     def _maintain(self, now: float) -> None:
-        done = self.ops.idle_pass(
+        done = self.maintenance.idle_pass(
             now, self.config.maintenance_seconds, self.config.retention_days * 86400
         )
         if done is not None and any(done):
@@ -390,10 +304,6 @@ class Worker:
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = self.backoff.enter(now, exc.retry_after)
         reporting.outage(self.log, self.status, self.failures.throttle, exc, delay, now)
-
-    def _recovered(self) -> None:
-        if reporting.recovered(self.log, self.status, self.failures.throttle, self.backoff.active):
-            self.backoff.clear(self.clock())
 
     def _close_orphans(self, now: float) -> list[int]:
         """Close turns quiet for the orphan timeout, counting only quiet this process has

@@ -41,7 +41,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     config = _config(args, env)
     config.validate_for_run()
     log.configure(config.log_format, secrets=(config.api_key, config.auth_token))
-    stop, nudge = threading.Event(), threading.Event()
+    stop = threading.Event()
     on_signal = [stop.set]  # the worker's request_stop once it exists
     signals.install(lambda: on_signal[0]())
     try:  # held (open) until this process ends: the kernel releases it however we die
@@ -50,40 +50,16 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except instance.AlreadyRunning as exc:
         print(f"wsd: {exc}", file=sys.stderr)
         return 3
-    from wsd.daemon.workspace.canvas import CanvasTools
-    from wsd.daemon.workspace.checks import CheckSettings
-    from wsd.daemon.workspace.watcher import WatchSettings, workspace_watcher
-
-    watcher = workspace_watcher(
-        Layout(config.workspace),
-        stop,
-        WatchSettings(
-            use_events=config.watch,
-            force_polling=config.watch_polling,
-            poll_delay_ms=config.watch_poll_ms,
-            rescan_seconds=config.rescan_seconds,
-            check_seconds=config.check_seconds,
-        ),
-        CheckSettings(unprocessed_seconds=config.unprocessed_seconds),
-        CanvasTools(
-            config.canvas_create_tool,
-            config.canvas_update_tool,
-            config.canvas_close_tool,
-            config.canvas_folder,
-        ),
-        nudge=nudge,
-    )
     from wsd.daemon.ops import wiring
     from wsd.daemon.store import Store
 
-    worker = wiring.build_worker(
-        config, Store(Layout(config.workspace)), stop, nudge=nudge, on_wake=[watcher.wake]
-    )
+    daemon = wiring.build_daemon(config, Store(Layout(config.workspace)), stop)
+    worker = daemon.worker
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     on_signal[0] = worker.request_stop
     if stop.is_set():
         worker.request_stop()
-    return wiring.serve(worker, watcher, wiring.semantic(config, worker))
+    return wiring.serve(daemon)
 
 
 def _exec_with_settings(args: argparse.Namespace, env: Mapping[str, str]) -> NoReturn:
@@ -127,10 +103,11 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log.configure(shell_format, stream=sys.stderr, secrets=(config.api_key, config.auth_token))
     from wsd.daemon.ops import wiring
 
-    # No heartbeat of its own: the daemon's file is the daemon's.
-    worker = wiring.build_worker(config, Store(layout), threading.Event(), heartbeat=False)
-    worker.start()
-    done = worker.retry_parked()
+    store = Store(layout)
+    store.migrate()
+    book = wiring.build_bookkeeper(config, store, threading.Event())
+    book.md.repair()  # the curator sees the files as a daemon's start would leave them
+    done = book.retry_parked(store.transcript_identity())
     again = [c for c in done if c.parked]
     print(f"retried parked batches: {len(done) - len(again)} curated, {len(again)} parked again")
     if again:  # not done: say why, and exit 1 (it exited 0 with every batch parked again)

@@ -31,7 +31,7 @@ def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.curation import economy
     from wsd.daemon.memory import erosion
-    from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+    from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
     from wsd.daemon.store import Store
 
     config = config_of(args, env)
@@ -49,7 +49,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings: dict[str, Any] = dict(reported) if isinstance(reported, dict) else config.reported()
     alive = False
     if beat and pid_alive(beat.get("pid")):
-        alive = beat.get("state") != "stopped"
+        alive = beat.get("state") != State.STOPPED
     report = {
         "workspace": layout.root,
         "daemon_running": alive,
@@ -268,19 +268,19 @@ def cmd_flush(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _why_waiting(layout: Layout) -> str:
     """What the daemon's heartbeat says it is doing instead of curating (``flush --wait``)."""
-    from wsd.daemon.runtime.heartbeat import daemon_running, read_status
+    from wsd.daemon.runtime.heartbeat import State, daemon_running, read_status
 
     if not daemon_running(layout):
         return f"no daemon is running in {layout.root} (it curates the flush when it starts)"
     beat = read_status(layout) or {}
     state = beat.get("state")
-    if state == "backoff":
+    if state == State.BACKOFF:
         return (
             f"the Bridge is failing ({beat.get('last_error') or 'no answer'}); the daemon"
             f" tries again at {iso_time(beat.get('next_attempt_at'))}"
         )
     budget = beat.get("budget")
-    if state == "budget" or budget:
+    if state == State.BUDGET or budget:
         b = budget if isinstance(budget, dict) else {}
         from wsd.daemon.ops.deploy import settings_hint
 
@@ -289,6 +289,6 @@ def _why_waiting(layout: Layout) -> str:
             f" WSD_DAILY_BUDGET_USD); curation resumes at {iso_time(b.get('resumes_at'))}; to"
             f" resume now, {settings_hint(layout, 'WSD_DAILY_BUDGET_USD')}"
         )
-    if state == "paused":
+    if state == State.PAUSED:
         return "a wsd rebuild holds the memory; the daemon curates once it ends"
     return f"the daemon is {state or 'starting'}; still working through the backlog"

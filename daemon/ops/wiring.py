@@ -1,5 +1,6 @@
 """The composition root of ``wsd run``: every object the loop uses is built here and handed
-in (the worker only runs the loop), and semantic matching is attached to it.
+in once (the worker only runs the loop), with the workspace watcher and semantic matching;
+``wsd retry`` builds its commit bookkeeping here too, without a loop.
 
 Tests and benchmarks build their workers here too, so what they drive is wired as the daemon
 is; they pass their own clocks.
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from wsd.daemon.curation.batches import BatchesClient
+from wsd.daemon.curation.bookkeeping import Bookkeeper
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.economy import Economy
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
@@ -20,7 +23,7 @@ from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.passes import PassResult, Step
 from wsd.daemon.curation.pipeline import Pipeline
 from wsd.daemon.curation.reporting import Failures
-from wsd.daemon.curation.worker import Parts, Worker
+from wsd.daemon.curation.worker import Worker
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.memory.semantic import missing
 from wsd.daemon.memory.semantic.embedding import Embedder
@@ -29,6 +32,9 @@ from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import get_logger
 from wsd.daemon.store import Store
+from wsd.daemon.workspace.canvas import CanvasTools
+from wsd.daemon.workspace.checks import CheckSettings
+from wsd.daemon.workspace.watcher import Watcher, WatchSettings, workspace_watcher
 
 
 def build_worker(
@@ -39,65 +45,164 @@ def build_worker(
     bridge: BridgeClient | None = None,
     clock: Callable[[], float] = time.time,
     monotonic: Callable[[], float] = time.monotonic,
-    nudge: threading.Event | None = None,
-    on_wake: Sequence[Callable[[], Any]] = (),
     heartbeat: bool = True,
 ) -> Worker:
-    """A worker for ``store`` with its collaborators; ``bridge`` defaults to the configured
-    Bridge client (stopped by ``stop``). ``heartbeat`` False: its status stays in memory (a
-    one-off command curating beside the daemon, ``wsd retry``, must not overwrite the
-    daemon's heartbeat)."""
-    bridge = bridge or BridgeClient(config, stop)
-    log = get_logger(component="worker")
-    status = StatusFile(store.layout, clock, writes=heartbeat)
-    failures = Failures(status, log, clock)
-    md = MdSync(store, status, log, clock)
-    pipeline = Pipeline(
-        config, store, bridge, files=md.current, dated=lambda _t: clock(), log=log, clock=clock
-    )
-    parts = Parts(
-        log=log,
-        status=status,
-        failures=failures,
-        backoff=Backoff(store, config.outage_backoff, config.outage_backoff_max, monotonic),
-        wake=WakeDetector(config.wake_jump_seconds, config.orphan_seconds),
-        maintenance=store.maintenance,
-        md=md,
-        intake=SpoolIntake(store, stop, log, failures.record, status),
-        shedder=MemoryShedder(config.shed_memory_seconds, monotonic),
-        budget=Budget(store, config.daily_budget_usd),
-        pipeline=pipeline,
-        economy=Economy(config, store, BatchesClient(bridge), pipeline, log=log, clock=clock),
-    )
-    return Worker(
+    """A worker for ``store`` with its collaborators, without a watcher or semantic matching
+    (tests, benchmarks); ``bridge`` defaults to the configured Bridge client (stopped by
+    ``stop``). ``heartbeat`` False: its status stays in memory."""
+    return _assemble(config, store, stop, bridge, clock, monotonic, heartbeat=heartbeat).worker
+
+
+def build_daemon(config: Config, store: Store, stop: threading.Event) -> Daemon:
+    """What ``wsd run`` serves: the worker, the workspace watcher it nudges and wakes, and
+    semantic matching when it is on."""
+    return _assemble(config, store, stop, None, time.time, time.monotonic, daemon=True)
+
+
+def build_bookkeeper(config: Config, store: Store, stop: threading.Event) -> Bookkeeper:
+    """The commit bookkeeping alone (``wsd retry``: parked batches run again beside the
+    daemon, or without it). No heartbeat of its own: the daemon's file is the daemon's (a
+    retry's pid in it once took the daemon for gone)."""
+    parts = _Parts.build(config, store, stop, None, time.time, time.monotonic, heartbeat=False)
+    parts.backoff.load(time.time())  # a batch that goes through ends the daemon's outage
+    return parts.book
+
+
+@dataclass
+class Daemon:
+    """The parts ``wsd run`` starts and stops (:func:`serve`)."""
+
+    worker: Worker
+    watcher: Watcher | None
+    semantic: SemanticServer | None
+
+
+@dataclass
+class _Parts:
+    """Everything a worker is built from (one place builds them: :meth:`build`)."""
+
+    bridge: BridgeClient
+    log: Any
+    status: StatusFile
+    failures: Failures
+    md: MdSync
+    pipeline: Pipeline
+    backoff: Backoff
+    book: Bookkeeper
+
+    @classmethod
+    def build(
+        cls,
+        config: Config,
+        store: Store,
+        stop: threading.Event,
+        bridge: BridgeClient | None,
+        clock: Callable[[], float],
+        monotonic: Callable[[], float],
+        *,
+        heartbeat: bool,
+    ) -> _Parts:
+        bridge = bridge or BridgeClient(config, stop)
+        log = get_logger(component="worker")
+        status = StatusFile(store.layout, clock, writes=heartbeat)
+        failures = Failures(status, log, clock)
+        md = MdSync(store, status, log, clock)
+        pipeline = Pipeline(
+            config, store, bridge, files=md.current, dated=lambda _t: clock(), log=log, clock=clock
+        )
+        backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max, monotonic)
+        budget = Budget(store, config.daily_budget_usd)
+        book = Bookkeeper(store, pipeline, md, status, log, budget, backoff, failures, clock)
+        return cls(bridge, log, status, failures, md, pipeline, backoff, book)
+
+
+def _assemble(
+    config: Config,
+    store: Store,
+    stop: threading.Event,
+    bridge: BridgeClient | None,
+    clock: Callable[[], float],
+    monotonic: Callable[[], float],
+    *,
+    heartbeat: bool = True,
+    daemon: bool = False,
+) -> Daemon:
+    p = _Parts.build(config, store, stop, bridge, clock, monotonic, heartbeat=heartbeat)
+    shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
+    nudge = threading.Event()
+    watcher = _watcher(config, store, stop, nudge) if daemon else None
+    server, after_pass = (None, None)
+    if daemon:
+        server, after_pass = semantic(config, store, p.log, p.status, shedder)
+    worker = Worker(
         config,
         store,
-        bridge,
+        p.bridge,
         stop,
-        parts,
+        p.log,
+        p.status,
+        p.failures,
+        p.backoff,
+        WakeDetector(config.wake_jump_seconds, config.orphan_seconds),
+        store.maintenance,
+        p.md,
+        SpoolIntake(store, stop, p.log, p.failures.record, p.status),
+        shedder,
+        p.book.budget,
+        p.pipeline,
+        Economy(config, store, BatchesClient(p.bridge), p.pipeline, log=p.log, clock=clock),
+        p.book,
         clock=clock,
         monotonic=monotonic,
         nudge=nudge,
-        on_wake=on_wake,
+        on_wake=[watcher.wake] if watcher is not None else [],
+        after_pass=[after_pass] if after_pass is not None else [],
     )
+    return Daemon(worker, watcher, server)
 
 
-def semantic(config: Config, worker: Worker) -> SemanticServer | None:
-    """Attach semantic matching to ``worker``: the embedding step after each pass and the
-    socket search_memory asks. None when switched off (WSD_SEMANTIC=false) or the [semantic]
-    extra is not installed (search then ranks by words alone)."""
+def _watcher(
+    config: Config, store: Store, stop: threading.Event, nudge: threading.Event
+) -> Watcher:
+    """The workspace watcher, set to nudge the loop on every transcript write."""
+    settings = WatchSettings(
+        use_events=config.watch,
+        force_polling=config.watch_polling,
+        poll_delay_ms=config.watch_poll_ms,
+        rescan_seconds=config.rescan_seconds,
+        check_seconds=config.check_seconds,
+    )
+    tools = CanvasTools(
+        config.canvas_create_tool,
+        config.canvas_update_tool,
+        config.canvas_close_tool,
+        config.canvas_folder,
+    )
+    checks = CheckSettings(unprocessed_seconds=config.unprocessed_seconds)
+    return workspace_watcher(store.layout, stop, settings, checks, tools, nudge=nudge)
+
+
+AfterPass = Callable[[PassResult], bool]
+
+
+def semantic(
+    config: Config, store: Store, log: Any, status: StatusFile, shedder: MemoryShedder
+) -> tuple[SemanticServer | None, AfterPass | None]:
+    """Semantic matching for the loop: the socket search_memory asks, and the embedding step
+    to run after each pass. (None, None) when switched off (WSD_SEMANTIC=false) or the
+    [semantic] extra is not installed (search then ranks by words alone)."""
     if not config.semantic:
-        worker.status.update(semantic="off: WSD_SEMANTIC=false")
-        return None
+        status.update(semantic="off: WSD_SEMANTIC=false")
+        return None, None
     reason = missing()
     if reason is not None:
-        worker.log.info("semantic_off", reason=reason)
+        log.info("semantic_off", reason=reason)
         # What wsd status shows: the setting alone said "semantic: True" without the extra.
-        worker.status.update(semantic=f"off: {reason}")
-        return None
-    worker.status.update(semantic="on")
-    embedder = Embedder(worker.store, worker.log)
-    server = SemanticServer(worker.store, on_use=worker.shedder.busy)
+        status.update(semantic=f"off: {reason}")
+        return None, None
+    status.update(semantic="on")
+    embedder = Embedder(store, log)
+    server = SemanticServer(store, on_use=shedder.busy)
     failed: list[str] = []
     paused: list[bool] = [False]
 
@@ -109,7 +214,7 @@ def semantic(config: Config, worker: Worker) -> SemanticServer | None:
             except OSError as exc:  # e.g. .os not writable: search just stays with words
                 if str(exc) not in failed:
                     failed.append(str(exc))
-                    worker.log.warning("semantic_socket_failed", error=str(exc))
+                    log.warning("semantic_socket_failed", error=str(exc))
         if result.action == Step.PAUSED:  # a rebuild swaps memory.db in under us
             paused[0] = True
             return False
@@ -121,19 +226,22 @@ def semantic(config: Config, worker: Worker) -> SemanticServer | None:
             return False
         return embedder.step() > 0
 
-    worker.after_pass.append(after_pass)
-    return server
+    return server, after_pass
 
 
-class _Stoppable(Protocol):
-    def start(self) -> None: ...
-    def join(self, timeout: float | None = None) -> None: ...
+class _NoWatcher:
+    def start(self) -> None:
+        pass
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
 
 
-def serve(worker: Worker, watcher: _Stoppable, semantic: SemanticServer | None) -> int:
+def serve(daemon: Daemon) -> int:
     """Start the watcher, run the loop, then stop in reverse order of start-up (the semantic
     server, then the watcher), each step even when one before it failed; the first error is
     the one raised (a later one is logged), else the loop's exit code is returned."""
+    worker, watcher = daemon.worker, daemon.watcher or _NoWatcher()
     started: list[tuple[str, Callable[[], object]]] = []
     first: BaseException | None = None
     code = 1
@@ -145,8 +253,8 @@ def serve(worker: Worker, watcher: _Stoppable, semantic: SemanticServer | None) 
             watcher.join(5)
 
         started.append(("watcher", stop_watcher))
-        if semantic is not None:
-            started.append(("semantic", semantic.stop))
+        if daemon.semantic is not None:
+            started.append(("semantic", daemon.semantic.stop))
         code = int(worker.run())
     except BaseException as exc:
         first = exc

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 from wsd.daemon.runtime.fsio import atomic_write, read_small
@@ -18,6 +19,22 @@ from wsd.schema.layout import Layout
 
 STATUS_NAME = "daemon.status.json"
 HEARTBEAT_SECONDS = 10.0
+
+
+class State(StrEnum):
+    """What the daemon is doing, as its heartbeat says. The file holds the values; ``wsd
+    status``, ``wsd doctor`` and ``wsd rebuild`` compare them with these members."""
+
+    STARTING = "starting"  # the process began; the loop has not started yet
+    RUNNING = "running"  # started (migrated, md files repaired), before its first pass
+    IDLE = "idle"  # nothing to curate now: none pending, or waiting for a trigger
+    PAUSED = "paused"  # staying out of memory.db while `wsd rebuild` swaps it
+    CURATING = "curating"  # a direct call to the curator is in flight
+    AWAITING = "awaiting"  # turns wait for a Message Batch's result
+    BACKOFF = "backoff"  # the Bridge failed: waiting before the next try
+    BUDGET = "budget"  # today's spend reached WSD_DAILY_BUDGET_USD: turns wait
+    REEXEC = "reexec"  # re-executing itself in place to give memory back
+    STOPPED = "stopped"  # the process ended cleanly
 
 
 def status_path(layout: Layout) -> str:
@@ -48,7 +65,7 @@ class StatusFile:
         self.data: dict[str, Any] = {
             "pid": os.getpid(),
             "started_at": clock(),
-            "state": "starting",
+            "state": State.STARTING,
             "counters": {},
         }
         self._written = 0.0
@@ -99,7 +116,7 @@ def daemon_running(layout: Layout, stale: float = 60.0) -> bool:
     import time
 
     beat = read_status(layout)
-    if beat is None or beat.get("state") == "stopped" or not pid_alive(beat.get("pid")):
+    if beat is None or beat.get("state") == State.STOPPED or not pid_alive(beat.get("pid")):
         return False
     try:
         return time.time() - float(beat.get("heartbeat_at") or 0) < stale

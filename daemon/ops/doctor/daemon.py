@@ -14,7 +14,7 @@ from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.ops.doctor.program import not_running
 from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.daemon.store import aside_path, leftovers, pause_path, rebuild_pid, remove
 
 STALE_PENDING_SECONDS = 3600.0
@@ -130,7 +130,7 @@ def daemon(doctor: Reporter) -> None:
     age = time.time() - float(beat.get("heartbeat_at") or 0)
     alive = pid_alive(beat.get("pid"))
     supervised = bool(beat.get("supervised"))
-    if not alive or beat.get("state") == "stopped":
+    if not alive or beat.get("state") == State.STOPPED:
         detail = f"not running (last heartbeat {age:.0f}s ago)"
         not_running(doctor, detail, settings_broken=broken)
     elif age > HEARTBEAT_STALE_SECONDS:
@@ -154,11 +154,11 @@ def daemon(doctor: Reporter) -> None:
 def curation(doctor: Reporter) -> None:
     """What the daemon says keeps it from curating (its heartbeat, not this shell)."""
     beat = read_status(doctor.layout) or {}
-    if not pid_alive(beat.get("pid")) or beat.get("state") == "stopped":
+    if not pid_alive(beat.get("pid")) or beat.get("state") == State.STOPPED:
         return  # the daemon check says it is down
     now = time.time()
     budget = beat.get("budget")
-    if beat.get("state") == "backoff":
+    if beat.get("state") == State.BACKOFF:
         since = float(beat.get("outage_since") or now)
         level = "fail" if now - since > OUTAGE_FAIL_SECONDS else "warn"
         doctor.add(
@@ -170,7 +170,7 @@ def curation(doctor: Reporter) -> None:
             f" ({doctor.bridge_url or 'ANTHROPIC_BASE_URL'}) answers and WSD_BRIDGE_TOKEN is"
             " valid; the daemon retries by itself and loses nothing meanwhile",
         )
-    elif beat.get("state") == "budget" or isinstance(budget, dict):
+    elif beat.get("state") == State.BUDGET or isinstance(budget, dict):
         b = budget if isinstance(budget, dict) else {}
         doctor.add(
             "warn",

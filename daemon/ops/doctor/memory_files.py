@@ -12,7 +12,7 @@ import time
 from wsd.daemon.memory import erosion, md_files
 from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.runtime.fsio import kind_of
-from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.daemon.store import sha256
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES
 
@@ -153,7 +153,7 @@ def md_failures(doctor: Reporter) -> None:
     """Curated files the running daemon could not write (it retries every pass)."""
     beat = read_status(doctor.layout) or {}
     failed = beat.get("md_write_failed")
-    if failed and pid_alive(beat.get("pid")) and beat.get("state") != "stopped":
+    if failed and pid_alive(beat.get("pid")) and beat.get("state") != State.STOPPED:
         why = (
             "; ".join(f"{name} ({error})" for name, error in sorted(failed.items()))
             if isinstance(failed, dict)

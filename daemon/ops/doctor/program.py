@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from wsd.daemon.ops import deploy
 from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.runtime import settings_file
-from wsd.daemon.runtime.heartbeat import pid_alive, read_status
+from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.schema.layout import Layout
 
 #: Problems of the settings file shown one by one (the rest counted).
@@ -46,7 +46,7 @@ def settings(doctor: Reporter) -> None:
     except settings_file.SettingsError as exc:  # the file as a whole: a link, a FIFO, huge
         problems, found = [exc], []
     beat = read_status(doctor.layout) or {}
-    if pid_alive(beat.get("pid")) and beat.get("state") != "stopped":  # read before the edit
+    if pid_alive(beat.get("pid")) and beat.get("state") != State.STOPPED:  # read before the edit
         then = "the running daemon started before; its next start (a restart, a deploy) fails"
     else:
         then = "the daemon does not start"

@@ -1,0 +1,105 @@
+"""What follows each commit, and the parked batches: the loop's bookkeeping, in an object of
+its own so that ``wsd retry`` runs the parked batches again without a loop.
+
+After a commit (:class:`~wsd.daemon.curation.pipeline.Committed`) the md files it updated are
+written, its turns marked processed, the day's spend put in the heartbeat and one log line
+written; a batch parked for good is remembered until the next flush is answered (a flush
+waiting on it did not curate it: ``wsd flush --wait`` must say so); a batch that went through
+ends an outage (one "recovered" line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wsd.daemon.curation import reporting
+from wsd.daemon.curation.health import Backoff, Budget
+from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline
+from wsd.daemon.memory.md_sync import MdSync
+from wsd.daemon.runtime.heartbeat import StatusFile
+from wsd.daemon.store import Store
+
+
+@dataclass(eq=False)
+class Bookkeeper:
+    """Commit, park and retry bookkeeping; every dependency is handed in
+    (:mod:`wsd.daemon.ops.wiring`)."""
+
+    store: Store
+    pipeline: Pipeline
+    md: MdSync
+    status: StatusFile
+    log: Any
+    budget: Budget
+    backoff: Backoff
+    failures: reporting.Failures
+    clock: Callable[[], float]
+    #: What triggered the batch in hand (``threshold``, ``flush``, ``economy``...: its log line).
+    reason: str = ""
+    #: Batches parked since flushes were last answered: a flush waiting on them did not
+    #: curate them (``wsd flush --wait`` said "flush done" for a parked turn).
+    parked: list[tuple[int, str]] = field(default_factory=list)
+
+    def committed(self, done: Committed) -> None:
+        """What follows each commit: md files, markers, logs, heartbeat."""
+        ids = [t.id for t in done.turns]
+        if done.result is None:
+            why = f"{len(ids)} turns already curated: {ids[:10]}"  # how many, not ten alone
+            self.log.warning("batch_discarded", reason=why)
+            self.store.turns.mark_processed(ids)
+            return
+        now = self.clock()
+        if done.parked:
+            self.parked.append((done.batch_id, done.record.error or "rejected"))
+            self.store.turns.mark_processed(ids)
+            self._remember_spend(now)  # a rejected call may still be billed
+            self.log.error(
+                "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
+            )
+            self.status.update(
+                last_batch={"id": done.batch_id, "turns": len(ids), "at": now, "outcome": "parked"}
+            )
+            return
+        reporting.reply_problems(self.log, done)
+        if done.result.files_updated:
+            self.md.write(done.result.files_updated)
+        self.store.turns.mark_processed(ids)
+        self._remember_spend(now)
+        self.recovered()
+        reporting.batch(self.log, self.status, done, self.reason, now)
+
+    def recovered(self) -> None:
+        """A call went through: end the outage, if there was one (one "recovered" line)."""
+        throttle = self.failures.throttle
+        if reporting.recovered(self.log, self.status, throttle, self.backoff.active):
+            self.backoff.clear(self.clock())
+
+    def flush_error(self) -> str | None:
+        """What a flush answered now could not do: md files not written, batches parked."""
+        md_error = self.md.error()
+        problems = [md_error] if md_error else []
+        if self.parked:
+            batch_id, error = self.parked[0]
+            problems.append(
+                f"{len(self.parked)} batch(es) parked, not curated (batch {batch_id}: "
+                f"{error[:200]}); wsd status shows them, wsd retry runs them again"
+            )
+        return "; ".join(problems) or None
+
+    def retry_parked(self, identity: str) -> list[Committed]:
+        """Re-run every parked batch (``wsd retry``); what each retry committed (a batch the
+        Bridge still rejects is parked again, in place of the old one)."""
+        self.reason = "retry"
+        done: list[Committed] = []
+        for batch_id, ids, _error in self.store.ledger.failed_batches():
+            turns = self.store.turns.turns_by_id(ids)
+            if turns:
+                done += self.pipeline.curate(Batch.of(turns), identity, [batch_id], self.committed)
+        return done
+
+    def _remember_spend(self, now: float) -> None:
+        """The day's spend into the heartbeat, where a restore from a backup cannot lower it."""
+        spent = self.budget.spent_today(now)
+        self.status.update(spent_today={"day": int(now // 86400), "usd": spent})
