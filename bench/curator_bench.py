@@ -34,8 +34,8 @@ from wsd.daemon.runtime.config import (
     Config,
 )
 from wsd.daemon.standin import rule_curator
-from wsd.daemon.standin.batches import BATCHES_PATH
 from wsd.daemon.standin.bridge import MESSAGES_PATH, BridgeStandin
+from wsd.daemon.standin.message_batches import BATCHES_PATH
 from wsd.daemon.standin.steps import estimate_tokens
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from soak import faults, invariants
 from soak.world import World
-from wsd.daemon.standin.batches import BATCHES_PATH as BATCHES
+from wsd.daemon.standin.message_batches import BATCHES_PATH as BATCHES
 
 #: Daemon settings for the soak: small batches and short waits, so many batches happen.
 SETTINGS = {

@@ -1,6 +1,6 @@
 """Reading a Messages API answer, the same in both lanes: the direct call
 (:mod:`wsd.daemon.curation.bridge`) and a Message Batch's result
-(:mod:`wsd.daemon.curation.batches`).
+(:mod:`wsd.daemon.curation.message_batches`).
 
 :func:`usage_of` checks the usage an answer reports before anything is booked: figures that
 are not non-negative integers within what the request could cost are replaced by an estimate

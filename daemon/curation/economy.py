@@ -32,8 +32,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wsd.daemon.curation.answer import Unanswered
-from wsd.daemon.curation.batches import BatchesClient, Gone, RemoteState, Result, Unsupported
 from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown
+from wsd.daemon.curation.message_batches import (
+    Gone,
+    MessageBatchesClient,
+    RemoteState,
+    Result,
+    Unsupported,
+)
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, Seen
 from wsd.daemon.curation.problems import problem
 from wsd.daemon.curation.spend import StoreMeter
@@ -75,7 +81,7 @@ class Economy:
         self,
         config: Config,
         store: Store,
-        client: BatchesClient,
+        client: MessageBatchesClient,
         pipeline: Pipeline,
         *,
         log: Any,

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wsd.daemon.curation.batches import BatchesClient
 from wsd.daemon.curation.bookkeeping import Bookkeeper
 from wsd.daemon.curation.bridge import BridgeClient
 from wsd.daemon.curation.economy import Economy
 from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
 from wsd.daemon.curation.intake import SpoolIntake
+from wsd.daemon.curation.message_batches import MessageBatchesClient
 from wsd.daemon.curation.passes import PassResult, Step
 from wsd.daemon.curation.pipeline import Pipeline
 from wsd.daemon.curation.reporting import Failures
@@ -150,7 +150,7 @@ def _assemble(
         shedder,
         p.book.budget,
         p.pipeline,
-        Economy(config, store, BatchesClient(p.bridge), p.pipeline, log=p.log, clock=clock),
+        Economy(config, store, MessageBatchesClient(p.bridge), p.pipeline, log=p.log, clock=clock),
         p.book,
         clock=clock,
         monotonic=monotonic,

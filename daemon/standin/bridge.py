@@ -3,8 +3,8 @@
 Used by the tests and by ``make demo`` in place of the real Bridge proxy. It answers
 ``POST /v1/messages`` (JSON, or SSE when the request sets ``"stream": true``) and
 ``POST /v1/messages/count_tokens``, and the Message Batches API under
-``/v1/messages/batches`` (``BridgeStandin.batches``: see daemon/standin/batches.py); anything
-else gets an Anthropic-style 404 error body.
+``/v1/messages/batches`` (``BridgeStandin.batches``: see
+daemon/standin/message_batches.py); anything else gets an Anthropic-style 404 error body.
 
 Contracts:
 
@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-from wsd.daemon.standin.batches import BATCHES_PATH, MessageBatches
+from wsd.daemon.standin.message_batches import BATCHES_PATH, MessageBatches
 from wsd.daemon.standin.steps import (
     JSON,
     ConversationScript,

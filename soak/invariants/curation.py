@@ -7,7 +7,7 @@ from collections import Counter
 
 from soak.invariants.check import Check, query
 from soak.world import World
-from wsd.daemon.standin.batches import BATCHES_PATH
+from wsd.daemon.standin.message_batches import BATCHES_PATH
 from wsd.daemon.standin.steps import Billed
 
 

@@ -97,7 +97,7 @@ class Results:
     problems: list[str] = field(default_factory=list)
 
 
-class BatchesClient:
+class MessageBatchesClient:
     """Message Batches at the Bridge, through ``bridge``'s client and retry layer."""
 
     def __init__(self, bridge: BridgeClient) -> None:

@@ -13,8 +13,13 @@ import pytest
 
 from tests.conftest import make_config
 from wsd.daemon.curation.answer import BadReply
-from wsd.daemon.curation.batches import BatchesClient, Lines, line_limit, parse_results
 from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.message_batches import (
+    Lines,
+    MessageBatchesClient,
+    line_limit,
+    parse_results,
+)
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import Reply
 from wsd.schema.layout import Layout
@@ -77,7 +82,7 @@ def test_a_succeeded_line_without_text_is_not_a_reply() -> None:
 
 def test_a_hostile_batch_id_never_becomes_a_path(layout: Layout, standin: BridgeStandin) -> None:
     """A batch id with anything but word characters is refused before any request is made."""
-    client = BatchesClient(BridgeClient(make_config(layout, standin), threading.Event()))
+    client = MessageBatchesClient(BridgeClient(make_config(layout, standin), threading.Event()))
     for bad in ("../../v1/messages", "msgbatch_1/../x", "a b", ""):
         with pytest.raises(BadReply):
             client.retrieve(bad)
@@ -150,7 +155,7 @@ def test_results_are_streamed_from_the_standin_and_a_flooded_answer_is_unreadabl
 
     standin.responder = responder
     config = make_config(layout, standin)
-    client = BatchesClient(BridgeClient(config, threading.Event()))
+    client = MessageBatchesClient(BridgeClient(config, threading.Event()))
     params = {"model": config.model, "max_tokens": config.max_tokens}
     remote = client.create(
         [
