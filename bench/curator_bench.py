@@ -28,7 +28,7 @@ from wsd.daemon.memory.edits import Limits, apply
 from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import (
-    DEFAULT_BATCH_PRICE_FACTOR,
+    DEFAULT_ECONOMY_PRICE_FACTOR,
     DEFAULT_PRICE_INPUT,
     DEFAULT_PRICE_OUTPUT,
     Config,
@@ -102,7 +102,7 @@ def run_until_settled(worker: Worker, layout: Layout, timeout: float = 120.0) ->
             continue
         if pending_turns(layout) == 0 and batches_in_flight(layout) == 0:
             return
-        time.sleep(worker.config.batch_poll_seconds)
+        time.sleep(worker.config.economy_poll_seconds)
     raise RuntimeError(f"the worker did not settle within {timeout:.0f} s")
 
 
@@ -147,8 +147,8 @@ def _session_flush(curation: str, turns: int = 20) -> SessionCost:
             api_key="bench",
             watch=False,
             curation=curation,
-            batch_poll_seconds=POLL_SECONDS,
-            batch_poll_max_seconds=POLL_MAX_SECONDS,
+            economy_poll_seconds=POLL_SECONDS,
+            economy_poll_max_seconds=POLL_MAX_SECONDS,
         )
         worker = build_worker(config, Store(layout), threading.Event())
         run_until_settled(worker, layout)
@@ -226,7 +226,7 @@ def curator_cost(batch: int = 25) -> list[Row]:
     edit_reply, full_reply = _reply_forms(memory_block_text(messages), files)
     edit_out, full_out = estimate_tokens(edit_reply), estimate_tokens(full_reply)
     edit_cost, full_cost = _cost(tokens, edit_out), _cost(tokens, full_out)
-    factor = DEFAULT_BATCH_PRICE_FACTOR
+    factor = DEFAULT_ECONOMY_PRICE_FACTOR
     economy_cost = factor * edit_cost
     prompt_session, economy_session = _session_flush("prompt"), _session_flush("economy")
     parts = {
@@ -339,7 +339,7 @@ def _session_row(lane: str, cost: SessionCost, target: float) -> Row:
         else "economy lane: SessionEnd (session_end flush) -> Message Batch, polled until"
         " applied, priced at the batch rate"
     )
-    factor = 1.0 if lane == "prompt" else DEFAULT_BATCH_PRICE_FACTOR
+    factor = 1.0 if lane == "prompt" else DEFAULT_ECONOMY_PRICE_FACTOR
     split = (
         f"input ${factor * _cost(cost.input_tokens, 0):.4f}"
         f" + output ${factor * _cost(0, cost.output_tokens):.4f}"

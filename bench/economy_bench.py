@@ -100,8 +100,8 @@ def precompact(runs: int = 7, bridge_latency: float = 0.3) -> list[Row]:
             layout,
             standin,
             WSD_CURATION=DEFAULT_CURATION,
-            WSD_BATCH_POLL_SECONDS="0.5",
-            WSD_BATCH_POLL_MAX_SECONDS="1",
+            WSD_ECONOMY_POLL_SECONDS="0.5",
+            WSD_ECONOMY_POLL_MAX_SECONDS="1",
         )
         samples: list[tuple[float, float]] = []  # (hook -> in boot context, hook -> call)
         failures = 0
@@ -208,11 +208,11 @@ def _drain_backlog(curation: str, turns: int, requests: int) -> dict[str, float]
             api_key="bench",
             watch=False,
             curation=curation,
-            batch_max_requests=requests,
+            economy_max_requests=requests,
             daily_budget_usd=0.0,  # off: the backlog costs more than the default $1 a day
             request_timeout=60.0,
-            batch_poll_seconds=POLL_SECONDS,
-            batch_poll_max_seconds=POLL_MAX_SECONDS,
+            economy_poll_seconds=POLL_SECONDS,
+            economy_poll_max_seconds=POLL_MAX_SECONDS,
         )
         worker = build_worker(config, Store(layout), threading.Event())
         started = time.time()
@@ -265,7 +265,7 @@ def economy_backlog(turns: int = 2500, requests: int = 100) -> list[Row]:
             f"{economy['creates']:.0f} create(s), {economy['retrieves']:.0f} retrieve(s),"
             f" {economy['results']:.0f} results read(s), {economy['calls']:.0f} Messages"
             f" calls, {economy['other']:.0f} other; {economy['batches']:.0f} batches applied"
-            f" (WSD_BATCH_MAX_REQUESTS {requests}); {economy['mb_sent']:.1f} MB sent",
+            f" (WSD_ECONOMY_MAX_REQUESTS {requests}); {economy['mb_sent']:.1f} MB sent",
         ),
         Row(
             f"{tag}, economy: wall time until applied",

@@ -38,9 +38,9 @@ SETTINGS = {
     # turns: one batch out at a time, up to 7 s, must keep up with 8 writers), looked at after
     # 1 s, then 2, 4, 5, 5... s (the stand-in ends one 0-3 s after its create).
     "WSD_CURATION": "economy",
-    "WSD_BATCH_POLL_SECONDS": "1",
-    "WSD_BATCH_POLL_MAX_SECONDS": "5",
-    "WSD_BATCH_MAX_REQUESTS": "40",
+    "WSD_ECONOMY_POLL_SECONDS": "1",
+    "WSD_ECONOMY_POLL_MAX_SECONDS": "5",
+    "WSD_ECONOMY_MAX_REQUESTS": "40",
     # As deploy/bootstrap.sh installs it: without the [semantic] extra (the dev venv has it;
     # its model alone would take the daemon past the 120 MB the soak holds it to).
     "WSD_SEMANTIC": "false",

@@ -107,8 +107,8 @@ def make_config(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Con
     prompt lane (a direct call per batch) unless a test asks for ``curation="economy"``."""
     base: dict[str, Any] = {
         "curation": "prompt",
-        "batch_poll_seconds": 0.2,
-        "batch_poll_max_seconds": 1.0,
+        "economy_poll_seconds": 0.2,
+        "economy_poll_max_seconds": 1.0,
         "workspace": layout.root,
         "bridge_url": standin.url,
         "api_key": "test-sprite-token",
@@ -281,8 +281,8 @@ def daemon_env(
         "WSD_LOG_FORMAT": "json",
         "WSD_POLL_SECONDS": "0.2",
         "WSD_CURATION": "prompt",
-        "WSD_BATCH_POLL_SECONDS": "0.2",
-        "WSD_BATCH_POLL_MAX_SECONDS": "1",
+        "WSD_ECONOMY_POLL_SECONDS": "0.2",
+        "WSD_ECONOMY_POLL_MAX_SECONDS": "1",
         **extra,
     }
 

@@ -83,8 +83,8 @@ def _in_a_call(bridge: BridgeStandin, daemon: subprocess.Popen[bytes]) -> None:
 #: booked, as it may have been billed: 50 kills in a minute would spend a real day's cap).
 ECONOMY = {
     "WSD_CURATION": "economy",
-    "WSD_BATCH_POLL_SECONDS": "0.1",
-    "WSD_BATCH_POLL_MAX_SECONDS": "0.5",
+    "WSD_ECONOMY_POLL_SECONDS": "0.1",
+    "WSD_ECONOMY_POLL_MAX_SECONDS": "0.5",
     "WSD_DAILY_BUDGET_USD": "1000",
 }
 

@@ -31,8 +31,8 @@ def economy(layout: Layout, standin: BridgeStandin, **overrides: Any) -> Worker:
     """A worker on the economy lane, polling every 0.05-0.2 s."""
     config: dict[str, Any] = {
         "curation": "economy",
-        "batch_poll_seconds": 0.05,
-        "batch_poll_max_seconds": 0.2,
+        "economy_poll_seconds": 0.05,
+        "economy_poll_max_seconds": 0.2,
         "batch_turns": 3,
     }
     return make_worker(layout, standin, **(config | overrides))

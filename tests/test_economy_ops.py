@@ -40,7 +40,7 @@ def test_status_and_doctor_show_a_batch_in_flight_and_flush_wait_curates_now(
     layout: Layout, standin: BridgeStandin, tmp_path: Path
 ) -> None:
     """While a Message Batch is out, status lists it with its age, doctor says it is fine
-    (and fails it past WSD_BATCH_WAIT_LIMIT_SECONDS), and ``wsd flush --wait`` curates its
+    (and fails it past WSD_ECONOMY_WAIT_LIMIT_SECONDS), and ``wsd flush --wait`` curates its
     turns at once by a direct call."""
     standin.message_batches.delay = 3600
     env = _economy_env(layout, standin)
@@ -57,7 +57,7 @@ def test_status_and_doctor_show_a_batch_in_flight_and_flush_wait_curates_now(
         assert batch["remote_id"] in readable and "3 turn(s)" in readable
         doctor = wsd(env, "doctor").stdout
         assert "economy lane: 1 Message Batch(es) in flight" in doctor
-        late = wsd(env | {"WSD_BATCH_WAIT_LIMIT_SECONDS": "0.001"}, "doctor", check=False)
+        late = wsd(env | {"WSD_ECONOMY_WAIT_LIMIT_SECONDS": "0.001"}, "doctor", check=False)
         # The limit the doctor judges by is the daemon's (its heartbeat), not this shell's.
         assert "has waited" not in late.stdout
         started = time.monotonic()
@@ -72,10 +72,10 @@ def test_status_and_doctor_show_a_batch_in_flight_and_flush_wait_curates_now(
 def test_doctor_fails_a_batch_out_past_the_daemons_limit(
     layout: Layout, standin: BridgeStandin, tmp_path: Path
 ) -> None:
-    """A Message Batch out longer than the daemon's WSD_BATCH_WAIT_LIMIT_SECONDS is a FAIL
+    """A Message Batch out longer than the daemon's WSD_ECONOMY_WAIT_LIMIT_SECONDS is a FAIL
     naming it, its turns and the setting."""
     standin.message_batches.delay = 3600
-    env = _economy_env(layout, standin, WSD_BATCH_WAIT_LIMIT_SECONDS="1")
+    env = _economy_env(layout, standin, WSD_ECONOMY_WAIT_LIMIT_SECONDS="1")
     with running_daemon(env, tmp_path / "daemon.log"):
         write_turns(layout, 3)
         assert wait_for(lambda: _in_flight(layout) == 1, timeout=60)
@@ -84,7 +84,7 @@ def test_doctor_fails_a_batch_out_past_the_daemons_limit(
         assert doctor.returncode == 1
         [line] = [ln for ln in doctor.stdout.splitlines() if "has waited" in ln]
         assert "FAIL" in line.upper() and "msgbatch_" in line and "3 turn(s)" in line
-        assert "WSD_BATCH_WAIT_LIMIT_SECONDS" in line
+        assert "WSD_ECONOMY_WAIT_LIMIT_SECONDS" in line
 
 
 def test_a_bridge_without_batches_shows_in_status_and_doctor(

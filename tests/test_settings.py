@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tests.conftest import wsd
-from wsd.daemon.runtime.config import Config, ConfigError
+from wsd.daemon.runtime.config import RENAMED, Config, ConfigError, renamed_in
 from wsd.schema.layout import Layout
 
 NUMERIC = [f.name for f in dataclasses.fields(Config) if f.type in ("int", "float")]
@@ -53,6 +53,24 @@ def test_zero_turns_the_budget_and_erosion_off_and_bounds_are_inclusive() -> Non
     assert (config.daily_budget_usd, config.erosion, config.max_loss) == (0.0, 0.0, 1.0)
     with pytest.raises(ConfigError, match="WSD_BATCH_TURNS='100001'"):
         Config.from_env({"WSD_BATCH_TURNS": "100001"})
+
+
+@pytest.mark.parametrize(("old", "new"), RENAMED.items())
+def test_a_renamed_setting_is_still_read_by_its_old_name_and_the_new_name_wins(
+    old: str, new: str
+) -> None:
+    """The Message Batch settings renamed WSD_ECONOMY_* (issue 31): the old name alone still
+    sets the value (renamed_in names it for the log line), the new one wins over it, and a
+    bad value under the old name is refused naming the old name (what the operator wrote)."""
+    field = new.removeprefix("WSD_").lower()
+    value = "2" if "PRICE" not in new else "0.25"
+    assert getattr(Config.from_env({old: value}), field) == float(value)
+    assert renamed_in({old: value, "WSD_MODEL": "x"}) == [(old, new)]
+    both = Config.from_env({old: value, new: "3" if "PRICE" not in new else "0.75"})
+    assert getattr(both, field) == (3 if "PRICE" not in new else 0.75)
+    with pytest.raises(ConfigError, match=f"^{old}='nan': expected"):
+        Config.from_env({old: "nan"})
+    assert renamed_in({new: value}) == []
 
 
 @pytest.mark.parametrize(

@@ -129,7 +129,8 @@ def test_well_formed_lines_reach_the_daemon_as_sh_would_read_them(layout: Layout
     """export, single and double quotes with escapes, a comment after a value, Windows line
     ends, a byte order mark: the daemon takes each value as sh would have; WSD_WORKSPACE in
     the file does not move it; the settings are in the environment it started with (what wsd
-    retry reads); doctor says ok of the file and warns of a name the daemon does not know."""
+    retry reads); doctor says ok of the file and warns of a name the daemon does not know, and
+    of an old name it still reads (logged by the daemon too)."""
     settings = Path(layout.os_dir) / "settings.env"
     settings.write_bytes(
         b"\xef\xbb\xbfexport WSD_DAILY_BUDGET_USD='0.5'   # half a dollar\n"
@@ -138,6 +139,7 @@ def test_well_formed_lines_reach_the_daemon_as_sh_would_read_them(layout: Layout
         b"WSD_CANVAS_FOLDER='artifacts/my cards'\n"
         b"WSD_WORKSPACE=/elsewhere\n"
         b"WSD_DAILY_BUDGET=5\n"
+        b"WSD_BATCH_PRICE_FACTOR=0.4\n"
     )
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = daemon_env(layout, bridge)
@@ -161,10 +163,16 @@ def test_well_formed_lines_reach_the_daemon_as_sh_would_read_them(layout: Layout
     assert reported["model"] == 'it\'s a "test" model'
     assert reported["canvas_folder"] == "artifacts/my cards"
     assert reported["workspace"] == layout.root
+    assert reported["economy_price_factor"] == 0.4  # its old name, still read, and logged
+    assert "setting_renamed" in log.read_text() and "WSD_ECONOMY_PRICE_FACTOR" in log.read_text()
     assert b"WSD_DAILY_BUDGET_USD=0.5" in environ
     assert b"WSD_WORKSPACE=" + layout.root.encode() in environ
     lines = _doctor(_env(layout))
-    assert f"ok   settings: {settings}: 5 settings, each one the daemon takes" in lines, lines
+    assert f"ok   settings: {settings}: 6 settings, each one the daemon takes" in lines, lines
+    assert (
+        f"WARN settings: {settings} line 7: WSD_BATCH_PRICE_FACTOR is now WSD_ECONOMY_PRICE_FACTOR"
+        " (the old name is still read; rename it)" in lines
+    ), lines
     assert (
         f"WARN settings: {settings} line 6: WSD_DAILY_BUDGET is not a setting of the daemon"
         " (a typo? README: Settings)" in lines

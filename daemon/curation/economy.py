@@ -99,7 +99,7 @@ class Economy:
             clock,
             "curate-batch",
             log,
-            factor=config.batch_price_factor,
+            factor=config.economy_price_factor,
             expect_output=EXPECTED_OUTPUT_TOKENS,
         )
         self._warned: set[str] = set()  # remote ids whose foreign results_url was logged
@@ -220,7 +220,7 @@ class Economy:
         per first poll interval: an urgent flush checks for results before it sends their
         turns again); apply what has ended. How many requests got an outcome. Raises
         Shutdown (what was applied stays applied)."""
-        if force and now - self._forced_at < self.config.batch_poll_seconds:
+        if force and now - self._forced_at < self.config.economy_poll_seconds:
             force = False
         if force:
             self._forced_at = now
@@ -246,8 +246,8 @@ class Economy:
 
     def _wait(self, polls: int) -> float:
         """Seconds before the next look at a batch polled ``polls`` times."""
-        first = self.config.batch_poll_seconds
-        return min(max(first, self.config.batch_poll_max_seconds), first * 2.0 ** min(polls, 30))
+        first = self.config.economy_poll_seconds
+        return min(max(first, self.config.economy_poll_max_seconds), first * 2.0 ** min(polls, 30))
 
     def _poll_one(
         self,
@@ -291,7 +291,7 @@ class Economy:
             self._log_once("economy_results_url_ignored", remote_id, results_url=foreign)
         pending = self.store.remote.pending_requests(batch.id)
         last_read = batch.fetches + 1 >= MAX_FETCHES
-        soon = now + self.config.batch_poll_seconds
+        soon = now + self.config.economy_poll_seconds
         try:
             expected = {r.custom_id: r.request_chars for r in pending}
             done = self.store.remote.custom_ids(batch.id) - set(expected)

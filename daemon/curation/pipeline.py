@@ -329,7 +329,7 @@ class Pipeline:
             output_tokens=reply.output_tokens,
             cache_read_tokens=reply.cache_read_tokens,
             cache_write_tokens=reply.cache_write_tokens,
-            cost_usd=cost if remote is None else cost * self.config.batch_price_factor,
+            cost_usd=cost if remote is None else cost * self.config.economy_price_factor,
             latency_ms=reply.latency_ms,
             started_at=started,
             state=dict(erosion.held_state(e, started) for e in held if e is not None),

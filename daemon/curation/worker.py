@@ -228,7 +228,7 @@ class Worker:
     def _submit(self, now: float) -> PassResult:
         """Claim the backlog (up to one Message Batch of batches) and submit it."""
         taken = self.pipeline.take_many(
-            self.identity, now, self.intake.waiting(), self.config.batch_max_requests, "economy"
+            self.identity, now, self.intake.waiting(), self.config.economy_max_requests, "economy"
         )
         if taken == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)

@@ -51,10 +51,13 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(f"wsd: {exc}", file=sys.stderr)
         return 3
     from wsd.daemon.ops import wiring
+    from wsd.daemon.runtime.config import renamed_in
     from wsd.daemon.store import Store
 
     daemon = wiring.build_daemon(config, Store(Layout(config.workspace)), stop)
     worker = daemon.worker
+    for old, new in renamed_in(env):  # still read; the operator's file should say the new
+        worker.log.warning("setting_renamed", old=old, new=new)
     worker.status.update(supervised=env.get("SUPERVISOR_PROCESS_NAME") or None)
     on_signal[0] = worker.request_stop
     if stop.is_set():
@@ -196,7 +199,7 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     deployed = reported if isinstance(reported, dict) else {}
     bridge_url = deployed.get("bridge_url") or config.bridge_url
     erosion = deployed.get("erosion", config.erosion)
-    limit = deployed.get("batch_wait_limit_seconds", config.batch_wait_limit_seconds)
+    limit = deployed.get("economy_wait_limit_seconds", config.economy_wait_limit_seconds)
     findings = Doctor(
         layout,
         bridge_url if isinstance(bridge_url, str) else None,

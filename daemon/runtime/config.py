@@ -58,15 +58,15 @@ DEFAULT_SEMANTIC_TIMEOUT = 0.3
 DEFAULT_CURATION = "economy"
 #: First look at a Message Batch after creating it, and the longest wait between looks (the
 #: wait doubles from one to the other: most batches end within minutes, some take hours).
-DEFAULT_BATCH_POLL_SECONDS = 30.0
-DEFAULT_BATCH_POLL_MAX_SECONDS = 300.0
+DEFAULT_ECONOMY_POLL_SECONDS = 30.0
+DEFAULT_ECONOMY_POLL_MAX_SECONDS = 300.0
 #: What a request in a Message Batch costs beside a direct call (Anthropic: half).
-DEFAULT_BATCH_PRICE_FACTOR = 0.5
+DEFAULT_ECONOMY_PRICE_FACTOR = 0.5
 #: Requests in one Message Batch at most (a backlog after an outage goes in one).
-DEFAULT_BATCH_MAX_REQUESTS = 100
+DEFAULT_ECONOMY_MAX_REQUESTS = 100
 #: A Message Batch still unanswered this long is named by ``wsd doctor`` (the API's ceiling is
 #: 24 h, after which its requests come back expired and go through the prompt lane).
-DEFAULT_BATCH_WAIT_LIMIT_SECONDS = 25 * 3600.0
+DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS = 25 * 3600.0
 DEFAULT_PRICE_INPUT = 1.0
 DEFAULT_PRICE_OUTPUT = 5.0
 #: Curator spend per UTC day after which curation pauses (turns wait; nothing is lost).
@@ -147,11 +147,39 @@ def _number(
 OFF = " (0 turns it off)"
 
 
+#: Settings renamed, old name to new. An old name is still read when the new one is not
+#: set, and ``wsd run`` logs a line naming both (:func:`renamed_in`): an operator's settings
+#: file keeps working across the rename. The Message Batch settings were ``WSD_BATCH_*``,
+#: which also named a curator call's turns (``WSD_BATCH_TURNS``).
+RENAMED = {
+    "WSD_BATCH_POLL_SECONDS": "WSD_ECONOMY_POLL_SECONDS",
+    "WSD_BATCH_POLL_MAX_SECONDS": "WSD_ECONOMY_POLL_MAX_SECONDS",
+    "WSD_BATCH_PRICE_FACTOR": "WSD_ECONOMY_PRICE_FACTOR",
+    "WSD_BATCH_MAX_REQUESTS": "WSD_ECONOMY_MAX_REQUESTS",
+    "WSD_BATCH_WAIT_LIMIT_SECONDS": "WSD_ECONOMY_WAIT_LIMIT_SECONDS",
+}
+
+
+def renamed_in(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The old setting names ``env`` sets, each with its new name, in :data:`RENAMED`'s order;
+    one whose new name is set too is listed as well (the new one wins)."""
+    return [(old, new) for old, new in RENAMED.items() if env.get(old) is not None]
+
+
 class _Reader:
     """Numeric settings of one environment, each parsed and bounded (see :func:`_number`)."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self.env = env
+
+    def _source(self, name: str) -> str:
+        """The variable a setting is read from: its old name when only that one is set (an
+        error then names what the operator wrote)."""
+        if self.env.get(name) is None:
+            for old, new in RENAMED.items():
+                if new == name and self.env.get(old) is not None:
+                    return old
+        return name
 
     def number(
         self,
@@ -165,7 +193,7 @@ class _Reader:
         note: str = "",
     ) -> T:
         parse = _number(kind, low, high, above=above)
-        return _get(self.env, name, default, parse, parse.__name__ + note)
+        return _get(self.env, self._source(name), default, parse, parse.__name__ + note)
 
     def seconds(self, name: str, default: float, high: float = MONTH) -> float:
         """A duration: more than 0, at most ``high`` (a month unless said)."""
@@ -212,11 +240,11 @@ class Config:
     heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
     wake_jump_seconds: float = DEFAULT_WAKE_JUMP_SECONDS
     curation: str = DEFAULT_CURATION
-    batch_poll_seconds: float = DEFAULT_BATCH_POLL_SECONDS
-    batch_poll_max_seconds: float = DEFAULT_BATCH_POLL_MAX_SECONDS
-    batch_price_factor: float = DEFAULT_BATCH_PRICE_FACTOR
-    batch_max_requests: int = DEFAULT_BATCH_MAX_REQUESTS
-    batch_wait_limit_seconds: float = DEFAULT_BATCH_WAIT_LIMIT_SECONDS
+    economy_poll_seconds: float = DEFAULT_ECONOMY_POLL_SECONDS
+    economy_poll_max_seconds: float = DEFAULT_ECONOMY_POLL_MAX_SECONDS
+    economy_price_factor: float = DEFAULT_ECONOMY_PRICE_FACTOR
+    economy_max_requests: int = DEFAULT_ECONOMY_MAX_REQUESTS
+    economy_wait_limit_seconds: float = DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS
     price_input: float = DEFAULT_PRICE_INPUT
     price_output: float = DEFAULT_PRICE_OUTPUT
     daily_budget_usd: float = DEFAULT_DAILY_BUDGET_USD
@@ -285,18 +313,20 @@ class Config:
             heartbeat_seconds=seconds("WSD_HEARTBEAT_SECONDS", DEFAULT_HEARTBEAT_SECONDS, 3600),
             wake_jump_seconds=seconds("WSD_WAKE_JUMP_SECONDS", DEFAULT_WAKE_JUMP_SECONDS, DAY),
             curation=_get(env, "WSD_CURATION", DEFAULT_CURATION, _curation, "economy or prompt"),
-            batch_poll_seconds=seconds("WSD_BATCH_POLL_SECONDS", DEFAULT_BATCH_POLL_SECONDS, DAY),
-            batch_poll_max_seconds=seconds(
-                "WSD_BATCH_POLL_MAX_SECONDS", DEFAULT_BATCH_POLL_MAX_SECONDS, DAY
+            economy_poll_seconds=seconds(
+                "WSD_ECONOMY_POLL_SECONDS", DEFAULT_ECONOMY_POLL_SECONDS, DAY
             ),
-            batch_price_factor=number(
-                "WSD_BATCH_PRICE_FACTOR", DEFAULT_BATCH_PRICE_FACTOR, float, 0, 1, above=True
+            economy_poll_max_seconds=seconds(
+                "WSD_ECONOMY_POLL_MAX_SECONDS", DEFAULT_ECONOMY_POLL_MAX_SECONDS, DAY
             ),
-            batch_max_requests=number(
-                "WSD_BATCH_MAX_REQUESTS", DEFAULT_BATCH_MAX_REQUESTS, int, 1, 10_000
+            economy_price_factor=number(
+                "WSD_ECONOMY_PRICE_FACTOR", DEFAULT_ECONOMY_PRICE_FACTOR, float, 0, 1, above=True
             ),
-            batch_wait_limit_seconds=seconds(
-                "WSD_BATCH_WAIT_LIMIT_SECONDS", DEFAULT_BATCH_WAIT_LIMIT_SECONDS, 7 * DAY
+            economy_max_requests=number(
+                "WSD_ECONOMY_MAX_REQUESTS", DEFAULT_ECONOMY_MAX_REQUESTS, int, 1, 10_000
+            ),
+            economy_wait_limit_seconds=seconds(
+                "WSD_ECONOMY_WAIT_LIMIT_SECONDS", DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS, 7 * DAY
             ),
             price_input=number("WSD_PRICE_INPUT", DEFAULT_PRICE_INPUT, float, 0, 1000, above=True),
             price_output=number(

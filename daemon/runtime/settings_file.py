@@ -35,7 +35,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from wsd.daemon.runtime.config import Config, ConfigError, bridge_url_problem
+from wsd.daemon.runtime.config import RENAMED, Config, ConfigError, bridge_url_problem
 from wsd.daemon.runtime.fsio import UnsafeFile, kind_of, read_regular
 
 #: A settings file is a few lines; anything this large is not one.
@@ -156,11 +156,14 @@ def value_problem(setting: Setting) -> str | None:
 
 
 def ignored(settings: list[Setting]) -> Iterator[tuple[Setting, str]]:
-    """The file's WSD_* settings the daemon does not take, each with why (a typo, mostly)."""
+    """The file's WSD_* settings the daemon does not take, each with why (a typo, mostly),
+    and those it takes by an old name."""
     known = known_names()
     for setting in settings:
         if setting.name == "WSD_WORKSPACE":
             yield setting, "ignored here: the daemon's workspace is the one it was deployed for"
+        elif setting.name in RENAMED:
+            yield setting, f"now {RENAMED[setting.name]} (the old name is still read; rename it)"
         elif setting.name.startswith("WSD_") and setting.name not in known:
             yield setting, "not a setting of the daemon (a typo? README: Settings)"
 

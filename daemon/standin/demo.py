@@ -126,7 +126,7 @@ def run(keep: bool) -> int:
         "WSD_POLL_SECONDS": "0.5",
         # The economy lane (the default) with a stand-in that ends a Message Batch at once:
         # looked at after 1 s here, where a real Bridge's batch takes minutes (30 s by default).
-        "WSD_BATCH_POLL_SECONDS": "1",
+        "WSD_ECONOMY_POLL_SECONDS": "1",
         "PYTHONUNBUFFERED": "1",
     }
     wsd = str(Path(sys.executable).parent / "wsd")

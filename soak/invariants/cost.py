@@ -11,7 +11,7 @@ from typing import Any
 from soak.invariants.check import Check, query
 from soak.world import World
 from wsd.daemon.runtime.config import (
-    DEFAULT_BATCH_PRICE_FACTOR,
+    DEFAULT_ECONOMY_PRICE_FACTOR,
     DEFAULT_MAX_TOKENS,
     DEFAULT_PRICE_INPUT,
     DEFAULT_PRICE_OUTPUT,
@@ -22,7 +22,7 @@ from wsd.daemon.standin.steps import Billed
 def cost(world: World, batch_billed: list[Billed]) -> Check:
     """The ledger's cost of each done batch is the cost of the answer the Bridge gave for
     exactly that batch's turns: a direct call's (the prompt lane) at the price, a Message
-    Batch result's (the economy lane) at WSD_BATCH_PRICE_FACTOR (half) of it, and that result
+    Batch result's (the economy lane) at WSD_ECONOMY_PRICE_FACTOR (half) of it, and that result
     is the one the stand-in billed under the batch's remote id and custom_id. An answer whose
     usage was a lie is priced at the daemon's estimate (halved on the economy lane), never
     below zero. Checked in memory.db and in every backup the soak took (a rebuild or the
@@ -54,7 +54,7 @@ def cost(world: World, batch_billed: list[Billed]) -> Check:
             usages = by_turns.get(ids, [])
             factor = 1.0
             if lane == "economy":
-                factor = DEFAULT_BATCH_PRICE_FACTOR
+                factor = DEFAULT_ECONOMY_PRICE_FACTOR
                 result = billed.get((remote_id, custom_id))  # None: a result nobody billed
                 usages = [(u, m) for u, m in usages if result is not None and _same(u, result)]
             expected = factor * _price(tin, tout)
@@ -104,7 +104,7 @@ def _billed(
     one of the spoiler's answers: batch requests take their steps from the same responder)."""
     full = sum(_price(u["input_tokens"], u["output_tokens"]) for _ids, u, _m in answers)
     batches = sum(_price(b.usage["input_tokens"], b.usage["output_tokens"]) for b in batch_billed)
-    return full - (1 - DEFAULT_BATCH_PRICE_FACTOR) * batches
+    return full - (1 - DEFAULT_ECONOMY_PRICE_FACTOR) * batches
 
 
 def spend(world: World, batch_billed: list[Billed], logged: Counter[str]) -> Check:
@@ -205,4 +205,4 @@ def spend(world: World, batch_billed: list[Billed], logged: Counter[str]) -> Che
 
 
 def _factor(purpose: str) -> float:
-    return DEFAULT_BATCH_PRICE_FACTOR if purpose == "curate-batch" else 1.0
+    return DEFAULT_ECONOMY_PRICE_FACTOR if purpose == "curate-batch" else 1.0

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from wsd.daemon.ops.doctor import bridge, daemon, databases, memory_files, program, spool
 from wsd.daemon.ops.doctor.findings import Finding, Reporter
 from wsd.daemon.runtime.config import (
-    DEFAULT_BATCH_WAIT_LIMIT_SECONDS,
     DEFAULT_CURATION,
+    DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS,
     DEFAULT_EROSION,
 )
 from wsd.daemon.store import Store
@@ -81,7 +81,7 @@ class Doctor:
     ) -> None:
         self.layout = layout
         self.lane = lane
-        self.batch_wait_limit = batch_wait_limit or DEFAULT_BATCH_WAIT_LIMIT_SECONDS
+        self.batch_wait_limit = batch_wait_limit or DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS
         self.bridge_url = bridge_url
         self.fix = fix
         self.erosion = erosion_fraction

@@ -44,7 +44,7 @@ def economy(doctor: Reporter) -> None:
             "economy lane",
             f"Message Batch {b.get('remote_id')} has waited {float(b['age_s']) / 3600:.1f} h"
             f" for its result ({b.get('turns')} turn(s); limit"
-            f" {doctor.batch_wait_limit / 3600:.1f} h, WSD_BATCH_WAIT_LIMIT_SECONDS); last"
+            f" {doctor.batch_wait_limit / 3600:.1f} h, WSD_ECONOMY_WAIT_LIMIT_SECONDS); last"
             f" problem: {b.get('error') or 'none: the Bridge says it is still in progress'}",
         )
     for b in stuck:
