@@ -199,7 +199,7 @@ def _drain_backlog(curation: str, turns: int, requests: int) -> dict[str, float]
         quiet_logs(),
         BridgeStandin(responder=fact_per_turn, latency=0.0) as standin,
     ):
-        standin.message_batches.delay = 0.0
+        standin.batches.delay = 0.0
         layout = make_workspace(tmp)
         record_turns(layout, templates, turns)
         config = Config(

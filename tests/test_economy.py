@@ -89,7 +89,7 @@ def test_a_full_batch_goes_as_a_message_batch_and_is_applied_at_half_price(
     [(lane, remote_id, custom_id, first, last, status)] = ledger(layout)
     assert (lane, first, last, status) == ("economy", 1, 3, "done")
     assert remote_id and remote_id.startswith("msgbatch_") and custom_id == "t1-3-0"
-    [billed] = standin.message_batches.billed
+    [billed] = standin.batches.billed
     assert billed.batch_id == remote_id and billed.custom_id == custom_id
     tin, tout = billed.usage["input_tokens"], billed.usage["output_tokens"]
     half = (tin * DEFAULT_PRICE_INPUT + tout * DEFAULT_PRICE_OUTPUT) / 1e6 / 2
@@ -106,7 +106,7 @@ def test_a_full_batch_goes_as_a_message_batch_and_is_applied_at_half_price(
 def test_one_message_batch_in_flight_at_a_time(layout: Layout, standin: BridgeStandin) -> None:
     """While a batch is out, new turns wait for it (the next request sees its result), then
     go in the next Message Batch."""
-    standin.message_batches.delay = 3600
+    standin.batches.delay = 3600
     worker = economy(layout, standin)
     write_turns(layout, 3)
     drain(worker)
@@ -114,8 +114,8 @@ def test_one_message_batch_in_flight_at_a_time(layout: Layout, standin: BridgeSt
     write_turns(layout, 3, start=3)
     assert "awaiting" in drain(worker)
     assert creates(standin) == 1
-    standin.message_batches.end_all()
-    standin.message_batches.delay = 0
+    standin.batches.end_all()
+    standin.batches.delay = 0
     run_until(worker, lambda: pending(layout) == 0)
     assert creates(standin) == 2
     rows = ledger(layout)
@@ -151,7 +151,7 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     """An urgent flush (``wsd flush``, PreCompact) curates now by a direct call, the turns an
     economy request holds included; that request's result, when it lands, is discarded (and
     the log says how many turns it held)."""
-    standin.message_batches.delay = 3600
+    standin.batches.delay = 3600
     worker = economy(layout, standin)
     write_turns(layout, 3)
     drain(worker)
@@ -160,8 +160,8 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     run_until(worker, lambda: pending(layout) == 0)
     assert calls(standin) == 1
     assert [r[0] for r in ledger(layout)] == ["prompt"]
-    standin.message_batches.end_all()
-    standin.message_batches.delay = 0
+    standin.batches.end_all()
+    standin.batches.delay = 0
     with capture_logs() as logs:
         run_until(
             worker,
@@ -213,7 +213,7 @@ def test_a_precompact_flush_uses_the_prompt_lane(layout: Layout, standin: Bridge
 def test_failed_requests_go_to_the_prompt_lane(layout: Layout, standin: BridgeStandin) -> None:
     """Expired, errored and canceled requests are curated through the prompt lane, once."""
     for fault in (BatchFault.expired(), BatchFault.errored()):
-        standin.message_batches.script(fault)
+        standin.batches.script(fault)
     worker = economy(layout, standin)
     write_turns(layout, 3)
     run_until(worker, lambda: pending(layout) == 0)
@@ -236,7 +236,7 @@ def test_damaged_results_are_read_again_then_released(
     comes goes to the prompt lane; nothing is applied twice or lost."""
     write_turns(layout, 9)
     for fault in (BatchFault.truncated(), BatchFault.malformed_line(), BatchFault.missing()):
-        standin.message_batches.script(fault)
+        standin.batches.script(fault)
         worker = economy(layout, standin)
         run_until(worker, lambda: pending(layout) == 0 or creates(standin) > 3, timeout=30)
     run_until(economy(layout, standin), lambda: pending(layout) == 0)
@@ -253,11 +253,11 @@ def test_a_result_never_read_keeps_its_estimate(
     """A request whose line stays missing or garbled through every read may well have been
     billed (the API bills work done, not work delivered: the stand-in did): its charge keeps
     the estimate made at submission, never void; its turns go to the prompt lane."""
-    standin.message_batches.script(getattr(BatchFault, fault)())
+    standin.batches.script(getattr(BatchFault, fault)())
     worker = economy(layout, standin)
     write_turns(layout, 3)
     run_until(worker, lambda: pending(layout) == 0)
-    assert len(standin.message_batches.billed) == 1
+    assert len(standin.batches.billed) == 1
     [(status, usd)] = q(
         layout.transcript_db, "SELECT status, usd FROM charges WHERE purpose = 'curate-batch'"
     )
@@ -279,7 +279,7 @@ def test_results_are_read_from_the_bridge_not_from_a_foreign_results_url(
 ) -> None:
     """A results_url on another origin is logged and never followed: the results come from
     the Bridge's own path."""
-    standin.message_batches.script(BatchFault.foreign_results_url())
+    standin.batches.script(BatchFault.foreign_results_url())
     worker = economy(layout, standin)
     write_turns(layout, 3)
     with capture_logs() as logs:
@@ -294,7 +294,7 @@ def test_a_batch_the_bridge_forgot_is_released_after_three_misses(
 ) -> None:
     """A Message Batch the Bridge answers 404 for, three polls in a row, goes to the prompt
     lane."""
-    standin.message_batches.script(BatchFault.lost())
+    standin.batches.script(BatchFault.lost())
     worker = economy(layout, standin)
     write_turns(layout, 3)
     with capture_logs() as logs:
@@ -307,7 +307,7 @@ def test_a_hanging_poll_is_cut_by_the_timeout_and_polled_again(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """A retrieve that hangs costs one request timeout; the next poll gets the result."""
-    standin.message_batches.script(BatchFault.hang(30, on="retrieve"))
+    standin.batches.script(BatchFault.hang(30, on="retrieve"))
     worker = economy(layout, standin, request_timeout=1.0)
     write_turns(layout, 3)
     run_until(worker, lambda: pending(layout) == 0)
@@ -323,7 +323,7 @@ def test_a_bridge_without_batches_is_remembered_and_probed_daily(
         os.makedirs(str(layout.root) + f"-{status}")
         sub = Layout(str(layout.root) + f"-{status}")
         init_workspace(sub, templates=None)
-        standin.message_batches.script(BatchFault.unsupported(status))
+        standin.batches.script(BatchFault.unsupported(status))
         before = creates(standin)
         worker = economy(sub, standin)
         write_turns(sub, 3)
@@ -350,14 +350,14 @@ def test_a_restarted_worker_resumes_polling_the_batch_in_flight(
 ) -> None:
     """A worker gone while its Message Batch is out (kill -9, a thaw): the next one polls the
     same remote batch, creates none, and applies the result once."""
-    standin.message_batches.delay = 3600
+    standin.batches.delay = 3600
     first = economy(layout, standin)
     write_turns(layout, 3)
     drain(first)
     assert creates(standin) == 1
     del first
-    standin.message_batches.end_all()
-    standin.message_batches.delay = 0
+    standin.batches.end_all()
+    standin.batches.delay = 0
     second = economy(layout, standin)
     run_until(second, lambda: pending(layout) == 0)
     assert creates(standin) == 1
@@ -395,15 +395,15 @@ def test_a_submission_cut_before_its_id_was_recorded_is_sent_again_once(
 def test_the_daily_cap_counts_what_is_in_flight(layout: Layout, standin: BridgeStandin) -> None:
     """A Message Batch out is booked at an estimate at once (the cap sees it), settled to the
     billed usage when its result comes."""
-    standin.message_batches.delay = 3600
+    standin.batches.delay = 3600
     worker = economy(layout, standin)
     write_turns(layout, 3)
     drain(worker)
     [(status, usd)] = q(layout.transcript_db, "SELECT status, usd FROM charges")
     assert status == "asked" and usd > 0
     assert Store(layout).charges.spent_since(0) == usd
-    standin.message_batches.end_all()
-    standin.message_batches.delay = 0
+    standin.batches.end_all()
+    standin.batches.delay = 0
     run_until(worker, lambda: pending(layout) == 0)
     [(status, _usd)] = q(layout.transcript_db, "SELECT status, usd FROM charges")
     assert status == "billed"
@@ -459,3 +459,37 @@ def test_a_garbled_lane_state_reads_as_on(layout: Layout) -> None:
         assert report(store, "economy", time.time())["economy_off"] is None
     store.ledger.set_state({"economy_off": json.dumps({"probe_at": time.time() + 60})}, time.time())
     assert report(store, "economy", time.time())["economy_off"] is not None
+
+
+class _Economy:
+    def __init__(self, usable: bool, released: bool) -> None:
+        self._usable, self._released = usable, released
+
+    def usable(self, now: float) -> bool:
+        return self._usable
+
+    def prompt_only_pending(self) -> bool:
+        return self._released
+
+
+@pytest.mark.parametrize(
+    ("reason", "urgent", "usable", "released", "lane"),
+    [
+        ("flush", 7, True, True, "urgent"),  # PreCompact or wsd flush: everything, now
+        ("flush", None, True, False, "economy"),  # a flush with no urgent turn: as usual
+        ("threshold", None, False, True, "free"),  # economy off: a direct call, held left out
+        ("idle", None, True, True, "released"),  # the economy lane's handed-back turns first
+        ("threshold", None, True, False, "economy"),
+    ],
+)
+def test_the_lane_says_which_turns_a_call_takes(
+    reason: str, urgent: int | None, usable: bool, released: bool, lane: str
+) -> None:
+    """lanes.choose answers a Lane member (a typo cannot reach next_turns' lookup), and
+    each lane reads its own share of the pending turns."""
+    from wsd.daemon.curation import lanes
+    from wsd.daemon.store import Backlog, Lane
+
+    backlog = Backlog(3, 1.0, 1.0, None, urgent_flush=urgent, waiting_flush=urgent)
+    chosen = lanes.choose(backlog, reason, _Economy(usable, released), 0.0)
+    assert isinstance(chosen, Lane) and chosen == Lane(lane)

@@ -42,7 +42,7 @@ def test_status_and_doctor_show_a_batch_in_flight_and_flush_wait_curates_now(
     """While a Message Batch is out, status lists it with its age, doctor says it is fine
     (and fails it past WSD_ECONOMY_WAIT_LIMIT_SECONDS), and ``wsd flush --wait`` curates its
     turns at once by a direct call."""
-    standin.message_batches.delay = 3600
+    standin.batches.delay = 3600
     env = _economy_env(layout, standin)
     with running_daemon(env, tmp_path / "daemon.log"):
         write_turns(layout, 3)
@@ -74,7 +74,7 @@ def test_doctor_fails_a_batch_out_past_the_daemons_limit(
 ) -> None:
     """A Message Batch out longer than the daemon's WSD_ECONOMY_WAIT_LIMIT_SECONDS is a FAIL
     naming it, its turns and the setting."""
-    standin.message_batches.delay = 3600
+    standin.batches.delay = 3600
     env = _economy_env(layout, standin, WSD_ECONOMY_WAIT_LIMIT_SECONDS="1")
     with running_daemon(env, tmp_path / "daemon.log"):
         write_turns(layout, 3)
@@ -92,7 +92,7 @@ def test_a_bridge_without_batches_shows_in_status_and_doctor(
 ) -> None:
     """A Bridge that answers 404 to Message Batches: the turns are curated by direct calls,
     status and doctor say the economy lane is off, why, and when it is probed again."""
-    standin.message_batches.enabled = False
+    standin.batches.enabled = False
     env = _economy_env(layout, standin)
     with running_daemon(env, tmp_path / "daemon.log"):
         write_turns(layout, 3)

@@ -155,21 +155,21 @@ def test_delay_holds_the_batch_in_progress_until_end_all(
 ) -> None:
     """With an hour's delay the batch stays in_progress (results: 400, SDK refuses); end_all
     ends it at once."""
-    standin.message_batches.delay = HOUR
+    standin.batches.delay = HOUR
     batch = create(client, "x")
     assert client.messages.batches.retrieve(batch.id).processing_status == "in_progress"
     status, _ctype, body = http(f"{standin.url}{BATCHES_PATH}/{batch.id}/results")
     assert status == 400 and json.loads(body)["error"]["type"] == "invalid_request_error"
     with pytest.raises(anthropic.AnthropicError, match="results_url"):
         client.messages.batches.results(batch.id)
-    assert standin.message_batches.billed == []
-    standin.message_batches.end_all()
+    assert standin.batches.billed == []
+    standin.batches.end_all()
     assert client.messages.batches.retrieve(batch.id).processing_status == "ended"
 
 
 def test_a_short_delay_passes(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """A batch ends on its own once its delay has passed."""
-    standin.message_batches.delay = 0.2
+    standin.batches.delay = 0.2
     batch = create(client, "x")
     assert ended(client, batch.id).request_counts.succeeded == 1
 
@@ -233,7 +233,7 @@ def test_step_faults_become_per_request_results(
     )
     batch = create(client, "s", "m", "r", "h", "ok")
     assert client.messages.batches.retrieve(batch.id).processing_status == "in_progress"
-    standin.message_batches.end_all()
+    standin.batches.end_all()
     done = ended(client, batch.id)
     assert (done.request_counts.succeeded, done.request_counts.errored) == (1, 3)
     assert done.request_counts.expired == 1
@@ -261,7 +261,7 @@ def test_billed_is_what_the_results_report(
     batch = create(client, "a", "b", "c")
     ended(client, batch.id)
     got = results(client, batch.id)
-    billed = standin.message_batches.billed
+    billed = standin.batches.billed
     assert [(b.batch_id, b.custom_id) for b in billed] == [(batch.id, "a"), (batch.id, "c")]
     for entry in billed:
         assert entry.usage == got[entry.custom_id].message.usage.to_dict()
@@ -275,7 +275,7 @@ def test_billed_is_what_the_results_report(
 def test_cancel(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """Cancel answers canceling; the batch then ends with every request canceled and nothing
     billed; a second cancel, on the ended batch, is a 400."""
-    standin.message_batches.delay = HOUR
+    standin.batches.delay = HOUR
     batch = create(client, "c1", "c2")
     canceled = client.messages.batches.cancel(batch.id)
     assert canceled.processing_status == "canceling"
@@ -283,7 +283,7 @@ def test_cancel(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     done = client.messages.batches.retrieve(batch.id)
     assert done.processing_status == "ended" and done.request_counts.canceled == 2
     assert {r.type for r in results(client, batch.id).values()} == {"canceled"}
-    assert standin.message_batches.billed == []
+    assert standin.batches.billed == []
     with pytest.raises(anthropic.BadRequestError):
         client.messages.batches.cancel(batch.id)
 
@@ -291,14 +291,14 @@ def test_cancel(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
 def test_list_and_delete(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """List is newest first and pages by id; delete refuses an in-progress batch (400), removes
     an ended one, which then answers 404."""
-    standin.message_batches.delay = HOUR
+    standin.batches.delay = HOUR
     ids = [create(client, "x").id for _ in range(3)]
     page = client.messages.batches.list(limit=2)
     assert [b.id for b in page.data] == ids[:0:-1] and page.has_more
     assert [b.id for b in client.messages.batches.list(limit=2)] == ids[::-1]
     with pytest.raises(anthropic.BadRequestError):
         client.messages.batches.delete(ids[0])
-    standin.message_batches.end_all()
+    standin.batches.end_all()
     deleted = client.messages.batches.delete(ids[0])
     assert (deleted.id, deleted.type) == (ids[0], "message_batch_deleted")
     with pytest.raises(anthropic.NotFoundError):
@@ -326,10 +326,10 @@ def test_invalid_create_bodies_are_400(standin: BridgeStandin, body: JSON) -> No
     """A create body off the documented shape is a 400 invalid_request_error that creates
     nothing and consumes neither a step nor a batch fault."""
     standin.script(Reply.text("kept"))
-    standin.message_batches.script(BatchFault.expired())
+    standin.batches.script(BatchFault.expired())
     status, _ctype, raw = http(standin.url + BATCHES_PATH, "POST", json.dumps(body).encode())
     assert status == 400 and json.loads(raw)["error"]["type"] == "invalid_request_error"
-    assert (standin.pending_steps, standin.message_batches.pending_faults) == (1, 1)
+    assert (standin.pending_steps, standin.batches.pending_faults) == (1, 1)
     assert json.loads(http(standin.url + BATCHES_PATH)[2])["data"] == []
 
 
@@ -382,7 +382,7 @@ def test_expired_and_errored_batches_take_no_step(
     next batch is normal again."""
     standin.responder = lambda body: pytest.fail("the responder was asked")
     standin.script(Reply.text("kept"))
-    standin.message_batches.script(getattr(BatchFault, kind)())
+    standin.batches.script(getattr(BatchFault, kind)())
     batch = create(client, "e1", "e2")
     done = ended(client, batch.id)
     assert done.request_counts.to_dict()[kind] == 2
@@ -390,7 +390,7 @@ def test_expired_and_errored_batches_take_no_step(
     assert {r.type for r in got.values()} == {kind}
     if kind == "errored":
         assert got["e1"].error.error.type == "api_error"
-    assert standin.pending_steps == 1 and standin.message_batches.billed == []
+    assert standin.pending_steps == 1 and standin.batches.billed == []
     assert text(results(client, ended(client, create(client, "n").id).id)["n"]) == "kept"
 
 
@@ -398,14 +398,14 @@ def test_batch_faults_are_consumed_one_per_created_batch(
     standin: BridgeStandin, client: anthropic.Anthropic
 ) -> None:
     """Queued batch faults apply to the batches created next, one each, in order."""
-    standin.message_batches.script(BatchFault.expired(), BatchFault.errored())
-    assert standin.message_batches.pending_faults == 2
+    standin.batches.script(BatchFault.expired(), BatchFault.errored())
+    assert standin.batches.pending_faults == 2
     kinds = []
     for _ in range(3):
         batch = ended(client, create(client, "f").id)
         kinds.append(next(iter(results(client, batch.id).values())).type)
     assert kinds == ["expired", "errored", "succeeded"]
-    assert standin.message_batches.pending_faults == 0
+    assert standin.batches.pending_faults == 0
 
 
 @pytest.mark.parametrize(
@@ -420,13 +420,13 @@ def test_unsupported_create(
     standin: BridgeStandin, client: anthropic.Anthropic, status: int, error: type[Exception]
 ) -> None:
     """unsupported(status): that create answers the status and creates nothing; the next works."""
-    standin.message_batches.script(BatchFault.unsupported(status))
+    standin.batches.script(BatchFault.unsupported(status))
     with pytest.raises(error) as caught:
         create(client, "u")
     assert isinstance(caught.value, anthropic.APIStatusError)
     assert caught.value.status_code == status
     assert client.messages.batches.list().data == []
-    assert standin.pending_steps == 0 and standin.message_batches.pending_faults == 0
+    assert standin.pending_steps == 0 and standin.batches.pending_faults == 0
     create(client, "u")
 
 
@@ -434,7 +434,7 @@ def test_unsupported_create_answering_html(
     standin: BridgeStandin, client: anthropic.Anthropic
 ) -> None:
     """unsupported(200): a 200 whose body is an HTML page; the SDK hands back a str."""
-    standin.message_batches.script(BatchFault.unsupported(200))
+    standin.batches.script(BatchFault.unsupported(200))
     answer: Any = client.messages.batches.create(requests=requests_for("h"))
     assert isinstance(answer, str) and answer.startswith("<!doctype html>")
     assert client.messages.batches.list().data == []
@@ -443,7 +443,7 @@ def test_unsupported_create_answering_html(
 def test_batches_disabled(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """enabled=False: every batch path answers 404 (created batches too); /v1/messages works."""
     batch = create(client, "d")
-    standin.message_batches.enabled = False
+    standin.batches.enabled = False
     for call in (
         lambda: create(client, "d"),
         lambda: client.messages.batches.retrieve(batch.id),
@@ -452,13 +452,13 @@ def test_batches_disabled(standin: BridgeStandin, client: anthropic.Anthropic) -
         with pytest.raises(anthropic.NotFoundError):
             call()
     client.messages.create(model=MODEL, max_tokens=10, messages=[{"role": "user", "content": "x"}])
-    standin.message_batches.enabled = True
+    standin.batches.enabled = True
     assert client.messages.batches.retrieve(batch.id).id == batch.id
 
 
 def test_truncated_results(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """truncated: the results stop in the middle of the last line, whole lines before it."""
-    standin.message_batches.script(BatchFault.truncated())
+    standin.batches.script(BatchFault.truncated())
     batch = create(client, "t1", "t2")
     ended(client, batch.id)
     with pytest.raises(json.JSONDecodeError):
@@ -474,7 +474,7 @@ def test_truncated_results_with_a_dropped_connection(
 ) -> None:
     """truncated(drop=True): the content-length promises the whole, the connection is reset at
     the cut: reading the results fails, not with a JSON error."""
-    standin.message_batches.script(BatchFault.truncated(drop=True))
+    standin.batches.script(BatchFault.truncated(drop=True))
     batch = create(client, "t1", "t2")
     ended(client, batch.id)
     with pytest.raises(Exception) as caught:
@@ -485,7 +485,7 @@ def test_truncated_results_with_a_dropped_connection(
 def test_malformed_line(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """malformed_line: the first line is garbage (newline-terminated), the others parse; the
     garbled request still succeeded and is billed."""
-    standin.message_batches.script(BatchFault.malformed_line())
+    standin.batches.script(BatchFault.malformed_line())
     batch = create(client, "g1", "g2")
     ended(client, batch.id)
     with pytest.raises(json.JSONDecodeError):
@@ -494,23 +494,23 @@ def test_malformed_line(standin: BridgeStandin, client: anthropic.Anthropic) -> 
     with pytest.raises(json.JSONDecodeError):
         json.loads(first)
     assert json.loads(second)["custom_id"] == "g2"
-    assert [b.custom_id for b in standin.message_batches.billed] == ["g1", "g2"]
+    assert [b.custom_id for b in standin.batches.billed] == ["g1", "g2"]
 
 
 def test_missing_line(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """missing: the first request's line is absent though the counts say it succeeded."""
-    standin.message_batches.script(BatchFault.missing())
+    standin.batches.script(BatchFault.missing())
     batch = create(client, "m1", "m2")
     assert ended(client, batch.id).request_counts.succeeded == 2
     assert set(results(client, batch.id)) == {"m2"}
-    assert [b.custom_id for b in standin.message_batches.billed] == ["m1", "m2"]
+    assert [b.custom_id for b in standin.batches.billed] == ["m1", "m2"]
 
 
 @pytest.mark.parametrize("on", ["retrieve", "results"])
 def test_hang_then_reset_once(standin: BridgeStandin, client: anthropic.Anthropic, on: str) -> None:
     """hang(s, on): the first retrieve (or results) of the batch gets nothing, then a reset; the
     next one is answered."""
-    standin.message_batches.script(BatchFault.hang(0.2, on=on))  # type: ignore[arg-type]
+    standin.batches.script(BatchFault.hang(0.2, on=on))  # type: ignore[arg-type]
     batch = create(client, "h")
     call = client.messages.batches.retrieve if on == "retrieve" else client.messages.batches.results
     if on == "results":
@@ -522,7 +522,7 @@ def test_hang_then_reset_once(standin: BridgeStandin, client: anthropic.Anthropi
 
 def test_stop_wakes_a_hang(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """stop() cuts an hour-long results hang short: the client sees the connection die."""
-    standin.message_batches.script(BatchFault.hang(HOUR))
+    standin.batches.script(BatchFault.hang(HOUR))
     batch = create(client, "h")
     ended(client, batch.id)
     outcome: list[BaseException] = []
@@ -546,7 +546,7 @@ def test_stop_wakes_a_hang(standin: BridgeStandin, client: anthropic.Anthropic) 
 def test_foreign_results_url(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """foreign_results_url: results_url leaves the Bridge for api.anthropic.com (never fetched
     here); the stand-in's own results path still serves the lines."""
-    standin.message_batches.script(BatchFault.foreign_results_url())
+    standin.batches.script(BatchFault.foreign_results_url())
     batch = create(client, "f")
     url = ended(client, batch.id).results_url
     assert url == f"https://api.anthropic.com/v1/messages/batches/{batch.id}/results"
@@ -556,7 +556,7 @@ def test_foreign_results_url(standin: BridgeStandin, client: anthropic.Anthropic
 def test_lost_batch(standin: BridgeStandin, client: anthropic.Anthropic) -> None:
     """lost: the create answers, then the batch is 404 everywhere and absent from the list; its
     requests were answered and are billed all the same."""
-    standin.message_batches.script(BatchFault.lost())
+    standin.batches.script(BatchFault.lost())
     batch = create(client, "l1", "l2")
     for call in (
         client.messages.batches.retrieve,
@@ -566,4 +566,4 @@ def test_lost_batch(standin: BridgeStandin, client: anthropic.Anthropic) -> None
         with pytest.raises(anthropic.NotFoundError):
             call(batch.id)
     assert client.messages.batches.list().data == []
-    assert [b.custom_id for b in standin.message_batches.billed] == ["l1", "l2"]
+    assert [b.custom_id for b in standin.batches.billed] == ["l1", "l2"]

@@ -3,13 +3,14 @@
 * :func:`trigger`: a flush request whose turns are not all curated yet, a full batch
   (``WSD_BATCH_TURNS``), or turns that have waited ``WSD_IDLE_SECONDS`` while every session
   was quiet for ``WSD_QUIET_SECONDS``.
-* :func:`choose`: ``economy`` (a Message Batch at half price, the default), ``prompt`` (a
-  direct call that takes the turns an economy request holds too: PreCompact and ``wsd flush``
-  want them in memory now, and the economy result that follows is discarded as covered; the
-  turns closed after the flush was asked for go the way they would have gone without it), or
-  ``free`` (a direct call for the turns no economy request holds: ``WSD_CURATION=prompt`` or a
-  Bridge without batches), or ``released`` (a direct call for the turns the economy lane
-  handed back, and only those).
+* :func:`choose`: a :class:`~wsd.daemon.store.Lane`, which pending turns the call takes:
+  ``ECONOMY`` (a Message Batch at half price, the default), ``URGENT`` (a direct call that
+  takes the turns an economy request holds too: PreCompact and ``wsd flush`` want them in
+  memory now, and the economy result that follows is discarded as covered; the turns closed
+  after the flush was asked for go the way they would have gone without it), ``FREE`` (a
+  direct call for the turns no economy request holds: ``WSD_CURATION=prompt`` or a Bridge
+  without batches), or ``RELEASED`` (a direct call for the turns the economy lane handed
+  back, and only those).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import Backlog
+from wsd.daemon.store import Backlog, Lane
 
 
-class Lane(Protocol):
+class EconomyLane(Protocol):
     """What :func:`choose` asks of the economy lane."""
 
     def usable(self, now: float) -> bool: ...
@@ -42,12 +43,12 @@ def trigger(config: Config, backlog: Backlog, now: float) -> str | None:
     return None
 
 
-def choose(backlog: Backlog, reason: str, economy: Lane, now: float) -> str:
+def choose(backlog: Backlog, reason: str, economy: EconomyLane, now: float) -> Lane:
     """The lane for the next batch (see the module docstring)."""
     if reason == "flush" and backlog.urgent_flush is not None:
-        return "prompt"
+        return Lane.URGENT
     if not economy.usable(now):
-        return "free"
+        return Lane.FREE
     if economy.prompt_only_pending():
-        return "released"
-    return "economy"
+        return Lane.RELEASED
+    return Lane.ECONOMY

@@ -37,7 +37,7 @@ from wsd.daemon.curation.spend import StoreMeter, price
 from wsd.daemon.memory import erosion
 from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Store, Turn
+from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Lane, Store, Turn
 from wsd.schema.layout import CURATED_FILES
 
 #: A turn holding a spooled event younger than this is not claimed yet: the rest of a
@@ -169,7 +169,7 @@ class Pipeline:
         self.meter = StoreMeter(store, config, clock, purpose, log)
 
     def take(
-        self, identity: str, now: float, spool_waiting: bool, lane: str = "prompt"
+        self, identity: str, now: float, spool_waiting: bool, lane: Lane = Lane.URGENT
     ) -> Batch | NoBatch:
         """The next batch, settled, checked against the ledger, planned and claimed, once per
         pass: one read of the pending turns, one plan, one claiming transaction (the plan
@@ -181,7 +181,7 @@ class Pipeline:
         return taken if isinstance(taken, NoBatch) else taken[0]
 
     def take_many(
-        self, identity: str, now: float, spool_waiting: bool, most: int, lane: str = "prompt"
+        self, identity: str, now: float, spool_waiting: bool, most: int, lane: Lane = Lane.URGENT
     ) -> list[Batch] | NoBatch:
         """Up to ``most`` consecutive batches, as :meth:`take` takes one (a backlog going
         to the economy lane in one Message Batch), claimed in one transaction."""
@@ -333,7 +333,7 @@ class Pipeline:
             latency_ms=reply.latency_ms,
             started_at=started,
             state=dict(erosion.held_state(e, started) for e in held if e is not None),
-            lane="prompt" if remote is None else "economy",
+            call="prompt" if remote is None else "economy",
             remote_id=None if remote is None else remote[0],
             custom_id=None if remote is None else remote[1],
         )

@@ -30,7 +30,7 @@ from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import State, StatusFile, package_version
-from wsd.daemon.store import INDEX_BATCH, Maintenance, Store, pause_requested
+from wsd.daemon.store import INDEX_BATCH, Lane, Maintenance, Store, pause_requested
 from wsd.schema.layout import Layout
 
 
@@ -206,14 +206,14 @@ class Worker:
         if reason is None:
             return PassResult(Step.WAITING)
         lane = lanes.choose(backlog, reason, self.economy, now)
-        if lane == "prompt" and backlog.held and not self._collect(now, force=True):
+        if lane == Lane.URGENT and backlog.held and not self._collect(now, force=True):
             return PassResult(Step.STOPPED)  # an urgent flush: results that came need no call
-        if lane == "economy" and backlog.held:
+        if lane == Lane.ECONOMY and backlog.held:
             # One Message Batch at a time: the next request then sees this one's result.
             return PassResult(Step.AWAITING)
         if self._over_budget(now):
             return PassResult(Step.BUDGET)
-        if lane == "economy":
+        if lane == Lane.ECONOMY:
             return self._submit(now)
         batch = self.pipeline.take(self.identity, now, self.intake.waiting(), lane)
         if batch == NoBatch.REMARKED:
@@ -228,7 +228,11 @@ class Worker:
     def _submit(self, now: float) -> PassResult:
         """Claim the backlog (up to one Message Batch of batches) and submit it."""
         taken = self.pipeline.take_many(
-            self.identity, now, self.intake.waiting(), self.config.economy_max_requests, "economy"
+            self.identity,
+            now,
+            self.intake.waiting(),
+            self.config.economy_max_requests,
+            Lane.ECONOMY,
         )
         if taken == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)

@@ -216,7 +216,7 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
             batch.latency_ms,
             batch.started_at or now,
             now,
-            batch.lane,
+            batch.call,
             batch.remote_id,
             batch.custom_id,
         ),

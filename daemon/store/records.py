@@ -10,7 +10,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 LEARNING_TYPES = ("fact", "pattern", "correction", "preference", "tool_install")
 #: A pending action's priority in words, as every view shows it (SPEC.md section 3).
@@ -20,6 +21,23 @@ PRIORITY_NAMES = {0: "urgent", 1: "high", 2: "normal"}
 def priority_name(value: object) -> str:
     """An action's priority as a person reads it (``urgent``, ``high``, ``normal``)."""
     return PRIORITY_NAMES.get(value, str(value)) if isinstance(value, int) else str(value)
+
+
+class Lane(StrEnum):
+    """Which pending turns a curator call may take (:func:`~wsd.daemon.store.turns.next_turns`;
+    :func:`~wsd.daemon.curation.lanes.choose` picks one). A turn is *held* while a request of
+    a Message Batch in flight carries it, and *released* when the economy lane handed it back
+    to the prompt lane (its request failed)."""
+
+    URGENT = "urgent"  # every pending turn, held ones too (PreCompact, `wsd flush`: now)
+    FREE = "free"  # the turns not held (a direct call: WSD_CURATION=prompt, economy lane off)
+    ECONOMY = "economy"  # the turns neither held nor released (a new Message Batch's)
+    RELEASED = "released"  # the released turns alone (a direct call: the prompt lane's share)
+
+
+#: How a batch went to the curator (the ledger's ``lane`` column, as ``wsd status`` shows
+#: it): ``prompt``, a direct Messages call; ``economy``, a request in a Message Batch.
+CallKind = Literal["prompt", "economy"]
 
 
 class AlreadyCovered(Exception):
@@ -119,7 +137,7 @@ class BatchRecord:
     state: dict[str, str] = field(default_factory=dict)
     #: How it was curated: ``prompt`` (a Messages call) or ``economy`` (a request in the
     #: Message Batch ``remote_id``, named ``custom_id`` there).
-    lane: str = "prompt"
+    call: CallKind = "prompt"
     remote_id: str | None = None
     custom_id: str | None = None
 

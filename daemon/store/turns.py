@@ -16,7 +16,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.flushes import WAITS_ON_TURNS
-from wsd.daemon.store.records import Backlog, Turn, Uncurated
+from wsd.daemon.store.records import Backlog, Lane, Turn, Uncurated
 from wsd.schema.transcript import Event, close_stale_turns, record
 
 #: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
@@ -108,23 +108,27 @@ _HELD = "o.id NOT IN (SELECT observation_id FROM remote_turns)"
 _NOT_PROMPT_ONLY = "o.id NOT IN (SELECT observation_id FROM prompt_only_turns)"
 
 
+#: What each lane leaves out of the pending turns.
+_LANE_WHERE = {
+    Lane.URGENT: "",
+    Lane.FREE: f" AND {_HELD}",
+    Lane.ECONOMY: f" AND {_HELD} AND {_NOT_PROMPT_ONLY}",
+    Lane.RELEASED: f" AND {_HELD} AND NOT {_NOT_PROMPT_ONLY}",
+}
+
+
 def next_turns(
-    t: apsw.Connection, limit: int, settled_before: float, lane: str = "prompt"
+    t: apsw.Connection, limit: int, settled_before: float, lane: Lane = Lane.URGENT
 ) -> tuple[list[Turn], bool]:
     """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
     of them is still settling (holds a spooled event newer than ``settled_before``: the
-    rest of a burst spooled with it may still be on its way). ``lane``: ``prompt`` reads
+    rest of a burst spooled with it may still be on its way). ``lane``: ``URGENT`` reads
     every pending turn (a flush takes those an economy request holds too: the later result
-    is then discarded as covered); ``economy`` leaves out the turns a pending request holds
-    and those handed back to the prompt lane; ``free`` leaves out only the held ones;
-    ``released`` reads only those handed back (the prompt lane takes them, the economy lane
+    is then discarded as covered); ``ECONOMY`` leaves out the turns a pending request holds
+    and those handed back to the prompt lane; ``FREE`` leaves out only the held ones;
+    ``RELEASED`` reads only those handed back (the prompt lane takes them, the economy lane
     the rest: found by the soak, stale marks sent a whole re-pended backlog direct)."""
-    where = {
-        "prompt": "",
-        "free": f" AND {_HELD}",
-        "economy": f" AND {_HELD} AND {_NOT_PROMPT_ONLY}",
-        "released": f" AND {_HELD} AND NOT {_NOT_PROMPT_ONLY}",
-    }[lane]
+    where = _LANE_WHERE[lane]
     rows = schema.rows(
         t,
         f"SELECT {_TURN_COLS}, {_SETTLING.format(n=2)} FROM observations o"
@@ -257,7 +261,7 @@ class Turns:
         return self.next_turns(limit, float("inf"))[0]
 
     def next_turns(
-        self, limit: int, settled_before: float, lane: str = "prompt"
+        self, limit: int, settled_before: float, lane: Lane = Lane.URGENT
     ) -> tuple[list[Turn], bool]:
         """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
         of them is still settling; ``lane`` says which (see :func:`next_turns`)."""
