@@ -128,7 +128,7 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
         return json.dumps(data).encode()
 
     huge = "A" * (10 * 1024 * 1024)
-    for i in range(1100):
+    for i in range(550):
         kind = i % 11
         if kind == 0:
             out.append((valid(i), True))
@@ -220,12 +220,12 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
 
 
 @pytest.mark.slow
-def test_a_thousand_hostile_payloads_never_break_the_hook(
+def test_hundreds_of_hostile_payloads_never_break_the_hook(
     layout: Layout, hook_env: dict[str, str]
 ) -> None:
     """Every hostile payload exits 0 with no stdout; the db stays sound; valid ones are kept."""
     payloads = _payloads()
-    assert len(payloads) >= 1000
+    assert len(payloads) >= 500  # 50 of each of 11 shapes (1,100 took a fifteenth of make test)
     hook = venv_script("wsd-hook")
 
     def run(item: tuple[bytes, bool]) -> tuple[int, str, bool]:

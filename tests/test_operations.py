@@ -34,6 +34,7 @@ from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store
+from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import CURATED_FILES, Layout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,7 +96,9 @@ def test_secrets_never_reach_databases_md_files_logs_or_the_bridge(
     log = tmp_path / "d.log"
     with BridgeStandin(responder=rule_curator.responder) as bridge:
         env = _env(layout, bridge, WSD_BATCH_TURNS="10")
-        hook = venv_script("wsd-hook")
+        # Captured in process (the Agent SDK's path): the command hook's own redaction is
+        # test_redaction_capture's, and 528 hook processes only fed this test.
+        capture = Capture(CaptureConfig(workspace=layout.root))
         for i, (_kind, text) in enumerate(SECRETS):
             for event in (
                 {
@@ -116,7 +119,8 @@ def test_secrets_never_reach_databases_md_files_logs_or_the_bridge(
                     "last_assistant_message": f"Saved {text}",
                 },
             ):
-                subprocess.run([hook], input=json.dumps(event).encode(), env=env, check=True)
+                assert capture.handle(event) == "written"
+        capture.close()
         with running_daemon(env, log):
             wsd(env, "flush", "--wait", "60")
         sent = b"".join(r.raw for r in bridge.requests)
