@@ -9,12 +9,15 @@ import os
 import re
 import shlex
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import daemon_env, running_daemon, wait_for, write_turns, wsd
 from wsd.daemon.runtime.heartbeat import status_path
+from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.schema.layout import Layout
 
@@ -333,3 +336,35 @@ def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path
             assert "1 curated, 0 parked again" in wsd(shell, "retry", timeout=120).stdout
             write_turns(layout, 1, start=1)
             assert wsd(env, "flush", "--wait", "60").stdout.strip().endswith("flush done")
+
+
+def test_wsd_retry_runs_parked_batches_without_a_worker(layout: Layout) -> None:
+    """Issue 31: `wsd retry` builds the commit bookkeeping alone (wiring.build_bookkeeper):
+    with Worker unbuildable it still curates a parked batch and marks its turn processed."""
+    from tests.conftest import query
+    from wsd.daemon.store import BatchRecord, Store
+
+    write_turns(layout, 1)
+    store = Store(layout)
+    store.migrate()
+    [turn] = store.turns.next_turns(10, float("inf"))[0]
+    record = BatchRecord.parked([turn], RuntimeError("HTTP 400"), 1, time.time())
+    store.ledger.commit_batch(store.transcript_identity(), record, time.time())
+    script = (
+        "import sys\n"
+        "from wsd.daemon.curation import worker\n"
+        "def refuse(*a, **k): raise AssertionError('wsd retry built a Worker')\n"
+        "worker.Worker.__init__ = refuse\n"
+        "from wsd.daemon.ops.cli import main\n"
+        "sys.exit(main(['retry']))\n"
+    )
+    with BridgeStandin(responder=rule_curator.responder) as bridge:
+        env = daemon_env(layout, bridge)
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 curated, 0 parked again" in done.stdout
+    statuses = query(layout.memory_db, "SELECT status FROM batches ORDER BY id")
+    assert statuses == [("retried",), ("done",)]
+    assert query(layout.transcript_db, "SELECT processed FROM observations") == [(1,)]

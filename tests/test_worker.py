@@ -649,3 +649,50 @@ def test_a_pass_opens_each_database_once_and_holds_none_after(
             with pytest.raises(apsw.ConnectionClosedError):
                 conn.execute("SELECT 1")
         live.clear()
+
+
+def test_the_heartbeats_state_is_the_passs_and_written_when_it_changes(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Issue 31: the heartbeat's state is written once per pass from what the pass did (idle,
+    backoff, idle again on recovery, paused), at once when it changes, and on every paused
+    pass (a rebuild waits for a paused heartbeat written after it asked)."""
+    from wsd.daemon.curation.passes import Step
+    from wsd.daemon.runtime.heartbeat import State, read_status
+    from wsd.daemon.store import pause_path, take_pause
+
+    wall, mono = [time.time()], [1000.0]
+    worker = make_worker(
+        layout,
+        standin,
+        batch_turns=1,
+        retry_attempts=1,
+        outage_backoff=30,
+        clock=lambda: wall[0],
+        monotonic=lambda: mono[0],
+    )
+
+    def state() -> object:
+        return (read_status(layout) or {}).get("state")
+
+    assert worker.run_once().action == Step.IDLE and state() == State.IDLE
+    write_turns(layout, 1)
+    standin.script(Fault.overloaded())
+    assert worker.run_once().action == Step.BACKOFF and state() == State.BACKOFF
+    wall[0] += 31
+    mono[0] += 31
+    assert worker.run_once().action == Step.CURATED and state() == State.IDLE
+    fd = take_pause(layout)
+    assert fd is not None
+    try:
+        beats = []
+        for _ in range(2):
+            wall[0] += 1  # within the heartbeat's 10 s: only a forced write shows
+            assert worker.run_once().action == Step.PAUSED
+            beats.append(read_status(layout) or {})
+    finally:
+        os.close(fd)
+        os.unlink(pause_path(layout))
+    assert [b["state"] for b in beats] == [State.PAUSED, State.PAUSED]
+    assert beats[1]["heartbeat_at"] > beats[0]["heartbeat_at"]  # written though unchanged
+    assert worker.run_once().action == Step.IDLE and state() == State.IDLE

@@ -96,7 +96,7 @@ class Bookkeeper:
         for batch_id, ids, _error in self.store.ledger.failed_batches():
             turns = self.store.turns.turns_by_id(ids)
             if turns:
-                done += self.pipeline.curate(Batch.of(turns), identity, [batch_id], self.committed)
+                done += self.pipeline.curate(Batch.of(turns), identity, self.committed, [batch_id])
         return done
 
     def _remember_spend(self, now: float) -> None:

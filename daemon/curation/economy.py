@@ -40,7 +40,7 @@ from wsd.daemon.curation.message_batches import (
     Result,
     Unsupported,
 )
-from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline, Prepared, Seen
+from wsd.daemon.curation.pipeline import Batch, OnCommit, Pipeline, Prepared, Seen
 from wsd.daemon.curation.problems import problem
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
@@ -212,7 +212,7 @@ class Economy:
         self,
         identity: str,
         now: float,
-        on_commit: Callable[[Committed], None],
+        on_commit: OnCommit,
         *,
         force: bool = False,
     ) -> int:
@@ -254,7 +254,7 @@ class Economy:
         batch: RemoteBatch,
         identity: str,
         now: float,
-        on_commit: Callable[[Committed], None],
+        on_commit: OnCommit,
     ) -> int:
         remote_id = str(batch.remote_id)
         later = now + self._wait(batch.polls + 1)
@@ -282,7 +282,7 @@ class Economy:
         state: RemoteState,
         identity: str,
         now: float,
-        on_commit: Callable[[Committed], None],
+        on_commit: OnCommit,
     ) -> int:
         """Read an ended batch's results and apply them in claim order."""
         remote_id = state.remote_id
@@ -330,7 +330,7 @@ class Economy:
         batch: RemoteBatch,
         remote_id: str,
         identity: str,
-        on_commit: Callable[[Committed], None],
+        on_commit: OnCommit,
     ) -> None:
         """Book the request's charge, then apply its reply or hand its turns to the prompt
         lane; the outcome is recorded last (a crash in between reads the result again, and
@@ -367,7 +367,7 @@ class Economy:
             seen,
             replace(result.reply, latency_ms=max(0.0, waited)),
             identity,
-            notify=on_commit,
+            on_commit,
             remote=(remote_id, request.custom_id),
         )
         outcome = APPLIED if done.result is not None else COVERED

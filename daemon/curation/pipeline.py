@@ -14,9 +14,10 @@
   again later.
 
 What differs between the loop and a rebuild is handed in: which memory files the curator
-sees (the disk, or the files as the rebuild has curated them so far), how a batch is dated
-(now, or as its live batch was, so a rebuild keeps the history's timeline), and what happens
-after each commit (the loop materialises md files, marks turns processed and logs).
+sees (the disk, or the files as the rebuild has curated them so far), when a batch happened
+(a :class:`Timeline`: now, or as its live batch did, so a rebuild keeps the history's
+timeline), and what happens after each commit (``on_commit``, given with each call: the
+loop's bookkeeping materialises md files, marks turns processed and logs).
 """
 
 from __future__ import annotations
@@ -134,6 +135,26 @@ class Committed:
         return self.record.status == "failed"
 
 
+OnCommit = Callable[["Committed"], None]
+"""What is called with each commit as it is made (the loop's bookkeeping, a rebuild's count)."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """When a batch of turns is said to have happened: ``started`` (the erosion guard
+    measures each file against what it had a day before) and ``finished`` (its ledger row and
+    learnings are dated then). The loop's batches happen now; a rebuild's as their live
+    batches did, so the rebuilt memory keeps the history's timeline."""
+
+    started: Callable[[Sequence[Turn]], float]
+    finished: Callable[[Sequence[Turn]], float]
+
+    @classmethod
+    def now(cls, clock: Callable[[], float]) -> Timeline:
+        """Every batch started and finished at ``clock()``'s time when asked."""
+        return cls(lambda _turns: clock(), lambda _turns: clock())
+
+
 class Pipeline:
     """Curates batches into ``store`` through ``bridge`` (see the module docstring)."""
 
@@ -144,23 +165,17 @@ class Pipeline:
         bridge: BridgeClient,
         *,
         files: Callable[[], Mapping[str, str]],
-        dated: Callable[[Sequence[Turn]], float],
-        on_commit: Callable[[Committed], None] = lambda _c: None,
+        timeline: Timeline | None = None,
         caps: Caps | None = None,
         log: Any = None,
         clock: Callable[[], float] = time.time,
         purpose: str = "curate",
-        began: Callable[[Sequence[Turn]], float] | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.bridge = bridge
         self.files = files
-        self.dated = dated
-        #: When a batch is said to have started (erosion is measured then): ``dated`` unless
-        #: given (a rebuild replays its live batch's).
-        self.began = began or dated
-        self.on_commit = on_commit
+        self.timeline = timeline or Timeline.now(clock)
         self.caps = caps or Caps(
             max_loss=config.max_loss, erosion=config.erosion, file_chars=config.file_chars
         )
@@ -219,26 +234,26 @@ class Pipeline:
         self,
         batch: Batch,
         identity: str,
+        on_commit: OnCommit,
         replaces: Sequence[int] = (),
-        on_commit: Callable[[Committed], None] | None = None,
     ) -> list[Committed]:
         """Curate ``batch`` through the prompt lane, splitting on rejection; every commit in
-        order, each handed to ``on_commit`` (else the pipeline's own) as it is made."""
-        notify = on_commit or self.on_commit
+        order, each handed to ``on_commit`` as it is made. ``replaces``: the parked batches
+        this one runs again (``wsd retry``)."""
         prepared = self.prepare(batch)
         try:
             reply = self.bridge.call(prepared.system, prepared.messages, meter=self.meter)
         except BatchRejected as exc:
             if len(batch.turns) == 1:
                 record = BatchRecord.parked(batch.turns, exc, exc.attempts, prepared.seen.started)
-                return [self._commit(batch.turns, record, identity, replaces, notify)]
+                return [self._commit(batch.turns, record, identity, replaces, on_commit)]
             if self.log is not None:
                 self.log.warning("batch_split", turns=len(batch.turns), error=str(exc))
             first, second = batch.halves()
-            return self.curate(first, identity, replaces, notify) + self.curate(
-                second, identity, replaces, notify
+            return self.curate(first, identity, on_commit, replaces) + self.curate(
+                second, identity, on_commit, replaces
             )
-        return [self.apply(batch.turns, prepared.seen, reply, identity, replaces, notify)]
+        return [self.apply(batch.turns, prepared.seen, reply, identity, on_commit, replaces)]
 
     def prepare(
         self,
@@ -257,7 +272,7 @@ class Pipeline:
             base=dict(base),
             actions=tuple(a[0] for a in actions),
             offered=tuple(r[0] for r in related),
-            started=self.began(batch.turns),
+            started=self.timeline.started(batch.turns),
         )
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
         return Prepared(system, messages, seen, chars)
@@ -268,8 +283,8 @@ class Pipeline:
         seen: Seen,
         reply: Reply,
         identity: str,
+        on_commit: OnCommit,
         replaces: Sequence[int] = (),
-        notify: Callable[[Committed], None] | None = None,
         remote: tuple[str, str] | None = None,
     ) -> Committed:
         """Parse ``reply`` to a request that showed the curator ``seen``, pass it through the
@@ -277,9 +292,7 @@ class Pipeline:
         ``remote``: (Message Batch id, custom id) of an economy-lane result."""
         parsed = parse_reply(reply.text, [t.id for t in turns], list(seen.actions))
         record = self._record(turns, parsed, reply, seen, remote)
-        return self._commit(
-            turns, record, identity, replaces, notify or self.on_commit, parsed, reply
-        )
+        return self._commit(turns, record, identity, replaces, on_commit, parsed, reply)
 
     def _record(
         self,
@@ -344,18 +357,18 @@ class Pipeline:
         record: BatchRecord,
         identity: str,
         replaces: Sequence[int],
-        notify: Callable[[Committed], None],
+        on_commit: OnCommit,
         parsed: ParsedReply | None = None,
         reply: Reply | None = None,
     ) -> Committed:
         try:
             result: CommitResult | None = self.store.ledger.commit_batch(
-                identity, record, self.dated(turns), replaces=replaces
+                identity, record, self.timeline.finished(turns), replaces=replaces
             )
         except AlreadyCovered:
             result = None
         done = Committed(turns, record, result, parsed, reply)
-        notify(done)
+        on_commit(done)
         return done
 
 

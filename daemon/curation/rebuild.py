@@ -43,7 +43,13 @@ from dataclasses import dataclass
 import apsw
 
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
-from wsd.daemon.curation.pipeline import LATE_SETTLE_SECONDS, Committed, Pipeline, plan
+from wsd.daemon.curation.pipeline import (
+    LATE_SETTLE_SECONDS,
+    Committed,
+    Pipeline,
+    Timeline,
+    plan,
+)
 from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
 from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.config import Config
@@ -190,11 +196,11 @@ def _recurate(
         report.parked += done.parked
         report.learnings += done.result.learnings_added if done.result else 0
 
-    def dated(turns: Sequence[Turn]) -> float:
-        return live[turns[0].id][1] if turns[0].id in live else turns[-1].timestamp
-
-    def began(turns: Sequence[Turn]) -> float:
+    def started(turns: Sequence[Turn]) -> float:
         return live[turns[0].id][0] if turns[0].id in live else turns[-1].timestamp
+
+    def finished(turns: Sequence[Turn]) -> float:
+        return live[turns[0].id][1] if turns[0].id in live else turns[-1].timestamp
 
     pipeline = Pipeline(
         config,
@@ -202,9 +208,7 @@ def _recurate(
         bridge,
         # The files as the rebuild has curated them so far, not the live ones.
         files=lambda: {**deploy, **built.revisions.latest_md()},
-        dated=dated,
-        began=began,
-        on_commit=counted,
+        timeline=Timeline(started, finished),
         purpose="rebuild",
     )
     done = 0
@@ -213,9 +217,9 @@ def _recurate(
         turns = built.turns.claim_turns(group.turn_ids, time.time())
         for batch in plan(turns, config.batch_chars):
             learnings, parked = report.learnings, report.parked
-            edits.until(began(batch.turns))  # what people did before this batch began
+            edits.until(started(batch.turns))  # what people did before this batch began
             try:
-                pipeline.curate(batch, identity)
+                pipeline.curate(batch, identity, counted)
             except (Outage, Shutdown) as exc:  # nothing of the rebuild is kept
                 raise RebuildError(f"curator call failed, rebuild abandoned: {exc}") from exc
             done += len(batch.turns)

@@ -107,9 +107,7 @@ class _Parts:
         status = StatusFile(store.layout, clock, writes=heartbeat)
         failures = Failures(status, log, clock)
         md = MdSync(store, status, log, clock)
-        pipeline = Pipeline(
-            config, store, bridge, files=md.current, dated=lambda _t: clock(), log=log, clock=clock
-        )
+        pipeline = Pipeline(config, store, bridge, files=md.current, log=log, clock=clock)
         backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max, monotonic)
         budget = Budget(store, config.daily_budget_usd)
         book = Bookkeeper(store, pipeline, md, status, log, budget, backoff, failures, clock)

@@ -158,7 +158,9 @@ def last_log_line(path: str) -> str | None:
 STATES = {
     "FATAL": ("supervisord gave up starting it (FATAL: {d})", True),
     "BACKOFF": ("it exits as it starts (BACKOFF: {d})", True),
-    "EXITED": ("supervisord reports it EXITED ({d})", True),
+    # Momentary under the deployed autorestart=true: it ran past startsecs, exited and is
+    # started again (a start slower than startsecs on a loaded VM, then a fatal error).
+    "EXITED": ("it exits after it starts (EXITED: {d})", True),
     "STOPPED": ("supervisord has it STOPPED", False),
     "STARTING": ("supervisord is starting it (STARTING)", True),
     "RUNNING": ("supervisord reports it RUNNING ({d}) but it writes no heartbeat", True),
@@ -190,7 +192,9 @@ def not_running(doctor: Reporter, detail: str, *, settings_broken: bool) -> None
         then = f"{cause}: supervisord's next try starts it (once it gives up, FATAL: {start})"
     elif found.state == "FATAL":
         then = f"{cause}, then {start}"
-    elif found.state in ("STOPPED", "EXITED"):
+    elif found.state == "EXITED":  # autorestart=true: supervisord starts it again itself
+        then = f"{cause}: supervisord starts it again by itself"
+    elif found.state == "STOPPED":
         then = f"fix the settings file (above), then {start}" if settings_broken else start
     else:
         then = cause
