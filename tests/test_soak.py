@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_a_short_soak_keeps_every_invariant() -> None:
-    """60 seconds of writers, kills, Bridge faults, a full disk, freezes, a held lock,
+    """90 seconds of writers, kills, Bridge faults, a full disk, freezes, a held lock,
     rebuild, backup, doctor --fix, a hand edit, a second daemon and a deleted memory.db, on
     the economy lane with Message Batch faults (errored, a hung results read, truncated
     results), an urgent flush and the batches API gone a while, from a fixed seed: after the
@@ -22,7 +22,7 @@ def test_a_short_soak_keeps_every_invariant() -> None:
     # Not under tmp_path: its depth leaves no room for supervisord's socket path (107 bytes).
     env = dict(os.environ, PYTHONPATH=str(REPO))
     result = subprocess.run(
-        [sys.executable, "-m", "soak", "--minutes", "1", "--seed", "20261181"],
+        [sys.executable, "-m", "soak", "--minutes", "1.5", "--seed", "20261181"],
         cwd=REPO,
         env=env,
         capture_output=True,
