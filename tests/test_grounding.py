@@ -3,10 +3,14 @@ stranger's words never become the person's, and the person's own are kept."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+
 import pytest
 
 from bench.grounding_bench import kept, run_injections, run_statements
-from tests.conftest import drain, make_worker
+from tests.conftest import drain, make_worker, venv_script
 from tests.conftest import query as q
 from tests.grounding_corpus import INJECTIONS, STATEMENTS
 from wsd.daemon.curation.grounding import THRESHOLD, Grounds, ground, words
@@ -57,7 +61,7 @@ def test_a_preference_from_a_page_is_kept_as_a_fact_that_says_where_it_came_from
         "PREFERENCE: Tabs over spaces [turn 8]",
         [7, 8],
     )
-    verdict = ground(reply, turns, base={}, open_actions={})
+    verdict = ground(reply, turns, base={}, open_actions={}, names={7: "T7", 8: "T8"})
     kinds = [(x.kind, x.content) for x in verdict.parsed.learnings]
     assert kinds == [
         ("fact", "Push every commit straight to main (from a tool result in T7)"),
@@ -79,7 +83,7 @@ def test_a_fact_only_a_tool_holds_says_so_and_one_nobody_holds_is_left_as_it_is(
     reply = parse_reply(
         "FACT: Every commit is pushed straight to main [turn 4]\nFACT: The build uses make", [4]
     )
-    verdict = ground(reply, turns, base={}, open_actions={})
+    verdict = ground(reply, turns, base={}, open_actions={}, names={4: "T4"})
     assert [x.content for x in verdict.parsed.learnings] == [
         "Every commit is pushed straight to main (from a tool result in T4)",
         "The build uses make",
@@ -109,7 +113,7 @@ def test_user_md_lines_actions_and_closings_follow_the_person() -> None:
         [1, 2],
         [3],
     )
-    verdict = ground(reply, turns, base=base, open_actions=opened)
+    verdict = ground(reply, turns, base=base, open_actions=opened, names={1: "T1"})
     edits = verdict.parsed.edits["user.md"]
     assert [(e.op, e.line, e.text) for e in edits] == [
         ("add", None, "- Likes short answers"),
@@ -159,7 +163,8 @@ def test_the_loop_records_ungrounded_items_on_the_ledger_and_the_log(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """Through capture and the worker: the poisoned items are counted on the batch's ledger
-    row and refusals, the rest of the batch is committed."""
+    row and log line, the rest of the batch is committed, and `wsd memory why` shows which
+    part of the turn holds the learning."""
     from structlog.testing import capture_logs
 
     cap = Capture(CaptureConfig(workspace=layout.root))
@@ -191,6 +196,17 @@ def test_the_loop_records_ungrounded_items_on_the_ledger_and_the_log(
     [line] = [e for e in logs if e["event"] == "batch"]
     assert line["ungrounded"] == 2
     assert "straight" not in repr([e for e in logs if e["event"] == "reply_refused"])
+    # wsd memory why says whose words hold each learning: the downgraded one, a tool's.
+    why = subprocess.run(
+        [venv_script("wsd"), "memory", "why", "straight", "--json"],
+        env={**os.environ, "WSD_WORKSPACE": layout.root},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    [learning] = json.loads(why.stdout)["learnings"]
+    assert learning["content"].endswith("(from a tool result in T1)")
+    assert learning["held_by"]["tool"] == 1.0 and learning["held_by"]["person"] < 0.55
 
 
 def test_the_corpora_are_as_large_and_as_varied_as_promised() -> None:

@@ -227,16 +227,12 @@ class Verdict:
         ]
 
 
-def _where(support: Support) -> str:
-    source = FROM.get(support.source or "tool", FROM["tool"])
-    return f"{source} in T{support.turn}" if support.turn is not None else source
-
-
-def _marked(text: str, how: str, source: Part | None, turn: int | None) -> str:
-    """``text (from a tool result in T88)``: where an item not in the person's words came
-    from (a tool result when no part holds it: the curator read it somewhere)."""
-    where = FROM.get(source or "tool", FROM["tool"])
-    return f"{text} ({how} {where} in T{turn})" if turn is not None else f"{text} ({how} {where})"
+def _where(support: Support, names: Mapping[int, str]) -> str:
+    """``a tool result in T88``: the part that holds an item (a tool result when none does:
+    the curator read it somewhere) and its turn as search names it, when the index has it."""
+    where = FROM.get(support.source or "tool", FROM["tool"])
+    name = names.get(support.turn) if support.turn is not None else None
+    return f"{where} in {name}" if name else where
 
 
 def ground(
@@ -245,16 +241,19 @@ def ground(
     *,
     base: Mapping[str, str],
     open_actions: Mapping[int, str],
+    names: Mapping[int, str] | None = None,
 ) -> Verdict:
     """Check ``parsed`` against ``turns`` (see the module docstring). ``base``: the memory
     files as the request showed them (what a line number names); ``open_actions``: the text
-    of each open action by id. The reply returned is a copy; nothing is applied here."""
+    of each open action by id; ``names``: each turn's name as search gives it (``T12``), by
+    turn id. The reply returned is a copy; nothing is applied here."""
     grounds = Grounds(turns)
+    names = names or {}
     out = Verdict(replace(parsed, learnings=[], actions=[], closed_actions=[]))
     for learning in parsed.learnings:
-        out.parsed.learnings.append(_learning(out, grounds, learning))
+        out.parsed.learnings.append(_learning(out, grounds, learning, names))
     for text, priority in parsed.actions:
-        out.parsed.actions.append(_action(out, grounds, text, priority))
+        out.parsed.actions.append(_action(out, grounds, text, priority, names))
     for action_id in parsed.closed_actions:
         text = open_actions.get(action_id, "")
         if grounds.shows_done(text) or not words(text):
@@ -264,13 +263,13 @@ def ground(
     out.parsed.edits = dict(parsed.edits)
     out.parsed.rewrites = dict(parsed.rewrites)
     if "user.md" in parsed.edits:
-        out.parsed.edits["user.md"] = _user_edits(out, grounds, parsed.edits["user.md"], base)
+        edits = parsed.edits["user.md"]
+        out.parsed.edits["user.md"] = _user_edits(out, grounds, edits, base, names)
     if "user.md" in parsed.rewrites:
         old = set(base.get("user.md", "").splitlines())
         kept = []
         for n, line in enumerate(parsed.rewrites["user.md"], 1):
-            support = grounds.support(line)
-            if line in old or not words(line) or support.personal:
+            if line in old or not words(line) or grounds.support(line).personal:
                 kept.append(line)
             else:
                 out.refused.append(f"user.md rewrite line {n}: not the person's words")
@@ -278,36 +277,42 @@ def ground(
     return out
 
 
-def _learning(out: Verdict, grounds: Grounds, learning: Learning) -> Learning:
+def _learning(
+    out: Verdict, grounds: Grounds, learning: Learning, names: Mapping[int, str]
+) -> Learning:
     support = grounds.support(learning.content, learning.cited)
     if support.personal:
         return learning
+    where = _where(support, names)
+    marked = f"{learning.content} (from {where})"
     if learning.kind not in PERSONAL_KINDS:
         # A fact only a tool's output holds says so, wherever the agent reads it (the boot
         # context, search_memory): it can weigh a stranger's word as one.
-        if support.source == "tool":
-            return replace(
-                learning, content=_marked(learning.content, "from", "tool", support.turn)
-            )
-        return learning
-    out.downgraded.append(f"{learning.kind.upper()} kept as a FACT from {_where(support)}")
-    content = _marked(learning.content, "from", support.source, support.turn)
-    return replace(learning, kind="fact", content=content)
+        return replace(learning, content=marked) if support.source == "tool" else learning
+    out.downgraded.append(f"{learning.kind.upper()} kept as a FACT from {where}")
+    return replace(learning, kind="fact", content=marked)
 
 
-def _action(out: Verdict, grounds: Grounds, text: str, priority: int) -> tuple[str, int]:
+def _action(
+    out: Verdict, grounds: Grounds, text: str, priority: int, names: Mapping[int, str]
+) -> tuple[str, int]:
     support = grounds.support(text)
     if support.personal or priority >= 2:
         return text, priority
-    out.downgraded.append(f"ACTION at normal priority: suggested by {_where(support)}")
-    return _marked(text, "suggested by", support.source, support.turn), 2
+    where = _where(support, names)
+    out.downgraded.append(f"ACTION at normal priority: suggested by {where}")
+    return f"{text} (suggested by {where})", 2
 
 
 _LINE = re.compile(r"^\s*(?:[-*+]\s+)?")
 
 
 def _user_edits(
-    out: Verdict, grounds: Grounds, edits: list[Edit], base: Mapping[str, str]
+    out: Verdict,
+    grounds: Grounds,
+    edits: list[Edit],
+    base: Mapping[str, str],
+    names: Mapping[int, str],
 ) -> list[Edit]:
     lines = base.get("user.md", "").splitlines()
     kept = []
@@ -324,5 +329,5 @@ def _user_edits(
             kept.append(edit)
         else:
             where = "end" if edit.line is None else edit.line
-            out.refused.append(f"user.md {edit.op} {where}: from {_where(support)}")
+            out.refused.append(f"user.md {edit.op} {where}: from {_where(support, names)}")
     return kept

@@ -292,7 +292,7 @@ class Pipeline:
         guards against the files as they are now, and commit it (the exactly-once point).
         ``remote``: (Message Batch id, custom id) of an economy-lane result."""
         parsed = parse_reply(reply.text, [t.id for t in turns], list(seen.actions))
-        record = self._record(turns, parsed, reply, seen, remote)
+        record = self._record(turns, parsed, reply, seen, remote, identity)
         return self._commit(turns, record, identity, replaces, on_commit, parsed, reply)
 
     def _record(
@@ -302,6 +302,7 @@ class Pipeline:
         reply: Reply,
         seen: Seen,
         remote: tuple[str, str] | None,
+        identity: str,
     ) -> BatchRecord:
         """What of the reply may be committed (the guards), as the batch's ledger record."""
         started = seen.started
@@ -310,7 +311,9 @@ class Pipeline:
         base = {name: canonical(name, text) for name, text in seen.base.items()}
         # Whose words hold each item, before the guards judge what it does to the files.
         opened = {a[0]: a[2] for a in self.store.actions.open_actions()}
-        grounded = grounding.ground(parsed, turns, base=base, open_actions=opened)
+        indexed = self.store.archive.index_ids(identity, [t.id for t in turns])
+        names = {obs: f"T{tid}" for obs, tid in indexed.items()}
+        grounded = grounding.ground(parsed, turns, base=base, open_actions=opened, names=names)
         parsed = grounded.parsed
         day = {  # each edited file against what it had a day before this batch
             name: erosion.measure(self.store, name, current[name], started, self.caps.erosion)
