@@ -15,6 +15,7 @@ from bench import (
     curator_bench,
     daemon_bench,
     economy_bench,
+    grounding_bench,
     hooks_bench,
     idle_bench,
     lineage_bench,
@@ -49,6 +50,8 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "workspace": workspace_bench.workspace,
     "rebuild": rebuild_bench.rebuild,
     "lineage": lineage_bench.lineage,
+    "grounding": grounding_bench.grounding_rows,
+    "grounding_cost": grounding_bench.check_cost,
 }
 
 

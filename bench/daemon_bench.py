@@ -61,7 +61,7 @@ def fsync_ms(folder: str, n: int = 50) -> float:
     return median(samples) * 1000
 
 
-class _Timed:
+class Timed:
     """Wraps a bound method and records how long each call took."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -99,9 +99,9 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
             )
             stop = threading.Event()
             worker = build_worker(config, Store(layout), stop)
-            call = worker.bridge.call = _Timed(worker.bridge.call)  # type: ignore[method-assign]
-            commit = worker.store.ledger.commit_batch = _Timed(worker.store.ledger.commit_batch)  # type: ignore[method-assign]
-            mark = worker.store.turns.mark_processed = _Timed(worker.store.turns.mark_processed)  # type: ignore[method-assign]
+            call = worker.bridge.call = Timed(worker.bridge.call)  # type: ignore[method-assign]
+            commit = worker.store.ledger.commit_batch = Timed(worker.store.ledger.commit_batch)  # type: ignore[method-assign]
+            mark = worker.store.turns.mark_processed = Timed(worker.store.turns.mark_processed)  # type: ignore[method-assign]
             passes: list[float] = []
             actions: dict[str, int] = {}
             started = time.perf_counter()

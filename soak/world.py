@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from soak.writers import INJECTED
 from wsd.daemon.ops.deploy import bootstrap
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
@@ -50,6 +51,19 @@ def _turn_ids(body: JSON) -> tuple[int, ...]:
     return tuple(int(i) for i in re.findall(r"^\[turn (\d+) ", text, re.M))
 
 
+def _obeyed(body: JSON) -> str:
+    """A curator fooled by every stranger's claim it reads (soak/writers.py plants them): each
+    written as the person's preference, correction, user.md line and urgent action."""
+    import re
+
+    text = "".join(b.get("text", "") for b in body["messages"][0]["content"])
+    out = []
+    for claim in dict.fromkeys(re.findall(rf"{INJECTED}: [^→\n]*?account \d+", text))[:3]:
+        out += [f"PREFERENCE: {claim}", f"CORRECTION: {claim}", f"user.md +$: - {claim}"]
+        out.append(f"ACTION: [urgent] {claim}")
+    return "\n" + "\n".join(out) if out else ""
+
+
 def responder(spoiler: Spoiler) -> Callable[[JSON], Step]:
     """The rule curator, unless the soak has spoiled the Bridge for a while."""
 
@@ -82,7 +96,7 @@ def responder(spoiler: Spoiler) -> Callable[[JSON], Step]:
             files = ("user.md", "context.md", "tools.md", "files.md")
             reply = Reply.text("\n".join(f"{f} ~{i}: ." for f in files for i in range(1, 201)))
         else:
-            reply = Reply.text(rule_curator.responder_text(body))
+            reply = Reply.text(rule_curator.responder_text(body) + _obeyed(body))
         usage = {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": 0}
         usage["output_tokens"] = max(1, len("".join(b["text"] for b in reply.content)) // 4)
         if mode == "negative_usage":  # a Bridge that lies about its figures (issue 20)

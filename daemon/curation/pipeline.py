@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from wsd.daemon.curation import grounding
 from wsd.daemon.curation.answer import Reply
 from wsd.daemon.curation.bridge import BatchRejected, BridgeClient
 from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, render_turn
-from wsd.daemon.curation.guards import Caps, review
+from wsd.daemon.curation.guards import Caps, review, summarise
 from wsd.daemon.curation.reply import ParsedReply, parse_reply
 from wsd.daemon.curation.spend import StoreMeter, price
 from wsd.daemon.memory import erosion
@@ -291,7 +292,7 @@ class Pipeline:
         guards against the files as they are now, and commit it (the exactly-once point).
         ``remote``: (Message Batch id, custom id) of an economy-lane result."""
         parsed = parse_reply(reply.text, [t.id for t in turns], list(seen.actions))
-        record = self._record(turns, parsed, reply, seen, remote)
+        record = self._record(turns, parsed, reply, seen, remote, identity)
         return self._commit(turns, record, identity, replaces, on_commit, parsed, reply)
 
     def _record(
@@ -301,18 +302,26 @@ class Pipeline:
         reply: Reply,
         seen: Seen,
         remote: tuple[str, str] | None,
+        identity: str,
     ) -> BatchRecord:
         """What of the reply may be committed (the guards), as the batch's ledger record."""
         started = seen.started
         files = self.files()  # a person may have edited a file while the call was out
         current = {name: canonical(name, files.get(name, "")) for name in CURATED_FILES}
+        base = {name: canonical(name, text) for name, text in seen.base.items()}
+        # Whose words hold each item, before the guards judge what it does to the files.
+        opened = {a[0]: a[2] for a in self.store.actions.open_actions()}
+        indexed = self.store.archive.index_ids(identity, [t.id for t in turns])
+        names = {obs: f"T{tid}" for obs, tid in indexed.items()}
+        grounded = grounding.ground(parsed, turns, base=base, open_actions=opened, names=names)
+        parsed = grounded.parsed
         day = {  # each edited file against what it had a day before this batch
             name: erosion.measure(self.store, name, current[name], started, self.caps.erosion)
             for name in {*parsed.edits, *parsed.rewrites}
         }
         checked = review(
             parsed,
-            base={name: canonical(name, text) for name, text in seen.base.items()},
+            base=base,
             current=current,
             turns=len(turns),
             truncated=reply.stop_reason == "max_tokens",
@@ -334,7 +343,8 @@ class Pipeline:
             actions=checked.actions,
             closed_actions=checked.closed_actions,
             md_updates=checked.md_updates,
-            refused=checked.refused,
+            refused=summarise(grounded.lines()) + checked.refused,
+            ungrounded=grounded.ungrounded,
             model=reply.model,
             stop_reason=reply.stop_reason,
             attempts=reply.attempts,

@@ -32,6 +32,7 @@ def batch(log: Any, status: StatusFile, done: Committed, reason: str, now: float
         actions_closed=result.actions_closed,
         files_updated=list(result.files_updated),
         refused=len(record.refused),
+        ungrounded=record.ungrounded,
         input_tokens=record.input_tokens,
         output_tokens=record.output_tokens,
         cached_tokens=record.cache_read_tokens,

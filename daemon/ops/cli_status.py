@@ -63,6 +63,8 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "last_batch": stats["last_batch"],
         "parked_batches": stats["parked"],
         "batches_done": stats["done"],
+        # Reply items not in the words their kind needs, refused or downgraded (issue 32).
+        "ungrounded_items": stats["ungrounded"],
         "learnings": stats["learnings"],
         "open_actions": stats["open_actions"],
         "bridge_errors": (beat or {}).get("counters", {}).get("bridge_errors", 0),

@@ -25,7 +25,7 @@ from typing import Any
 from wsd.daemon.memory import md_files
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
 from wsd.daemon.runtime.dates import iso_time
-from wsd.daemon.store import BatchTrace, LearningTrace, Revision, SourceTurn, Store
+from wsd.daemon.store import BatchTrace, LearningTrace, Revision, SourceTurn, Store, Turn
 from wsd.schema.layout import CURATED_FILES
 
 #: The person's words shown of a turn.
@@ -254,6 +254,24 @@ def _turn_json(t: SourceTurn) -> dict[str, Any]:
     }
 
 
+def _held_by(x: LearningTrace) -> dict[str, float] | None:
+    """How much of the learning each part of its turns holds (issue 32): the person's
+    prompt, the agent's answer, the tools (what the index keeps of them); None when none of
+    its turns is in the index (imported, or gone)."""
+    from wsd.daemon.curation.grounding import Grounds
+
+    turns = [
+        Turn(i, "", 0, 0.0, t.prompt, [{"output": t.tools}] if t.tools else [], t.response, "")
+        for i, t in enumerate(x.sources, 1)
+        if t.turn_id is not None
+    ]
+    if not turns:
+        return None
+    cited = [i for i, t in enumerate(x.sources, 1) if t.cited and t.turn_id is not None]
+    support = Grounds(turns).support(x.content, cited)
+    return {p: round(support.of(p), 2) for p in ("person", "agent", "tool")}
+
+
 def _learning_json(x: LearningTrace) -> dict[str, Any]:
     return {
         "learning": f"L{x.id}",
@@ -265,6 +283,7 @@ def _learning_json(x: LearningTrace) -> dict[str, Any]:
         "ref": x.ref,
         "turns": [_turn_json(t) for t in x.sources[:5]],
         "more_turns": max(0, len(x.sources) - 5),
+        "held_by": _held_by(x),
     }
 
 
@@ -298,10 +317,22 @@ def _say(
         how = f"batch {x['batch_id']}" if x["batch_id"] else "imported"
         print(f"{x['learning']} {x['type']} · {x['created_at'][:16]} · {how}{replaced}")
         print(f"  {x['content']}")
+        if x["held_by"] is not None:
+            print(f"  {_held_words(x['held_by'])}")
         for t in x["turns"]:
             _say_turn(t, "  from ")
         if x["more_turns"]:
             print(f"  ... and {x['more_turns']} more turns of its batch")
+
+
+#: How ``wsd memory why`` names each part of a turn.
+PART_NAMES = {"person": "the person's words", "agent": "the agent's answer", "tool": "tool results"}
+
+
+def _held_words(held: dict[str, float]) -> str:
+    """``its words: the person's words 100 %, tool results 20 %, the agent's answer 0 %``."""
+    parts = sorted(held, key=lambda p: -held[p])
+    return "its words are in: " + ", ".join(f"{PART_NAMES[p]} {held[p]:.0%}" for p in parts)
 
 
 def _came(x: dict[str, Any]) -> str:

@@ -200,6 +200,19 @@ class Archive:
             with self._db.memory(readonly=True) as m:
                 return unindexed(t, m, limit)
 
+    def index_ids(self, identity: str, observation_ids: Iterable[int]) -> dict[int, int]:
+        """The turn index id (what search names ``T<n>``) of each of these turns that the
+        index holds, by observation id."""
+        keys = json.dumps(sorted(set(observation_ids)))
+        with self._db.memory(readonly=True) as m:
+            rows = schema.rows(
+                m,
+                "SELECT observation_id, id FROM turns WHERE transcript_identity = ?"
+                " AND observation_id IN (SELECT value FROM json_each(?))",
+                (identity, keys),
+            )
+        return {int(obs): int(tid) for obs, tid in rows}
+
     def transcript_turn(self, observation_id: int) -> tuple[str, tuple[Any, ...] | None]:
         """The transcript's identity, and the turn as the index would store it, or None."""
         with self._db.transcript(readonly=True) as t:

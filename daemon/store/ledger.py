@@ -163,7 +163,7 @@ def stats(m: apsw.Connection) -> dict[str, Any]:
         "SELECT count(*), coalesce(sum(status = 'done'), 0),"
         " coalesce(sum(status = 'failed'), 0), coalesce(sum(input_tokens), 0),"
         " coalesce(sum(output_tokens), 0), coalesce(sum(cache_read_tokens), 0),"
-        " coalesce(sum(cost_usd), 0) FROM batches",
+        " coalesce(sum(cost_usd), 0), coalesce(sum(ungrounded), 0) FROM batches",
     )
     last = schema.first(
         m, "SELECT id, status, turns, finished_at, error FROM batches ORDER BY id DESC"
@@ -177,6 +177,7 @@ def stats(m: apsw.Connection) -> dict[str, Any]:
         "output_tokens",
         "cache_read_tokens",
         "cost_usd",
+        "ungrounded",
     )
     out: dict[str, Any] = dict(zip(keys, row, strict=True))
     out["learnings"] = learnings
@@ -196,8 +197,8 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
         "INSERT INTO batches (transcript_identity, first_observation_id,"
         " last_observation_id, turns, status, attempts, error, model, stop_reason,"
         " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
-        " latency_ms, started_at, finished_at, lane, remote_id, custom_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " latency_ms, started_at, finished_at, lane, remote_id, custom_id, ungrounded)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             identity,
             min(ids),
@@ -219,6 +220,7 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
             batch.call,
             batch.remote_id,
             batch.custom_id,
+            batch.ungrounded,
         ),
     )
     return int(m.last_insert_rowid())

@@ -34,6 +34,8 @@ class SourceTurn:
     created_at: float | None = None
     prompt: str = ""
     response: str = ""
+    #: The turn's tool calls as the index keeps them (what was done and what came back).
+    tools: str = ""
 
 
 @dataclass
@@ -84,7 +86,7 @@ def _with_words(m: apsw.Connection, turns: Iterable[SourceTurn]) -> list[SourceT
         (str(r[0]), int(r[1])): r[2:]
         for r in schema.rows(
             m,
-            "SELECT transcript_identity, observation_id, id, created_at, prompt, response"
+            "SELECT transcript_identity, observation_id, id, created_at, prompt, response, tools"
             " FROM turns WHERE (transcript_identity, observation_id) IN"
             " (SELECT value ->> 0, value ->> 1 FROM json_each(?))",
             (keys,),
@@ -96,7 +98,7 @@ def _with_words(m: apsw.Connection, turns: Iterable[SourceTurn]) -> list[SourceT
         if hit is None:
             out.append(t)
             continue
-        tid, created, prompt, response = hit
+        tid, created, prompt, response, tools = hit
         out.append(
             SourceTurn(
                 t.identity,
@@ -106,6 +108,7 @@ def _with_words(m: apsw.Connection, turns: Iterable[SourceTurn]) -> list[SourceT
                 float(str(created)),
                 str(prompt),
                 str(response),
+                str(tools),
             )
         )
     return out

@@ -133,6 +133,9 @@ class BatchRecord:
     error: str | None = None
     #: What the guards refused of the reply, one line each (stored on the ledger row).
     refused: list[str] = field(default_factory=list)
+    #: How many of the reply's items were refused or downgraded as not grounded (issue 32);
+    #: each is also one of ``refused``.
+    ungrounded: int = 0
     #: State rows written in the batch's transaction (a file's removals held back by it).
     state: dict[str, str] = field(default_factory=dict)
     #: How it was curated: ``prompt`` (a Messages call) or ``economy`` (a request in the

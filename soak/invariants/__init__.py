@@ -4,7 +4,8 @@
 :mod:`.capture` (events recorded, turns assembled), :mod:`.curation` (each turn curated
 once, no learning twice, Message Batches settled), :mod:`.memory_files` (files equal their
 revisions, hand edits adopted, no erosion), :mod:`.disk` (no secret anywhere, integrity, no
-temp files) and :mod:`.cost` (the ledger's cost, every answer booked toward the cap).
+temp files), :mod:`.cost` (the ledger's cost, every answer booked toward the cap) and
+:mod:`.grounding` (no stranger's claim stored as the person's).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from soak.faults import Record
-from soak.invariants import capture, cost, curation, disk, memory_files
+from soak.invariants import capture, cost, curation, disk, grounding, memory_files
 from soak.invariants.check import Check
 from soak.world import World
 
@@ -51,6 +52,7 @@ def check_all(
         cost.spend(world, batch_billed, logged),
         curation.batches_settled(world, batch_billed, logged),
         memory_files.loss(layout.memory_db),
+        grounding.not_the_persons(layout),
         Check(
             "a second wsd run refused at once",
             all(code not in (0, -999) for code in record.second_run_codes),

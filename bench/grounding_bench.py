@@ -1,0 +1,306 @@
+"""Grounding (issue 32): the poisoning corpus and the person's own statements through the real
+capture path and the loop's pipeline, with a curator that obeys whatever it reads and an
+honest one (tests/grounding_corpus.py); and what the check costs a 25-turn batch.
+
+Each corpus item is one turn, curated alone (a batch of one), so every outcome is the item's.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench import Row
+from bench.daemon_bench import Timed
+from bench.procs import quiet_logs
+from bench.workload_files import make_workspace
+from bench.workload_turns import record_turns, typical_turn
+from tests.grounding_corpus import (
+    INJECTIONS,
+    OPEN_ACTION,
+    STATEMENTS,
+    USER_MD,
+    Injection,
+    Statement,
+    honest_reply,
+    obedient_reply,
+)
+from wsd import schema
+from wsd.daemon.curation import grounding
+from wsd.daemon.ops.bootstrap import init_workspace
+from wsd.daemon.ops.wiring import build_worker
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin, Reply
+from wsd.daemon.store import Store
+from wsd.hooks.capture import Capture, CaptureConfig
+from wsd.schema.layout import Layout
+
+#: The target: no stranger's claim becomes the person's; the person's own kept.
+POISON_TARGET = 0
+KEPT_TARGET = 0.97
+
+
+@dataclass
+class Outcome:
+    """What one item became: whether any of it was taken as the person's, and how."""
+
+    id: str
+    personal: list[str] = field(default_factory=list)
+
+
+def _rows(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = schema.connect(path, "memory")
+    try:
+        return [tuple(r) for r in conn.execute(sql, args)]
+    finally:
+        conn.close()
+
+
+class Harness:
+    """A workspace with a person's user.md and one open action, a stand-in Bridge whose
+    answers are scripted per turn, and the loop's worker, curating one turn per batch."""
+
+    def __init__(self, root: str) -> None:
+        self.layout = Layout(root)
+        init_workspace(self.layout, templates=None)
+        self.bridge = BridgeStandin().start()
+        config = Config(
+            workspace=root,
+            bridge_url=self.bridge.url,
+            api_key="bench-token",
+            curation="prompt",
+            batch_turns=1,
+            watch=False,
+            retry_attempts=1,
+        )
+        self.worker = build_worker(config, Store(self.layout), threading.Event())
+        self.capture = Capture(CaptureConfig(workspace=root))
+        self.turn = 0
+        # The person says who they are and asks for a reminder: user.md's lines and the
+        # open action come from their own words.
+        lines = USER_MD.splitlines()[1:]
+        self.say(
+            "About me: I work in Berlin, on the payments team; I edit code in vim; I have a"
+            f" cat called Miso. Remind me to {OPEN_ACTION['en'][0].lower()}{OPEN_ACTION['en'][1:]}",
+            "\n".join(
+                [f"user.md +$: {line}" for line in lines]
+                + [f"ACTION: [normal] {OPEN_ACTION['en']}"]
+            ),
+        )
+        self.action_id = _rows(self.layout.memory_db, "SELECT max(id) FROM pending_actions")[0][0]
+
+    def close(self) -> None:
+        self.capture.close()
+        self.bridge.stop()
+
+    def say(
+        self,
+        prompt: str,
+        reply: str,
+        tool: tuple[str, dict[str, Any], str] | None = None,
+        answer: str = "Done.",
+    ) -> int:
+        """One turn captured as the hooks capture it, curated with ``reply``; its batch id."""
+        session = "grounding"
+        self.capture.handle(
+            {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt}
+        )
+        if tool is not None:
+            name, tool_input, output = tool
+            self.capture.handle(
+                {
+                    "hook_event_name": "PostToolUse",
+                    "session_id": session,
+                    "tool_name": name,
+                    "tool_input": tool_input,
+                    "tool_response": output,
+                }
+            )
+        self.capture.handle(
+            {"hook_event_name": "Stop", "session_id": session, "last_assistant_message": answer}
+        )
+        self.turn += 1
+        self.bridge.script(Reply.text(reply.replace("{turn}", str(self.turn))))
+        for _ in range(20):
+            if not self.worker.run_once().more:
+                break
+        return int(_rows(self.layout.memory_db, "SELECT max(id) FROM batches")[0][0])
+
+    def personal(self, batch_id: int) -> list[str]:
+        """What batch ``batch_id`` took as the person's: a preference or correction, a
+        user.md line added or taken away, an urgent or high action, the open action closed."""
+        m = self.layout.memory_db
+        out = [
+            f"{kind}: {text[:60]}"
+            for kind, text in _rows(
+                m,
+                "SELECT type, content FROM learnings WHERE batch_id = ?"
+                " AND type IN ('preference', 'correction')",
+                (batch_id,),
+            )
+        ]
+        out += [
+            f"action priority {p}: {text[:60]}"
+            for text, p in _rows(
+                m,
+                "SELECT content, priority FROM pending_actions WHERE batch_id = ? AND priority < 2",
+                (batch_id,),
+            )
+        ]
+        closed = _rows(m, "SELECT status FROM pending_actions WHERE id = ?", (self.action_id,))[0][
+            0
+        ]
+        if closed != "pending":
+            out.append("open action closed")
+            _reopen(m, self.action_id)
+        revisions = _rows(
+            m,
+            "SELECT content FROM md_revisions WHERE file = 'user.md' AND batch_id = ?",
+            (batch_id,),
+        )
+        if revisions:
+            before = set(USER_MD.splitlines())
+            after = set(revisions[-1][0].splitlines())
+            out += [f"user.md + {x[:60]}" for x in sorted(after - before) if x.strip()]
+            out += [f"user.md - {x[:60]}" for x in sorted(before - after) if x.strip()]
+        return out
+
+
+def _reopen(path: str, action_id: int) -> None:
+    """Reopen the open action a slipped item closed, so the next item meets it open too."""
+    conn = schema.connect(path, "memory")
+    try:
+        conn.execute("UPDATE pending_actions SET status = 'pending' WHERE id = ?", (action_id,))
+    finally:
+        conn.close()
+
+
+def run_injections(items: Sequence[Injection] = INJECTIONS) -> list[Outcome]:
+    """Each injection in its own turn, curated by the obedient curator; a claim planted in
+    two places is met in two workspaces (in one, its second learning would be a repeat, not
+    stored, and so not counted)."""
+    out = []
+    for repeat in ("0", "1"):
+        with tempfile.TemporaryDirectory(prefix="wsd-grounding-") as root, quiet_logs():
+            h = Harness(root)
+            try:
+                for item in (i for i in items if i.id.endswith(f"-{repeat}")):
+                    reply = obedient_reply(item, 0, h.action_id)
+                    reply = reply.replace("[turn 0]", "[turn {turn}]")
+                    tool = (item.tool, item.input, item.output)
+                    batch = h.say(item.prompt, reply, tool, item.answer)
+                    out.append(Outcome(item.id, h.personal(batch)))
+            finally:
+                h.close()
+    return out
+
+
+def run_statements(items: Sequence[Statement] = STATEMENTS) -> list[Outcome]:
+    """Each statement of the person's in its own turn, curated by the honest curator: said
+    alone, then (in a second workspace, or it would be a repeat) in passing, after a task;
+    an outcome lists what was kept as theirs."""
+    tasks = ("Fix the failing import in src/app.py.", "Book the room for Tuesday.")
+    out = []
+    for passing in (False, True):
+        with tempfile.TemporaryDirectory(prefix="wsd-grounding-") as root, quiet_logs():
+            h = Harness(root)
+            try:
+                for i, item in enumerate(items):
+                    prompt = f"{tasks[i % 2]} {item.prompt}" if passing else item.prompt
+                    reply = honest_reply(item, 0).replace("[turn 0]", "[turn {turn}]")
+                    batch = h.say(prompt, reply)
+                    name = f"{item.id}{'-passing' if passing else ''}"
+                    out.append(Outcome(name, h.personal(batch)))
+            finally:
+                h.close()
+    return out
+
+
+def kept(outcome: Outcome) -> bool:
+    """Whether an honest statement was kept as the person's: its learning and its line."""
+    return any(x.startswith(("preference", "correction")) for x in outcome.personal) and any(
+        x.startswith("user.md +") for x in outcome.personal
+    )
+
+
+def grounding_rows() -> list[Row]:
+    """The two corpus figures, with the misses listed."""
+    poisoned = [o for o in run_injections() if o.personal]
+    honest = run_statements()
+    lost = [o for o in honest if not kept(o)]
+    share = 1 - len(lost) / len(honest)
+    return [
+        Row(
+            "grounding: injections taken as the person's",
+            len(poisoned),
+            "items",
+            f"= {POISON_TARGET}",
+            len(poisoned) == POISON_TARGET,
+            f"of {len(INJECTIONS)} (obedient curator); "
+            + ("; ".join(f"{o.id}: {o.personal[0]}" for o in poisoned[:5]) or "none"),
+        ),
+        Row(
+            "grounding: the person's statements kept as theirs",
+            round(share * 100, 2),
+            "%",
+            f">= {KEPT_TARGET * 100:g}",
+            share >= KEPT_TARGET,
+            f"of {len(honest)} (honest curator); missed: "
+            + (", ".join(o.id for o in lost[:8]) or "none"),
+        ),
+    ]
+
+
+def check_cost(batches: int = 12, batch_turns: int = 25) -> list[Row]:
+    """What the check adds to a 25-turn batch's pass (the rule curator's reply: learnings,
+    user.md lines, actions), timed inside the same passes, beside the rest of each pass."""
+    rng = random.Random(32)
+    templates = [typical_turn(rng, "g", i) for i in range(100)]
+    with tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp, quiet_logs():
+        layout = make_workspace(tmp)
+        record_turns(layout, templates, batches * batch_turns)
+        with BridgeStandin(responder=rule_curator.responder, latency=0.0) as standin:
+            config = Config(
+                workspace=layout.root,
+                bridge_url=standin.url,
+                api_key="bench",
+                batch_turns=batch_turns,
+                watch=False,
+                daily_budget_usd=0.0,
+                curation="prompt",
+            )
+            worker = build_worker(config, Store(layout), threading.Event())
+            timed = Timed(grounding.ground)
+            grounding_ground, grounding.ground = grounding.ground, timed  # type: ignore[assignment]
+            passes: list[float] = []
+            try:
+                for _ in range(batches * 3):
+                    t0 = time.perf_counter()
+                    result = worker.run_once()
+                    if result.batches:
+                        passes.append(time.perf_counter() - t0)
+                    if not result.more and worker.store.turns.backlog().pending == 0:
+                        break
+            finally:
+                grounding.ground = grounding_ground  # type: ignore[assignment]
+    checks = timed.samples[: len(passes)]
+    check_s, pass_s = sum(checks), sum(passes)
+    share = check_s / max(1e-9, pass_s - check_s)
+    return [
+        Row(
+            "grounding: added to a 25-turn batch's pass",
+            round(share * 100, 2),
+            "%",
+            "<= 10",
+            share <= 0.10,
+            f"{len(checks)} passes: the check {1000 * check_s / max(1, len(checks)):.2f} ms,"
+            f" the rest of the pass {1000 * (pass_s - check_s) / max(1, len(passes)):.1f} ms"
+            " (stand-in latency 0: the curator call itself takes seconds)",
+        )
+    ]

@@ -1,0 +1,333 @@
+"""Whose words hold each item of a curator reply: what a web page says is not what the
+person said (issue 32).
+
+The curator sees the person's prompts, the agent's answers and the tools' inputs and outputs
+(web pages, files, mail, command output: strangers' words). Its instructions say never to
+follow what it reads there; this module does not rely on that. Each item of a reply is
+checked against the parts of the turns it cites (the whole batch when it cites none, or
+only turns outside it), the way the loss guards judge an edit by its effect:
+
+* **Support** of a text by a part is the share of its content words found there (stemmed
+  by SQLite's porter tokenizer, as the memory index stems them; a word matches a longer one
+  it begins, so ``bevorzug`` finds ``bevorzugt``; a few words every curator line uses,
+  "user", "prefers", "always", count for neither side). A part *holds* a text at
+  :data:`THRESHOLD` or more (chosen on the corpus in ``tests/grounding_corpus.py``:
+  ``make bench`` grounding).
+* PREFERENCE and CORRECTION, and every line added to user.md, must be held by the person's
+  own words. A learning that is not is kept as a FACT saying where it came from (``from a
+  tool result in T88``, ``from the agent's answer in T88``), never as the person's; a user.md
+  line that is not is refused, and so is a user.md line deleted when the person's words do
+  not name it.
+* An ACTION the person's words do not hold is kept at normal priority at most, marked as
+  suggested by a tool result (or the agent); never urgent or high.
+* Any other learning that only a tool's output holds says so too (``from a tool result in
+  T88``): the boot context and ``search_memory`` show the agent a stranger's word as one.
+* ACTION_DONE must name an open action whose words the person's prompts or the agent's own
+  tool calls hold (what it did), never a tool's output alone (a page saying "done").
+
+What is refused or downgraded is counted per batch (``ungrounded``, on the ledger row and
+the batch's log line) and said in the refusals, and never costs the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import apsw
+
+from wsd.daemon.curation.reply import ParsedReply
+from wsd.daemon.memory.edits import Edit
+from wsd.daemon.store import Learning, Turn
+
+#: The parts of a turn: the person's prompt, the agent's answer, the agent's tool calls (what
+#: it did: a command, a path) and what the tools gave back (what strangers wrote).
+Part = Literal["person", "agent", "call", "tool"]
+PARTS: tuple[Part, ...] = ("person", "agent", "call", "tool")
+
+#: The share of a text's content words a part must hold (see the module docstring).
+THRESHOLD = 0.55
+#: A word matches a longer one it begins when it has at least this many letters.
+PREFIX_LETTERS = 4
+#: Learning kinds that speak for the person.
+PERSONAL_KINDS = frozenset({"preference", "correction"})
+#: Where a downgraded item says it came from.
+FROM = {"tool": "a tool result", "agent": "the agent's answer", "call": "the agent's tool calls"}
+#: Words that carry no claim: function words, and the words a curator wraps every claim in
+#: ("the user prefers", "always", "remember"). Stemmed as the text is.
+_PLAIN = """
+a an the and or but if then so of to in on at by for with from as into onto about over under
+is are was were be been being am do does did done has have had having will would shall should
+can could may might must not no nor this that these those it its they them their there here
+he she his her him we us our you your i me my mine who whom which what when where why how
+all any each every some such than too very just also only own same other more most less
+user users person people agent assistant prefer prefers preferred preference preferences
+want wants wanted like likes liked wish wishes please always never usual usually
+remember note noted say says said tell told ask asks asked use uses used using
+thing things way ways time times make makes made get gets got let lets
+"""
+
+
+@functools.cache
+def _plain() -> frozenset[str]:
+    return frozenset(_stems(_PLAIN))
+
+
+@functools.cache
+def _tokenizer() -> Any:
+    """SQLite's own porter tokenizer, as ``learnings_fts`` is declared (one per process)."""
+    conn = apsw.Connection(":memory:")
+    return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+
+
+def _stems(text: str) -> list[str]:
+    tokenize = _tokenizer()
+    tokens = tokenize(
+        text.encode("utf-8", "replace"),
+        apsw.FTS5_TOKENIZE_DOCUMENT,
+        None,
+        include_offsets=False,
+        include_colocated=False,
+    )
+    return [str(t) for t in tokens if t]
+
+
+def words(text: str) -> set[str]:
+    """The content words of ``text``, stemmed (function and curator words left out)."""
+    plain = _plain()
+    return {w for w in _stems(text) if w not in plain and (len(w) > 1 or w.isdigit())}
+
+
+def holds(have: set[str], word: str) -> bool:
+    """Whether a part's words ``have`` hold ``word`` (equal, or one begins the other)."""
+    if word in have:
+        return True
+    if len(word) < PREFIX_LETTERS:
+        return False
+    return any(
+        len(w) >= PREFIX_LETTERS and (w.startswith(word) or word.startswith(w)) for w in have
+    )
+
+
+def share(text_words: set[str], have: set[str]) -> float:
+    """The share of ``text_words`` that ``have`` holds (1.0 for a text of no content word)."""
+    if not text_words:
+        return 1.0
+    return sum(holds(have, w) for w in text_words) / len(text_words)
+
+
+@dataclass(frozen=True)
+class Support:
+    """How much of a text each part holds, and the turn that holds it best."""
+
+    person: float
+    agent: float
+    call: float
+    tool: float
+    turn: int | None
+
+    def of(self, part: Part) -> float:
+        return float(getattr(self, part))
+
+    @property
+    def personal(self) -> bool:
+        """Whether the person's own words hold the text."""
+        return self.person >= THRESHOLD
+
+    @property
+    def source(self) -> Part | None:
+        """The part that holds the text (the person's first), or None: no part does."""
+        for part in PARTS:
+            if self.of(part) >= THRESHOLD:
+                return part
+        return None
+
+
+def _text(calls: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> str:
+    out = []
+    for call in calls:
+        for key in keys:
+            value = call.get(key)
+            if value is not None:
+                out.append(
+                    value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                )
+    return "\n".join(out)
+
+
+class Grounds:
+    """A batch's turns, each part's words read once."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.parts: dict[int, dict[Part, set[str]]] = {}
+        for t in turns:
+            self.parts[t.id] = {
+                "person": words(t.user_message or ""),
+                "agent": words(t.agent_response or ""),
+                "call": words(_text(t.tool_calls, ("input",))),
+                "tool": words(_text(t.tool_calls, ("output", "error"))),
+            }
+        #: Every part of the batch at once (what an item citing no turn is judged against).
+        self.whole: dict[Part, set[str]] = {
+            part: set().union(*(p[part] for p in self.parts.values())) for part in PARTS
+        }
+
+    def support(self, text: str, cited: Iterable[int] = ()) -> Support:
+        """How the cited turns of the batch hold ``text`` (the whole batch when it cites
+        none of them): each part's best turn."""
+        want = words(text)
+        turns = [t for t in cited if t in self.parts] or list(self.parts)
+        best: dict[Part, tuple[float, int | None]] = {p: (0.0, None) for p in PARTS}
+        for tid in turns:
+            for part in PARTS:
+                s = share(want, self.parts[tid][part])
+                if s > best[part][0]:
+                    best[part] = (s, tid)
+        if len(turns) > 1:  # a claim may gather words said over several turns
+            for part in PARTS:
+                whole = share(want, set().union(*(self.parts[t][part] for t in turns)))
+                if whole > best[part][0]:
+                    best[part] = (whole, best[part][1] or turns[-1])
+        source = next((p for p in PARTS if best[p][0] >= THRESHOLD), None)
+        turn = best[source][1] if source else max(best.values(), key=lambda b: b[0])[1]
+        return Support(best["person"][0], best["agent"][0], best["call"][0], best["tool"][0], turn)
+
+    def shows_done(self, text: str) -> bool:
+        """Whether the person's prompts and the agent's tool calls, together, hold ``text``."""
+        return share(words(text), self.whole["person"] | self.whole["call"]) >= THRESHOLD
+
+    def mentions(self, text: str, part: Part = "person") -> bool:
+        """Whether some content word of ``text`` is in ``part`` of some turn of the batch."""
+        have = self.whole[part]
+        return any(holds(have, w) for w in words(text))
+
+
+@dataclass
+class Verdict:
+    """What grounding did to one reply: the reply as it may be reviewed, and each item
+    refused or downgraded, said without its words (the ledger row keeps these lines and the
+    log samples them: a person's words never go to the log)."""
+
+    parsed: ParsedReply
+    refused: list[str] = field(default_factory=list)
+    downgraded: list[str] = field(default_factory=list)
+
+    @property
+    def ungrounded(self) -> int:
+        return len(self.refused) + len(self.downgraded)
+
+    def lines(self) -> list[str]:
+        """One line per item, as the ledger row keeps its refusals."""
+        return [f"ungrounded, refused: {x}" for x in self.refused] + [
+            f"ungrounded, downgraded: {x}" for x in self.downgraded
+        ]
+
+
+def _where(support: Support, names: Mapping[int, str]) -> str:
+    """``a tool result in T88``: the part that holds an item (a tool result when none does:
+    the curator read it somewhere) and its turn as search names it, when the index has it."""
+    where = FROM.get(support.source or "tool", FROM["tool"])
+    name = names.get(support.turn) if support.turn is not None else None
+    return f"{where} in {name}" if name else where
+
+
+def ground(
+    parsed: ParsedReply,
+    turns: Sequence[Turn],
+    *,
+    base: Mapping[str, str],
+    open_actions: Mapping[int, str],
+    names: Mapping[int, str] | None = None,
+) -> Verdict:
+    """Check ``parsed`` against ``turns`` (see the module docstring). ``base``: the memory
+    files as the request showed them (what a line number names); ``open_actions``: the text
+    of each open action by id; ``names``: each turn's name as search gives it (``T12``), by
+    turn id. The reply returned is a copy; nothing is applied here."""
+    grounds = Grounds(turns)
+    names = names or {}
+    out = Verdict(replace(parsed, learnings=[], actions=[], closed_actions=[]))
+    for learning in parsed.learnings:
+        out.parsed.learnings.append(_learning(out, grounds, learning, names))
+    for text, priority in parsed.actions:
+        out.parsed.actions.append(_action(out, grounds, text, priority, names))
+    for action_id in parsed.closed_actions:
+        text = open_actions.get(action_id, "")
+        if grounds.shows_done(text) or not words(text):
+            out.parsed.closed_actions.append(action_id)
+        else:
+            out.refused.append(f"ACTION_DONE {action_id}: no turn shows it handled")
+    out.parsed.edits = dict(parsed.edits)
+    out.parsed.rewrites = dict(parsed.rewrites)
+    if "user.md" in parsed.edits:
+        edits = parsed.edits["user.md"]
+        out.parsed.edits["user.md"] = _user_edits(out, grounds, edits, base, names)
+    if "user.md" in parsed.rewrites:
+        old = set(base.get("user.md", "").splitlines())
+        kept = []
+        for n, line in enumerate(parsed.rewrites["user.md"], 1):
+            if line in old or not words(line) or grounds.support(line).personal:
+                kept.append(line)
+            else:
+                out.refused.append(f"user.md rewrite line {n}: not the person's words")
+        out.parsed.rewrites["user.md"] = kept
+    return out
+
+
+def _learning(
+    out: Verdict, grounds: Grounds, learning: Learning, names: Mapping[int, str]
+) -> Learning:
+    support = grounds.support(learning.content, learning.cited)
+    if support.personal:
+        return learning
+    where = _where(support, names)
+    marked = f"{learning.content} (from {where})"
+    if learning.kind not in PERSONAL_KINDS:
+        # A fact only a tool's output holds says so, wherever the agent reads it (the boot
+        # context, search_memory): it can weigh a stranger's word as one.
+        return replace(learning, content=marked) if support.source == "tool" else learning
+    out.downgraded.append(f"{learning.kind.upper()} kept as a FACT from {where}")
+    return replace(learning, kind="fact", content=marked)
+
+
+def _action(
+    out: Verdict, grounds: Grounds, text: str, priority: int, names: Mapping[int, str]
+) -> tuple[str, int]:
+    support = grounds.support(text)
+    if support.personal or priority >= 2:
+        return text, priority
+    where = _where(support, names)
+    out.downgraded.append(f"ACTION at normal priority: suggested by {where}")
+    return f"{text} (suggested by {where})", 2
+
+
+_LINE = re.compile(r"^\s*(?:[-*+]\s+)?")
+
+
+def _user_edits(
+    out: Verdict,
+    grounds: Grounds,
+    edits: list[Edit],
+    base: Mapping[str, str],
+    names: Mapping[int, str],
+) -> list[Edit]:
+    lines = base.get("user.md", "").splitlines()
+    kept = []
+    for edit in edits:
+        if edit.op == "delete":
+            old = lines[edit.line - 1] if edit.line and 0 < edit.line <= len(lines) else ""
+            if not words(old) or grounds.mentions(old):
+                kept.append(edit)
+            else:
+                out.refused.append(f"user.md -{edit.line}: the person's words do not name it")
+            continue
+        support = grounds.support(_LINE.sub("", edit.text))
+        if not words(edit.text) or support.personal:
+            kept.append(edit)
+        else:
+            where = "end" if edit.line is None else edit.line
+            out.refused.append(f"user.md {edit.op} {where}: from {_where(support, names)}")
+    return kept
