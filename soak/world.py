@@ -58,7 +58,8 @@ def _obeyed(body: JSON) -> str:
 
     text = "".join(b.get("text", "") for b in body["messages"][0]["content"])
     out = []
-    for claim in dict.fromkeys(re.findall(rf"{INJECTED}: [^→\n]*?account \d+", text))[:3]:
+    claims = list(dict.fromkeys(re.findall(rf"{INJECTED}: [^→\n]*?account \d+", text)))
+    for claim in claims[:3]:
         out += [f"PREFERENCE: {claim}", f"CORRECTION: {claim}", f"user.md +$: - {claim}"]
         out.append(f"ACTION: [urgent] {claim}")
     return "\n" + "\n".join(out) if out else ""

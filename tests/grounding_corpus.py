@@ -407,6 +407,12 @@ STATEMENTS: list[Statement] = [
             ("For the record, our accountant is Priya Shah", "The accountant is Priya Shah"),
             ("Remember I'm off every other Friday", "Off every other Friday"),
             ("Note: the office wifi is called Harbour", "The office wifi is called Harbour"),
+            # Profile lines as curators write them, a label before the claim.
+            ("I'm Ana, by the way", "Name: Ana"),
+            ("I turned 41 last week", "Age: 41"),
+            ("My timezone is CET", "Timezone: CET"),
+            ("I live in Porto these days", "Location: Porto"),
+            ("Call me Sam, not Samuel", "Preferred name: Sam"),
         ],
     ),
     *_s(

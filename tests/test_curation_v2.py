@@ -90,10 +90,11 @@ def test_a_careless_two_line_rewrite_of_a_twenty_line_file_loses_a_quarter(
         )
         env = daemon_env(layout, bridge)
         with running_daemon(env, tmp_path / "d.log"):
-            write_turns(layout, 1)
+            said = "; ".join(f"fact number {i} about me" for i in range(19))
+            write_turns(layout, 1, prompt=f"Remember: {said}")  # what user.md says (issue 32)
             wsd(env, "flush", "--wait", "30")
             assert len(Path(layout.md("user.md")).read_text().splitlines()) == 20
-            write_turns(layout, 1, start=1)
+            write_turns(layout, 1, start=1, prompt="I moved to Lisbon")
             wsd(env, "flush", "--wait", "30")
     lines = Path(layout.md("user.md")).read_text().splitlines()
     assert len(lines) == 16 and lines[:2] == ["# User", "- Lisbon"]
@@ -114,7 +115,7 @@ def test_edits_against_a_file_a_person_changed_during_the_call_land_on_their_lin
     worker = make_worker(layout, standin, batch_turns=1)
     base = ["# User", "- Name: Ana", "- Lives in Porto", "- Prefers tabs"]
     standin.script(Reply.text("USER_MD_UPDATE:\n" + "\n".join(base)))
-    write_turns(layout, 1)
+    write_turns(layout, 1, prompt="My name is Ana, I live in Porto and I prefer tabs")
     flush(layout)
     drain(worker)
     in_call, release = threading.Event(), threading.Event()
@@ -125,7 +126,7 @@ def test_edits_against_a_file_a_person_changed_during_the_call_land_on_their_lin
         return Reply.text("user.md ~3: - Lives in Lisbon\nuser.md -4\nuser.md +1: - Age: 41")
 
     standin.responder = slow_curator
-    write_turns(layout, 1, start=1)
+    write_turns(layout, 1, start=1, prompt="My age is 41, I live in Lisbon now; tabs no longer")
     flush(layout)
     runner = threading.Thread(target=drain, args=(worker,))
     runner.start()
@@ -169,7 +170,8 @@ def test_repeats_and_restatements_are_not_stored(layout: Layout, standin: Bridge
         ),
     )
     for i in range(2):
-        write_turns(layout, 1, start=i)
+        said = "The build uses make; I prefer dark mode; the nightly job runs at 02:00 UTC"
+        write_turns(layout, 1, start=i, prompt=said)  # the person's words (issue 32)
         flush(layout)
         drain(worker)
     assert [r[0] for r in q(layout.memory_db, "SELECT content FROM learnings ORDER BY id")] == [
@@ -285,8 +287,8 @@ def test_revisions_for_people_history_diff_restore(layout: Layout, standin: Brid
         Reply.text("USER_MD_UPDATE:\n# User\n- Likes tea"),
         Reply.text("user.md ~2: - Likes coffee"),
     )
-    for i in range(2):
-        write_turns(layout, 1, start=i)
+    for i, said in enumerate(("I like tea", "I like coffee now")):
+        write_turns(layout, 1, start=i, prompt=said)
         flush(layout)
         drain(worker)
     env = {"WSD_WORKSPACE": layout.root, "PATH": "/usr/bin"}

@@ -13,7 +13,7 @@ from bench.grounding_bench import kept, run_injections, run_statements
 from tests.conftest import drain, make_worker, venv_script
 from tests.conftest import query as q
 from tests.grounding_corpus import INJECTIONS, STATEMENTS
-from wsd.daemon.curation.grounding import THRESHOLD, Grounds, ground, words
+from wsd.daemon.curation.grounding import THRESHOLD, Grounds, ground, unmarked, words
 from wsd.daemon.curation.reply import parse_reply
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Turn
@@ -89,6 +89,9 @@ def test_a_fact_only_a_tool_holds_says_so_and_one_nobody_holds_is_left_as_it_is(
         "The build uses make",
     ]
     assert verdict.ungrounded == 0
+    assert (
+        unmarked(verdict.parsed.learnings[0].content) == "Every commit is pushed straight to main"
+    )
 
 
 def test_user_md_lines_actions_and_closings_follow_the_person() -> None:

@@ -40,9 +40,15 @@ def _dots(n: int) -> Reply:
     return Reply.text("\n".join(f"user.md ~{i}: ." for i in range(1, n + 1)))
 
 
+#: What the person says in each turn: words that hold every line these replies write, so
+#: the loss guards are judged alone here (whose words a line is: tests/test_grounding.py).
+SAID = "Keep each fact number, something worth keeping: " + " ".join(map(str, range(121)))
+SAID += ". A new line is still added."
+
+
 def _batch(layout: Layout, worker: Worker, i: int, at: float | None = None) -> None:
     """Turn ``i`` captured and curated at once (the reply is whatever is scripted next)."""
-    write_turns(layout, 1, start=i)
+    write_turns(layout, 1, start=i, prompt=SAID)
     flush(layout)
     assert "curated" in drain(worker, now=at)
 
@@ -136,7 +142,7 @@ def test_status_and_doctor_name_the_revision_that_brings_eroded_lines_back(
         env = daemon_env(layout, bridge, WSD_BATCH_TURNS="1")
         with running_daemon(env, tmp_path / "d.log"):
             for i in range(5):
-                write_turns(layout, 1, start=i)
+                write_turns(layout, 1, start=i, prompt=SAID)
                 wsd(env, "flush", "--wait", "30")
             status = json.loads(wsd(env, "status", "--json").stdout)
             doctor = wsd(env, "doctor", check=False).stdout

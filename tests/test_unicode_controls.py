@@ -63,10 +63,11 @@ def test_a_curator_reply_cannot_write_bidi_or_zero_width_characters_into_user_md
             f"ACTION: [high] Call{ZWSP} the {RLO}bank\n"
         ),
     )
-    write_turns(layout, 1)
+    # The person's own words (issue 32), plain: only the reply carries the characters.
+    write_turns(layout, 1, prompt="I'm Ana, I live in Porto and like green tea")
     flush(layout)
     drain(worker)
-    write_turns(layout, 1, start=1)
+    write_turns(layout, 1, start=1, prompt="I live in nobsiL now; I pay with card; call the bank")
     flush(layout)
     drain(worker)
     text = Path(layout.md("user.md")).read_text(encoding="utf-8")

@@ -230,7 +230,8 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     """Unknown lines are ignored, what passes a line limit refused (the rest applied, the
     refusal on the ledger row), soul.md never written, duplicates stored once."""
     worker = make_worker(layout, standin, batch_turns=1)
-    write_turns(layout, 1)
+    # The person's words hold what the reply says of them (issue 32: grounding).
+    write_turns(layout, 1, prompt="I like dark mode; review the report")
     too_long = "\n".join(f"- line {i}" for i in range(151))
     _scripted(
         standin,
@@ -257,7 +258,7 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     events = {e["event"] for e in logs}
     assert {"reply_lines_ignored", "reply_refused", "batch"} <= events
     # The same learnings again in a later batch are not stored twice.
-    write_turns(layout, 1, start=1)
+    write_turns(layout, 1, start=1, prompt="I like dark mode; review the report")
     _scripted(standin, "FACT: the build uses  make\nACTION: [high] Review the report")
     drain(worker)
     assert q(layout.memory_db, "SELECT count(*) FROM learnings") == [(2,)]
@@ -285,7 +286,7 @@ def test_truncated_reply_keeps_learnings_but_not_updates(
 ) -> None:
     """A reply cut at max_tokens keeps its learnings and applies no md update."""
     worker = make_worker(layout, standin, batch_turns=1)
-    write_turns(layout, 1)
+    write_turns(layout, 1, prompt="No, dates here are DD/MM/YYYY")
     _scripted(
         standin,
         "CORRECTION: Dates are DD/MM/YYYY\nUSER_MD_UPDATE:\n# User\n- Dates DD/",

@@ -10,7 +10,8 @@ only turns outside it), the way the loss guards judge an edit by its effect:
 * **Support** of a text by a part is the share of its content words found there (stemmed
   by SQLite's porter tokenizer, as the memory index stems them; a word matches a longer one
   it begins, so ``bevorzug`` finds ``bevorzugt``; a few words every curator line uses,
-  "user", "prefers", "always", count for neither side). A part *holds* a text at
+  "user", "prefers", "always", count for neither side, nor does a line's label: in
+  ``Name: Ana`` the claim is "Ana"). A part *holds* a text at
   :data:`THRESHOLD` or more (chosen on the corpus in ``tests/grounding_corpus.py``:
   ``make bench`` grounding).
 * PREFERENCE and CORRECTION, and every line added to user.md, must be held by the person's
@@ -38,11 +39,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import apsw
-
 from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory.edits import Edit
 from wsd.daemon.store import Learning, Turn
+from wsd.schema.stems import stems
 
 #: The parts of a turn: the person's prompt, the agent's answer, the agent's tool calls (what
 #: it did: a command, a path) and what the tools gave back (what strangers wrote).
@@ -74,32 +74,23 @@ thing things way ways time times make makes made get gets got let lets
 
 @functools.cache
 def _plain() -> frozenset[str]:
-    return frozenset(_stems(_PLAIN))
-
-
-@functools.cache
-def _tokenizer() -> Any:
-    """SQLite's own porter tokenizer, as ``learnings_fts`` is declared (one per process)."""
-    conn = apsw.Connection(":memory:")
-    return conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-
-
-def _stems(text: str) -> list[str]:
-    tokenize = _tokenizer()
-    tokens = tokenize(
-        text.encode("utf-8", "replace"),
-        apsw.FTS5_TOKENIZE_DOCUMENT,
-        None,
-        include_offsets=False,
-        include_colocated=False,
-    )
-    return [str(t) for t in tokens if t]
+    return frozenset(stems(_PLAIN))
 
 
 def words(text: str) -> set[str]:
     """The content words of ``text``, stemmed (function and curator words left out)."""
     plain = _plain()
-    return {w for w in _stems(text) if w not in plain and (len(w) > 1 or w.isdigit())}
+    return {w for w in stems(text) if w not in plain and (len(w) > 1 or w.isdigit())}
+
+
+#: ``Name: Ana``, ``- Age: 41``: a label of up to three words before a colon is the curator's
+#: structure, not the claim (a person says "I'm Ana"); the claim after it is judged.
+_LABEL = re.compile(r"^\s*(?:[-*+]\s+)?(?:\w[\w'-]*\s+){0,2}\w[\w'-]*\s*:\s+(?=\S)")
+
+
+def claim(text: str) -> str:
+    """What ``text`` claims: without a leading bullet and ``Label:``."""
+    return _LABEL.sub("", text, count=1)
 
 
 def holds(have: set[str], word: str) -> bool:
@@ -179,7 +170,7 @@ class Grounds:
     def support(self, text: str, cited: Iterable[int] = ()) -> Support:
         """How the cited turns of the batch hold ``text`` (the whole batch when it cites
         none of them): each part's best turn."""
-        want = words(text)
+        want = words(claim(text)) or words(text)
         turns = [t for t in cited if t in self.parts] or list(self.parts)
         best: dict[Part, tuple[float, int | None]] = {p: (0.0, None) for p in PARTS}
         for tid in turns:
@@ -225,6 +216,17 @@ class Verdict:
         return [f"ungrounded, refused: {x}" for x in self.refused] + [
             f"ungrounded, downgraded: {x}" for x in self.downgraded
         ]
+
+
+_MARK = re.compile(
+    r"\s*\((?:from|suggested by) (?:a tool result|the agent's answer|the agent's tool calls)"
+    r"(?: in T\d+)?\)$"
+)
+
+
+def unmarked(text: str) -> str:
+    """``text`` without the mark grounding gave it (``(from a tool result in T88)``)."""
+    return _MARK.sub("", text)
 
 
 def _where(support: Support, names: Mapping[int, str]) -> str:
@@ -304,9 +306,6 @@ def _action(
     return f"{text} (suggested by {where})", 2
 
 
-_LINE = re.compile(r"^\s*(?:[-*+]\s+)?")
-
-
 def _user_edits(
     out: Verdict,
     grounds: Grounds,
@@ -324,7 +323,7 @@ def _user_edits(
             else:
                 out.refused.append(f"user.md -{edit.line}: the person's words do not name it")
             continue
-        support = grounds.support(_LINE.sub("", edit.text))
+        support = grounds.support(edit.text)
         if not words(edit.text) or support.personal:
             kept.append(edit)
         else:

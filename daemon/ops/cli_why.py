@@ -258,7 +258,7 @@ def _held_by(x: LearningTrace) -> dict[str, float] | None:
     """How much of the learning each part of its turns holds (issue 32): the person's
     prompt, the agent's answer, the tools (what the index keeps of them); None when none of
     its turns is in the index (imported, or gone)."""
-    from wsd.daemon.curation.grounding import Grounds
+    from wsd.daemon.curation.grounding import Grounds, unmarked
 
     turns = [
         Turn(i, "", 0, 0.0, t.prompt, [{"output": t.tools}] if t.tools else [], t.response, "")
@@ -268,7 +268,7 @@ def _held_by(x: LearningTrace) -> dict[str, float] | None:
     if not turns:
         return None
     cited = [i for i, t in enumerate(x.sources, 1) if t.cited and t.turn_id is not None]
-    support = Grounds(turns).support(x.content, cited)
+    support = Grounds(turns).support(unmarked(x.content), cited)
     return {p: round(support.of(p), 2) for p in ("person", "agent", "tool")}
 
 
