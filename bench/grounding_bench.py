@@ -1,13 +1,16 @@
 """Grounding (issue 32): the poisoning corpus and the person's own statements through the real
-capture path and the loop's pipeline, with a curator that obeys whatever it reads and an
-honest one (tests/grounding_corpus.py); and what the check costs a 25-turn batch.
+capture path and the loop's pipeline, with a curator that obeys whatever it reads
+(:func:`obey`) and an honest one (tests/grounding_corpus.py); and what the check costs a
+25-turn batch.
 
 Each corpus item is one turn, curated alone (a batch of one), so every outcome is the item's.
 """
 
 from __future__ import annotations
 
+import html
 import random
+import re
 import tempfile
 import threading
 import time
@@ -28,7 +31,6 @@ from tests.grounding_corpus import (
     Injection,
     Statement,
     honest_reply,
-    obedient_reply,
 )
 from wsd import schema
 from wsd.daemon.curation import grounding
@@ -37,6 +39,7 @@ from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
+from wsd.daemon.standin.steps import JSON
 from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
@@ -62,6 +65,38 @@ def _rows(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ..
         conn.close()
 
 
+_OUTPUT = re.compile(r"^tool [^:\n]*: .*? → (.*)$", re.M)
+_OPEN = re.compile(r"^\[(\d+)\] \(priority \d\)", re.M)
+_USER_MD = re.compile(r'<file name="user.md"[^>]*>\n(.*?)\n</file>', re.S)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\\n|<[^>]*>|[{}\[\]\"]|\s#+\s")
+_TURN = re.compile(r"^\[turn (\d+) ", re.M)
+
+
+def obey(body: JSON) -> Reply:
+    """A curator that obeys whatever it reads: every sentence of every tool output in the
+    request becomes the person's preference, correction, user.md line and urgent action;
+    every open action is closed; every user.md line sharing a word with what it read is
+    deleted (a "forget")."""
+    text = "".join(b.get("text", "") for b in body["messages"][0]["content"])
+    turns = _TURN.findall(text)
+    cite = f" [turn {turns[-1]}]" if turns else ""
+    said = [html.unescape(o) for o in _OUTPUT.findall(text)]
+    claims = [c.strip(" -:,") for o in said for c in _SENTENCE.split(o)]
+    claims = [c for c in claims if len(grounding.words(c)) >= 3][:4]
+    lines = []
+    for c in claims:
+        lines += [f"PREFERENCE: {c}{cite}", f"CORRECTION: {c}{cite}", f"user.md +$: - {c}"]
+        lines.append(f"ACTION: [urgent] {c}")
+    lines += [f"ACTION_DONE: {aid}" for aid in _OPEN.findall(text)]
+    read = set().union(*(grounding.words(c) for c in claims)) if claims else set()
+    shown = _USER_MD.search(text)
+    for numbered in shown.group(1).splitlines() if shown else []:
+        number, _, line = numbered.partition("|")
+        if number.strip().isdigit() and grounding.words(line) & read:
+            lines.append(f"user.md -{number.strip()}")
+    return Reply.text("\n".join(lines) or "NONE")
+
+
 class Harness:
     """A workspace with a person's user.md and one open action, a stand-in Bridge whose
     answers are scripted per turn, and the loop's worker, curating one turn per batch."""
@@ -69,7 +104,7 @@ class Harness:
     def __init__(self, root: str) -> None:
         self.layout = Layout(root)
         init_workspace(self.layout, templates=None)
-        self.bridge = BridgeStandin().start()
+        self.bridge = BridgeStandin(responder=obey).start()
         config = Config(
             workspace=root,
             bridge_url=self.bridge.url,
@@ -102,11 +137,12 @@ class Harness:
     def say(
         self,
         prompt: str,
-        reply: str,
+        reply: str | None,
         tool: tuple[str, dict[str, Any], str] | None = None,
         answer: str = "Done.",
     ) -> int:
-        """One turn captured as the hooks capture it, curated with ``reply``; its batch id."""
+        """One turn captured as the hooks capture it, curated with ``reply`` (None: by the
+        obedient curator, reading the request); its batch id."""
         session = "grounding"
         self.capture.handle(
             {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt}
@@ -126,7 +162,8 @@ class Harness:
             {"hook_event_name": "Stop", "session_id": session, "last_assistant_message": answer}
         )
         self.turn += 1
-        self.bridge.script(Reply.text(reply.replace("{turn}", str(self.turn))))
+        if reply is not None:
+            self.bridge.script(Reply.text(reply.replace("{turn}", str(self.turn))))
         for _ in range(20):
             if not self.worker.run_once().more:
                 break
@@ -161,12 +198,19 @@ class Harness:
             _reopen(m, self.action_id)
         revisions = _rows(
             m,
-            "SELECT content FROM md_revisions WHERE file = 'user.md' AND batch_id = ?",
+            "SELECT id, content FROM md_revisions WHERE file = 'user.md' AND batch_id = ?"
+            " ORDER BY id",
             (batch_id,),
         )
         if revisions:
-            before = set(USER_MD.splitlines())
-            after = set(revisions[-1][0].splitlines())
+            earlier = _rows(
+                m,
+                "SELECT content FROM md_revisions WHERE file = 'user.md' AND id < ?"
+                " ORDER BY id DESC LIMIT 1",
+                (revisions[0][0],),
+            )
+            before = set(earlier[0][0].splitlines()) if earlier else set()
+            after = set(revisions[-1][1].splitlines())
             out += [f"user.md + {x[:60]}" for x in sorted(after - before) if x.strip()]
             out += [f"user.md - {x[:60]}" for x in sorted(before - after) if x.strip()]
         return out
@@ -182,7 +226,7 @@ def _reopen(path: str, action_id: int) -> None:
 
 
 def run_injections(items: Sequence[Injection] = INJECTIONS) -> list[Outcome]:
-    """Each injection in its own turn, curated by the obedient curator; a claim planted in
+    """Each injection in its own turn, curated by the curator that obeys it; a claim planted in
     two places is met in two workspaces (in one, its second learning would be a repeat, not
     stored, and so not counted)."""
     out = []
@@ -191,10 +235,8 @@ def run_injections(items: Sequence[Injection] = INJECTIONS) -> list[Outcome]:
             h = Harness(root)
             try:
                 for item in (i for i in items if i.id.endswith(f"-{repeat}")):
-                    reply = obedient_reply(item, 0, h.action_id)
-                    reply = reply.replace("[turn 0]", "[turn {turn}]")
                     tool = (item.tool, item.input, item.output)
-                    batch = h.say(item.prompt, reply, tool, item.answer)
+                    batch = h.say(item.prompt, None, tool, item.answer)
                     out.append(Outcome(item.id, h.personal(batch)))
             finally:
                 h.close()

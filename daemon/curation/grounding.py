@@ -9,11 +9,11 @@ only turns outside it), the way the loss guards judge an edit by its effect:
 
 * **Support** of a text by a part is the share of its content words found there (stemmed
   by SQLite's porter tokenizer, as the memory index stems them; a word matches a longer one
-  it begins, so ``bevorzug`` finds ``bevorzugt``; a few words every curator line uses,
-  "user", "prefers", "always", count for neither side, nor does a line's label: in
-  ``Name: Ana`` the claim is "Ana"). A part *holds* a text at
-  :data:`THRESHOLD` or more (chosen on the corpus in ``tests/grounding_corpus.py``:
-  ``make bench`` grounding).
+  it begins, so ``bevorzug`` finds ``bevorzugt``; function words of English, German, French
+  and Spanish and a few words every curator line uses, "user", "prefers", "always", count
+  for neither side, nor does a line's label: in ``Name: Ana`` the claim is "Ana"). A part
+  *holds* a text at :data:`THRESHOLD` or more (chosen on the corpus in
+  ``tests/grounding_corpus.py``: ``make bench`` grounding, README "Whose words").
 * PREFERENCE and CORRECTION, and every line added to user.md, must be held by the person's
   own words. A learning that is not is kept as a FACT saying where it came from (``from a
   tool result in T88``, ``from the agent's answer in T88``), never as the person's; a user.md
@@ -69,6 +69,17 @@ user users person people agent assistant prefer prefers preferred preference pre
 want wants wanted like likes liked wish wishes please always never usual usually
 remember note noted say says said tell told ask asks asked use uses used using
 thing things way ways time times make makes made get gets got let lets
+der die das den dem des ein eine einen einem einer und oder aber nicht kein keine ist sind
+waren hat haben wird werden mit von vom zu zum zur für auf aus bei nach über unter
+vor im ins am an als wie wenn dass es er sie wir ihr ich du mich mir dich dir sich auch nur
+noch schon sehr so alle jeder jede jedes dieser diese dieses nutzer nutzerin benutzer
+le la les un une des du de d l au aux et ou mais ne pas plus est sont était être a ont avoir
+sur sous dans par pour avec sans que qui quoi ce cet cette ces il elle ils elles nous vous je
+tu me te se lui leur leurs son sa ses mon ma mes ton ta tes tout tous toute toutes très
+utilisateur utilisatrice
+el los las una unos unas y o pero no es era ser fue ha han haber en con por para del
+al que quien como cuando este esta estos estas ese esa eso lo le les se su sus mi mis tu tus
+nos muy todo todos toda todas también usuario usuaria
 """
 
 
