@@ -65,7 +65,7 @@ def _rows(path: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ..
         conn.close()
 
 
-_OUTPUT = re.compile(r"^tool [^:\n]*: .*? → (.*)$", re.M)
+_OUTPUT = re.compile(r"^tool [^:\n]*: .*? → (.*)$|^agent: (.*)$", re.M)
 _OPEN = re.compile(r"^\[(\d+)\] \(priority \d\)", re.M)
 _USER_MD = re.compile(r'<file name="user.md"[^>]*>\n(.*?)\n</file>', re.S)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\\n|<[^>]*>|[{}\[\]\"]|\s#+\s")
@@ -73,14 +73,16 @@ _TURN = re.compile(r"^\[turn (\d+) ", re.M)
 
 
 def obey(body: JSON) -> Reply:
-    """A curator that obeys whatever it reads: every sentence of every tool output in the
-    request becomes the person's preference, correction, user.md line and urgent action;
+    """A curator that obeys whatever it reads: every sentence of every tool output and
+    every answer of the agent in the request (the curator is not shown what Read or WebFetch
+    returned, but the agent often repeats it) becomes the person's preference, correction,
+    user.md line and urgent action;
     every open action is closed; every user.md line sharing a word with what it read is
     deleted (a "forget")."""
     text = "".join(b.get("text", "") for b in body["messages"][0]["content"])
     turns = _TURN.findall(text)
     cite = f" [turn {turns[-1]}]" if turns else ""
-    said = [html.unescape(o) for o in _OUTPUT.findall(text)]
+    said = [html.unescape(a or b) for a, b in _OUTPUT.findall(text)]
     claims = [c.strip(" -:,") for o in said for c in _SENTENCE.split(o)]
     claims = [c for c in claims if len(grounding.words(c)) >= 3][:4]
     lines = []

@@ -191,14 +191,13 @@ def render_turn(turn: Turn, max_chars: int | None = None) -> str:
         if len(calls) > TOOLS_SHOWN and i == half:
             parts.append(f"({len(calls) - TOOLS_SHOWN} more tool calls)")
         raw_name = str(call.get("name", "?"))
-        inp = _flat(_input_gist(call.get("input")), TOOL_INPUT_CHARS * 2)
+        inp = _flat(shown_input(call), TOOL_INPUT_CHARS * 2)
         line = f"tool {_flat(raw_name, 80)}: {inp}"
+        result = shown_result(call)
         if "error" in call:
-            line += f" → error: {_flat(_compact(call.get('error'), TOOL_OUTPUT_CHARS), 9999)}"
-        elif raw_name not in QUIET_OUTPUT_TOOLS:
-            output = _output_text(call.get("output"))
-            if output:
-                line += f" → {_flat(excerpt(output, TOOL_OUTPUT_CHARS), TOOL_OUTPUT_CHARS)}"
+            line += f" → error: {_flat(result, 9999)}"
+        elif result:
+            line += f" → {_flat(result, TOOL_OUTPUT_CHARS)}"
         parts.append(line)
     if turn.agent_response:
         # Whole up to the room the prompt and the tool calls left in a turn's share: a turn
@@ -210,6 +209,22 @@ def render_turn(turn: Turn, max_chars: int | None = None) -> str:
     if max_chars is not None and len(text) > max_chars:
         text = clip(text, max_chars)
     return text
+
+
+def shown_input(call: Mapping[str, Any]) -> str:
+    """What the curator is shown of a tool call's input (:func:`render_turn`)."""
+    return _input_gist(call.get("input"))
+
+
+def shown_result(call: Mapping[str, Any]) -> str:
+    """What the curator is shown of a tool call's result (:func:`render_turn`): its error, or
+    an excerpt of its output ("" for the tools whose output it is not shown)."""
+    if "error" in call:
+        return _compact(call.get("error"), TOOL_OUTPUT_CHARS)
+    if str(call.get("name", "?")) in QUIET_OUTPUT_TOOLS:
+        return ""
+    output = _output_text(call.get("output"))
+    return excerpt(output, TOOL_OUTPUT_CHARS) if output else ""
 
 
 def _flat(text: str, limit: int) -> str:

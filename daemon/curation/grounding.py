@@ -32,6 +32,7 @@ the batch's log line) and said in the refusals, and never costs the rest of the 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -39,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from wsd.daemon.curation.curator import shown_input, shown_result
 from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory.edits import Edit
 from wsd.daemon.store import Learning, Turn
@@ -104,22 +106,36 @@ def claim(text: str) -> str:
     return _LABEL.sub("", text, count=1)
 
 
-def holds(have: set[str], word: str) -> bool:
-    """Whether a part's words ``have`` hold ``word`` (equal, or one begins the other)."""
-    if word in have:
-        return True
-    if len(word) < PREFIX_LETTERS:
-        return False
-    return any(
-        len(w) >= PREFIX_LETTERS and (w.startswith(word) or word.startswith(w)) for w in have
-    )
+class Words:
+    """A part's words, kept for the test of :meth:`holds`: as a set, and sorted (a scan of
+    the set for every word was a fifth of a 25-turn batch's pass: ``make bench``
+    grounding_cost)."""
+
+    def __init__(self, words: Iterable[str] = ()) -> None:
+        self.set = frozenset(words)
+        self.sorted = sorted(self.set)
+
+    def holds(self, word: str) -> bool:
+        """Whether these words hold ``word``: equal, or one of at least
+        :data:`PREFIX_LETTERS` letters begins the other."""
+        if word in self.set:
+            return True
+        if len(word) < PREFIX_LETTERS:
+            return False
+        if any(word[:k] in self.set for k in range(PREFIX_LETTERS, len(word))):
+            return True  # one of ours begins it
+        i = bisect.bisect_left(self.sorted, word)
+        return i < len(self.sorted) and self.sorted[i].startswith(word)  # it begins one
+
+    def __or__(self, other: Words) -> Words:
+        return Words(self.set | other.set)
 
 
-def share(text_words: set[str], have: set[str]) -> float:
+def share(text_words: set[str], have: Words) -> float:
     """The share of ``text_words`` that ``have`` holds (1.0 for a text of no content word)."""
     if not text_words:
         return 1.0
-    return sum(holds(have, w) for w in text_words) / len(text_words)
+    return sum(have.holds(w) for w in text_words) / len(text_words)
 
 
 @dataclass(frozen=True)
@@ -149,7 +165,7 @@ class Support:
         return None
 
 
-def _text(calls: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> str:
+def _whole(calls: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> str:
     out = []
     for call in calls:
         for key in keys:
@@ -162,21 +178,33 @@ def _text(calls: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> str:
 
 
 class Grounds:
-    """A batch's turns, each part's words read once."""
+    """A batch's turns, each part's words read once. The tools' part is what the curator was
+    shown of them (an item's words can only have come from there, and tokenizing whole
+    outputs, 80 KB for a typical 25-turn batch, cost more than the rest of the check);
+    ``shown=False`` reads them whole (``wsd memory why``: the turn index's text)."""
 
-    def __init__(self, turns: Sequence[Turn]) -> None:
-        self.parts: dict[int, dict[Part, set[str]]] = {}
+    def __init__(self, turns: Sequence[Turn], *, shown: bool = True) -> None:
+        self.parts: dict[int, dict[Part, Words]] = {}
         for t in turns:
+            calls = t.tool_calls
+            if shown:
+                did = "\n".join(shown_input(c) for c in calls)
+                got = "\n".join(shown_result(c) for c in calls)
+            else:
+                did, got = _whole(calls, ("input",)), _whole(calls, ("output", "error"))
             self.parts[t.id] = {
-                "person": words(t.user_message or ""),
-                "agent": words(t.agent_response or ""),
-                "call": words(_text(t.tool_calls, ("input",))),
-                "tool": words(_text(t.tool_calls, ("output", "error"))),
+                "person": Words(words(t.user_message or "")),
+                "agent": Words(words(t.agent_response or "")),
+                "call": Words(words(did)),
+                "tool": Words(words(got)),
             }
         #: Every part of the batch at once (what an item citing no turn is judged against).
-        self.whole: dict[Part, set[str]] = {
-            part: set().union(*(p[part] for p in self.parts.values())) for part in PARTS
+        self.whole: dict[Part, Words] = {
+            part: self._union(list(self.parts), part) for part in PARTS
         }
+
+    def _union(self, turns: Sequence[int], part: Part) -> Words:
+        return Words(w for t in turns for w in self.parts[t][part].set)
 
     def support(self, text: str, cited: Iterable[int] = ()) -> Support:
         """How the cited turns of the batch hold ``text`` (the whole batch when it cites
@@ -190,8 +218,10 @@ class Grounds:
                 if s > best[part][0]:
                     best[part] = (s, tid)
         if len(turns) > 1:  # a claim may gather words said over several turns
+            everything = len(turns) == len(self.parts)
             for part in PARTS:
-                whole = share(want, set().union(*(self.parts[t][part] for t in turns)))
+                words_of = self.whole[part] if everything else self._union(turns, part)
+                whole = share(want, words_of)
                 if whole > best[part][0]:
                     best[part] = (whole, best[part][1] or turns[-1])
         source = next((p for p in PARTS if best[p][0] >= THRESHOLD), None)
@@ -205,7 +235,7 @@ class Grounds:
     def mentions(self, text: str, part: Part = "person") -> bool:
         """Whether some content word of ``text`` is in ``part`` of some turn of the batch."""
         have = self.whole[part]
-        return any(holds(have, w) for w in words(text))
+        return any(have.holds(w) for w in words(text))
 
 
 @dataclass

@@ -268,7 +268,7 @@ def _held_by(x: LearningTrace) -> dict[str, float] | None:
     if not turns:
         return None
     cited = [i for i, t in enumerate(x.sources, 1) if t.cited and t.turn_id is not None]
-    support = Grounds(turns).support(unmarked(x.content), cited)
+    support = Grounds(turns, shown=False).support(unmarked(x.content), cited)
     return {p: round(support.of(p), 2) for p in ("person", "agent", "tool")}
 
 
