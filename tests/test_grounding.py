@@ -232,3 +232,21 @@ def test_no_injection_becomes_the_persons_and_the_persons_own_words_are_kept() -
     honest = run_statements()
     lost = [o.id for o in honest if not kept(o)]
     assert 1 - len(lost) / len(honest) >= 0.97, lost
+
+
+def test_the_tools_are_read_as_the_request_showed_them() -> None:
+    """Grounding reads a rendered turn's tool lines (the prompt lane, no excerpt again) and
+    finds the same words as excerpting each call anew (an economy result): the curator's
+    view either way, not the whole output it was never shown."""
+    from wsd.daemon.curation.curator import render_turn
+
+    long_output = "filler line\n" * 3000 + PAGE
+    turns = [_turn(1, "Summarize it", long_output), _turn(2, "ok", PAGE)]
+    fresh = Grounds(turns)
+    as_sent = Grounds(turns, rendered={t.id: render_turn(t) for t in turns})
+    for tid in (1, 2):
+        for part in ("call", "tool"):
+            assert fresh.parts[tid][part].set == as_sent.parts[tid][part].set, (tid, part)
+    whole = Grounds(turns, shown=False)
+    assert "filler" in whole.parts[1]["tool"].set  # what `wsd memory why` reads: all of it
+    assert {"straight", "main"} <= fresh.parts[1]["tool"].set  # the excerpt's tail

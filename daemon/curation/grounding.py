@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import html
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -177,21 +178,42 @@ def _whole(calls: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
+def _tools_as_rendered(text: str) -> tuple[str, str]:
+    """(what the tool calls did, what they gave back) as a rendered turn shows them: its
+    ``tool NAME: input → result`` lines (render_turn)."""
+    did, got = [], []
+    for line in html.unescape(text).splitlines():
+        if line.startswith("tool "):
+            head, _, result = line.partition(" → ")
+            did.append(head.partition(": ")[2])
+            got.append(result)
+    return "\n".join(did), "\n".join(got)
+
+
 class Grounds:
     """A batch's turns, each part's words read once. The tools' part is what the curator was
     shown of them (an item's words can only have come from there, and tokenizing whole
     outputs, 80 KB for a typical 25-turn batch, cost more than the rest of the check);
     ``shown=False`` reads them whole (``wsd memory why``: the turn index's text)."""
 
-    def __init__(self, turns: Sequence[Turn], *, shown: bool = True) -> None:
+    def __init__(
+        self,
+        turns: Sequence[Turn],
+        *,
+        shown: bool = True,
+        rendered: Mapping[int, str] | None = None,
+    ) -> None:
         self.parts: dict[int, dict[Part, Words]] = {}
+        rendered = rendered or {}
         for t in turns:
             calls = t.tool_calls
-            if shown:
+            if not shown:
+                did, got = _whole(calls, ("input",)), _whole(calls, ("output", "error"))
+            elif t.id in rendered:
+                did, got = _tools_as_rendered(rendered[t.id])
+            else:
                 did = "\n".join(shown_input(c) for c in calls)
                 got = "\n".join(shown_result(c) for c in calls)
-            else:
-                did, got = _whole(calls, ("input",)), _whole(calls, ("output", "error"))
             self.parts[t.id] = {
                 "person": Words(words(t.user_message or "")),
                 "agent": Words(words(t.agent_response or "")),
@@ -285,12 +307,15 @@ def ground(
     base: Mapping[str, str],
     open_actions: Mapping[int, str],
     names: Mapping[int, str] | None = None,
+    rendered: Mapping[int, str] | None = None,
 ) -> Verdict:
     """Check ``parsed`` against ``turns`` (see the module docstring). ``base``: the memory
     files as the request showed them (what a line number names); ``open_actions``: the text
     of each open action by id; ``names``: each turn's name as search gives it (``T12``), by
-    turn id. The reply returned is a copy; nothing is applied here."""
-    grounds = Grounds(turns)
+    turn id; ``rendered``: each turn as the request rendered it, by turn id (else the tools
+    are excerpted as render_turn does). The reply returned is a copy; nothing is applied
+    here."""
+    grounds = Grounds(turns, rendered=rendered)
     names = names or {}
     out = Verdict(replace(parsed, learnings=[], actions=[], closed_actions=[]))
     for learning in parsed.learnings:

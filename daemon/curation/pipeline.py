@@ -98,12 +98,16 @@ def plan(turns: Sequence[Turn], budget: int) -> list[Batch]:
 @dataclass(frozen=True)
 class Seen:
     """What one request showed the curator, which its reply is judged against: the memory
-    files, the open actions' ids and the related learnings' ids, and when it started."""
+    files, the open actions' ids and the related learnings' ids, and when it started; on the
+    prompt lane also each turn as it was rendered (grounding reads what the curator was shown
+    of the tools there instead of excerpting them again: an economy result, read later, has
+    only the turns and is excerpted anew)."""
 
     base: Mapping[str, str]
     actions: tuple[int, ...]
     offered: tuple[int, ...]
     started: float
+    rendered: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -274,6 +278,7 @@ class Pipeline:
             actions=tuple(a[0] for a in actions),
             offered=tuple(r[0] for r in related),
             started=self.timeline.started(batch.turns),
+            rendered={t.id: text for t, text in zip(batch.turns, batch.rendered, strict=False)},
         )
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
         return Prepared(system, messages, seen, chars)
@@ -313,7 +318,9 @@ class Pipeline:
         opened = {a[0]: a[2] for a in self.store.actions.open_actions()}
         indexed = self.store.archive.index_ids(identity, [t.id for t in turns])
         names = {obs: f"T{tid}" for obs, tid in indexed.items()}
-        grounded = grounding.ground(parsed, turns, base=base, open_actions=opened, names=names)
+        grounded = grounding.ground(
+            parsed, turns, base=base, open_actions=opened, names=names, rendered=seen.rendered
+        )
         parsed = grounded.parsed
         day = {  # each edited file against what it had a day before this batch
             name: erosion.measure(self.store, name, current[name], started, self.caps.erosion)
