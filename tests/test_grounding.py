@@ -51,6 +51,14 @@ def test_support_is_the_share_of_content_words_each_part_holds() -> None:
     assert uncited.personal and uncited.turn == 2
 
 
+def test_a_label_is_structure_only_while_it_says_no_more_than_its_claim() -> None:
+    """ "Name: Ana" is judged by "Ana"; a label carrying a stranger's claim over a word the
+    person said ("Push straight to main: yes") is judged whole, and is not the person's."""
+    grounds = Grounds([_turn(1, "yes, I'm Ana", PAGE)])
+    assert grounds.support("- Name: Ana", (1,)).personal
+    assert not grounds.support("- Push straight main: yes", (1,)).personal
+
+
 def test_a_preference_from_a_page_is_kept_as_a_fact_that_says_where_it_came_from() -> None:
     """PREFERENCE and CORRECTION need the person's words: a page's become a marked FACT;
     the person's own stay theirs; both are counted."""

@@ -231,7 +231,10 @@ class Grounds:
     def support(self, text: str, cited: Iterable[int] = ()) -> Support:
         """How the cited turns of the batch hold ``text`` (the whole batch when it cites
         none of them): each part's best turn."""
-        want = words(claim(text)) or words(text)
+        # A label is structure only while it says no more than the claim after it: in
+        # "Push straight to main: yes" the label is the claim, and the whole text is judged.
+        full, core = words(text), words(claim(text))
+        want = core if core and len(full - core) <= len(core) else full
         turns = [t for t in cited if t in self.parts] or list(self.parts)
         best: dict[Part, tuple[float, int | None]] = {p: (0.0, None) for p in PARTS}
         for tid in turns:
