@@ -206,7 +206,7 @@ def test_the_loop_records_ungrounded_items_on_the_ledger_and_the_log(
     assert q(layout.memory_db, "SELECT ungrounded FROM batches") == [(2,)]
     [line] = [e for e in logs if e["event"] == "batch"]
     assert line["ungrounded"] == 2
-    assert "straight" not in repr([e for e in logs if e["event"] == "reply_refused"])
+    assert "straight" not in repr(logs)  # neither the reply's words nor the page's
     # wsd memory why says whose words hold each learning: the downgraded one, a tool's.
     why = subprocess.run(
         [venv_script("wsd"), "memory", "why", "straight", "--json"],

@@ -257,6 +257,8 @@ def test_reply_validation(layout: Layout, standin: BridgeStandin) -> None:
     assert "tools.md: add 0: - line 150: over the 150-line limit" in json.loads(refused)
     events = {e["event"] for e in logs}
     assert {"reply_lines_ignored", "reply_refused", "batch"} <= events
+    # Counted in the log, never quoted: the reply's lines and what the guards refused of it.
+    assert "chatty" not in repr(logs) and "- line 150" not in repr(logs)
     # The same learnings again in a later batch are not stored twice.
     write_turns(layout, 1, start=1, prompt="I like dark mode; review the report")
     _scripted(standin, "FACT: the build uses  make\nACTION: [high] Review the report")

@@ -48,19 +48,15 @@ def batch(log: Any, status: StatusFile, done: Committed, reason: str, now: float
 
 
 def reply_problems(log: Any, done: Committed) -> None:
-    """What of the reply was not understood, and what the guards refused."""
+    """What of the reply was not understood, and what the guards refused: counted, never
+    quoted. A reply's lines and the refusals (which quote what they refused) hold the
+    person's words and the curator's; the log is the operator's, the ledger row the person's
+    (``wsd memory history``, the batch's ``refused``)."""
     parsed = done.parsed
     if parsed is not None and parsed.unknown_lines:
-        log.warning(
-            "reply_lines_ignored", count=len(parsed.unknown_lines), sample=parsed.unknown_lines[:3]
-        )
+        log.warning("reply_lines_ignored", batch_id=done.batch_id, count=len(parsed.unknown_lines))
     if done.record.refused:
-        log.warning(
-            "reply_refused",
-            batch_id=done.batch_id,
-            count=len(done.record.refused),
-            sample=done.record.refused[:5],
-        )
+        log.warning("reply_refused", batch_id=done.batch_id, count=len(done.record.refused))
 
 
 def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: float) -> None:
