@@ -305,10 +305,16 @@ def start_daemon(
 def running_daemon(
     env: dict[str, str], log: Path, preexec_fn: Callable[[], None] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``wsd run`` for the length of the block; SIGTERM then, and it must exit 0."""
+    """``wsd run`` for the length of the block; SIGTERM then, and it must exit 0. A block
+    that fails prints the daemon's last log lines (a flake on CI is diagnosed from them)."""
     proc = start_daemon(env, log, preexec_fn)
     try:
         yield proc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tail = log.read_bytes()[-6000:].decode("utf-8", "replace")
+            print(f"--- the daemon's log ({log.name}), last lines ---\n{tail}", file=sys.stderr)
+        raise
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0

@@ -1,11 +1,14 @@
 """Writes never go through a link (issue 13, item 1): not at a temp name, not at the target,
-not at a folder on the way; the canvas mirror and the curated md files stay confined."""
+not at a folder on the way; the canvas mirror and the curated md files stay confined; and a
+temp file is cleaned up only once no write holds it."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +148,32 @@ def test_running_daemon_never_writes_through_a_planted_temp_link(
         assert wait_for(lambda: notes.read_text() == "second version\n")
     assert outside.read_text() == SECRET
     assert not notes.is_symlink()
+
+
+def test_start_up_repair_removes_abandoned_temp_files_only(layout: Layout) -> None:
+    """Start-up repair (and ``doctor --fix``) remove a temp file whose writer is gone, one
+    whose name carries no pid, and one an hour old; never a fresh one a live process holds
+    (removing it made that process's rename fail: files.md lost its inventory)."""
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        folder = Path(layout.memory_dir)
+        live = folder / f"{TEMP_PREFIX}files.md.{writer.pid}.00112233aabbccdd"
+        gone = folder / f"{TEMP_PREFIX}user.md.{dead.pid}.00112233aabbccdd"
+        no_pid = folder / f"{TEMP_PREFIX}context.md.00112233aabbccdd"
+        stale = folder / f"{TEMP_PREFIX}tools.md.{writer.pid}.8899aabbccddeeff"
+        for path in (live, gone, no_pid, stale):
+            path.write_text("half")
+        hours_ago = time.time() - 2 * 3600
+        os.utime(stale, (hours_ago, hours_ago))
+        assert sorted(md_files.stray_temp_files(layout)) == sorted(
+            str(p) for p in (gone, no_pid, stale)
+        )
+        done = md_files.sync(layout, Store(layout), time.time(), temp_files=True)
+        assert sorted(done.temp_removed) == sorted(p.name for p in (gone, no_pid, stale))
+        assert live.read_text() == "half"
+    finally:
+        writer.kill()
+        writer.wait()
+    assert md_files.stray_temp_files(layout) == [str(live)]  # its writer is gone now

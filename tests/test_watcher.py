@@ -476,3 +476,26 @@ def test_a_watcher_on_a_ready_workspace_sees_events_from_its_first_rescan(layout
         finally:
             stop.set()
             watcher.join(5)
+
+
+def test_a_failed_inventory_write_is_retried_without_waiting_for_a_change(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A files.md write that fails once (its temp file removed under it, as a start-up repair
+    once did) is written at the next step, with events off and no rescan due: files.md is
+    never left without its inventory until something else changes."""
+    write(layout.root, "documents/before.txt", "b")
+    real = files_md_parts.write_inventory
+    failures: list[str] = []
+
+    def fails_once(path: str, render: Callable[[int], list[str]]) -> str:
+        if not failures:
+            failures.append(path)
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real(path, render)
+
+    monkeypatch.setattr(files_md_parts, "write_inventory", fails_once)
+    settings = WatchSettings(use_events=False, rescan_seconds=3600, tick_seconds=0.05)
+    with Running(layout, settings):
+        assert wait_until(lambda: "documents/before.txt" in listed(layout))
+    assert failures == [layout.md("files.md")]

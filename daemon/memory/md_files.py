@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.runtime import fsio
-from wsd.daemon.runtime.fsio import TEMP_PREFIX, atomic_write
+from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.store import Store, sha256
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
@@ -165,11 +166,18 @@ def materialise(layout: Layout, latest: Mapping[str, str]) -> list[str]:
 
 
 def stray_temp_files(layout: Layout) -> list[str]:
+    """Temp files a crashed write left in the memory folder (never one a live write holds:
+    see :func:`wsd.daemon.runtime.fsio.abandoned_temp`)."""
     try:
         names = os.listdir(layout.memory_dir)
     except FileNotFoundError:
         return []
-    return [os.path.join(layout.memory_dir, n) for n in names if n.startswith(TEMP_PREFIX)]
+    now = time.time()
+    return [
+        os.path.join(layout.memory_dir, n)
+        for n in names
+        if fsio.abandoned_temp(layout.memory_dir, n, now)
+    ]
 
 
 @dataclass
@@ -188,7 +196,7 @@ def sync(layout: Layout, store: Store, now: float, *, temp_files: bool = False) 
     (and, at start-up, remove temp files a crash left behind)."""
     done = Synced()
     if temp_files:
-        for path in stray_temp_files(layout):
+        for path in stray_temp_files(layout):  # file ages are wall-clock: not ``now``
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
                 done.temp_removed.append(os.path.basename(path))

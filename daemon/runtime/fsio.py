@@ -6,16 +6,17 @@ places another user of the workspace can reach (canvas mirrors, checks, md files
 
 Writing (:func:`atomic_write`): a temp file beside the target (same file system, so the
 rename is atomic) is created exclusively (``O_EXCL|O_NOFOLLOW``) under an unpredictable name
-(:data:`TEMP_PREFIX`, the target's name, a random token), so a link planted at a temp name
-can neither be written through nor renamed into place. The folder is opened once and every
-step goes through its descriptor; with ``root`` every folder from ``root`` down is opened
-without following links, so a confined caller stays confined even if a folder on the way is
-swapped for a link after its checks. A target that exists and is not a regular file (a
-link, a FIFO, a device, a folder) is refused with :class:`UnsafeFile`.
+(:data:`TEMP_PREFIX`, the target's name, the writer's pid, a random token), so a link planted
+at a temp name can neither be written through nor renamed into place. The folder is opened
+once and every step goes through its descriptor; with ``root`` every folder from ``root``
+down is opened without following links, so a confined caller stays confined even if a
+folder on the way is swapped for a link after its checks. A target that exists and is not a
+regular file (a link, a FIFO, a device, a folder) is refused with :class:`UnsafeFile`.
 
 Reading (:func:`read_regular`): ``O_NOFOLLOW|O_NONBLOCK``, then ``fstat``: a FIFO, a device
 or a link is refused at once (never blocks, never spins), a file over ``limit`` bytes too.
-The watcher never indexes temp files; start-up repair removes them.
+The watcher never indexes temp files; start-up repair removes the abandoned ones
+(:func:`abandoned_temp`): never one a live process is about to rename into place.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ TEMP_PREFIX = ".wsd-tmp-"
 DEFAULT_READ_LIMIT = 16 * 1024 * 1024
 _NAME_BYTES = 200  # of the target's name kept in a temp name (255 bytes at most in all)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+#: A temp file this old is abandoned even if a process with its writer's pid runs (the pid
+#: was reused): a write takes milliseconds.
+ABANDONED_AFTER_SECONDS = 3600.0
 
 
 class UnsafeFile(OSError):
@@ -97,7 +101,8 @@ def atomic_write(
     try:
         _check_target(name, dir_fd, path)
         stem = name.encode("utf-8", "surrogateescape")[:_NAME_BYTES].decode("utf-8", "ignore")
-        tmp = f"{TEMP_PREFIX}{stem}.{os.urandom(8).hex()}"  # unpredictable
+        # Unpredictable; the pid tells start-up repair whether its writer still runs.
+        tmp = f"{TEMP_PREFIX}{stem}.{os.getpid()}.{os.urandom(8).hex()}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(tmp, flags, mode, dir_fd=dir_fd)
         try:
@@ -124,6 +129,37 @@ def atomic_write(
             os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def abandoned_temp(folder: str, name: str, now: float) -> bool:
+    """True if ``name`` in ``folder`` is a temp file no write in progress will rename into
+    place: its writer's pid is gone (or unreadable in the name), or it is older than
+    :data:`ABANDONED_AFTER_SECONDS`. Removing one a live write still holds would make that
+    write fail: the daemon's start-up repair once raced its own watcher's first files.md
+    render that way, and files.md went without its inventory until the next rescan."""
+    if not name.startswith(TEMP_PREFIX):
+        return False
+    parts = name[len(TEMP_PREFIX) :].rsplit(".", 2)
+    pid = parts[1] if len(parts) == 3 else ""
+    if not (pid.isascii() and pid.isdigit()) or not _alive(int(pid)):
+        return True
+    try:
+        return now - os.lstat(os.path.join(folder, name)).st_mtime > ABANDONED_AFTER_SECONDS
+    except FileNotFoundError:
+        return False  # renamed into place meanwhile
+
+
+def _alive(pid: int) -> bool:
+    """True if a process with this pid exists (ours or another user's)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except (ProcessLookupError, OverflowError, ValueError):
+        return False
+    return True
 
 
 def read_regular(

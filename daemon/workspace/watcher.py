@@ -85,6 +85,9 @@ class Watcher:
         # files.md as last seen (size, mtime) and the notes the inventory was rendered under.
         self._files_md_stat: tuple[int, int] | None = None
         self._notes: str | None = None
+        # The last render failed: retried every step until it is written (waiting for files.md
+        # to change would leave it without its inventory until the next rescan).
+        self._render_failed = False
         self._rescan_reason: str | None = "start"
         self._due = {"rescan": 0.0, "checks": 0.0, "canvas": 0.0}
         self._thread: threading.Thread | None = None
@@ -170,7 +173,7 @@ class Watcher:
             )
             self._due["canvas"] = now + every
             self._refresh(self.canvas.sync())
-        if self._notes_changed():
+        if self._render_failed or self._notes_changed():
             self._render()
         self._flush()
         if self.checks is not None and not paused and now >= self._due["checks"]:
@@ -317,11 +320,14 @@ class Watcher:
                 self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
             )
         except OSError as exc:
+            self._render_failed = True
             suppressed = self.throttle.failed("files_md", self.clock())
             if suppressed is not None:
                 self.log.error("files_md_write_failed", error=str(exc)[:300], suppressed=suppressed)
         else:
-            self.throttle.recovered("files_md")
+            self._render_failed = False
+            if self.throttle.recovered("files_md") is not None:
+                self.log.info("files_md_write_recovered")
         self._files_md_stat = self._stat_files_md()
 
     def _stat_files_md(self) -> tuple[int, int] | None:
