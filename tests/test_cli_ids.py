@@ -79,8 +79,8 @@ def test_numbers_in_range_still_work(layout: Layout, tmp_path: Path) -> None:
     wsd(env, "import", str(notes))
     missing = wsd(env, "forget", f"L{MAX_ID}", check=False)
     assert missing.returncode == 1 and "no learning #" + MAX_ID in missing.stderr
-    assert "retracted" in wsd(env, "forget", "L1").stdout
-    assert "retracted" in wsd(env, "forget", "#2").stdout
+    assert "erased:" in wsd(env, "forget", "L1", "--yes").stdout
+    assert "erased:" in wsd(env, "forget", "#2", "--yes").stdout
     assert wsd(env, "search", "invoice", "--limit", str(MAX_LIMIT)).returncode == 0
     assert wsd(env, "pending", "complete", MAX_ID, check=False).returncode == 1
     assert wsd(env, "memory", "restore", "user.md", MAX_ID, check=False).returncode == 1
@@ -96,8 +96,8 @@ def test_forgetting_twice_says_already_retracted(layout: Layout, tmp_path: Path)
     notes = tmp_path / "notes.jsonl"
     notes.write_text(json.dumps({"type": "fact", "content": "The gate code changed"}) + "\n")
     wsd(env, "import", str(notes))
-    wsd(env, "forget", "L1")
-    again = wsd(env, "forget", "L1", check=False)
+    wsd(env, "forget", "L1", "--yes")
+    again = wsd(env, "forget", "L1", "--yes", check=False)
     assert again.returncode == 0 and "#1 was already retracted, at 20" in again.stdout
     assert "no learning" not in again.stdout + again.stderr
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import apsw
 
+from wsd.daemon.curation import pause
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.pipeline import (
     LATE_SETTLE_SECONDS,
@@ -53,7 +54,6 @@ from wsd.daemon.curation.pipeline import (
 from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
 from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.daemon.store import (
     MemoryReplaced,
     aside_path,
@@ -63,16 +63,12 @@ from wsd.daemon.store import (
     pause_requested,
     remove,
     swap,
-    take_pause,
 )
 
 __all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
 from wsd.daemon.store import Store, Turn
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
-
-#: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
-STALE = 60.0
 
 
 class RebuildError(Exception):
@@ -106,7 +102,7 @@ def rebuild(
     live.migrate()
     stop = stop or threading.Event()
     bridge = bridge or BridgeClient(config, stop)
-    pause = _take_pause(layout)  # locked for our life: a rebuild that dies leaves it stale
+    held = _take_pause(layout)  # locked for our life: a rebuild that dies leaves it stale
     try:
         _wait_for_daemon(layout, wait_seconds, say)
         # The memory.db rebuilt: only it is swapped over, so a person's revisions in one that
@@ -143,7 +139,7 @@ def rebuild(
         remove(aside_path(layout))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pause_path(layout))
-        os.close(pause)
+        os.close(held)
     report.seconds = time.monotonic() - started
     return report
 
@@ -236,48 +232,17 @@ def _recurate(
 
 
 def _take_pause(layout: Layout) -> int:
-    path = pause_path(layout)
-    for _ in range(2):
-        fd = take_pause(layout)
-        if fd is not None:
-            return fd
-        if pause_requested(layout):
-            raise RebuildError("another wsd rebuild is running")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # left by a rebuild that died
-    raise RebuildError(f"could not create {path}")
+    try:
+        return pause.take(layout, "rebuild")
+    except pause.PauseRefused as exc:
+        raise RebuildError(str(exc)) from exc
 
 
 def _wait_for_daemon(layout: Layout, seconds: float, say: Callable[[str], None]) -> None:
-    """Wait until a live daemon reports ``paused`` after our pause file appeared."""
-    asked = os.stat(pause_path(layout)).st_mtime
-    deadline = time.monotonic() + seconds
-    said = False
-    while True:
-        beat = read_status(layout)
-        pid = beat.get("pid") if beat else None
-        fresh = beat is not None and time.time() - float(beat.get("heartbeat_at") or 0) < STALE
-        running = (
-            fresh
-            and isinstance(pid, int)
-            and pid_alive(pid)
-            and beat is not None
-            and beat.get("state") != State.STOPPED
-        )
-        if not running or beat is None:
-            return
-        if beat.get("state") == State.PAUSED and float(beat.get("heartbeat_at") or 0) >= asked - 1:
-            say("daemon paused")
-            return
-        if time.monotonic() > deadline:
-            raise RebuildError(
-                f"the daemon (pid {pid}) did not pause within {seconds:.0f}s; stop it"
-                " (supervisorctl stop) and run wsd rebuild again"
-            )
-        if not said:
-            say(f"waiting for the daemon (pid {pid}) to pause ...")
-            said = True
-        time.sleep(0.1)
+    try:
+        pause.wait_for_daemon(layout, seconds, say)
+    except pause.PauseRefused as exc:
+        raise RebuildError(str(exc)) from exc
 
 
 # -- files ---------------------------------------------------------------------------------

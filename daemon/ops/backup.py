@@ -74,8 +74,9 @@ def backup(layout: Layout, dest: str) -> dict[str, Any]:
         with os.fdopen(os.open(os.path.join(dest, name), _CREATE, 0o600), "wb") as fh:
             fh.write(data)
         copied.append(name)
+    taken = time.time()
     manifest = {
-        "created_at": time.time(),
+        "created_at": taken,
         "workspace": layout.root,
         "pages": pages,
         "md_files": [name for name in copied if name != "VERSION"],
@@ -83,4 +84,6 @@ def backup(layout: Layout, dest: str) -> dict[str, Any]:
     }
     with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1)
+    # Recorded, so that a forget reaches this copy too (or names it as out of its reach).
+    Store(layout).erasure.record_backup(os.path.realpath(dest), taken)
     return manifest

@@ -208,13 +208,9 @@ def register(subparsers: Any) -> None:
     subparsers.add_parser(
         "mcp", help="serve search_memory and resolve_action as a stdio MCP server (Claude Code)"
     )
-    forget = subparsers.add_parser("forget", help="retract a learning (by its id, e.g. L12)")
-    forget.add_argument(
-        "id",
-        type=cli_revisions.whole("a learning id (like 12 or L12)", prefixes="#Ll"),
-        help="the learning's id, as search shows it (12 or L12)",
-    )
-    forget.add_argument("--reason", help="why (kept with the retraction)")
+    from wsd.daemon.ops import cli_forget
+
+    cli_forget.register(subparsers)
     boot = subparsers.add_parser("boot-context", help="print what a new session starts knowing")
     boot.add_argument(
         "--hook",
@@ -276,26 +272,10 @@ def turn_ref(text: str) -> str:
 
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``wsd forget ID``: retract a learning (search, boot context and index forget it)."""
-    from wsd.daemon.store import Store
+    """``wsd forget ...`` (see ops/cli_forget.py)."""
+    from wsd.daemon.ops import cli_forget
 
-    learnings = Store(_layout(args, env)).learnings
-    if not learnings.retract(args.id, time.time(), args.reason):
-        when = learnings.retracted_at(args.id)
-        if when is not None:  # a second forget: say so, not "no learning"
-            from wsd.daemon.runtime.dates import iso_time
-
-            at = iso_time(when)
-            print(f"learning #{args.id} was already retracted, at {at}; nothing to do")
-            return 0
-        print(f"wsd forget: no learning #{args.id} (see `wsd search`)", file=sys.stderr)
-        return 1
-    print(
-        f"learning #{args.id} retracted: gone from search, the boot context and the index; the"
-        " ledger keeps that it was, and when. The turns it came from stay in the transcript"
-        " (and in search as turns), and a memory file line saying the same is not edited."
-    )
-    return 0
+    return cli_forget.cmd_forget(args, env, _layout(args, env))
 
 
 def cmd_mcp(args: argparse.Namespace, env: Mapping[str, str]) -> int:

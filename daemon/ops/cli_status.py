@@ -86,6 +86,8 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         }
         or None,
         "semantic": (beat or {}).get("semantic"),
+        # When the person last had something erased, and how much of each kind: never what.
+        "last_forget": store.erasure.last_forget(),
         "curation": economy.report(store, str(settings.get("curation", config.curation)), now),
         "settings": settings,
         "settings_from": "the daemon (its heartbeat)"

@@ -46,6 +46,14 @@ CARRY_SQL = (
     "INSERT INTO main.learning_sources SELECT * FROM live.learning_sources WHERE learning_id IN"
     " (SELECT id FROM live.learnings WHERE batch_id IS NULL)",
     "INSERT INTO main.retractions SELECT * FROM live.retractions",
+    # What was forgotten stays forgotten (issue 33): the marks and their key, the log, the
+    # backups a forget must reach.
+    "UPDATE main.meta SET value = (SELECT value FROM live.meta WHERE key = 'forget_key')"
+    " WHERE key = 'forget_key' AND EXISTS (SELECT 1 FROM live.meta WHERE key = 'forget_key')",
+    "INSERT INTO main.forget_marks SELECT * FROM live.forget_marks",
+    "INSERT INTO main.forgets SELECT * FROM live.forgets",
+    "INSERT INTO main.forget_journal SELECT * FROM live.forget_journal",
+    "INSERT INTO main.backups SELECT * FROM live.backups",
 )
 
 
@@ -110,15 +118,16 @@ def pause_requested(layout: Layout) -> bool:
     return rebuild_pid(layout) is not None
 
 
-def take_pause(layout: Layout) -> int | None:
+def take_pause(layout: Layout, purpose: str = "rebuild") -> int | None:
     """Create the pause file exclusively and lock it (the descriptor, to keep open for the
-    whole rebuild); None if another file is there (live or stale: the caller decides)."""
+    whole rebuild or forget); None if another file is there (live or stale: the caller
+    decides)."""
     try:
         fd = os.open(pause_path(layout), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         return None
     fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: a reader's probe never makes us fail
-    os.write(fd, f"{os.getpid()} {time.time()}\n".encode())
+    os.write(fd, f"{os.getpid()} {time.time()} {purpose}\n".encode())
     return fd
 
 

@@ -349,6 +349,12 @@ class Learnings:
         with self._db.memory(readonly=True) as m:
             return retracted_at(m, learning_id)
 
+    def content_of(self, learning_id: int) -> str | None:
+        """Learning ``learning_id``'s statement, or None if there is no such learning."""
+        with self._db.memory(readonly=True) as m:
+            row = schema.first(m, "SELECT content FROM learnings WHERE id = ?", (learning_id,))
+        return None if row is None else str(row[0])
+
     def retract(self, learning_id: int, now: float, reason: str | None = None) -> bool:
         """``wsd forget`` (see :func:`retract`); False if there is no such learning."""
         with self._db.memory() as m:

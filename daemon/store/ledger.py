@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import apsw
@@ -18,6 +19,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store import actions
 from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.erasure import Marks
 from wsd.daemon.store.records import (
     AlreadyCovered,
     BatchRecord,
@@ -72,6 +74,7 @@ def commit_batch(
     """
     ids = [t.id for t in batch.turns]
     with schema.write_txn(m):
+        batch, forgotten = _without_forgotten(m, batch)
         rows = schema.rows(
             m,
             "SELECT observation_id, batch_id FROM batch_turns WHERE transcript_identity = ?"
@@ -112,6 +115,8 @@ def commit_batch(
         refused = list(batch.refused)
         if repeated:
             refused.append(f"{repeated} learnings already stored (or retracted)")
+        if forgotten:
+            refused.append(f"{forgotten} items held words the person asked to forget")
         if refused:
             m.execute(
                 "UPDATE batches SET refused = ? WHERE id = ?",
@@ -119,6 +124,25 @@ def commit_batch(
             )
     files = tuple(sorted(batch.md_updates))
     return CommitResult(batch_id, added, opened, closed, files, repeated, superseded)
+
+
+def _without_forgotten(m: apsw.Connection, batch: BatchRecord) -> tuple[BatchRecord, int]:
+    """The batch without what holds words the person asked to forget (issue 33): a reply
+    made from a turn before its erasure (a Message Batch out at the Bridge, a curator that
+    remembered) cannot write them back. Learnings and actions go whole, md lines one by one."""
+    marks = Marks.load(m)
+    if not marks:
+        return batch, 0
+    learnings = [item for item in batch.learnings if not marks.holds(item.content)]
+    opened = [(text, prio) for text, prio in batch.actions if not marks.holds(text)]
+    md, lines = {}, 0
+    for name, content in batch.md_updates.items():
+        md[name], taken = marks.without_lines(content)
+        lines += taken
+    dropped = len(batch.learnings) - len(learnings) + len(batch.actions) - len(opened) + lines
+    if not dropped:
+        return batch, 0
+    return replace(batch, learnings=learnings, actions=opened, md_updates=md), dropped
 
 
 def batch_groups(m: apsw.Connection, identity: str) -> list[tuple[float, float, list[int]]]:

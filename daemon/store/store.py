@@ -11,7 +11,8 @@ state), ``store.actions`` (pending actions), ``store.revisions`` (md revisions),
 learnings a new session and the curator are shown), ``store.vectors`` (semantic
 vectors), ``store.workspace`` (file index, canvas map, the checks' actions),
 ``store.maintenance`` (checkpoints, retention, integrity, backup), ``store.remote`` (Message
-Batches in flight) and ``store.lineage`` (what memory came from: ``wsd memory why``). The SQL
+Batches in flight), ``store.lineage`` (what memory came from: ``wsd memory why``) and
+``store.erasure`` (``wsd forget``: every copy of some words, and erasing them). The SQL
 lives in a module per table family, each verb a function taking a connection, so that verbs
 share a transaction where they must (a batch's actions commit with its ledger row).
 
@@ -30,6 +31,7 @@ from wsd.daemon.store.actions import Actions
 from wsd.daemon.store.archive import Archive
 from wsd.daemon.store.charges import Charges
 from wsd.daemon.store.connections import Connections, Opener
+from wsd.daemon.store.erasure import Erasure
 from wsd.daemon.store.flushes import Flushes
 from wsd.daemon.store.learnings import Learnings
 from wsd.daemon.store.ledger import Ledger
@@ -63,6 +65,7 @@ class Store:
         self.maintenance = Maintenance(self._db)
         self.remote = RemoteBatches(self._db)
         self.lineage = Lineage(self._db)
+        self.erasure = Erasure(self._db)
 
     def session(self) -> AbstractContextManager[None]:
         """One connection per database for everything this thread does inside (see

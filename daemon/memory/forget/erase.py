@@ -1,0 +1,307 @@
+"""``wsd forget WORDS``: what would go (a dry run), and the erasure itself (issue 33).
+
+An erasure reaches every copy the workspace holds: both databases (see
+:mod:`wsd.daemon.store.erasure` for each kind and how no byte is left), the curated md files
+on disk, the spool, and every backup ``wsd backup`` recorded. It runs with the daemon paused
+(the rebuild's pause file: one at a time, and never during a rebuild), so nothing the daemon
+does meanwhile (a batch committing, a person's edit adopted from a file not yet cut, the
+watcher) can write the words back.
+
+Order, so a kill -9 anywhere loses nothing and brings nothing back: the words go to the
+journal first (memory.db ``forget_journal``); then hand edits are adopted (the pause stops
+the daemon from doing it), the spool is recorded into transcript.db, the md files on disk
+are cut, then both databases, then the md files are rewritten from the cut revisions, then
+the backups; last the journal row goes and the marks (keyed hashes) and the counts stay.
+Every step is idempotent: :func:`resume` (run by the next ``wsd forget`` and the daemon)
+runs a journal that is still there from the start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from wsd.daemon.memory import files_md_parts, md_files
+from wsd.daemon.memory.forget.words import BadWords, Forget
+from wsd.daemon.runtime.fsio import atomic_write, read_text
+from wsd.daemon.store import Store
+from wsd.daemon.store.erasure import Found, Kind
+from wsd.schema import spool
+from wsd.schema.layout import CURATED_FILES, Layout
+
+#: A match over more than this share of the learnings needs ``--all-matches``.
+BROAD_SHARE = 0.5
+#: ... once there are at least this many learnings (a new memory of 3 is not "most").
+BROAD_MIN = 10
+#: The kinds a report shows, in order, with the words it uses.
+KIND_NAMES = {
+    "learnings": "learnings",
+    "turns": "turns (the sentence holding the words is cut)",
+    "turns_indexed": "turns in the search index",
+    "md_lines": "md file lines",
+    "revisions": "md revisions holding them",
+    "actions": "pending actions",
+    "events": "raw hook events",
+    "memory_other": "other rows (batch records, card titles)",
+    "remote_batches": "Message Batch records",
+    "remote_requests": "Message Batch requests",
+    "charges": "charge notes",
+    "flush_requests": "flush requests",
+    "prompt_only_turns": "prompt-only turn notes",
+    "sessions": "session folders",
+    "spool": "spooled events",
+    "backups": "backups holding them",
+    "backups_unreachable": "backups that could not be reached (still holding the words)",
+    "workspace_files": "workspace files named with them (left on disk: they are the person's)",
+}
+
+
+class ForgetRefused(ValueError):
+    """A forget that will not run as asked; the message says why and what to do."""
+
+
+@dataclass
+class Report:
+    """What a forget would erase (dry run) or erased: counts and a few samples per kind."""
+
+    words: list[str]
+    erased: bool = False
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    needs_all_matches: bool = False
+    learnings_total: int = 0
+
+    def merge(self, found: Found) -> None:
+        for name, kind in found.kinds.items():
+            mine = self.kinds.setdefault(name, Kind())
+            mine.ids.extend(kind.ids)
+            for sample in kind.samples:
+                if len(mine.samples) < 3:
+                    mine.samples.append(sample)
+
+    def add(self, name: str, item: Any, text: str) -> None:
+        self.kinds.setdefault(name, Kind()).add(item, text)
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(k.ids) for name, k in self.kinds.items() if k.ids}
+
+    def total(self) -> int:
+        """Items that go (learnings, turns, lines, actions): what a person counts."""
+        c = self.counts()
+        return sum(c.get(k, 0) for k in ("learnings", "turns", "md_lines", "actions"))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "erased": self.erased,
+            "counts": self.counts(),
+            # Only a dry run shows what it found: after the erasure, nothing repeats the words.
+            "samples": {}
+            if self.erased
+            else {n: k.samples for n, k in self.kinds.items() if k.samples},
+            "needs_all_matches": self.needs_all_matches,
+        }
+
+
+def plan(store: Store, match: Forget) -> Report:
+    """The dry run: everything the workspace holds of the words; nothing changes."""
+    layout = store.layout
+    report = Report([p.text for p in match.phrases])
+    mem, tra = store.erasure.find(match)
+    report.merge(mem)
+    report.merge(tra)
+    for name, text in md_files.read_curated(layout).items():
+        if text and match.lines_holding(_own_part(name, text)):
+            for i in match.lines_holding(_own_part(name, text)):
+                line = _own_part(name, text).splitlines()[i]
+                key = (name, line.strip())
+                if key not in report.kinds.get("md_lines", Kind()).ids:
+                    report.add("md_lines", key, f"{name}: {line}")
+    for path in _spool_files(layout):
+        with contextlib.suppress(OSError):
+            for n, line in enumerate((read_text(path) or "").splitlines()):
+                if match.maybe_in(line) and match.holds(line):
+                    report.add("spool", (path, n), "a spooled event")
+    for path, _taken in store.erasure.backups():
+        if not _reachable(path):
+            report.add("backups_unreachable", path, path)
+            continue
+        found = _backup_store(path).erasure.find(match)
+        if any(found[0].counts().values()) or any(found[1].counts().values()):
+            report.add("backups", path, path)
+    for path in store.erasure.workspace_paths(match.maybe_in):
+        if match.holds(path.replace("/", " ").replace("-", " ").replace("_", " ")):
+            report.add("workspace_files", path, path)
+    report.learnings_total = store.erasure.learnings_count()
+    hit = len(report.kinds.get("learnings", Kind()).ids)
+    report.needs_all_matches = (
+        report.learnings_total >= BROAD_MIN and hit > BROAD_SHARE * report.learnings_total
+    )
+    return report
+
+
+def forget(
+    store: Store,
+    words: Sequence[str],
+    *,
+    by: str = "cli",
+    all_matches: bool = False,
+    pause: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    say: Callable[[str], None] = lambda _s: None,
+    now: Callable[[], float] = time.time,
+) -> Report:
+    """Erase ``words`` everywhere (see the module); the report of what went.
+
+    Raises :class:`BadWords` or :class:`ForgetRefused` (a broad match without
+    ``all_matches``) before anything is written. ``pause`` holds the daemon off for the
+    erasure (the CLI's; the daemon itself runs without one: it is the one paused)."""
+    match = Forget.of(words)
+    report = plan(store, match)
+    if report.needs_all_matches and not all_matches:
+        raise ForgetRefused(
+            f"{' / '.join(report.words)} matches {report.counts().get('learnings', 0)} of"
+            f" {report.learnings_total} learnings, most of the memory: if that is meant, run"
+            " again with --yes --all-matches"
+        )
+    with pause() if pause is not None else contextlib.nullcontext():
+        for fid, _by, pending in store.erasure.journal_pending():
+            say("finishing an erasure that was interrupted ...")
+            _run(store, Forget.of(pending), fid, now, say)
+        fid = store.erasure.journal_open(report.words, by, now())
+        done = _run(store, match, fid, now, say)
+    done.erased = True
+    return done
+
+
+def resume(store: Store, say: Callable[[str], None] = lambda _s: None) -> int:
+    """Finish every erasure a kill left half done (the caller holds the daemon off); how
+    many."""
+    pending = store.erasure.journal_pending()
+    for fid, _by, words in pending:
+        try:
+            match = Forget.of(words)
+        except BadWords:
+            match = Forget(())
+        _run(store, match, fid, time.time, say)
+    return len(pending)
+
+
+def _run(
+    store: Store, match: Forget, fid: int, now: Callable[[], float], say: Callable[[str], None]
+) -> Report:
+    layout = store.layout
+    report = Report([p.text for p in match.phrases])
+    if not match.phrases:
+        store.erasure.journal_close(fid, [], {}, now())
+        return report
+    # A person's edit not yet adopted: adopted now (the paused daemon cannot), so the
+    # rewrite from revisions below cannot lose it.
+    md_files.adopt_hand_edits(layout, store, now())
+    _record_spool(store)
+    _cut_rejected_spool(layout, match, report)
+    _cut_md_on_disk(layout, match, report)
+    mem, tra = store.erasure.erase(match, say)
+    report.merge(mem)
+    report.merge(tra)
+    md_files.materialise(layout, store.revisions.latest_md())
+    say("md files: rewritten")
+    for path, _taken in store.erasure.backups():
+        if not _reachable(path):
+            report.add("backups_unreachable", path, path)
+            continue
+        try:
+            _erase_backup(path, match)
+        except (OSError, apsw.Error):
+            report.add("backups_unreachable", path, path)
+            continue
+        report.add("backups", path, path)
+    store.erasure.journal_close(fid, match.stem_lists(), report.counts(), now())
+    return report
+
+
+def _own_part(name: str, text: str) -> str:
+    """The part of a curated file the memory owns (files.md: its notes, not the inventory)."""
+    return files_md_parts.notes_of(text) if name == "files.md" else text
+
+
+def _cut_md_on_disk(layout: Layout, match: Forget, report: Report) -> None:
+    for name in CURATED_FILES:
+        path = layout.md(name)
+        text = md_files.read_text(path)
+        if not text:
+            continue
+        if name == "files.md":
+            notes, _inventory = files_md_parts.split(text)
+            hit = match.lines_holding(notes)
+            if hit:
+                kept = [ln for i, ln in enumerate(notes.splitlines()) if i not in set(hit)]
+                files_md_parts.write_notes(path, "\n".join(kept))
+            continue
+        doomed = set(match.lines_holding(text))
+        if doomed:
+            kept = [ln for i, ln in enumerate(text.splitlines()) if i not in doomed]
+            atomic_write(path, "\n".join(kept) + ("\n" if kept else ""))
+
+
+def _spool_files(layout: Layout) -> list[str]:
+    folder = layout.memory_dir
+    rejected = os.path.join(folder, spool.REJECTED_NAME)
+    return [layout.spool, *spool.pending_files(layout.spool), rejected]
+
+
+def _record_spool(store: Store) -> None:
+    """Spooled events recorded into transcript.db (where the erasure cuts them)."""
+    for _ in range(5):
+        if not spool.waiting(store.layout.spool):
+            return
+        for taken in spool.to_ingest(store.layout.spool):
+            spool.ingest_file(taken, lambda e: store.turns.record_event(e, "spool"))
+
+
+def _cut_rejected_spool(layout: Layout, match: Forget, report: Report) -> None:
+    """Lines set aside as unreadable are kept for a person: cut there too."""
+    path = os.path.join(layout.memory_dir, spool.REJECTED_NAME)
+    try:
+        text = read_text(path) or ""
+    except OSError:
+        return
+    lines = text.splitlines()
+    cut = [match.cut_json_text(line) if match.maybe_in(line) else line for line in lines]
+    if cut != lines:
+        for n, (a, b) in enumerate(zip(lines, cut, strict=True)):
+            if a != b:
+                report.add("spool", (path, n), "a spooled event")
+        atomic_write(path, "\n".join(cut) + "\n")
+
+
+def _reachable(path: str) -> bool:
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "memory.db"))
+
+
+def _backup_store(path: str) -> Store:
+    """A backup folder (``wsd backup``'s layout: both databases and the md files in one
+    folder) as a Store."""
+    return Store(_BackupLayout(path))
+
+
+class _BackupLayout(Layout):
+    """A backup folder seen as a workspace's memory folder."""
+
+    @property
+    def memory_dir(self) -> str:
+        return self.root
+
+    @property
+    def os_dir(self) -> str:
+        return self.root
+
+
+def _erase_backup(path: str, match: Forget) -> None:
+    backup = _backup_store(path)
+    backup.migrate()  # a backup taken by an older version: brought to this schema first
+    backup.erasure.erase(match)
+    _cut_md_on_disk(backup.layout, match, Report([]))

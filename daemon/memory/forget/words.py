@@ -1,0 +1,221 @@
+"""What a person asked to forget, found the way the memory index finds words, and cut.
+
+A forget names words: a word or a phrase. They match as the index tokenizes (SQLite's porter
+over unicode61, diacritics removed: :mod:`wsd.schema.stems`): case-insensitively, whole words,
+"school" also matching "schools". A phrase matches its words in order, adjacent.
+
+Finding them in every row of two databases must be fast (issue 33: 100,000 turns and
+100,000 learnings in seconds), and tokenizing a kilobyte costs ~35 us. So a text is first
+searched for each word's *root* (its stem less the two letters porter may have rewritten:
+"happy" stems to "happi", "hoping" to "hope"), letter by letter case- and
+accent-insensitively (~2 us a kilobyte); only a text holding every root is tokenized.
+
+Granularity (issue 33): a learning, an md line or an action holding the words goes whole;
+in a turn the *sentence* holding them is replaced by :data:`MARK`, the rest stays. In JSON
+(a tool call, a raw event) every string (and key) is cut the same way, and the JSON
+re-encoded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from wsd.schema.stems import _tokenizer, stems
+
+#: What stands where a sentence holding forgotten words was.
+MARK = "[forgotten]"
+#: A word this short is refused (it would match too much to be what the person meant).
+MIN_WORD_CHARS = 2
+
+# The end of a sentence: ., ! or ? (or a run of them) then space, or a line break.
+_SENTENCE_END = re.compile(r"[.!?。！？]+[\"')\]]*\s+|\n+")
+
+
+class BadWords(ValueError):
+    """Words that cannot be forgotten as given; the message says why and what to do."""
+
+
+@functools.cache
+def _letter_class(base: str) -> str:
+    """A regex class of every Latin letter whose accent-free form is ``base``."""
+    variants = {base, base.upper()}
+    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
+        char = chr(code)
+        stripped = "".join(
+            c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)
+        )
+        if stripped.lower() == base:
+            variants.add(char)
+    if len(variants) == 1:
+        return re.escape(base)
+    return "[" + "".join(re.escape(v) for v in sorted(variants)) + "]"
+
+
+def _root_pattern(stem: str) -> str:
+    """A regex for the part of ``stem`` every word with that stem shows on its surface."""
+    root = stem[:1] if len(stem) <= 2 else stem[: max(2, len(stem) - 2)]
+    return "".join(_letter_class(c) if c.isascii() and c.isalpha() else re.escape(c) for c in root)
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One forget's words: their stems in order, and the cheap roots every match shows."""
+
+    text: str
+    stems: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, words: str) -> Phrase:
+        """The phrase for ``words``; :class:`BadWords` if it names no word a person could
+        mean (empty, punctuation, one letter)."""
+        text = " ".join(words.split())
+        found = tuple(stems(text))
+        if not found:
+            raise BadWords(f"{words!r} holds no word to forget")
+        if len(found) == 1 and len(found[0]) < MIN_WORD_CHARS:
+            raise BadWords(f"{words!r} is a single letter: name what to forget in words")
+        return cls(text, found)
+
+    @functools.cached_property
+    def _roots(self) -> list[re.Pattern[str]]:
+        return [re.compile(_root_pattern(s), re.IGNORECASE) for s in set(self.stems)]
+
+    def maybe_in(self, text: str) -> bool:
+        """False only if ``text`` cannot hold the phrase (its roots are not all there)."""
+        return all(root.search(text) for root in self._roots)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans ``(start, end)`` of every match of the phrase in ``text``."""
+        if not text or not self.maybe_in(text):
+            return []
+        data = text.encode("utf-8", "surrogatepass")
+        tokens = _tokenizer()(
+            data,
+            apsw.FTS5_TOKENIZE_DOCUMENT,
+            None,
+            include_offsets=True,
+            include_colocated=False,
+        )
+        found = []
+        n = len(self.stems)
+        words = [t[2] for t in tokens]
+        for i in range(len(tokens) - n + 1):
+            if tuple(words[i : i + n]) == self.stems:
+                start = len(data[: tokens[i][0]].decode("utf-8", "surrogatepass"))
+                end = len(data[: tokens[i + n - 1][1]].decode("utf-8", "surrogatepass"))
+                found.append((start, end))
+        return found
+
+    def holds(self, text: object) -> bool:
+        """True if ``text`` (a string, or JSON-shaped data) holds the phrase."""
+        if isinstance(text, str):
+            return bool(self.spans(text))
+        if isinstance(text, dict):
+            return any(self.holds(k) or self.holds(v) for k, v in text.items())
+        if isinstance(text, list):
+            return any(self.holds(v) for v in text)
+        return False
+
+
+@dataclass(frozen=True)
+class Forget:
+    """Every phrase of one forget (``wsd forget`` takes one; a journal may hold several)."""
+
+    phrases: tuple[Phrase, ...]
+
+    @classmethod
+    def of(cls, words: Iterable[str]) -> Forget:
+        return cls(tuple(Phrase.parse(w) for w in words))
+
+    def maybe_in(self, text: str) -> bool:
+        return any(p.maybe_in(text) for p in self.phrases)
+
+    def fts_query(self) -> str:
+        """An FTS5 query matching any of the phrases (the index tokenizes it the same way)."""
+        return " OR ".join('"' + p.text.replace('"', '""') + '"' for p in self.phrases)
+
+    def stem_lists(self) -> list[list[str]]:
+        return [list(p.stems) for p in self.phrases]
+
+    def holds(self, text: object) -> bool:
+        """True if ``text`` holds any of the phrases."""
+        return any(p.holds(text) for p in self.phrases)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return sorted(s for p in self.phrases for s in p.spans(text))
+
+    def cut(self, text: str) -> str:
+        """``text`` with each sentence holding a phrase replaced by :data:`MARK`."""
+        spans = self.spans(text)
+        if not spans:
+            return text
+        bounds = _sentences(text)
+        doomed: list[tuple[int, int]] = []
+        for start, end in spans:
+            first = next(b for b in bounds if b[1] > start)
+            last = next(b for b in bounds if b[1] >= end)
+            doomed.append((first[0], last[1]))
+        out, at = [], 0
+        for start, end in _merge(doomed):
+            out.append(text[at:start])
+            out.append(MARK + _trailing_space(text[start:end]))
+            at = end
+        out.append(text[at:])
+        return "".join(out)
+
+    def cut_json_text(self, raw: str) -> str:
+        """A JSON document with every string (and key) cut; ``raw`` itself cut as text if it
+        is not JSON."""
+        if not self.maybe_in(raw):
+            return raw
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return self.cut(raw)
+        return json.dumps(self.cut_value(value), ensure_ascii=False, separators=(",", ":"))
+
+    def cut_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.cut(value)
+        if isinstance(value, list):
+            return [self.cut_value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.cut(str(k)): self.cut_value(v) for k, v in value.items()}
+        return value
+
+    def lines_holding(self, text: str) -> list[int]:
+        """Indexes of the lines of ``text`` that hold a phrase (an md line goes whole)."""
+        return [i for i, line in enumerate(text.splitlines()) if self.spans(line)]
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """Spans of the sentences of ``text`` (each with the space after it), covering it all."""
+    bounds, at = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        bounds.append((at, m.end()))
+        at = m.end()
+    if at < len(text) or not bounds:
+        bounds.append((at, len(text)))
+    return bounds
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _trailing_space(sentence: str) -> str:
+    return sentence[len(sentence.rstrip()) :]

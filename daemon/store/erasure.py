@@ -1,0 +1,537 @@
+"""The SQL of forgetting (issue 33): find every row holding words, erase them, leave no byte.
+
+What a forget matches is decided outside the store (:class:`Matcher`, implemented by
+:mod:`wsd.daemon.memory.forget.words`); here is where the words can be, in both databases,
+and how each kind goes:
+
+* learnings, pending actions: whole rows (their FTS entries by trigger, their vectors by
+  cascade);
+* md revisions: the lines holding the words go, every revision rewritten (its sha256 too),
+  ``erased`` counting the lines taken out (history shows that an erasure happened, never
+  what);
+* turns (the transcript's observations and raw events, the turn index in memory.db): the
+  sentence holding the words is cut; the index row is re-written through its FTS table (it
+  has no update trigger) and its vector dropped;
+* the rest where text can land (a batch's error and refusals, card titles, Message Batch
+  records and their base files, charge notes, flush reasons): cut.
+
+Bytes: every erasure runs with ``secure_delete`` (freed cells and pages are zeroed), then the
+FTS5 indexes are merged (``optimize``: the old segments, which still held the terms, are
+deleted), the database is vacuumed (pages freed before this erasure, without
+``secure_delete``, may still hold the words) and its WAL checkpointed and truncated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import apsw
+
+from wsd import schema
+from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.records import sha256
+from wsd.schema.stems import stems
+
+#: How many samples of each kind a dry run shows.
+SAMPLES = 3
+SAMPLE_CHARS = 100
+
+
+class Matcher(Protocol):
+    """What to forget, as the store needs it (see :mod:`wsd.daemon.memory.forget.words`)."""
+
+    def maybe_in(self, text: str) -> bool: ...
+    def holds(self, text: object) -> bool: ...
+    def cut(self, text: str) -> str: ...
+    def cut_json_text(self, raw: str) -> str: ...
+    def lines_holding(self, text: str) -> list[int]: ...
+    def fts_query(self) -> str: ...
+
+
+@dataclass
+class Kind:
+    """What one kind of item a forget reaches: the ids, and a few samples to show."""
+
+    ids: list[Any] = field(default_factory=list)
+    samples: list[str] = field(default_factory=list)
+
+    def add(self, item: Any, text: str) -> None:
+        self.ids.append(item)
+        if len(self.samples) < SAMPLES:
+            one = " ".join(text.split())
+            self.samples.append(one if len(one) <= SAMPLE_CHARS else one[: SAMPLE_CHARS - 1] + "…")
+
+
+@dataclass
+class Found:
+    """Everything one database holds of the words (a dry run, and what an erasure erases)."""
+
+    kinds: dict[str, Kind] = field(default_factory=dict)
+
+    def kind(self, name: str) -> Kind:
+        return self.kinds.setdefault(name, Kind())
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(k.ids) for name, k in self.kinds.items() if k.ids}
+
+
+# -- memory.db -----------------------------------------------------------------------------
+
+_MEMORY_TEXT = (
+    # (table, key column, text columns): cut in place.
+    ("batches", "id", ("error", "refused")),
+    ("canvas_cards", "card_id", ("title",)),
+)
+
+
+def find_memory(m: apsw.Connection, match: Matcher) -> Found:
+    """Every row of memory.db holding the words (no write)."""
+    found = Found()
+    learnings = found.kind("learnings")
+    for lid, content in schema.rows(
+        m,
+        "SELECT l.id, l.content FROM learnings_fts f JOIN learnings l ON l.id = f.rowid"
+        " WHERE learnings_fts MATCH ? ORDER BY l.id",
+        (match.fts_query(),),
+    ):
+        if match.holds(content):
+            learnings.add(lid, content)
+    actions = found.kind("actions")
+    for aid, content in schema.rows(m, "SELECT id, content FROM pending_actions ORDER BY id"):
+        if match.holds(content):
+            actions.add(aid, content)
+    lines, revisions = found.kind("md_lines"), found.kind("revisions")
+    seen_lines: set[tuple[str, str]] = set()
+    for rid, name, content in schema.rows(
+        m, "SELECT id, file, content FROM md_revisions ORDER BY id DESC"
+    ):
+        if not match.maybe_in(content):
+            continue
+        hit = match.lines_holding(content)
+        if not hit:
+            continue
+        revisions.add(rid, f"{name} revision {rid}")
+        text_lines = content.splitlines()
+        for i in hit:
+            key = (name, text_lines[i].strip())
+            if key not in seen_lines:
+                seen_lines.add(key)
+                lines.add(key, f"{name}: {text_lines[i]}")
+    turns = found.kind("turns_indexed")
+    for tid, prompt, response, tools in schema.rows(
+        m,
+        "SELECT t.id, t.prompt, t.response, t.tools FROM turns_fts f JOIN turns t"
+        " ON t.id = f.rowid WHERE turns_fts MATCH ? ORDER BY t.id",
+        (match.fts_query(),),
+    ):
+        if match.holds(prompt) or match.holds(response) or match.holds(tools):
+            turns.add(tid, prompt or response or tools)
+    other = found.kind("memory_other")
+    for table, key_column, columns in _MEMORY_TEXT:
+        for row in schema.rows(m, f"SELECT {key_column}, {', '.join(columns)} FROM {table}"):
+            if any(isinstance(v, str) and match.holds(v) for v in row[1:]):
+                other.add((table, row[0]), f"{table} {row[0]}")
+    return found
+
+
+def erase_memory(m: apsw.Connection, match: Matcher) -> Found:
+    """Erase what :func:`find_memory` finds, in one transaction; what was erased."""
+    with schema.write_txn(m):
+        found = find_memory(m, match)
+        ids = found.kind("learnings").ids
+        key = forget_key(m)
+        for lid in ids:
+            # Recorded as retracted (``wsd forget L12`` twice says so), its key a keyed hash:
+            # the retraction never holds the words.
+            m.execute(
+                "INSERT OR IGNORE INTO retractions (learning_id, type, content_key, batch_id,"
+                " created_at, retracted_at, reason) SELECT id, type, ?, batch_id, created_at,"
+                " ?, 'forgotten at the person''s request' FROM learnings WHERE id = ?",
+                ("forgotten:" + mark_digest(key, stems(_content(m, lid))), time.time(), lid),
+            )
+            m.execute(
+                "UPDATE learnings SET superseded_by = NULL, superseded_at = NULL"
+                " WHERE superseded_by = ?",
+                (lid,),
+            )
+            m.execute(
+                "UPDATE pending_actions SET source_learning_id = NULL WHERE source_learning_id = ?",
+                (lid,),
+            )
+            m.execute("DELETE FROM learnings WHERE id = ?", (lid,))
+        for aid in found.kind("actions").ids:
+            m.execute("DELETE FROM pending_actions WHERE id = ?", (aid,))
+        for rid in found.kind("revisions").ids:
+            row = schema.first(m, "SELECT content FROM md_revisions WHERE id = ?", (rid,))
+            kept, taken = _without_lines(str(row[0] if row else ""), match)
+            m.execute(
+                "UPDATE md_revisions SET content = ?, sha256 = ?, erased = erased + ? WHERE id = ?",
+                (kept, sha256(kept), taken, rid),
+            )
+        for tid in found.kind("turns_indexed").ids:
+            old = schema.first(m, "SELECT prompt, response, tools FROM turns WHERE id = ?", (tid,))
+            assert old is not None
+            new = tuple(match.cut(str(v)) for v in old)
+            m.execute(
+                "INSERT INTO turns_fts (turns_fts, rowid, prompt, response, tools)"
+                " VALUES ('delete', ?, ?, ?, ?)",
+                (tid, *old),
+            )
+            m.execute(
+                "UPDATE turns SET prompt = ?, response = ?, tools = ? WHERE id = ?", (*new, tid)
+            )
+            m.execute(
+                "INSERT INTO turns_fts (rowid, prompt, response, tools) VALUES (?, ?, ?, ?)",
+                (tid, *new),
+            )
+            m.execute("DELETE FROM turn_vectors WHERE turn_id = ?", (tid,))
+        for table, key in found.kind("memory_other").ids:
+            columns = next(c for t, _k, c in _MEMORY_TEXT if t == table)
+            _cut_row(m, table, (dict(_MEMORY_TEXT_KEYS)[table], key), columns, match)
+    return found
+
+
+def _content(m: apsw.Connection, learning_id: int) -> str:
+    row = schema.first(m, "SELECT content FROM learnings WHERE id = ?", (learning_id,))
+    return str(row[0]) if row else ""
+
+
+_MEMORY_TEXT_KEYS = [(t, k) for t, k, _c in _MEMORY_TEXT]
+
+
+def _without_lines(content: str, match: Matcher) -> tuple[str, int]:
+    lines = content.splitlines()
+    doomed = set(match.lines_holding(content))
+    kept = [line for i, line in enumerate(lines) if i not in doomed]
+    text = "\n".join(kept)
+    if kept and content.endswith("\n"):
+        text += "\n"
+    return text, len(doomed)
+
+
+def _cut_row(
+    conn: apsw.Connection,
+    table: str,
+    key: tuple[str, Any],
+    columns: Sequence[str],
+    match: Matcher,
+    json_columns: Sequence[str] = (),
+) -> None:
+    row = schema.first(
+        conn, f"SELECT {', '.join(columns)} FROM {table} WHERE {key[0]} = ?", (key[1],)
+    )
+    if row is None:
+        return
+    new = [
+        (match.cut_json_text(v) if c in json_columns else match.cut(v)) if isinstance(v, str) else v
+        for c, v in zip(columns, row, strict=True)
+    ]
+    sets = ", ".join(f"{c} = ?" for c in columns)
+    conn.execute(f"UPDATE {table} SET {sets} WHERE {key[0]} = ?", (*new, key[1]))
+
+
+# -- transcript.db ------------------------------------------------------------------------
+
+#: (table, key column, text columns, of which JSON): every place transcript.db keeps text.
+_TRANSCRIPT_TEXT: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        "observations",
+        "id",
+        ("user_message", "tool_calls_json", "agent_response"),
+        ("tool_calls_json",),
+    ),
+    ("events", "id", ("payload",), ("payload",)),
+    ("remote_batches", "id", ("base_json", "error"), ("base_json",)),
+    ("remote_requests", "rowid", ("detail",), ()),
+    ("charges", "id", ("note",), ()),
+    ("flush_requests", "id", ("reason", "error"), ()),
+    ("prompt_only_turns", "observation_id", ("reason",), ()),
+    ("sessions", "id", ("cwd",), ()),
+)
+
+
+def find_transcript(t: apsw.Connection, match: Matcher) -> Found:
+    """Every row of transcript.db holding the words (no write). A full scan, each text
+    first searched for the words' roots (cheap), only a hit tokenized."""
+    found = Found()
+    for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
+        kind = found.kind("turns" if table == "observations" else table)
+        for row in t.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}"):
+            texts = [v for v in row[1:] if isinstance(v, str) and v and match.maybe_in(v)]
+            if not texts:
+                continue
+            if any(
+                _holds(match, v, c in json_columns)
+                for c, v in zip(columns, row[1:], strict=True)
+                if isinstance(v, str) and v
+            ):
+                kind.add(row[0], texts[0] if table == "observations" else f"{table} {row[0]}")
+    return found
+
+
+def _holds(match: Matcher, text: str, is_json: bool) -> bool:
+    if is_json:
+        try:
+            return match.holds(json.loads(text))
+        except ValueError:
+            pass
+    return match.holds(text)
+
+
+def erase_transcript(t: apsw.Connection, match: Matcher) -> Found:
+    """Cut every sentence holding the words in transcript.db, in one transaction."""
+    with schema.write_txn(t):
+        found = find_transcript(t, match)
+        for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
+            name = "turns" if table == "observations" else table
+            for item in found.kind(name).ids:
+                _cut_row(t, table, (key, item), columns, match, json_columns)
+    return found
+
+
+# -- the bytes -----------------------------------------------------------------------------
+
+
+def scrub(conn: apsw.Connection, fts_tables: Iterable[str]) -> None:
+    """Leave no byte of what was erased: merge the FTS5 indexes (their old segments held the
+    terms), vacuum (pages freed before, without secure_delete, may hold the words), and
+    checkpoint the WAL into the database, truncating it. Run with ``secure_delete`` on."""
+    for table in fts_tables:
+        with schema.write_txn(conn):
+            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+    conn.execute("VACUUM")
+    checkpoint_truncate(conn)
+
+
+def checkpoint_truncate(conn: apsw.Connection, seconds: float = 10.0) -> None:
+    """Checkpoint the whole WAL and truncate it to zero bytes; a reader holding an old
+    snapshot (a hook, the daemon) is waited for, up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone() or (1, 0, 0)
+        if not busy:
+            return
+        if time.monotonic() > deadline:
+            raise apsw.BusyError("the WAL could not be truncated: a reader held it")
+        time.sleep(0.05)
+
+
+def secure(conn: apsw.Connection) -> None:
+    """Zero what this connection deletes (cells and pages)."""
+    conn.execute("PRAGMA secure_delete = ON")
+
+
+# -- the log, the journal and the marks ------------------------------------------------------
+
+
+def forget_key(m: apsw.Connection) -> bytes:
+    row = schema.first(m, "SELECT value FROM meta WHERE key = 'forget_key'")
+    return bytes.fromhex(str(row[0])) if row else b""
+
+
+def mark_digest(key: bytes, words: Sequence[str]) -> str:
+    """The keyed hash that recognises a phrase (its stems, in order) without holding it."""
+    return hmac.new(key, " ".join(words).encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def journal_open(m: apsw.Connection, phrases: Sequence[str], by: str, now: float) -> int:
+    """Record an erasure about to run (its words in the journal until it is done); its id."""
+    with schema.write_txn(m):
+        m.execute("INSERT INTO forgets (started_at, by) VALUES (?, ?)", (now, by))
+        fid = int(m.last_insert_rowid())
+        m.execute(
+            "INSERT INTO forget_journal (forget_id, words_json) VALUES (?, ?)",
+            (fid, json.dumps(list(phrases), ensure_ascii=False)),
+        )
+    return fid
+
+
+def journal_pending(m: apsw.Connection) -> list[tuple[int, str, list[str]]]:
+    """Erasures begun and not finished (a forget killed midway): (id, by, words)."""
+    return [
+        (int(fid), str(by), [str(w) for w in json.loads(words)])
+        for fid, by, words in schema.rows(
+            m,
+            "SELECT j.forget_id, f.by, j.words_json FROM forget_journal j"
+            " JOIN forgets f ON f.id = j.forget_id ORDER BY j.forget_id",
+        )
+    ]
+
+
+def journal_close(
+    m: apsw.Connection,
+    fid: int,
+    phrases: Sequence[Sequence[str]],
+    counts: dict[str, Any],
+    now: float,
+) -> None:
+    """The erasure is done: its marks kept, its words gone from the journal, its counts
+    logged."""
+    key = forget_key(m)
+    with schema.write_txn(m):
+        for words in phrases:
+            m.execute(
+                "INSERT OR IGNORE INTO forget_marks (digest, words) VALUES (?, ?)",
+                (mark_digest(key, words), len(words)),
+            )
+        m.execute("DELETE FROM forget_journal WHERE forget_id = ?", (fid,))
+        m.execute(
+            "UPDATE forgets SET finished_at = ?, counts_json = ? WHERE id = ?",
+            (now, json.dumps(counts, sort_keys=True), fid),
+        )
+
+
+def marks(m: apsw.Connection) -> tuple[bytes, dict[int, set[str]]]:
+    """The key and the marks of every forgotten phrase, by its number of words."""
+    by_len: dict[int, set[str]] = {}
+    for digest, n in schema.rows(m, "SELECT digest, words FROM forget_marks"):
+        by_len.setdefault(int(n), set()).add(str(digest))
+    return forget_key(m), by_len
+
+
+def marked(key: bytes, by_len: dict[int, set[str]], text: str) -> bool:
+    """True if ``text`` holds a forgotten phrase (its stems hashed, compared with the marks)."""
+    if not by_len or not text:
+        return False
+    words = stems(text)
+    for n, digests in by_len.items():
+        for i in range(len(words) - n + 1):
+            if mark_digest(key, words[i : i + n]) in digests:
+                return True
+    return False
+
+
+class Marks:
+    """The forgotten phrases as keyed hashes: what recognises them in new text (a curator
+    reply, a Message Batch result that arrives after the forget) without holding them."""
+
+    def __init__(self, key: bytes, by_len: dict[int, set[str]]) -> None:
+        self.key, self.by_len = key, by_len
+
+    @classmethod
+    def load(cls, m: apsw.Connection) -> Marks:
+        return cls(*marks(m))
+
+    def __bool__(self) -> bool:
+        return bool(self.by_len)
+
+    def holds(self, text: str) -> bool:
+        return marked(self.key, self.by_len, text)
+
+    def without_lines(self, content: str) -> tuple[str, int]:
+        """``content`` without the lines holding a forgotten phrase; how many went."""
+        lines = content.splitlines()
+        kept = [line for line in lines if not self.holds(line)]
+        if len(kept) == len(lines):
+            return content, 0
+        text = "\n".join(kept) + ("\n" if kept and content.endswith("\n") else "")
+        return text, len(lines) - len(kept)
+
+
+def last_forget(m: apsw.Connection) -> dict[str, Any] | None:
+    """The last erasure finished: when, by whom, how much (never what)."""
+    row = schema.first(
+        m,
+        "SELECT id, started_at, finished_at, by, counts_json FROM forgets"
+        " WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1",
+    )
+    if row is None:
+        return None
+    fid, started, finished, by, counts = row
+    return {
+        "id": fid,
+        "started_at": started,
+        "finished_at": finished,
+        "by": by,
+        "counts": json.loads(counts),
+    }
+
+
+def record_backup(m: apsw.Connection, path: str, now: float) -> None:
+    with schema.write_txn(m):
+        m.execute(
+            "INSERT INTO backups (path, taken_at) VALUES (?, ?)"
+            " ON CONFLICT (path) DO UPDATE SET taken_at = excluded.taken_at",
+            (path, now),
+        )
+
+
+def backups(m: apsw.Connection) -> list[tuple[str, float]]:
+    return [(str(p), float(t)) for p, t in schema.rows(m, "SELECT path, taken_at FROM backups")]
+
+
+class Erasure:
+    """``store.erasure``: the verbs of forgetting over one workspace's databases."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def find(self, match: Matcher) -> tuple[Found, Found]:
+        """(memory.db, transcript.db) rows holding the words; nothing written."""
+        with self._db.memory(readonly=True) as m:
+            mem = find_memory(m, match)
+        with self._db.transcript(readonly=True) as t:
+            return mem, find_transcript(t, match)
+
+    def erase(
+        self, match: Matcher, say: Callable[[str], None] = lambda _s: None
+    ) -> tuple[Found, Found]:
+        """Erase the words from both databases and leave no byte of them (see module)."""
+        with self._db.transcript() as t:
+            secure(t)
+            tra = erase_transcript(t, match)
+            say("transcript.db: erased")
+            scrub(t, ())
+        with self._db.memory() as m:
+            secure(m)
+            mem = erase_memory(m, match)
+            say("memory.db: erased")
+            scrub(m, ("learnings_fts", "turns_fts"))
+        return mem, tra
+
+    def journal_open(self, phrases: Sequence[str], by: str, now: float) -> int:
+        with self._db.memory() as m:
+            return journal_open(m, phrases, by, now)
+
+    def journal_pending(self) -> list[tuple[int, str, list[str]]]:
+        with self._db.memory(readonly=True) as m:
+            return journal_pending(m)
+
+    def journal_close(
+        self, fid: int, phrases: Sequence[Sequence[str]], counts: dict[str, Any], now: float
+    ) -> None:
+        with self._db.memory() as m:
+            secure(m)
+            journal_close(m, fid, phrases, counts, now)
+            checkpoint_truncate(m)
+
+    def marks(self) -> tuple[bytes, dict[int, set[str]]]:
+        with self._db.memory(readonly=True) as m:
+            return marks(m)
+
+    def last_forget(self) -> dict[str, Any] | None:
+        with self._db.memory(readonly=True) as m:
+            return last_forget(m)
+
+    def record_backup(self, path: str, now: float) -> None:
+        with self._db.memory() as m:
+            record_backup(m, path, now)
+
+    def backups(self) -> list[tuple[str, float]]:
+        with self._db.memory(readonly=True) as m:
+            return backups(m)
+
+    def learnings_count(self) -> int:
+        with self._db.memory(readonly=True) as m:
+            return int(schema.first(m, "SELECT count(*) FROM learnings")[0])  # type: ignore[index]
+
+    def workspace_paths(self, maybe: Callable[[str], bool]) -> list[str]:
+        """Indexed workspace paths that may hold the words (their names)."""
+        with self._db.memory(readonly=True) as m:
+            return [str(p) for (p,) in m.execute("SELECT path FROM workspace_files") if maybe(p)]

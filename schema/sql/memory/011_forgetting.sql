@@ -1,0 +1,39 @@
+-- Issue 33: forgetting that is complete.
+--
+-- forgets: the log of erasures: when, who asked (cli, conversation, retention), how much of
+-- each kind went. Never the words.
+CREATE TABLE forgets (
+    id          INTEGER PRIMARY KEY,
+    started_at  REAL NOT NULL,
+    finished_at REAL,
+    by          TEXT NOT NULL CHECK (by IN ('cli', 'conversation', 'retention')),
+    counts_json TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+
+-- The journal of an erasure in progress: its words, until it is done (then the row goes,
+-- zeroed: secure_delete). A forget killed midway leaves its row; the next forget (or the
+-- daemon) finishes it.
+CREATE TABLE forget_journal (
+    forget_id  INTEGER PRIMARY KEY REFERENCES forgets (id),
+    words_json TEXT NOT NULL
+) STRICT;
+
+-- What must recognise forgotten words later (a Message Batch result that arrives after the
+-- forget, a curator reply): a keyed hash of each phrase's stems, never the text. The key is
+-- meta 'forget_key'.
+CREATE TABLE forget_marks (
+    digest TEXT PRIMARY KEY,
+    words  INTEGER NOT NULL CHECK (words > 0)
+) STRICT, WITHOUT ROWID;
+
+INSERT OR IGNORE INTO meta (key, value) VALUES ('forget_key', lower(hex(randomblob(32))));
+
+-- Every backup `wsd backup` took, recorded when taken: a forget erases there too, or names
+-- the backup as still holding the words.
+CREATE TABLE backups (
+    path     TEXT PRIMARY KEY,
+    taken_at REAL NOT NULL
+) STRICT;
+
+-- How many lines an erasure took out of a revision (history says that it happened there).
+ALTER TABLE md_revisions ADD COLUMN erased INTEGER NOT NULL DEFAULT 0;
