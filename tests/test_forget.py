@@ -6,15 +6,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import time
 from pathlib import Path
 
+import apsw
 import pytest
 
 from tests.conftest import (
+    daemon_env,
     drain,
     make_worker,
     query,
+    running_daemon,
     scalar,
+    venv_script,
+    wait_for,
     write_turns,
     wsd,
 )
@@ -148,3 +156,87 @@ def test_forget_yes_leaves_no_byte_of_the_words(
     assert status["last_forget"]["counts"]["turns"] == 2
     assert SECRET.lower() not in json.dumps(status).lower()
     assert SECRET not in result.stderr + result.stdout
+
+
+def test_forget_beside_a_running_daemon_then_rebuild_and_restore(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """With ``wsd run`` curating: the forget pauses the daemon, erases, and the daemon goes
+    on curating after; no byte under .os/ (the daemon's log too) holds the words; then
+    ``wsd rebuild`` and ``wsd memory restore`` of every older revision cannot bring them
+    back."""
+    env = daemon_env(layout, standin, WSD_BATCH_TURNS="1")
+    log = tmp_path / "wsd.log"
+    with running_daemon(env, log):
+        for i, prompt in enumerate(PROMPTS):
+            write_turns(layout, 1, start=i, prompt=prompt)
+        assert wait_for(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 5)
+        revisions = [r for (r,) in query(layout.memory_db, "SELECT id FROM md_revisions")]
+        result = wsd(env, "forget", SECRET, "--yes")
+        assert "daemon paused" in result.stderr and "erased:" in result.stdout
+        assert words_anywhere(layout.os_dir, SECRET) == []
+        for rev in revisions:
+            wsd(env, "memory", "restore", "user.md", str(rev), check=False)
+        assert words_anywhere(layout.os_dir, SECRET) == []
+        write_turns(layout, 1, start=9, prompt="I prefer dark mode")
+        assert wait_for(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 6)
+        assert words_anywhere(layout.os_dir, SECRET) == []
+    assert words_anywhere(tmp_path, SECRET) == []  # the daemon's log too
+    assert "dark mode" in Path(layout.md("user.md")).read_text()
+    wsd(env, "rebuild")
+    assert words_anywhere(layout.os_dir, SECRET) == []
+    assert scalar(layout.memory_db, "SELECT count(*) FROM learnings") > 0
+
+
+def _many_turns(layout: Layout, n: int) -> None:
+    """``n`` turns, every tenth holding SECRET, the rest another sentence."""
+    for i in range(0, n, 10):
+        write_turns(layout, 1, start=i, prompt=f"Turn {i}: my daughter goes to {SECRET}.")
+        write_turns(layout, 9, start=i + 1, prompt="Turn {i}: I prefer tabs over spaces.")
+
+
+def _journal(layout: Layout) -> int:
+    try:
+        return int(scalar(layout.memory_db, "SELECT count(*) FROM forget_journal"))
+    except apsw.BusyError:
+        return 0
+
+
+def test_a_forget_killed_midway_is_finished_by_the_next_forget_and_by_the_daemon(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """kill -9 at points across an erasure: the journal says it is unfinished (doctor says
+    so), and the next ``wsd forget`` (of other words), or the daemon's next pass, finishes
+    it: no byte of the words is left."""
+    _many_turns(layout, 1500)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    started = time.monotonic()
+    wsd(env, "forget", "nothing-like-this", "--yes")
+    took = time.monotonic() - started
+    interrupted = 0
+    for share in (0.0, 0.02, 0.05, 0.1):
+        proc = subprocess.Popen(
+            [venv_script("wsd"), "forget", SECRET, "--yes"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        # Killed once the erasure has begun (its journal written), at points across it.
+        assert wait_for(lambda p=proc: _journal(layout) > 0 or p.poll() is not None, every=0.002)
+        time.sleep(took * share)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if _journal(layout):
+            interrupted += 1
+            doctor = wsd(env, "doctor", check=False).stdout
+            assert "forget" in doctor and "unfinished" in doctor
+            if interrupted % 2:
+                wsd(env, "forget", "tabs-not-here", "--yes")
+            else:
+                worker = make_worker(layout, standin)
+                worker.run_once()
+                worker.status.update(state="stopped", force=True)
+            assert query(layout.memory_db, "SELECT count(*) FROM forget_journal")[0][0] == 0
+            assert words_anywhere(layout.os_dir, SECRET) == []
+        write_turns(layout, 1, start=5000 + interrupted, prompt=f"Again: {SECRET} it is.")
+    assert interrupted >= 2  # both ways of finishing were seen

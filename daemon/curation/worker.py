@@ -26,6 +26,7 @@ from wsd.daemon.curation.intake import SpoolIntake
 from wsd.daemon.curation.passes import STATE_AFTER, PassResult, Step
 from wsd.daemon.curation.pipeline import Batch, NoBatch, Pipeline
 from wsd.daemon.curation.reporting import Failures
+from wsd.daemon.memory.forget import erase as forgetting
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
@@ -171,6 +172,11 @@ class Worker:
     def _pass(self, now: float | None) -> PassResult:
         if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
             return PassResult(Step.PAUSED)
+        if self.store.erasure.journal_pending():
+            # A forget killed midway (issue 33): finished before anything else is curated,
+            # so nothing this pass does can see (or keep) the words it was erasing.
+            finished = forgetting.resume(self.store)
+            self.log.info("forget_finished", erasures=finished)
         now = self.clock() if now is None else now
         self._detect_wake(now)
         self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be

@@ -511,6 +511,11 @@ class Erasure:
             journal_close(m, fid, phrases, counts, now)
             checkpoint_truncate(m)
 
+    def started_at(self, forget_id: int) -> float | None:
+        with self._db.memory(readonly=True) as m:
+            row = schema.first(m, "SELECT started_at FROM forgets WHERE id = ?", (forget_id,))
+        return None if row is None else float(row[0])
+
     def marks(self) -> tuple[bytes, dict[int, set[str]]]:
         with self._db.memory(readonly=True) as m:
             return marks(m)

@@ -55,6 +55,7 @@ CHECKS: tuple[Check, ...] = (
     Check("spool damage", spool.damage),
     Check("spool refused", spool.refused),
     Check("md writes", memory_files.md_failures),
+    Check("forget", memory_files.forgets, needs_databases=True),
     Check("instances", daemon.instances),
     Check("rebuild", daemon.rebuild_leftovers),
     Check("settings", program.settings),

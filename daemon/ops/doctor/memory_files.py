@@ -165,3 +165,22 @@ def md_failures(doctor: Reporter) -> None:
             f"the daemon cannot write {why}; the boot context serves the old files until"
             " it can (it retries every pass)",
         )
+
+
+def forgets(doctor: Reporter) -> None:
+    """An erasure killed midway (issue 33): its words are still in the journal and maybe in
+    copies it had not reached. Finished by the daemon's next pass, or the next forget."""
+    from wsd.daemon.runtime.dates import iso_time
+
+    pending = doctor.store.erasure.journal_pending()
+    if not pending:
+        return
+    with_words = [fid for fid, _by, _words in pending]
+    started = doctor.store.erasure.started_at(with_words[0])
+    doctor.add(
+        "fail",
+        "forget",
+        f"{len(pending)} erasure(s) unfinished (the first started {iso_time(started)}): the"
+        " words may still be in copies it had not reached; the daemon finishes it on its next"
+        " pass, or run any `wsd forget ... --yes`",
+    )
