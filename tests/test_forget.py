@@ -26,8 +26,10 @@ from tests.conftest import (
     write_turns,
     wsd,
 )
+from wsd.daemon.memory.forget.erase import forget
 from wsd.daemon.memory.forget.words import MARK, BadWords, Forget
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
 SECRET = "Lincoln Elementary"
@@ -240,3 +242,35 @@ def test_a_forget_killed_midway_is_finished_by_the_next_forget_and_by_the_daemon
             assert words_anywhere(layout.os_dir, SECRET) == []
         write_turns(layout, 1, start=5000 + interrupted, prompt=f"Again: {SECRET} it is.")
     assert interrupted >= 2  # both ways of finishing were seen
+
+
+def test_a_message_batch_out_at_the_bridge_is_filtered_and_deleted_there(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Words forgotten while a Message Batch holding them is out at the Bridge: its result
+    is applied without them (the ledger says so), then its results are deleted at the
+    Bridge; no byte under .os/ holds them."""
+    from tests.test_economy import economy, run_until
+
+    standin.batches.delay = 3600
+    worker = economy(layout, standin, batch_turns=2)
+    write_turns(layout, 1, start=0, prompt=f"I prefer the {SECRET} newsletter as a PDF.")
+    write_turns(layout, 1, start=1, prompt=PROMPTS[1])
+    drain(worker)
+    [remote_id] = [
+        r for (r,) in query(layout.transcript_db, "SELECT remote_id FROM remote_batches")
+    ]
+    report = forget(Store(layout), [SECRET])
+    assert report.counts()["at_bridge"] == 1
+    standin.batches.end_all()
+    standin.batches.delay = 0
+    run_until(worker, lambda: bool(_deletes(standin)))
+    assert _deletes(standin) == [f"/v1/messages/batches/{remote_id}"]
+    refused = scalar(layout.memory_db, "SELECT refused FROM batches")
+    assert "asked to forget" in refused
+    assert scalar(layout.memory_db, "SELECT count(*) FROM learnings") > 0
+    assert words_anywhere(layout.os_dir, SECRET) == []
+
+
+def _deletes(standin: BridgeStandin) -> list[str]:
+    return [r.path for r in standin.requests if r.method == "DELETE"]

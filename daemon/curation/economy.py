@@ -74,6 +74,10 @@ class Submitted:
     fallback: str | None = None
 
 
+#: Seconds before a Bridge that failed to delete a batch's results is asked again.
+PURGE_RETRY_SECONDS = 300.0
+
+
 class Economy:
     """Submits, polls and applies Message Batches (see the module docstring)."""
 
@@ -104,6 +108,7 @@ class Economy:
         )
         self._warned: set[str] = set()  # remote ids whose foreign results_url was logged
         self._forced_at = float("-inf")  # the last forced poll (see poll)
+        self._purge_due = 0.0  # a Bridge that refused a delete is asked again after a while
 
     # -- the lane's state ------------------------------------------------------------------
 
@@ -242,7 +247,32 @@ class Economy:
             if not force and wait is not None and 0 < wait <= self._wait(10**6):
                 continue
             settled += self._poll_one(batch, identity, now, on_commit)
+        self.purge(now)
         return settled
+
+    def purge(self, now: float) -> int:
+        """Delete at the Bridge the results of settled batches whose requests held words the
+        person asked to forget (issue 33); how many went. A Bridge that fails the delete is
+        asked again :data:`PURGE_RETRY_SECONDS` later; one that no longer has the batch is
+        done with it."""
+        if now < self._purge_due:
+            return 0
+        done = 0
+        for rid, remote_id in self.store.remote.to_purge():
+            try:
+                self.client.delete(remote_id)
+            except Shutdown:
+                raise
+            except Gone:
+                pass
+            except Exception as exc:
+                self._purge_due = now + PURGE_RETRY_SECONDS
+                self._log_once("economy_delete_failed", remote_id, error=problem(exc))
+                continue
+            self.store.remote.purged(rid)
+            self.log.info("economy_results_deleted", remote_id=remote_id)
+            done += 1
+        return done
 
     def _wait(self, polls: int) -> float:
         """Seconds before the next look at a batch polled ``polls`` times."""

@@ -168,6 +168,18 @@ class MessageBatchesClient:
 
         return self.bridge.in_thread(read, "wsd-batch-results")
 
+    def delete(self, remote_id: str) -> None:
+        """Delete an ended batch and its results at the Bridge (issue 33: its requests held
+        words the person asked to forget). Raises Gone if the Bridge no longer has it."""
+        try:
+            self.bridge.in_thread(
+                lambda c: c.messages.batches.delete(_safe(remote_id)), "wsd-batch-delete"
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:
+                raise Gone(f"no batch {remote_id}") from exc
+            raise
+
     def foreign_results_url(self, state: RemoteState) -> str | None:
         """The batch's ``results_url`` when it points off the Bridge (never fetched)."""
         url = state.results_url

@@ -292,6 +292,18 @@ def erase_transcript(t: apsw.Connection, match: Matcher) -> Found:
             name = "turns" if table == "observations" else table
             for item in found.kind(name).ids:
                 _cut_row(t, table, (key, item), columns, match, json_columns)
+        # A Message Batch whose requests held the words (its turns, or the files it was
+        # built on): its results are deleted at the Bridge once it is settled and applied.
+        t.execute(
+            "UPDATE remote_batches SET purge = 1 WHERE purge = 0 AND (id IN"
+            " (SELECT value FROM json_each(?)) OR id IN (SELECT r.remote_batch_id FROM"
+            " remote_requests r, json_each(r.turn_ids) j WHERE j.value IN"
+            " (SELECT value FROM json_each(?))))",
+            (json.dumps(found.kind("remote_batches").ids), json.dumps(found.kind("turns").ids)),
+        )
+        at_bridge = found.kind("at_bridge")
+        for (rid,) in schema.rows(t, "SELECT id FROM remote_batches WHERE purge = 1"):
+            at_bridge.add(rid, f"Message Batch {rid}")
     return found
 
 

@@ -215,6 +215,23 @@ def settle_request(
         )
 
 
+def to_purge(t: apsw.Connection) -> list[tuple[int, str]]:
+    """Settled batches whose results must be deleted at the Bridge: (id, remote id)."""
+    return [
+        (int(i), str(r))
+        for i, r in schema.rows(
+            t,
+            "SELECT id, remote_id FROM remote_batches WHERE purge = 1 AND status = 'settled'"
+            " AND remote_id IS NOT NULL ORDER BY id",
+        )
+    ]
+
+
+def purged(t: apsw.Connection, rid: int) -> None:
+    with schema.write_txn(t):
+        t.execute("UPDATE remote_batches SET purge = 2 WHERE id = ?", (rid,))
+
+
 def prompt_only_pending(t: apsw.Connection) -> bool:
     """Whether a turn not curated yet was handed back to the prompt lane."""
     row = schema.first(
@@ -229,13 +246,15 @@ def prune(t: apsw.Connection, before: float) -> int:
     """Delete settled batches that settled before ``before`` and prompt-lane marks of
     curated turns; how many batches went."""
     with schema.write_txn(t):
+        # One whose results must still be deleted at the Bridge is kept until they are.
         t.execute(
-            "DELETE FROM remote_requests WHERE remote_batch_id IN"
-            " (SELECT id FROM remote_batches WHERE status = 'settled' AND settled_at < ?)",
+            "DELETE FROM remote_requests WHERE remote_batch_id IN (SELECT id FROM"
+            " remote_batches WHERE status = 'settled' AND settled_at < ? AND purge != 1)",
             (before,),
         )
         t.execute(
-            "DELETE FROM remote_batches WHERE status = 'settled' AND settled_at < ?", (before,)
+            "DELETE FROM remote_batches WHERE status = 'settled' AND settled_at < ? AND purge != 1",
+            (before,),
         )
         gone = t.changes()
         t.execute(
@@ -346,6 +365,15 @@ class RemoteBatches:
     def prompt_only_pending(self) -> bool:
         with self._db.transcript(readonly=True) as t:
             return prompt_only_pending(t)
+
+    def to_purge(self) -> list[tuple[int, str]]:
+        """Settled batches whose results must be deleted at the Bridge (issue 33)."""
+        with self._db.transcript(readonly=True) as t:
+            return to_purge(t)
+
+    def purged(self, rid: int) -> None:
+        with self._db.transcript() as t:
+            purged(t, rid)
 
     def prune(self, before: float) -> int:
         with self._db.transcript() as t:

@@ -50,6 +50,7 @@ KIND_NAMES = {
     "events": "raw hook events",
     "memory_other": "other rows (batch records, card titles)",
     "remote_batches": "Message Batch records",
+    "at_bridge": "Message Batches whose results the Bridge holds (deleted there once applied)",
     "remote_requests": "Message Batch requests",
     "charges": "charge notes",
     "flush_requests": "flush requests",
