@@ -74,7 +74,7 @@ EXTRA: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
     ("azure_sas_signature", ("sig=",), 1, 3.0, r"[?&;]sig=([A-Za-z0-9%+/=_-]{16,512})", ""),
     ("jwt", (".ey",), 1, 3.0,  # gitleaks' jwt: the first segment need not start "eyJ"
      r"\b(ey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/_-]{17,}\.(?:[a-zA-Z0-9/_-]{10,}={0,2})?)"
-     r"(?:[`'\"\s;]|\\[nr]|$)", ""),
+     r"(?![A-Za-z0-9_+=(\[-]|[.:][A-Za-z0-9_:]|<[^/])", ""),  # gitleaks.TOKEN_END
     ("slack_webhook", ("hooks.slack.com",), 1, 0.0,
      r"(?<![\w.-])(hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,300})", ""),
     ("cookie", ("cookie",), 1, 0.0, r"(?i:\b(?:set-)?cookie)[ \t]*:[ \t]*([^\r\n]{1,4096})",

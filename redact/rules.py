@@ -9,7 +9,7 @@ its first use: a hook process whose text holds no anchor never imports ``re``.
 from __future__ import annotations
 
 from wsd.redact.forms import EXTRA, FORMS, MORE_NAMED, NET_REGEX, NET_WORDS, STARTS
-from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex
+from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex, token_end
 from wsd.redact.shape import (
     classes,
     entropy,
@@ -59,7 +59,10 @@ def rules() -> tuple[tuple[str, int, float, str, str], ...]:
             for rid, _kw, ent, ident, secret, case in _ALL_NAMED
         )
         _rules = (
-            *((rid.replace("-", "_"), group, ent, rx, "") for rid, _a, group, ent, rx in GITLEAKS),
+            *(
+                (rid.replace("-", "_"), group, ent, token_end(rx), "")
+                for rid, _a, group, ent, rx in GITLEAKS
+            ),
             *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in EXTRA),
             *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in FORMS),
             *named,
