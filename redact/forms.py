@@ -226,12 +226,18 @@ NET_WORDS = (
     "dsn",
 )
 NET_LENIENT = ("pass", "pwd", "secret", "cookie")
+#: gitleaks' generic-api-key finds these too (issue 33: its own true examples, stored verbatim
+#: here): a type between the name and ``=`` (``var apiToken string = "…"``), PHP's ``.=`` and
+#: ``??=``, ``+=``, a call's ``("API_TOKEN", "…")`` (a comma, before a quoted value only: not
+#: a list of words in prose) and an XML element ``<apiToken>…</apiToken>`` (``>``, the value
+#: maybe on the next line, ended by ``<``).
 NET_REGEX = (
     r"(?i:"
     + "|".join(NET_WORDS)
-    + r")[\w.-]{0,20}[\"'`]?[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?=)[ \t]{0,5}"
+    + r")[\w.-]{0,20}[\"'`]?(?:[ \t]{1,3}[A-Za-z]\w{0,15}(?=[ \t]{0,3}=[^=>]))?[ \t]{0,3}"
+    r"(?:=|:{1,3}=|:|=>|\?{1,2}=|[.+]=|,(?=[ \t]{0,5}[\"'`])|>\s{0,12})[ \t]{0,5}"
     r"(?:(?P<q>[\"'`])|(?=[\w/+~.=-]))"
     r"(?P<v>(?(q)[^\"'`\\\n]{4,150}|[\w.=+/~%@!#^*-]{4,150}))"
-    r"(?(q)(?P=q)|(?=[\s;,&)\]}\"'`]|\\[nr]|$))"
+    r"(?(q)(?P=q)|(?=[\s;,&)\]}\"'`<]|\\[nr]|$))"
 )
 NET_ENTROPY = 3.5

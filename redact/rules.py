@@ -17,6 +17,7 @@ from wsd.redact.shape import (
     lenient_name,
     name_before,
     plausible_secret,
+    quoted_literal,
 )
 
 TYPE_CHECKING = False
@@ -106,7 +107,7 @@ def _rx(i: int) -> re.Pattern[str]:
 def _triggered(text: str, low: str) -> list[int]:
     hits = {i for a, rules in _EXACT.items() if a in text for i in rules}
     hits.update(i for a, rules in _LOWER.items() if a in low for i in rules)
-    if ("=" in text or ":" in text) and any(w in low for w in NET_WORDS):
+    if any(c in text for c in "=:,>") and any(w in low for w in NET_WORDS):  # its operators
         hits.add(-1)
     return sorted(hits, key=lambda i: (i < 0, i))  # the entropy net last: named rules win ties
 
@@ -161,7 +162,7 @@ def _spans(i: int, m: re.Match[str], inner: Redactor | None) -> list[tuple[int, 
     start, end = m.span(group)
     secret = m.group(group) or ""
     if check == "lenient":
-        ok = plausible_secret(secret.strip("'\""), "password")
+        ok = plausible_secret(secret.strip("'\""), "password") or quoted_literal(secret)
         kind = (ok and kind_of(secret)) or kind  # `docker login -p dckr_pat_…`: the token's kind
     else:
         ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")
