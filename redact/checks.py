@@ -79,6 +79,8 @@ def _userpass(kind: str, group: int, m: re.Match[str]) -> list[Span]:
     cut = whole.find(":")
     password = whole[cut + 1 :]
     stripped = password.strip("'\"")
+    if "[REDACTED:" in whole:
+        return []  # redacted already (the user, or the password)
     if cut >= 0 and not stripped.strip("'\""):
         # ``-u "sk_…:"``: a key given as the user with no password (gitleaks' example, issue
         # 33: Stripe, Mailgun and others document this); the user is the secret when generated.

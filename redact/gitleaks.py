@@ -56,8 +56,11 @@ GITLEAKS: tuple[tuple[str, tuple[str, ...], int, float, str], ...] = (
      '\\b((?:sc|ext|scauth|authress)_(?i:[a-z0-9]{5,30}\\.[a-z0-9]{4,6}\\.(?-i:acc)[_-][a-z0-9-]{10,32}\\.[a-z0-9+/_=-]{30,120}))(?:[\\x60\'"\\s;]|\\\\[nr]|$)'),
     ('aws-amazon-bedrock-api-key-long-lived', ('ABSK',), 0, 3.0,
      '\\b(ABSK[A-Za-z0-9+/]{109,269}={0,2})(?:[\\x60\'"\\s;]|\\\\[nr]|$)'),
+    # Not gitleaks' regex alone (issue 33): it matches the fixed start, base64 of
+    # "bedrock.amazonaws.com", the same in every key; the presigned URL after it, whose
+    # credential and signature are the secret, was left verbatim. Here the base64 goes too.
     ('aws-amazon-bedrock-api-key-short-lived', ('bedrock-api-key-',), 0, 3.0,
-     'bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t'),
+     'bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/]{0,6000}={0,2}'),
     # Not gitleaks' own ends (issue 33): its lists of what may stand before and after the
     # secret left it verbatim in brackets, braces, a sentence or a query string. Here: no
     # character of the secret's own on either side (a full stop only when a word follows).

@@ -163,6 +163,9 @@ def _spans(i: int, m: re.Match[str], inner: Redactor | None) -> list[tuple[int, 
     secret = m.group(group) or ""
     if check == "lenient":
         ok = plausible_secret(secret.strip("'\""), "password") or quoted_literal(secret)
+        ok = ok and "[REDACTED:" not in m.group(0)  # ``-u "[REDACTED:…]:"``: done already
+        if len(secret) > 2 and secret[0] in "'\"" and secret[-1] == secret[0]:
+            start, end = start + 1, end - 1  # the quotes stay: ``= "[REDACTED:…]"``
         kind = (ok and kind_of(secret)) or kind  # `docker login -p dckr_pat_…`: the token's kind
     else:
         ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")
