@@ -79,6 +79,21 @@ def _userpass(kind: str, group: int, m: re.Match[str]) -> list[Span]:
     cut = whole.find(":")
     password = whole[cut + 1 :]
     stripped = password.strip("'\"")
+    if "[REDACTED:" in whole:
+        return []  # redacted already (the user, or the password)
+    if cut >= 0 and not stripped.strip("'\""):
+        # ``-u "sk_…:"``: a key given as the user with no password (gitleaks' example, issue
+        # 33: Stripe, Mailgun and others document this); the user is the secret when generated.
+        user = whole[:cut].strip("'\"")
+        if len(user) >= 10 and classes(user) >= 2 and plausible_secret(user, "password"):
+            us = start + whole.index(user)
+            return [(us, us + len(user), f"[REDACTED:{kind}]")]
+        return []
+    if len(stripped) > 9 and stripped[0] == "{" and stripped[-1] == "}" and "{{" not in stripped:
+        inner = stripped[1:-1]  # "{ZqL5kVrX1n8tA2}" (gitleaks' example), not "{password}"
+        if inner.isalnum() and classes(inner) >= 2:
+            vs = start + cut + 1 + password.index(inner)
+            return [(vs, vs + len(inner), f"[REDACTED:{kind}]")]
     if cut < 0 or stripped.lower() in _ALLOWED_USERPASS:
         return []
     if not plausible_secret(stripped, "password") or "{{" in stripped:

@@ -74,7 +74,7 @@ EXTRA: tuple[tuple[str, tuple[str, ...], int, float, str, str], ...] = (
     ("azure_sas_signature", ("sig=",), 1, 3.0, r"[?&;]sig=([A-Za-z0-9%+/=_-]{16,512})", ""),
     ("jwt", (".ey",), 1, 3.0,  # gitleaks' jwt: the first segment need not start "eyJ"
      r"\b(ey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/_-]{17,}\.(?:[a-zA-Z0-9/_-]{10,}={0,2})?)"
-     r"(?:[`'\"\s;]|\\[nr]|$)", ""),
+     r"(?![A-Za-z0-9_+=(\[-]|[.:][A-Za-z0-9_:]|<[^/])", ""),  # gitleaks.TOKEN_END
     ("slack_webhook", ("hooks.slack.com",), 1, 0.0,
      r"(?<![\w.-])(hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,300})", ""),
     ("cookie", ("cookie",), 1, 0.0, r"(?i:\b(?:set-)?cookie)[ \t]*:[ \t]*([^\r\n]{1,4096})",
@@ -226,12 +226,18 @@ NET_WORDS = (
     "dsn",
 )
 NET_LENIENT = ("pass", "pwd", "secret", "cookie")
+#: gitleaks' generic-api-key finds these too (issue 33: its own true examples, stored verbatim
+#: here): a type between the name and ``=`` (``var apiToken string = "…"``), PHP's ``.=`` and
+#: ``??=``, ``+=``, a call's ``("API_TOKEN", "…")`` (a comma, before a quoted value only: not
+#: a list of words in prose) and an XML element ``<apiToken>…</apiToken>`` (``>``, the value
+#: maybe on the next line, ended by ``<``).
 NET_REGEX = (
     r"(?i:"
     + "|".join(NET_WORDS)
-    + r")[\w.-]{0,20}[\"'`]?[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?=)[ \t]{0,5}"
+    + r")[\w.-]{0,20}[\"'`]?(?:[ \t]{1,3}[A-Za-z]\w{0,15}(?=[ \t]{0,3}=[^=>]))?[ \t]{0,3}"
+    r"(?:=|:{1,3}=|:|=>|\?{1,2}=|[.+]=|,(?=[ \t]{0,5}[\"'`])|>\s{0,12})[ \t]{0,5}"
     r"(?:(?P<q>[\"'`])|(?=[\w/+~.=-]))"
     r"(?P<v>(?(q)[^\"'`\\\n]{4,150}|[\w.=+/~%@!#^*-]{4,150}))"
-    r"(?(q)(?P=q)|(?=[\s;,&)\]}\"'`]|\\[nr]|$))"
+    r"(?(q)(?P=q)|(?=[\s;,&)\]}\"'`<]|\\[nr]|$))"
 )
 NET_ENTROPY = 3.5

@@ -9,7 +9,7 @@ its first use: a hook process whose text holds no anchor never imports ``re``.
 from __future__ import annotations
 
 from wsd.redact.forms import EXTRA, FORMS, MORE_NAMED, NET_REGEX, NET_WORDS, STARTS
-from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex
+from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex, token_end
 from wsd.redact.shape import (
     classes,
     entropy,
@@ -17,6 +17,7 @@ from wsd.redact.shape import (
     lenient_name,
     name_before,
     plausible_secret,
+    quoted_literal,
 )
 
 TYPE_CHECKING = False
@@ -59,7 +60,10 @@ def rules() -> tuple[tuple[str, int, float, str, str], ...]:
             for rid, _kw, ent, ident, secret, case in _ALL_NAMED
         )
         _rules = (
-            *((rid.replace("-", "_"), group, ent, rx, "") for rid, _a, group, ent, rx in GITLEAKS),
+            *(
+                (rid.replace("-", "_"), group, ent, token_end(rx), "")
+                for rid, _a, group, ent, rx in GITLEAKS
+            ),
             *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in EXTRA),
             *((kind, group, ent, rx, check) for kind, _a, group, ent, rx, check in FORMS),
             *named,
@@ -103,7 +107,7 @@ def _rx(i: int) -> re.Pattern[str]:
 def _triggered(text: str, low: str) -> list[int]:
     hits = {i for a, rules in _EXACT.items() if a in text for i in rules}
     hits.update(i for a, rules in _LOWER.items() if a in low for i in rules)
-    if ("=" in text or ":" in text) and any(w in low for w in NET_WORDS):
+    if any(c in text for c in "=:,>") and any(w in low for w in NET_WORDS):  # its operators
         hits.add(-1)
     return sorted(hits, key=lambda i: (i < 0, i))  # the entropy net last: named rules win ties
 
@@ -158,7 +162,10 @@ def _spans(i: int, m: re.Match[str], inner: Redactor | None) -> list[tuple[int, 
     start, end = m.span(group)
     secret = m.group(group) or ""
     if check == "lenient":
-        ok = plausible_secret(secret.strip("'\""), "password")
+        ok = plausible_secret(secret.strip("'\""), "password") or quoted_literal(secret)
+        ok = ok and "[REDACTED:" not in m.group(0)  # ``-u "[REDACTED:…]:"``: done already
+        if len(secret) > 2 and secret[0] in "'\"" and secret[-1] == secret[0]:
+            start, end = start + 1, end - 1  # the quotes stay: ``= "[REDACTED:…]"``
         kind = (ok and kind_of(secret)) or kind  # `docker login -p dckr_pat_…`: the token's kind
     else:
         ok = entropy(secret) >= min_entropy and not secret.startswith("[REDACTED")

@@ -69,6 +69,27 @@ def plausible_secret(value: str, name: str) -> bool:
     return len(value) >= 8 and classes(value) >= 2 and not value.startswith(("/", "~/", "./"))
 
 
+def quoted_literal(secret: str) -> bool:
+    """A quoted password that :func:`plausible_secret` turns down only for holding a secret's
+    word: ``password = "rootpasswd"`` (gitleaks' hashicorp-tf-password example, issue 33). In
+    quotes it is a literal, not a variable passed along; but not the word itself (``"password"``),
+    a run of words (``"new_password"``) or a field's name (``"userPassword"``, ``"db_secret"``)."""
+    value = secret[1:-1]
+    if len(secret) < 6 or secret[0] not in "'\"" or secret[-1] != secret[0]:
+        return False
+    if not value.isidentifier() or wordy(value) or value.lower() in PLACEHOLDERS:
+        return False
+    for word in ("password", "passwd", "passphrase", "secret", "token", "key", "cookie"):
+        cut = value.lower().rfind(word)
+        if (
+            cut >= 0
+            and value.lower().endswith(word)
+            and (cut == 0 or value[cut] != word[0] or value[cut - 1] == "_")
+        ):
+            return False  # the word itself, or ends a name: Password, _secret
+    return True
+
+
 def lenient_name(name: str) -> bool:
     """A password's name: ends in ``pass``/``pwd`` as a word (``DB_PASS``, not ``bypass``), or
     holds one of :data:`LENIENT_WORDS`."""

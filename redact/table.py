@@ -49,7 +49,9 @@ _ALTERNATIVES: tuple[tuple[str, str, str, int, bool, str, str], ...] = (
     ("gitlab_token", "g", "", 0, True, r"l(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-"
                                        r"[A-Za-z0-9_.-]{20,200}", ""),
     ("gitlab_token", "G", "", 0, True, r"R1348941[A-Za-z0-9_-]{20,64}", ""),
-    ("sendgrid_key", "G", "S", 1, True, r"\.[A-Za-z0-9_=.-]{66}(?![A-Za-z0-9_=.-])", ""),
+    # (a full stop after it ends a sentence: issue 33)
+    ("sendgrid_key", "G", "S", 1, True, r"\.[A-Za-z0-9_=.-]{66}(?![A-Za-z0-9_=-]|\.[A-Za-z0-9_=-])",
+     ""),
     ("slack_token", "x", "", 0, True, r"(?:ox[abposre]-[A-Za-z0-9-]{10,250}|app-\d-[A-Za-z0-9-]"
                                       r"{10,250})", ""),
     ("slack_webhook", ":", "https", 5, False, r"//hooks\.slack\.com/(?:services|workflows"

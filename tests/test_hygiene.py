@@ -12,7 +12,7 @@ from functools import partial
 import pytest
 
 from tests.conftest import BLOWUP_CPU_SECONDS, cpu_seconds
-from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
+from tests.secrets_corpus import GITLEAKS_SECRETS, ORDINARY_TEXT, SECRETS, SENSITIVE
 from wsd.redact import (
     BOOT_CONTEXT_TAG,
     DEFAULT_MAX_CHARS,
@@ -358,10 +358,12 @@ def test_secret_anywhere_in_large_text_leaves_no_fragment() -> None:
             edges += [n - tail - margin + unsafe, 0, n]
             cases += [(n, max_chars, edge) for edge in edges]
     checks = 0
-    # Each form at 6 of the 80 places (seeded): the whole grid for 172 forms took 100 s.
+    # Each form at 6 of the 80 places (seeded): the whole grid for 172 forms took 100 s. The
+    # one form of each gitleaks rule (issue 33) at 2: they test rules, not the window's edges.
+    gitleaks = {t for _, t in GITLEAKS_SECRETS}
     for kind, text in SECRETS:
         sens = SENSITIVE[text]
-        for n, max_chars, edge in rng.sample(cases, 6):
+        for n, max_chars, edge in rng.sample(cases, 2 if text in gitleaks else 6):
             pos = min(max(0, edge - rng.randint(0, len(text) + 300) + 150), n)
             body = base[:pos] + " " + text + " " + base[pos : n - len(text) - 2]
             out = clean_text(body, max_chars)

@@ -4,6 +4,7 @@ new form's edges: what must be redacted and the ordinary text beside it that mus
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import re
@@ -12,11 +13,17 @@ from typing import Any
 import pytest
 
 from tests.gitleaks_examples import CONTEXTS, COVERED
-from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, SENSITIVE
+from tests.secrets_corpus import (
+    GITLEAKS_KINDS,
+    GITLEAKS_SECRETS,
+    ORDINARY_TEXT,
+    SECRETS,
+    SENSITIVE,
+)
 from tests.test_hygiene import leaked
 from tests.test_secret_rules import _examples, _secret
 from wsd.redact import clean_text, clean_value
-from wsd.redact.gitleaks import GATED, GITLEAKS, NAMED, named_regex
+from wsd.redact.gitleaks import GATED, GITLEAKS, GITLEAKS_END, NAMED, named_regex
 
 
 def _through_capture(text: str) -> str:
@@ -187,3 +194,101 @@ def test_keyword_start_rules_find_what_finditer_finds() -> None:
         for i in rr._STARTS:
             full = [m.span() for m in rr._rx(i).finditer(text)]
             assert [m.span() for m in rr._matches(i, text, low)] == full, (i, text)
+
+
+# -- issue 33: gitleaks' rules kind by kind -----------------------------------------------------
+
+
+def test_every_gitleaks_rule_has_a_corpus_form() -> None:
+    """The corpus holds one form of each of gitleaks' 222 rules but the two it cannot hold."""
+    ids = [r for r, *_ in GITLEAKS] + list(COVERED) + [r for r, *_ in NAMED]
+    ids += sorted(GATED_IDS - {"atlassian-api-token"}) + sorted(LEFT_OUT)
+    ids.append("atlassian-api-token")
+    assert set(GITLEAKS_KINDS) == set(ids) - {"pkcs12-file", "private-key"}
+    assert len(GITLEAKS_SECRETS) == len(GITLEAKS_KINDS) == 220
+
+
+_PUNCTUATION = (
+    "Use {s}.",
+    "key ({s}) expires",
+    "tokens: [{s}]",
+    "<token>{s}</token>",
+    "{s}, then restart",
+    "?token={s}&page=2",
+    "https://example.com/{s}/",
+    "{{{s}}}",
+)
+
+
+_ENDED = [r for r in GITLEAKS if GITLEAKS_END in r[4]]
+
+
+@pytest.mark.parametrize("rule", _ENDED, ids=[r[0] for r in _ENDED])
+def test_a_token_followed_by_punctuation_is_redacted(rule: tuple[Any, ...]) -> None:
+    """gitleaks ends a token only at a quote, a space or ';': ours at any character that cannot
+    continue it, so a token before '.', ')', ']', '</', ',', '&', '/' or '}' leaves nothing."""
+    rid, _anchors, _group, _entropy, rx = rule
+    for example in _examples(rid, rx, n=2):
+        m = re.search(rx, example)
+        assert m is not None
+        token = _secret(m).strip("'\"`; \n")
+        for context in _PUNCTUATION:
+            text = context.format(s=token)
+            out = re.sub(r"\[REDACTED:\w+\]", "", clean_text(text, 10_000))
+            assert leaked(token, out) is None, (rid, text, out)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<apiToken>\n    Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB\n</apiToken>",
+        'var apiToken string = "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"',
+        '$apiToken .= "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"',
+        '$apiToken ??= "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB";',
+        'API_TOKEN += "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"',
+        'System.setProperty("API_TOKEN", "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB")',
+    ],
+)
+def test_generic_api_key_contexts_of_gitleaks_are_redacted(text: str) -> None:
+    """gitleaks' generic-api-key true examples (a type before '=', '.=', '??=', '+=', a call's
+    comma, an XML element) are taken by the entropy net."""
+    assert "Zf3D0LXCM3EIMbg" not in clean_text(text)
+
+
+def test_a_quoted_password_holding_a_secret_word_is_redacted() -> None:
+    """``password = "rootpasswd"`` (gitleaks' hashicorp-tf-password example) is a literal, and
+    the quotes stay; a field's name in quotes is not a password."""
+    assert (
+        clean_text('password       = "rootpasswd"')
+        == 'password       = "[REDACTED:hashicorp_tf_password]"'
+    )
+    for text in (
+        'password = "new_password"',
+        '{"password": "userPassword"}',
+        'password = "password"',
+    ):
+        assert clean_text(text) == text
+
+
+def test_curl_user_that_is_a_key_is_redacted() -> None:
+    """``curl -u "key:"`` (the key as the user, no password) and a password in braces go;
+    ``-u admin:`` and ``{password}`` stay."""
+    out = clean_text('curl -u "d2LkV78zLx!tQ9:" https://localhost:9200')
+    assert "d2LkV78zLx" not in out and "[REDACTED:" in out
+    out = clean_text('curl -X POST --user "{acd3c08b-74e8}":"{ZqL5kVrX1n8tA2}" https://x.example')
+    assert "ZqL5kVrX1n8tA2" not in out
+    for text in (
+        "curl -u admin: https://x.example",
+        'curl -u "{user}:{password}" https://x.example',
+    ):
+        assert clean_text(text) == text
+
+
+def test_bedrock_short_lived_key_is_redacted_past_its_fixed_start() -> None:
+    """gitleaks' regex for a short-lived Bedrock key is its fixed start, the same in every key;
+    the presigned URL after it (credential, signature) is the secret and goes too."""
+    body = base64.b64encode(
+        b"&X-Amz-Credential=ASIAQWERTYUIOP123456&X-Amz-Signature=9f8e7d6c"
+    ).decode()
+    out = clean_text(f"AWS_BEARER_TOKEN_BEDROCK=bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t{body}")
+    assert body[-24:] not in out and "[REDACTED:" in out
