@@ -274,3 +274,77 @@ def test_a_message_batch_out_at_the_bridge_is_filtered_and_deleted_there(
 
 def _deletes(standin: BridgeStandin) -> list[str]:
     return [r.path for r in standin.requests if r.method == "DELETE"]
+
+
+def test_forget_whole_turns_by_id_session_and_time(layout: Layout, standin: BridgeStandin) -> None:
+    """``wsd forget T<n>`` (an indexed turn), ``--session`` and ``--between``: a dry run
+    names the turns, then each turn's every text is replaced by the mark, its raw events and
+    index row too, and the learnings that came from those turns alone go."""
+    _curated(layout, standin)
+    write_turns(layout, 1, session="s2", start=7, prompt="I prefer green tea. Gate code 4471.")
+    drain(make_worker(layout, standin, batch_turns=1))
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    [(tid,)] = query(layout.memory_db, "SELECT id FROM turns WHERE prompt LIKE '%garden%'")
+    dry = json.loads(wsd(env, "forget", f"T{tid}", "--json").stdout)
+    assert dry["counts"]["turns"] == 1 and dry["erased"] is False
+    wsd(env, "forget", f"T{tid}", "--yes")
+    [(_prompt, calls, answer)] = query(
+        layout.transcript_db,
+        "SELECT user_message, tool_calls_json, agent_response FROM observations"
+        " WHERE user_message = ?",
+        (MARK,),
+    )
+    assert MARK in calls and answer in (MARK, None)
+    assert words_anywhere(layout.os_dir, "garden") == []
+    report = json.loads(wsd(env, "forget", "--session", "s2", "--yes", "--json").stdout)
+    assert report["counts"]["turns"] == 1 and report["counts"]["learnings"] >= 1
+    assert words_anywhere(layout.os_dir, "green tea") == []
+    assert words_anywhere(layout.os_dir, "4471") == []
+    kept = scalar(
+        layout.transcript_db, "SELECT count(*) FROM observations WHERE user_message = ?", (MARK,)
+    )
+    assert kept == 2
+    every = json.loads(wsd(env, "forget", "--between", "2000-01-01", "2999-01-01", "--json").stdout)
+    assert every["counts"]["turns"] == len(PROMPTS) + 1
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ([], "name one thing"),
+        (["tea", "--session", "s1"], "name one thing"),
+        (["T999"], "no turn T999"),
+        (["N999"], "no turn N999"),
+        (["L999"], "no learning #999"),
+        (["--session", "nobody"], "no turn is there"),
+        (["--between", "yesterday", "today"], "not an ISO"),
+        (["x"], "single letter"),
+    ],
+)
+def test_what_cannot_be_forgotten_is_one_clear_line(
+    layout: Layout, args: list[str], said: str
+) -> None:
+    """Nothing named, two things named, an unknown id or session, a bad time, one letter:
+    one plain line saying so, a non-zero exit, nothing erased."""
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    write_turns(layout, 1)
+    result = wsd(env, "forget", *args, "--yes", check=False)
+    assert result.returncode in (1, 2) and said in result.stderr
+    assert "Traceback" not in result.stderr
+    assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
+
+
+def test_a_broad_match_needs_all_matches(layout: Layout, standin: BridgeStandin) -> None:
+    """Words matching over half the learnings are refused (nothing erased) unless
+    ``--all-matches`` is given."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    for i in range(12):
+        write_turns(layout, 1, start=i, prompt=f"I prefer blue folder number {i}")
+    drain(worker)
+    worker.status.update(state="stopped", force=True)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    refused = wsd(env, "forget", "prefers", "--yes", check=False)
+    assert refused.returncode == 2 and "--all-matches" in refused.stderr
+    assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
+    wsd(env, "forget", "prefers", "--yes", "--all-matches")
+    assert words_anywhere(layout.os_dir, "prefers") == []

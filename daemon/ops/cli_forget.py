@@ -16,16 +16,33 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def _what(arg: str) -> str | int:
-    """An argparse type: a word, or a learning id (L12, #12, 12) parsed as one, so that a
-    wrong id (L0, L1e3, ², a number past SQLite's integers) is a one-line error naming the
-    argument, not a search for the word "L1e3"."""
-    if not (re.match(r"^[#Ll+-]?\d", arg) or (arg[:1].isdigit() and not arg.isascii())):
-        return arg
+def _what(arg: str) -> str | tuple[str, int, str]:
+    """An argparse type: a word, or an id parsed as one: a learning (L12, #12, 12), an
+    indexed turn (T88) or a turn not indexed yet (N12), as ``("L", 12)``. A wrong id (L0,
+    L1e3, ², a number past SQLite's integers) is a one-line error naming the argument, not a
+    search for the word "L1e3"."""
     from wsd.daemon.ops.cli_revisions import whole
 
-    parsed: int = whole("a learning id (like 12 or L12)", prefixes="#Ll")(arg)
-    return parsed
+    if re.match(r"^[TtNn]\d", arg):
+        kind = arg[0].upper()
+        return kind, whole(f"a turn id (like {kind}88)", prefixes="TtNn")(arg), arg
+    if not (re.match(r"^[#Ll+-]?\d", arg) or (arg[:1].isdigit() and not arg.isascii())):
+        return arg
+    return "L", whole("a learning id (like 12 or L12)", prefixes="#Ll")(arg), arg
+
+
+def _time(text: str) -> float:
+    """An argparse type: an ISO date or date-time (UTC if no zone is given)."""
+    from wsd.daemon.runtime.dates import parse_since
+
+    if not re.match(r"^\d{4}-\d\d-\d\d", text.strip()):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an ISO date/time")
+    try:
+        when = parse_since(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    assert when is not None
+    return when
 
 
 def register(subparsers: Any) -> None:
@@ -41,9 +58,17 @@ def register(subparsers: Any) -> None:
     )
     forget.add_argument(
         "what",
-        nargs="+",
+        nargs="*",
         type=_what,
-        help="the words (a word, or a phrase: quote it) or a learning id (L12)",
+        help="the words (a word, or a phrase: quote it), a learning (L12) or a turn (T88)",
+    )
+    forget.add_argument("--session", metavar="ID", help="every turn of this session")
+    forget.add_argument(
+        "--between",
+        nargs=2,
+        metavar=("START", "END"),
+        type=_time,
+        help="every turn between these ISO times (UTC unless a zone is given)",
     )
     forget.add_argument("--yes", action="store_true", help="erase (without it: a dry run)")
     forget.add_argument(
@@ -68,9 +93,34 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     if not store.ready():
         print(f"wsd forget: no memory at {layout.memory_dir} (nothing to forget)", file=sys.stderr)
         return 1
-    learning = args.what[0] if len(args.what) == 1 and isinstance(args.what[0], int) else None
+    what = list(args.what)
+    chosen = sum([bool(what), args.session is not None, args.between is not None])
+    if chosen != 1:
+        print(
+            "wsd forget: name one thing to forget: words, an id (L12, T88), --session ID or"
+            " --between START END",
+            file=sys.stderr,
+        )
+        return 2
+    turns_only = all(isinstance(w, tuple) and w[0] in "TN" for w in what)
+    if len(what) > 1 and not turns_only:  # an id among words is a word ("Room 101", "N95")
+        what = [w[2] if isinstance(w, tuple) else w for w in what]
+    ids = [w for w in what if isinstance(w, tuple)]
+    learning = ids[0][1] if len(what) == 1 and ids and ids[0][0] == "L" else None
+    scope = None
     try:
-        words = _words(learning, [str(w) for w in args.what], store)
+        if (ids and learning is None) or args.session is not None or args.between is not None:
+            scope = store.erasure.scope(
+                index_ids=[n for k, n, _a in ids if k == "T"],
+                observation_ids=[n for k, n, _a in ids if k == "N"],
+                session=args.session,
+                between=args.between,
+            )
+            if not scope.observations:
+                raise LookupError("no turn is there to forget")
+            words: list[str] = []
+        else:
+            words = _words(learning, [w if isinstance(w, str) else w[2] for w in what], store)
     except LookupError as exc:
         when = None if learning is None else store.learnings.retracted_at(learning)
         if when is not None:  # a second forget: say so, not "no learning"
@@ -87,13 +137,14 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
 
     try:
         if not args.yes:
-            from wsd.daemon.memory.forget.words import Forget
+            from wsd.daemon.memory.forget.words import Everything, Forget
 
-            report = erase.plan(store, Forget.of(words))
+            report = erase.plan(store, Everything() if scope else Forget.of(words), scope)
         else:
             report = erase.forget(
                 store,
                 words,
+                scope=scope,
                 all_matches=args.all_matches,
                 pause=lambda: pause.held(layout, "forget", args.wait, say),
                 say=say,

@@ -29,11 +29,12 @@ import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import apsw
 
 from wsd import schema
+from wsd.daemon.store import remote
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.records import sha256
 from wsd.schema.stems import stems
@@ -90,8 +91,11 @@ _MEMORY_TEXT = (
 )
 
 
-def find_memory(m: apsw.Connection, match: Matcher) -> Found:
-    """Every row of memory.db holding the words (no write)."""
+def find_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None) -> Found:
+    """Every row of memory.db holding the words (no write); with a ``scope``, the index
+    rows of its turns and the learnings that came from them alone."""
+    if scope is not None:
+        return _find_scoped(m, scope)
     found = Found()
     learnings = found.kind("learnings")
     for lid, content in schema.rows(
@@ -140,10 +144,70 @@ def find_memory(m: apsw.Connection, match: Matcher) -> Found:
     return found
 
 
-def erase_memory(m: apsw.Connection, match: Matcher) -> Found:
+def _find_scoped(m: apsw.Connection, scope: Scope) -> Found:
+    found = Found()
+    keys = (scope.identity, json.dumps(sorted(scope.observations)))
+    learnings = found.kind("learnings")
+    for lid, content in schema.rows(
+        m,
+        "SELECT l.id, l.content FROM learnings l WHERE EXISTS (SELECT 1 FROM learning_sources"
+        " s WHERE s.learning_id = l.id) AND NOT EXISTS (SELECT 1 FROM learning_sources s"
+        " WHERE s.learning_id = l.id AND NOT (s.transcript_identity = ?1 AND"
+        " s.observation_id IN (SELECT value FROM json_each(?2)))) ORDER BY l.id",
+        keys,
+    ):
+        learnings.add(lid, content)
+    turns = found.kind("turns_indexed")
+    for tid, prompt in schema.rows(
+        m,
+        "SELECT id, prompt FROM turns WHERE transcript_identity = ?1 AND observation_id IN"
+        " (SELECT value FROM json_each(?2)) ORDER BY id",
+        keys,
+    ):
+        turns.add(tid, prompt)
+    _scoped_md_lines(m, keys, found)
+    return found
+
+
+def _scoped_md_lines(m: apsw.Connection, keys: tuple[str, str], found: Found) -> None:
+    """The md lines the turns in scope alone put there: each line a batch of only those
+    turns added to a file (headings aside: they are the file's frame), and every revision
+    holding one of them."""
+    batches = {
+        int(b)
+        for (b,) in schema.rows(
+            m,
+            "SELECT DISTINCT batch_id FROM batch_turns bt WHERE NOT EXISTS (SELECT 1 FROM"
+            " batch_turns o WHERE o.batch_id = bt.batch_id AND NOT (o.transcript_identity = ?1"
+            " AND o.observation_id IN (SELECT value FROM json_each(?2))))",
+            keys,
+        )
+    }
+    if not batches:
+        return
+    doomed: dict[str, set[str]] = {}
+    before: dict[str, set[str]] = {}
+    for _rid, name, content, batch in schema.rows(
+        m, "SELECT id, file, content, batch_id FROM md_revisions ORDER BY id"
+    ):
+        lines = {ln.strip() for ln in str(content).splitlines() if ln.strip()}
+        if batch in batches:
+            added = lines - before.get(name, set())
+            doomed.setdefault(name, set()).update(ln for ln in added if not ln.startswith("#"))
+        before[name] = lines
+    md_lines, revisions = found.kind("md_lines"), found.kind("revisions")
+    for name, texts in sorted(doomed.items()):
+        for text in sorted(texts):
+            md_lines.add((name, text), f"{name}: {text}")
+    for rid, name, content in schema.rows(m, "SELECT id, file, content FROM md_revisions"):
+        if any(ln.strip() in doomed.get(name, ()) for ln in str(content).splitlines()):
+            revisions.add(rid, f"{name} revision {rid}")
+
+
+def erase_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None) -> Found:
     """Erase what :func:`find_memory` finds, in one transaction; what was erased."""
     with schema.write_txn(m):
-        found = find_memory(m, match)
+        found = find_memory(m, match, scope)
         ids = found.kind("learnings").ids
         key = forget_key(m)
         for lid in ids:
@@ -167,9 +231,16 @@ def erase_memory(m: apsw.Connection, match: Matcher) -> Found:
             m.execute("DELETE FROM learnings WHERE id = ?", (lid,))
         for aid in found.kind("actions").ids:
             m.execute("DELETE FROM pending_actions WHERE id = ?", (aid,))
+        doomed_lines: dict[str, set[str]] = {}
+        for name, text in found.kind("md_lines").ids if scope is not None else ():
+            doomed_lines.setdefault(name, set()).add(text)
         for rid in found.kind("revisions").ids:
-            row = schema.first(m, "SELECT content FROM md_revisions WHERE id = ?", (rid,))
-            kept, taken = _without_lines(str(row[0] if row else ""), match)
+            row = schema.first(m, "SELECT file, content FROM md_revisions WHERE id = ?", (rid,))
+            name, content = (str(row[0]), str(row[1])) if row else ("", "")
+            if scope is not None:
+                kept, taken = _without_texts(content, doomed_lines.get(name, set()))
+            else:
+                kept, taken = _without_lines(content, match)
             m.execute(
                 "UPDATE md_revisions SET content = ?, sha256 = ?, erased = erased + ? WHERE id = ?",
                 (kept, sha256(kept), taken, rid),
@@ -215,6 +286,13 @@ def _without_lines(content: str, match: Matcher) -> tuple[str, int]:
     return text, len(doomed)
 
 
+def _without_texts(content: str, texts: set[str]) -> tuple[str, int]:
+    lines = content.splitlines()
+    kept = [line for line in lines if line.strip() not in texts]
+    text = "\n".join(kept) + ("\n" if kept and content.endswith("\n") else "")
+    return text, len(lines) - len(kept)
+
+
 def _cut_row(
     conn: apsw.Connection,
     table: str,
@@ -256,13 +334,20 @@ _TRANSCRIPT_TEXT: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] 
 )
 
 
-def find_transcript(t: apsw.Connection, match: Matcher) -> Found:
+def find_transcript(t: apsw.Connection, match: Matcher, scope: Scope | None = None) -> Found:
     """Every row of transcript.db holding the words (no write). A full scan, each text
-    first searched for the words' roots (cheap), only a hit tokenized."""
+    first searched for the words' roots (cheap), only a hit tokenized. With a ``scope``,
+    only its turns and their raw events."""
     found = Found()
     for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
         kind = found.kind("turns" if table == "observations" else table)
-        for row in t.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}"):
+        where, args = "", cast(tuple[str, ...], ())
+        if scope is not None:
+            if table not in _SCOPED:
+                continue
+            where = f" WHERE {_SCOPED[table]} IN (SELECT value FROM json_each(?))"
+            args = (json.dumps(sorted(scope.observations)),)
+        for row in t.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}{where}", args):
             texts = [v for v in row[1:] if isinstance(v, str) and v and match.maybe_in(v)]
             if not texts:
                 continue
@@ -275,6 +360,19 @@ def find_transcript(t: apsw.Connection, match: Matcher) -> Found:
     return found
 
 
+#: The column naming the turn, in the tables a turn scope reaches.
+_SCOPED = {"observations": "id", "events": "observation_id"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whole turns to forget (``wsd forget T88``, ``--session``, ``--between``): their
+    observation ids in the transcript whose identity is ``identity``."""
+
+    identity: str
+    observations: frozenset[int]
+
+
 def _holds(match: Matcher, text: str, is_json: bool) -> bool:
     if is_json:
         try:
@@ -284,22 +382,39 @@ def _holds(match: Matcher, text: str, is_json: bool) -> bool:
     return match.holds(text)
 
 
-def erase_transcript(t: apsw.Connection, match: Matcher) -> Found:
+def erase_transcript(
+    t: apsw.Connection, match: Matcher, scope: Scope | None = None, now: float | None = None
+) -> Found:
     """Cut every sentence holding the words in transcript.db, in one transaction."""
+    now = time.time() if now is None else now
     with schema.write_txn(t):
-        found = find_transcript(t, match)
+        found = find_transcript(t, match, scope)
         for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
             name = "turns" if table == "observations" else table
             for item in found.kind(name).ids:
                 _cut_row(t, table, (key, item), columns, match, json_columns)
+        # A request still out at the Bridge built on a turn that held the words: its result
+        # is never applied (the curator may have paraphrased them); the turns it held go to
+        # the prompt lane, curated again from what is left of them.
+        cut = json.dumps(found.kind("turns").ids)
+        for rid, custom_id in schema.rows(
+            t,
+            "SELECT DISTINCT r.remote_batch_id, r.custom_id FROM remote_requests r,"
+            " json_each(r.turn_ids) j WHERE r.outcome IS NULL AND j.value IN"
+            " (SELECT value FROM json_each(?))",
+            (cut,),
+        ):
+            remote.settle_request_in(
+                t, rid, custom_id, remote.RELEASED, "its turns held words now forgotten", now
+            )
         # A Message Batch whose requests held the words (its turns, or the files it was
-        # built on): its results are deleted at the Bridge once it is settled and applied.
+        # built on): its results are deleted at the Bridge once it has ended.
         t.execute(
             "UPDATE remote_batches SET purge = 1 WHERE purge = 0 AND (id IN"
             " (SELECT value FROM json_each(?)) OR id IN (SELECT r.remote_batch_id FROM"
             " remote_requests r, json_each(r.turn_ids) j WHERE j.value IN"
             " (SELECT value FROM json_each(?))))",
-            (json.dumps(found.kind("remote_batches").ids), json.dumps(found.kind("turns").ids)),
+            (json.dumps(found.kind("remote_batches").ids), cut),
         )
         at_bridge = found.kind("at_bridge")
         for (rid,) in schema.rows(t, "SELECT id FROM remote_batches WHERE purge = 1"):
@@ -352,22 +467,23 @@ def mark_digest(key: bytes, words: Sequence[str]) -> str:
     return hmac.new(key, " ".join(words).encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def journal_open(m: apsw.Connection, phrases: Sequence[str], by: str, now: float) -> int:
+def journal_open(m: apsw.Connection, phrases: Any, by: str, now: float) -> int:
     """Record an erasure about to run (its words in the journal until it is done); its id."""
     with schema.write_txn(m):
         m.execute("INSERT INTO forgets (started_at, by) VALUES (?, ?)", (now, by))
         fid = int(m.last_insert_rowid())
         m.execute(
             "INSERT INTO forget_journal (forget_id, words_json) VALUES (?, ?)",
-            (fid, json.dumps(list(phrases), ensure_ascii=False)),
+            (fid, json.dumps(phrases, ensure_ascii=False)),
         )
     return fid
 
 
-def journal_pending(m: apsw.Connection) -> list[tuple[int, str, list[str]]]:
-    """Erasures begun and not finished (a forget killed midway): (id, by, words)."""
+def journal_pending(m: apsw.Connection) -> list[tuple[int, str, Any]]:
+    """Erasures begun and not finished (a forget killed midway): (id, by, what: a list of
+    phrases, or ``{"scope": ...}`` for whole turns)."""
     return [
-        (int(fid), str(by), [str(w) for w in json.loads(words)])
+        (int(fid), str(by), json.loads(words))
         for fid, by, words in schema.rows(
             m,
             "SELECT j.forget_id, f.by, j.words_json FROM forget_journal j"
@@ -484,34 +600,37 @@ class Erasure:
     def __init__(self, db: Connections) -> None:
         self._db = db
 
-    def find(self, match: Matcher) -> tuple[Found, Found]:
+    def find(self, match: Matcher, scope: Scope | None = None) -> tuple[Found, Found]:
         """(memory.db, transcript.db) rows holding the words; nothing written."""
         with self._db.memory(readonly=True) as m:
-            mem = find_memory(m, match)
+            mem = find_memory(m, match, scope)
         with self._db.transcript(readonly=True) as t:
-            return mem, find_transcript(t, match)
+            return mem, find_transcript(t, match, scope)
 
     def erase(
-        self, match: Matcher, say: Callable[[str], None] = lambda _s: None
+        self,
+        match: Matcher,
+        say: Callable[[str], None] = lambda _s: None,
+        scope: Scope | None = None,
     ) -> tuple[Found, Found]:
         """Erase the words from both databases and leave no byte of them (see module)."""
         with self._db.transcript() as t:
             secure(t)
-            tra = erase_transcript(t, match)
+            tra = erase_transcript(t, match, scope)
             say("transcript.db: erased")
             scrub(t, ())
         with self._db.memory() as m:
             secure(m)
-            mem = erase_memory(m, match)
+            mem = erase_memory(m, match, scope)
             say("memory.db: erased")
             scrub(m, ("learnings_fts", "turns_fts"))
         return mem, tra
 
-    def journal_open(self, phrases: Sequence[str], by: str, now: float) -> int:
+    def journal_open(self, phrases: Any, by: str, now: float) -> int:
         with self._db.memory() as m:
             return journal_open(m, phrases, by, now)
 
-    def journal_pending(self) -> list[tuple[int, str, list[str]]]:
+    def journal_pending(self) -> list[tuple[int, str, Any]]:
         with self._db.memory(readonly=True) as m:
             return journal_pending(m)
 
@@ -522,6 +641,49 @@ class Erasure:
             secure(m)
             journal_close(m, fid, phrases, counts, now)
             checkpoint_truncate(m)
+
+    def scope(
+        self,
+        *,
+        index_ids: Sequence[int] = (),
+        observation_ids: Sequence[int] = (),
+        session: str | None = None,
+        between: tuple[float, float] | None = None,
+    ) -> Scope:
+        """The turns a ``wsd forget T88 / N12 / --session / --between`` names (in the
+        transcript as it is now); LookupError naming an id that is no turn."""
+        with self._db.transcript(readonly=True) as t:
+            identity = schema.identity(t)
+            wanted: set[int] = set()
+            for oid in observation_ids:
+                if schema.first(t, "SELECT 1 FROM observations WHERE id = ?", (oid,)) is None:
+                    raise LookupError(f"no turn N{oid}")
+                wanted.add(oid)
+            if session is not None:
+                wanted |= {
+                    int(o)
+                    for (o,) in schema.rows(
+                        t, "SELECT id FROM observations WHERE session_id = ?", (session,)
+                    )
+                }
+            if between is not None:
+                wanted |= {
+                    int(o)
+                    for (o,) in schema.rows(
+                        t, "SELECT id FROM observations WHERE timestamp BETWEEN ? AND ?", between
+                    )
+                }
+        with self._db.memory(readonly=True) as m:
+            for tid in index_ids:
+                row = schema.first(
+                    m,
+                    "SELECT observation_id FROM turns WHERE id = ? AND transcript_identity = ?",
+                    (tid, identity),
+                )
+                if row is None:
+                    raise LookupError(f"no turn T{tid} (see `wsd search`)")
+                wanted.add(int(row[0]))
+        return Scope(identity, frozenset(wanted))
 
     def started_at(self, forget_id: int) -> float | None:
         with self._db.memory(readonly=True) as m:

@@ -190,29 +190,36 @@ def settle_request(
     """Give request ``custom_id`` its outcome; its turns stop being held, and go to the
     prompt lane when it was ``released``. The batch is settled with its last request."""
     with schema.write_txn(t):
+        settle_request_in(t, rid, custom_id, outcome, detail, now)
+
+
+def settle_request_in(
+    t: apsw.Connection, rid: int, custom_id: str, outcome: str, detail: str | None, now: float
+) -> None:
+    """:func:`settle_request` inside the caller's write transaction."""
+    t.execute(
+        "UPDATE remote_requests SET outcome = ?, detail = ?"
+        " WHERE remote_batch_id = ? AND custom_id = ? AND outcome IS NULL",
+        (outcome, None if detail is None else detail[:500], rid, custom_id),
+    )
+    if outcome == RELEASED:
         t.execute(
-            "UPDATE remote_requests SET outcome = ?, detail = ?"
-            " WHERE remote_batch_id = ? AND custom_id = ? AND outcome IS NULL",
-            (outcome, None if detail is None else detail[:500], rid, custom_id),
+            "INSERT INTO prompt_only_turns (observation_id, reason, at)"
+            " SELECT observation_id, ?, ? FROM remote_turns"
+            " WHERE remote_batch_id = ? AND custom_id = ?"
+            " ON CONFLICT (observation_id) DO UPDATE SET reason = excluded.reason",
+            ((detail or "released")[:300], now, rid, custom_id),
         )
-        if outcome == RELEASED:
-            t.execute(
-                "INSERT INTO prompt_only_turns (observation_id, reason, at)"
-                " SELECT observation_id, ?, ? FROM remote_turns"
-                " WHERE remote_batch_id = ? AND custom_id = ?"
-                " ON CONFLICT (observation_id) DO UPDATE SET reason = excluded.reason",
-                ((detail or "released")[:300], now, rid, custom_id),
-            )
-        t.execute(
-            "DELETE FROM remote_turns WHERE remote_batch_id = ? AND custom_id = ?",
-            (rid, custom_id),
-        )
-        t.execute(
-            "UPDATE remote_batches SET status = 'settled', settled_at = ?, next_poll_at = NULL"
-            " WHERE id = ? AND NOT EXISTS (SELECT 1 FROM remote_requests"
-            " WHERE remote_batch_id = ? AND outcome IS NULL)",
-            (now, rid, rid),
-        )
+    t.execute(
+        "DELETE FROM remote_turns WHERE remote_batch_id = ? AND custom_id = ?",
+        (rid, custom_id),
+    )
+    t.execute(
+        "UPDATE remote_batches SET status = 'settled', settled_at = ?, next_poll_at = NULL"
+        " WHERE id = ? AND NOT EXISTS (SELECT 1 FROM remote_requests"
+        " WHERE remote_batch_id = ? AND outcome IS NULL)",
+        (now, rid, rid),
+    )
 
 
 def to_purge(t: apsw.Connection) -> list[tuple[int, str]]:

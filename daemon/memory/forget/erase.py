@@ -28,14 +28,14 @@ from typing import Any
 import apsw
 
 from wsd.daemon.memory import files_md_parts, md_files
-from wsd.daemon.memory.forget.words import BadWords, Forget
+from wsd.daemon.memory.forget.words import BadWords, Everything, Forget
 from wsd.daemon.runtime.fsio import atomic_write, read_text
 from wsd.daemon.store import Store
-from wsd.daemon.store.erasure import Found, Kind
+from wsd.daemon.store.erasure import Found, Kind, Scope
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, Layout
 
-#: A match over more than this share of the learnings needs ``--all-matches``.
+#: A match of this share of the learnings or more needs ``--all-matches``.
 BROAD_SHARE = 0.5
 #: ... once there are at least this many learnings (a new memory of 3 is not "most").
 BROAD_MIN = 10
@@ -108,13 +108,17 @@ class Report:
         }
 
 
-def plan(store: Store, match: Forget) -> Report:
-    """The dry run: everything the workspace holds of the words; nothing changes."""
+def plan(store: Store, match: Forget | Everything, scope: Scope | None = None) -> Report:
+    """The dry run: everything the workspace holds of the words (or of the turns in
+    ``scope``); nothing changes."""
     layout = store.layout
     report = Report([p.text for p in match.phrases])
-    mem, tra = store.erasure.find(match)
+    mem, tra = store.erasure.find(match, scope)
     report.merge(mem)
     report.merge(tra)
+    if scope is not None:  # whole turns: what they alone put in the md files is counted above
+        report.learnings_total = store.erasure.learnings_count()
+        return report
     for name, text in md_files.read_curated(layout).items():
         if text and match.lines_holding(_own_part(name, text)):
             for i in match.lines_holding(_own_part(name, text)):
@@ -140,15 +144,16 @@ def plan(store: Store, match: Forget) -> Report:
     report.learnings_total = store.erasure.learnings_count()
     hit = len(report.kinds.get("learnings", Kind()).ids)
     report.needs_all_matches = (
-        report.learnings_total >= BROAD_MIN and hit > BROAD_SHARE * report.learnings_total
+        report.learnings_total >= BROAD_MIN and hit >= BROAD_SHARE * report.learnings_total
     )
     return report
 
 
 def forget(
     store: Store,
-    words: Sequence[str],
+    words: Sequence[str] = (),
     *,
+    scope: Scope | None = None,
     by: str = "cli",
     all_matches: bool = False,
     pause: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
@@ -160,8 +165,8 @@ def forget(
     Raises :class:`BadWords` or :class:`ForgetRefused` (a broad match without
     ``all_matches``) before anything is written. ``pause`` holds the daemon off for the
     erasure (the CLI's; the daemon itself runs without one: it is the one paused)."""
-    match = Forget.of(words)
-    report = plan(store, match)
+    match: Forget | Everything = Everything() if scope is not None else Forget.of(words)
+    report = plan(store, match, scope)
     if report.needs_all_matches and not all_matches:
         raise ForgetRefused(
             f"{' / '.join(report.words)} matches {report.counts().get('learnings', 0)} of"
@@ -169,11 +174,10 @@ def forget(
             " again with --yes --all-matches"
         )
     with pause() if pause is not None else contextlib.nullcontext():
-        for fid, _by, pending in store.erasure.journal_pending():
-            say("finishing an erasure that was interrupted ...")
-            _run(store, Forget.of(pending), fid, now, say)
-        fid = store.erasure.journal_open(report.words, by, now())
-        done = _run(store, match, fid, now, say)
+        resume(store, say)
+        journal: Any = report.words if scope is None else _scope_json(scope)
+        fid = store.erasure.journal_open(journal, by, now())
+        done = _run(store, match, fid, now, say, scope)
     done.erased = True
     return done
 
@@ -182,21 +186,47 @@ def resume(store: Store, say: Callable[[str], None] = lambda _s: None) -> int:
     """Finish every erasure a kill left half done (the caller holds the daemon off); how
     many."""
     pending = store.erasure.journal_pending()
-    for fid, _by, words in pending:
-        try:
-            match = Forget.of(words)
-        except BadWords:
-            match = Forget(())
-        _run(store, match, fid, time.time, say)
+    for fid, _by, what in pending:
+        say("finishing an erasure that was interrupted ...")
+        scope = None
+        match: Forget | Everything
+        if isinstance(what, dict):
+            scope = Scope(str(what.get("identity")), frozenset(int(o) for o in what["turns"]))
+            match = Everything()
+        else:
+            try:
+                match = Forget.of([str(w) for w in what])
+            except BadWords:
+                match = Forget(())
+        _run(store, match, fid, time.time, say, scope)
     return len(pending)
 
 
+def _scope_json(scope: Scope) -> dict[str, Any]:
+    return {"identity": scope.identity, "turns": sorted(scope.observations)}
+
+
 def _run(
-    store: Store, match: Forget, fid: int, now: Callable[[], float], say: Callable[[str], None]
+    store: Store,
+    match: Forget | Everything,
+    fid: int,
+    now: Callable[[], float],
+    say: Callable[[str], None],
+    scope: Scope | None = None,
 ) -> Report:
     layout = store.layout
     report = Report([p.text for p in match.phrases])
-    if not match.phrases:
+    if scope is not None:
+        md_files.adopt_hand_edits(layout, store, now())
+        _record_spool(store)
+        mem, tra = store.erasure.erase(match, say, scope)
+        report.merge(mem)
+        report.merge(tra)
+        md_files.materialise(layout, store.revisions.latest_md())
+        _erase_backups(store, match, report, scope)
+        store.erasure.journal_close(fid, [], report.counts(), now())
+        return report
+    if not isinstance(match, Forget) or not match.phrases:
         store.erasure.journal_close(fid, [], {}, now())
         return report
     # A person's edit not yet adopted: adopted now (the paused daemon cannot), so the
@@ -210,18 +240,24 @@ def _run(
     report.merge(tra)
     md_files.materialise(layout, store.revisions.latest_md())
     say("md files: rewritten")
+    _erase_backups(store, match, report, None)
+    store.erasure.journal_close(fid, match.stem_lists(), report.counts(), now())
+    return report
+
+
+def _erase_backups(
+    store: Store, match: Forget | Everything, report: Report, scope: Scope | None
+) -> None:
     for path, _taken in store.erasure.backups():
         if not _reachable(path):
             report.add("backups_unreachable", path, path)
             continue
         try:
-            _erase_backup(path, match)
+            _erase_backup(path, match, scope)
         except (OSError, apsw.Error):
             report.add("backups_unreachable", path, path)
             continue
         report.add("backups", path, path)
-    store.erasure.journal_close(fid, match.stem_lists(), report.counts(), now())
-    return report
 
 
 def _own_part(name: str, text: str) -> str:
@@ -301,8 +337,9 @@ class _BackupLayout(Layout):
         return self.root
 
 
-def _erase_backup(path: str, match: Forget) -> None:
+def _erase_backup(path: str, match: Forget | Everything, scope: Scope | None) -> None:
     backup = _backup_store(path)
     backup.migrate()  # a backup taken by an older version: brought to this schema first
-    backup.erasure.erase(match)
-    _cut_md_on_disk(backup.layout, match, Report([]))
+    backup.erasure.erase(match, scope=scope)
+    if isinstance(match, Forget):
+        _cut_md_on_disk(backup.layout, match, Report([]))

@@ -219,3 +219,45 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _trailing_space(sentence: str) -> str:
     return sentence[len(sentence.rstrip()) :]
+
+
+class Everything:
+    """A whole turn forgotten (``wsd forget T88``, ``--session``, ``--between``): every text
+    of the rows in scope is replaced by :data:`MARK` (JSON keeps its shape: its strings
+    go)."""
+
+    phrases: tuple[Phrase, ...] = ()
+
+    def maybe_in(self, text: str) -> bool:
+        return bool(text)
+
+    def holds(self, text: object) -> bool:
+        return bool(text) and (not isinstance(text, str) or bool(text.strip()))
+
+    def cut(self, text: str) -> str:
+        return MARK if text and text.strip() else text
+
+    def cut_json_text(self, raw: str) -> str:
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return self.cut(raw)
+        return json.dumps(self.cut_value(value), ensure_ascii=False, separators=(",", ":"))
+
+    def cut_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.cut(value)
+        if isinstance(value, list):
+            return [self.cut_value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.cut_value(v) for k, v in value.items()}
+        return value
+
+    def lines_holding(self, text: str) -> list[int]:
+        return list(range(len(text.splitlines())))
+
+    def fts_query(self) -> str:
+        return '""'
+
+    def stem_lists(self) -> list[list[str]]:
+        return []
