@@ -244,13 +244,13 @@ def test_a_forget_killed_midway_is_finished_by_the_next_forget_and_by_the_daemon
     assert interrupted >= 2  # both ways of finishing were seen
 
 
-def test_a_message_batch_out_at_the_bridge_is_filtered_and_deleted_there(
+def test_a_message_batch_out_at_the_bridge_is_released_and_deleted_there(
     layout: Layout, standin: BridgeStandin
 ) -> None:
-    """Words forgotten while a Message Batch holding them is out at the Bridge: its result
-    is applied without them (the ledger says so), then its results are deleted at the
-    Bridge; no byte under .os/ holds them."""
-    from tests.test_economy import economy, run_until
+    """Words forgotten while a Message Batch built on them is out at the Bridge: its result
+    is never applied (a curator may have paraphrased them), its turns are curated again
+    from what is left of them, and the batch is canceled and deleted at the Bridge."""
+    from tests.test_economy import calls, economy, pending, run_until
 
     standin.batches.delay = 3600
     worker = economy(layout, standin, batch_turns=2)
@@ -262,12 +262,14 @@ def test_a_message_batch_out_at_the_bridge_is_filtered_and_deleted_there(
     ]
     report = forget(Store(layout), [SECRET])
     assert report.counts()["at_bridge"] == 1
-    standin.batches.end_all()
-    standin.batches.delay = 0
-    run_until(worker, lambda: bool(_deletes(standin)))
-    assert _deletes(standin) == [f"/v1/messages/batches/{remote_id}"]
-    refused = scalar(layout.memory_db, "SELECT refused FROM batches")
-    assert "asked to forget" in refused
+    outcomes = query(layout.transcript_db, "SELECT outcome FROM remote_requests")
+    assert outcomes == [("released",)]
+    purged = "SELECT purge FROM remote_batches"
+    run_until(worker, lambda: scalar(layout.transcript_db, purged) == 2 and pending(layout) == 0)
+    # Not ended when the forget released it: canceled, then deleted.
+    assert set(_deletes(standin)) == {f"/v1/messages/batches/{remote_id}"}
+    assert any(r.path.endswith(f"{remote_id}/cancel") for r in standin.requests)
+    assert calls(standin) >= 1  # the prompt lane curated what was left of the turns
     assert scalar(layout.memory_db, "SELECT count(*) FROM learnings") > 0
     assert words_anywhere(layout.os_dir, SECRET) == []
 

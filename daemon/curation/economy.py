@@ -41,7 +41,7 @@ from wsd.daemon.curation.message_batches import (
     Unsupported,
 )
 from wsd.daemon.curation.pipeline import Batch, OnCommit, Pipeline, Prepared, Seen
-from wsd.daemon.curation.problems import problem
+from wsd.daemon.curation.problems import problem, status_of
 from wsd.daemon.curation.spend import StoreMeter
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest, Store
@@ -266,13 +266,27 @@ class Economy:
             except Gone:
                 pass
             except Exception as exc:
-                self._purge_due = now + PURGE_RETRY_SECONDS
-                self._log_once("economy_delete_failed", remote_id, error=problem(exc))
+                if status_of(exc) == 400:
+                    # Not ended (its requests were released by the forget while it was out):
+                    # canceled, so the Bridge ends it; deleted on a later pass.
+                    self._cancel(remote_id)
+                    self._purge_due = now + self.config.economy_poll_seconds
+                else:
+                    self._purge_due = now + PURGE_RETRY_SECONDS
+                    self._log_once("economy_delete_failed", remote_id, error=problem(exc))
                 continue
             self.store.remote.purged(rid)
             self.log.info("economy_results_deleted", remote_id=remote_id)
             done += 1
         return done
+
+    def _cancel(self, remote_id: str) -> None:
+        try:
+            self.client.cancel(remote_id)
+        except Shutdown:
+            raise
+        except Exception as exc:
+            self._log_once("economy_cancel_failed", remote_id, error=problem(exc))
 
     def _wait(self, polls: int) -> float:
         """Seconds before the next look at a batch polled ``polls`` times."""

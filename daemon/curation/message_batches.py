@@ -180,6 +180,18 @@ class MessageBatchesClient:
                 raise Gone(f"no batch {remote_id}") from exc
             raise
 
+    def cancel(self, remote_id: str) -> None:
+        """Ask the Bridge to stop a batch that has not ended (it ends it, canceled); Gone if
+        the Bridge no longer has it."""
+        try:
+            self.bridge.in_thread(
+                lambda c: c.messages.batches.cancel(_safe(remote_id)), "wsd-batch-cancel"
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:
+                raise Gone(f"no batch {remote_id}") from exc
+            raise
+
     def foreign_results_url(self, state: RemoteState) -> str | None:
         """The batch's ``results_url`` when it points off the Bridge (never fetched)."""
         url = state.results_url
