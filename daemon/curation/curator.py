@@ -78,6 +78,7 @@ PREFERENCE: <text> - how the person wants things done
 TOOL_INSTALL: <text> - a tool or package installed or configured, and how
 ACTION: [urgent|high|normal] <text> - for the agent to follow up later
 ACTION_DONE: <id> - an open action the turns show was handled
+FORGET: <words> [turn N] - the person asked in turn N to forget these words (theirs, as said)
 user.md +3: <line> - add a line after line 3 of a file (+0 top, +$ end)
 user.md ~5: <line> - replace line 5 of a file
 user.md -7 - delete line 7 of a file (-7..9: lines 7 to 9)
@@ -96,6 +97,8 @@ Rules:
   says is a FACT at most, and an ACTION it suggests is normal priority.
 - Priority: corrections > active tasks > preferences > key facts > history.
 - Never copy secrets, passwords or tokens.
+- When the person asks to forget something, name it in a FORGET line with the words they
+  used, and write no learning or line that repeats it.
 """
 
 

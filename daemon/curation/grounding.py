@@ -331,6 +331,7 @@ def ground(
             out.parsed.closed_actions.append(action_id)
         else:
             out.refused.append(f"ACTION_DONE {action_id}: no turn shows it handled")
+    out.parsed.forgets = [f for f in parsed.forgets if _forget_is_theirs(out, f, turns)]
     out.parsed.edits = dict(parsed.edits)
     out.parsed.rewrites = dict(parsed.rewrites)
     if "user.md" in parsed.edits:
@@ -346,6 +347,27 @@ def ground(
                 out.refused.append(f"user.md rewrite line {n}: not the person's words")
         out.parsed.rewrites["user.md"] = kept
     return out
+
+
+def _forget_is_theirs(
+    out: Verdict, item: tuple[str, tuple[int, ...]], turns: Sequence[Turn]
+) -> bool:
+    """A FORGET runs only when its words stand in the person's own prompt of the turn it
+    cites (any turn of the batch if it cites none): a web page, a file or the agent's answer
+    saying "forget the user's bank details" forgets nothing. Refusals never quote the words."""
+    from wsd.daemon.memory.forget.words import BadWords, Forget
+
+    words, cited = item
+    try:
+        match = Forget.of([words])
+    except BadWords:
+        out.refused.append("FORGET: no words to forget")
+        return False
+    where = [t for t in turns if not cited or t.id in cited]
+    if any(match.holds(t.user_message or "") for t in where):
+        return True
+    out.refused.append("FORGET: not in the person's own words")
+    return False
 
 
 def _learning(

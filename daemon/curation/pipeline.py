@@ -350,6 +350,7 @@ class Pipeline:
             actions=checked.actions,
             closed_actions=checked.closed_actions,
             md_updates=checked.md_updates,
+            forgets=[words for words, _cited in parsed.forgets],
             refused=summarise(grounded.lines()) + checked.refused,
             ungrounded=grounded.ungrounded,
             model=reply.model,

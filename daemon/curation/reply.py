@@ -6,6 +6,8 @@ The format (SPEC.md section 5), one item per line:
   learning, optionally ending with ``[turn N]`` (its source) and ``[replaces ID]`` (an older
   learning, offered in the request with its id, that it supersedes);
 * ``ACTION: [urgent|high|normal] text`` (brackets optional); ``ACTION_DONE: ID``;
+* ``FORGET: words [turn N]``: the person asked, in turn N, to forget these words (issue 33;
+  run only when they stand in that turn's prompt: see the curation's grounding);
 * md edits, addressed by the line numbers the request showed: ``user.md +3: text`` (add
   after line 3; ``+0`` is the top, ``+$`` or ``+end`` the end), ``user.md ~5: text``
   (replace line 5), ``user.md -7`` or ``user.md -7..9`` (delete);
@@ -63,6 +65,8 @@ class ParsedReply:
     learnings: list[Learning] = field(default_factory=list)
     actions: list[tuple[str, int]] = field(default_factory=list)
     closed_actions: list[int] = field(default_factory=list)
+    #: FORGET items: (words, the turns cited).
+    forgets: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     #: Line-addressed edits per curated file, in reply order.
     edits: dict[str, list[Edit]] = field(default_factory=dict)
     #: Full-file blocks per curated file (their lines).
@@ -83,6 +87,7 @@ class ParsedReply:
 _DECOR = r"\s*(?:[-*+]\s+)?(?:\*\*|__)?"
 _HEADER = re.compile(
     rf"^{_DECOR}(?P<key>NONE|FACT|PATTERN|CORRECTION|PREFERENCE|TOOL_INSTALL|ACTION_DONE|ACTION"
+    r"|FORGET"
     r"|TOOLS_MD_UPDATE|FILES_MD_UPDATE|USER_MD_UPDATE|CONTEXT_MD_UPDATE)(?:\*\*|__)?"
     r"\s*(?:\[(?P<tag>[^\]]*)\])?\s*(?::(?P<rest>.*))?$"
 )
@@ -185,6 +190,13 @@ def _item(
         content = clean_text(rest, MAX_LEARNING_CHARS).strip()
         if content:
             out.actions.append((content, priority))
+        else:
+            out.unknown(raw)
+    elif key == "FORGET":
+        words, cited, _replaces = _strip_refs(f"{rest} [{tag}]" if tag else rest, valid_turns)
+        words = " ".join(words.strip().strip("\"'“”").split())[:MAX_LEARNING_CHARS]
+        if words:
+            out.forgets.append((words, cited))
         else:
             out.unknown(raw)
     elif key == "ACTION_DONE":

@@ -27,6 +27,7 @@ from wsd.daemon.curation.passes import STATE_AFTER, PassResult, Step
 from wsd.daemon.curation.pipeline import Batch, NoBatch, Pipeline
 from wsd.daemon.curation.reporting import Failures
 from wsd.daemon.memory.forget import erase as forgetting
+from wsd.daemon.memory.forget import requests as forget_requests
 from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
@@ -177,6 +178,8 @@ class Worker:
             # so nothing this pass does can see (or keep) the words it was erasing.
             finished = forgetting.resume(self.store)
             self.log.info("forget_finished", erasures=finished)
+        if self.store.erasure.requests():
+            forget_requests.handle(self.store, self.log)
         now = self.clock() if now is None else now
         self._detect_wake(now)
         self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be

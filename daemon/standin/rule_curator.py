@@ -4,7 +4,8 @@ It answers a curator request the way Haiku would, in the real response format,
 from simple rules over the turns it is sent: a stated preference becomes a
 PREFERENCE and a line added to user.md, a correction a CORRECTION, a package
 install a TOOL_INSTALL and a line in tools.md, a written file a FACT, a reminder
-an ACTION, and the latest request replaces the active task in context.md. md
+an ACTION, "forget X" a FORGET, and the latest request replaces the active task in
+context.md. md
 files are changed with line-addressed edits (``user.md +$: ...``, ``context.md
 ~2: ...``) against the numbered lines of the request, as the real curator is
 asked to. Same input, same output: rebuilding memory twice with it gives the
@@ -42,6 +43,10 @@ _CORRECTION = re.compile(
 _REMIND = re.compile(
     r"\b(?:remind me to|don't forget to|todo:|follow up on)\s+(.{3,200}?)" + _END,
     re.I,
+)
+#: "Please forget Lincoln Elementary." (not "don't forget to ...": a reminder).
+_FORGET = re.compile(
+    r"(?:^|[.!?]\s+|please\s+)forget\s+(?:about\s+)?(?!to\b)(.{2,200}?)" + _END, re.I | re.M
 )
 _INSTALL = re.compile(
     r"\b(pip3? install|python -m pip install|apt(?:-get)? install|npm install|"
@@ -160,6 +165,8 @@ def curate(request_text: str) -> str:
                 files["user.md"].add(f"- Correction: {fix}")
         for match in _REMIND.finditer(user):
             lines.append(f"ACTION: [normal] {_sentence(match.group(1))}")
+        for match in _FORGET.finditer(user):
+            lines.append(f"FORGET: {match.group(1).strip()} [turn {tid}]")
         for name, inp in tools:
             data = inp if isinstance(inp, dict) else {}
             command = str(data.get("command", data.get("", ""))) if name == "Bash" else ""

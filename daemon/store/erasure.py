@@ -685,6 +685,39 @@ class Erasure:
                 wanted.add(int(row[0]))
         return Scope(identity, frozenset(wanted))
 
+    def requests(self) -> list[tuple[int, str, str, str | None]]:
+        """FORGETs the person asked for in conversation, waiting: (id, words, status, the
+        status of the action that asks them to confirm, if any)."""
+        with self._db.memory(readonly=True) as m:
+            return [
+                (int(i), str(w), str(s), None if a is None else str(a))
+                for i, w, s, a in schema.rows(
+                    m,
+                    "SELECT r.id, r.words, r.status, a.status FROM forget_requests r"
+                    " LEFT JOIN pending_actions a ON a.id = r.action_id ORDER BY r.id",
+                )
+            ]
+
+    def ask_to_confirm(self, request_id: int, text: str, now: float) -> None:
+        """Open the pending action that asks the person to confirm a large FORGET."""
+        with self._db.memory() as m, schema.write_txn(m):
+            m.execute(
+                "INSERT INTO pending_actions (created_at, updated_at, content, priority,"
+                " source, dedup_key) VALUES (?, ?, ?, 1, 'forget', ?)",
+                (now, now, text, f"forget:{request_id}"),
+            )
+            m.execute(
+                "UPDATE forget_requests SET status = 'confirm', action_id = ? WHERE id = ?",
+                (m.last_insert_rowid(), request_id),
+            )
+
+    def drop_request(self, request_id: int) -> None:
+        """A request run or declined: gone (its words zeroed)."""
+        with self._db.memory() as m:
+            secure(m)
+            with schema.write_txn(m):
+                m.execute("DELETE FROM forget_requests WHERE id = ?", (request_id,))
+
     def started_at(self, forget_id: int) -> float | None:
         with self._db.memory(readonly=True) as m:
             row = schema.first(m, "SELECT started_at FROM forgets WHERE id = ?", (forget_id,))

@@ -112,6 +112,12 @@ def commit_batch(
             )
         for key, value in batch.state.items():
             put_state(m, key, value, now)
+        # The person's own request to forget: run by the daemon after this commit (or, when
+        # it would erase much, once they confirm).
+        m.executemany(
+            "INSERT INTO forget_requests (words, created_at, batch_id) VALUES (?, ?, ?)",
+            [(words, now, batch_id) for words in batch.forgets],
+        )
         refused = list(batch.refused)
         if repeated:
             refused.append(f"{repeated} learnings already stored (or retracted)")

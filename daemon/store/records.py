@@ -119,6 +119,8 @@ class BatchRecord:
     actions: list[tuple[str, int]] = field(default_factory=list)
     closed_actions: list[int] = field(default_factory=list)
     md_updates: dict[str, str] = field(default_factory=dict)
+    #: Words the person asked (in their own prompt) to forget: run after the commit.
+    forgets: list[str] = field(default_factory=list)
     model: str = ""
     stop_reason: str | None = None
     attempts: int = 1

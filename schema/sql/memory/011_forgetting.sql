@@ -37,3 +37,15 @@ CREATE TABLE backups (
 
 -- How many lines an erasure took out of a revision (history says that it happened there).
 ALTER TABLE md_revisions ADD COLUMN erased INTEGER NOT NULL DEFAULT 0;
+
+-- A FORGET the curator read in the person's own prompt (issue 33, item 5), waiting for the
+-- daemon to run it, or (status 'confirm': it would erase more than a few items) for the
+-- person to confirm through the pending action it opened. Gone once run or declined.
+CREATE TABLE forget_requests (
+    id         INTEGER PRIMARY KEY,
+    words      TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    batch_id   INTEGER REFERENCES batches (id),
+    status     TEXT NOT NULL DEFAULT 'new' CHECK (status IN ('new', 'confirm')),
+    action_id  INTEGER REFERENCES pending_actions (id) ON DELETE SET NULL
+) STRICT;
