@@ -432,3 +432,32 @@ def test_a_large_forget_in_conversation_waits_for_the_person(
     drain(worker)
     assert query(layout.memory_db, "SELECT by FROM forgets") == [("conversation",)]
     assert words_anywhere(layout.os_dir, "garden") == []
+
+
+@pytest.mark.parametrize(("others", "left"), [(1, 3), (3, 2)])
+def test_loss_guards_never_hold_back_an_erasure_and_still_judge_the_rest(
+    layout: Layout, standin: BridgeStandin, others: int, left: int
+) -> None:
+    """A reply that deletes the three lines holding what the person asked to forget, and
+    ``others`` unrelated lines of an eight-line context.md: the forgotten lines go whatever
+    the quarter-of-a-file guard says; the unrelated deletions are judged alone (one passes,
+    three are over a quarter and held back)."""
+    lines = ["# Context", *(f"- {SECRET} note {i}" for i in range(3))]
+    text = "\n".join([*lines, *(f"- plain {i}" for i in range(4))]) + "\n"
+    Store(layout).revisions.add_revision("context.md", text, "hand", time.time())
+    Path(layout.md("context.md")).write_text(text)
+
+    def deletes(body: dict[str, Any]) -> Any:
+        lines = [f"FORGET: {SECRET} [turn 1]"]
+        lines += [f"context.md -{n}" for n in range(2, 5)]
+        lines += [f"context.md -{n}" for n in range(5, 5 + others)]
+        return Reply.text("\n".join(lines))
+
+    standin.responder = deletes
+    worker = make_worker(layout, standin, batch_turns=1)
+    _say(layout, worker, 0, f"Please forget {SECRET}.")
+    drain(worker)
+    text = Path(layout.md("context.md")).read_text()
+    assert SECRET not in text
+    assert "- plain 0" not in text and text.count("- plain") == left
+    assert words_anywhere(layout.os_dir, SECRET) == []

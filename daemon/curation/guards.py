@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from wsd.daemon.curation.reply import ParsedReply
@@ -96,12 +96,19 @@ def review(
     caps: Caps,
     offered: set[int] | frozenset[int] = frozenset(),
     erosion: Mapping[str, Erosion | None] | None = None,
+    forgets: Sequence[str] = (),
 ) -> Review:
     """Apply the guards; ``base`` is every memory file as the request showed it (files.md:
     its notes), ``current`` the curated files as they are now (hand edits adopted),
     ``offered`` the ids of the related learnings the request showed (the only ones a new
-    learning may replace), and ``erosion`` each file measured against its baseline."""
+    learning may replace), ``erosion`` each file measured against its baseline, and
+    ``forgets`` the words the person asked in this batch to forget (grounded): the reply's
+    removals of lines holding them are the erasure's to make, which no loss guard holds
+    back, so they are taken out here and count toward no loss; everything else in the
+    batch is judged as ever."""
     out = Review(closed_actions=list(parsed.closed_actions))
+    if forgets:
+        parsed = _without_forgotten_edits(parsed, base, forgets)
     _files(out, parsed, base, current, truncated, caps, erosion or {})
     _learnings(out, parsed.learnings, base, caps.learnings_for(turns), offered)
     out.actions = parsed.actions[: caps.actions]
@@ -161,6 +168,23 @@ def _files(
             out.held.append(name)
         if result.changed and result.lines != now:
             out.md_updates[name] = "\n".join(result.lines) + "\n" if result.lines else ""
+
+
+def _without_forgotten_edits(
+    parsed: ParsedReply, base: Mapping[str, str], forgets: Sequence[str]
+) -> ParsedReply:
+    from wsd.daemon.memory.forget.words import BadWords, Forget
+
+    try:
+        match = Forget.of(forgets)
+    except BadWords:
+        return parsed
+    edits = {}
+    for name, items in parsed.edits.items():
+        lines = _lines(base.get(name, ""))
+        doomed = {i + 1 for i, line in enumerate(lines) if match.holds(line)}
+        edits[name] = [e for e in items if not (e.op in ("delete", "replace") and e.line in doomed)]
+    return replace(parsed, edits=edits)
 
 
 def _grouped(name: str, refused: list[tuple[Edit, str]]) -> list[str]:

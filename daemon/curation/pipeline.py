@@ -335,6 +335,7 @@ class Pipeline:
             caps=self.caps,
             offered=set(seen.offered),
             erosion=day,
+            forgets=[words for words, _cited in parsed.forgets],
         )
         held = [day[name] for name in checked.held]
         cost = price(
