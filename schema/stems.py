@@ -31,3 +31,15 @@ def stems(text: str) -> list[str]:
         include_colocated=False,
     )
     return [str(t) for t in tokens if t]
+
+
+def spans(text: str) -> list[tuple[int, int, str]]:
+    """Each token of ``text`` as (start, end, stem): UTF-8 byte offsets into ``text``."""
+    tokens = _tokenizer()(
+        text.encode("utf-8", "surrogatepass"),
+        apsw.FTS5_TOKENIZE_DOCUMENT,
+        None,
+        include_offsets=True,
+        include_colocated=False,
+    )
+    return [(int(a), int(b), str(t)) for a, b, t in tokens]

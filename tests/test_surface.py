@@ -415,19 +415,20 @@ def test_the_standin_server_takes_a_curator(curator: str, tmp_path: Path) -> Non
 def test_forget_retracts_a_learning_everywhere_but_the_transcript(
     layout: Layout, standin: BridgeStandin
 ) -> None:
-    """`wsd forget L1` removes the learning from search, the boot context and the FTS index;
-    the ledger keeps that it was retracted, and when; curation never stores it again."""
+    """`wsd forget L1 --yes` erases the learning from search, the boot context and the FTS
+    index; the ledger keeps that it was retracted, and when (never its words); curation never
+    stores it again."""
     from tests.conftest import drain, flush, make_worker
 
     _learn(layout, FACT, "The office plants are watered on Mondays")
     env = {"WSD_WORKSPACE": layout.root, "PATH": "/usr/bin"}
     (fact_id,) = q(layout.memory_db, "SELECT id FROM learnings WHERE content = ?", (FACT,))[0]
-    out = wsd(env, "forget", f"L{fact_id}", "--reason", "wrong").stdout
-    assert "retracted" in out and "transcript" in out
+    out = wsd(env, "forget", f"L{fact_id}", "--yes").stdout
+    assert "erased:" in out and "learnings" in out
     assert "red notebook" not in wsd(env, "search", "password hint notebook").stdout
     assert "red notebook" not in wsd(env, "boot-context").stdout
     assert q(layout.memory_db, "SELECT learning_id, reason FROM retractions") == [
-        (fact_id, "wrong")
+        (fact_id, "forgotten at the person's request")
     ]
     q(layout.memory_db, "INSERT INTO learnings_fts (learnings_fts) VALUES ('integrity-check')")
     worker = make_worker(layout, standin, batch_turns=1)

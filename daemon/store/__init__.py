@@ -35,15 +35,16 @@ from wsd.daemon.store.aside import (
 )
 from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
 from wsd.daemon.store.connections import Opener
+
+# Records, with the pure functions of data that name or key them (the curator's guards key a
+# learning as the ledger does; files are hashed as their revisions are).
+from wsd.daemon.store.erasure import Found, Kind, Scope
 from wsd.daemon.store.learnings import ImportReport
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
 # constant and a pure function of two strings (doctor, status and the CLI say them).
 from wsd.daemon.store.maintenance import MADE_BY, Maintenance, remedy
-
-# Records, with the pure functions of data that name or key them (the curator's guards key a
-# learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.records import (
     LEARNING_TYPES,
     AlreadyCovered,
@@ -84,7 +85,9 @@ __all__ = [
     "CallKind",
     "Card",
     "CommitResult",
+    "Found",
     "ImportReport",
+    "Kind",
     "Lane",
     "Learning",
     "LearningTrace",
@@ -94,6 +97,7 @@ __all__ = [
     "RemoteBatch",
     "RemoteRequest",
     "Revision",
+    "Scope",
     "SourceTurn",
     "Store",
     "ToolEvent",

@@ -30,8 +30,7 @@ import apsw
 from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.memory.forget.words import BadWords, Everything, Forget
 from wsd.daemon.runtime.fsio import atomic_write, read_text
-from wsd.daemon.store import Store
-from wsd.daemon.store.erasure import Found, Kind, Scope
+from wsd.daemon.store import Found, Kind, Scope, Store
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, Layout
 

@@ -26,9 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from wsd.schema.stems import _tokenizer, stems
+from wsd.schema.stems import spans as token_spans
+from wsd.schema.stems import stems
 
 #: What stands where a sentence holding forgotten words was.
 MARK = "[forgotten]"
@@ -97,13 +96,7 @@ class Phrase:
         if not text or not self.maybe_in(text):
             return []
         data = text.encode("utf-8", "surrogatepass")
-        tokens = _tokenizer()(
-            data,
-            apsw.FTS5_TOKENIZE_DOCUMENT,
-            None,
-            include_offsets=True,
-            include_colocated=False,
-        )
+        tokens = token_spans(text)
         found = []
         n = len(self.stems)
         words = [t[2] for t in tokens]
