@@ -28,7 +28,7 @@ from tests.conftest import (
     wsd,
 )
 from wsd.daemon.memory.forget.erase import forget
-from wsd.daemon.memory.forget.words import MARK, BadWords, Forget
+from wsd.daemon.memory.forget.words import MARK, RETENTION_MARK, BadWords, Forget
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Store
@@ -46,12 +46,17 @@ PROMPTS = [
 
 
 def words_anywhere(folder: str | Path, words: str) -> list[str]:
-    """Every file under ``folder`` whose bytes hold ``words`` (as whole words, any case,
-    any run of spaces or punctuation between them), as text, UTF-16 or a JSON escape."""
+    """Every file under ``folder`` (or that file) whose bytes hold ``words`` (whole words, any
+    case, any run of spaces or punctuation between them), as UTF-8 or UTF-16 text."""
     parts = [re.escape(w) for w in words.split()]
     pattern = re.compile(r"(?<![A-Za-z])" + r"[\W_]{1,6}".join(parts) + r"(?![a-z])", re.I)
     hits = []
-    for base, _dirs, files in os.walk(folder):
+    walked = (
+        os.walk(folder)
+        if os.path.isdir(folder)
+        else [(os.path.dirname(folder), [], [os.path.basename(folder)])]
+    )
+    for base, _dirs, files in walked:
         for name in files:
             path = os.path.join(base, name)
             if os.path.islink(path) or not os.path.isfile(path):
@@ -461,3 +466,35 @@ def test_loss_guards_never_hold_back_an_erasure_and_still_judge_the_rest(
     assert SECRET not in text
     assert "- plain 0" not in text and text.count("- plain") == left
     assert words_anywhere(layout.os_dir, SECRET) == []
+
+
+def test_transcript_retention_erases_old_turns_and_keeps_what_they_taught(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """With WSD_TRANSCRIPT_RETENTION_DAYS, curated turns older than that are erased from
+    the transcript by the daemon's maintenance (learnings kept, their source reading as
+    erased); newer turns stay; the forget log says 'retention'; a rebuild says how many
+    turns it could not re-read."""
+    day = 86400.0
+    now = time.time()
+    worker = make_worker(
+        layout, standin, batch_turns=1, transcript_retention_days=10, maintenance_seconds=60
+    )
+    _say(layout, worker, 0, "I prefer tabs over spaces. My old address is 12 Elm Street.")
+    old = query(layout.transcript_db, "SELECT id FROM observations")[0][0]
+    conn = apsw.Connection(layout.transcript_db)
+    conn.execute("UPDATE observations SET timestamp = ? WHERE id = ?", (now - 30 * day, old))
+    conn.close()
+    _say(layout, worker, 1, "I prefer dark mode")
+    learnings = scalar(layout.memory_db, "SELECT count(*) FROM learnings")
+    worker.run_once(now + 120)  # idle: maintenance is due
+    assert words_anywhere(layout.transcript_db, "Elm Street") == []
+    assert query(layout.memory_db, "SELECT count(*) FROM turns WHERE prompt LIKE '%Elm%'") == [(0,)]
+    assert query(layout.memory_db, "SELECT by FROM forgets") == [("retention",)]
+    assert scalar(layout.memory_db, "SELECT count(*) FROM learnings") == learnings
+    prompts = [p for (p,) in query(layout.transcript_db, "SELECT user_message FROM observations")]
+    assert prompts == [RETENTION_MARK, "I prefer dark mode"]
+    worker.status.update(state="stopped", force=True)
+    env = daemon_env(layout, standin)
+    out = wsd(env, "rebuild").stdout
+    assert "1 turn(s) erased" in out

@@ -84,6 +84,8 @@ class RebuildReport:
     files: tuple[str, ...] = ()
     removed_files: tuple[str, ...] = ()
     seconds: float = 0.0
+    #: Turns erased whole before the rebuild (issue 33): their words could not be re-read.
+    erased_turns: int = 0
 
 
 def rebuild(
@@ -141,6 +143,7 @@ def rebuild(
             os.unlink(pause_path(layout))
         os.close(held)
     report.seconds = time.monotonic() - started
+    report.erased_turns = live.erasure.erased_turns()
     return report
 
 

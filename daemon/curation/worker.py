@@ -313,6 +313,13 @@ class Worker:
         )
         if done is not None and any(done):
             self.log.info("maintenance", events_pruned=done[0], vacuumed=done[1])
+        days = self.config.transcript_retention_days
+        if done is not None and days > 0:
+            # Once per maintenance period: what the person said, older than the operator's
+            # retention, erased from the transcript (what it taught stays).
+            erased = forgetting.retain(self.store, days, now)
+            if erased is not None:
+                self.log.info("transcript_retention", turns=erased.counts().get("turns", 0))
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = self.backoff.enter(now, exc.retry_after)

@@ -196,6 +196,12 @@ def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f" {report.learnings} learning(s), {report.parked} parked,"
         f" files written: {', '.join(report.files) or 'none'};"
         f" removed: {', '.join(report.removed_files) or 'none'} ({report.seconds:.1f}s)"
+        + (
+            f"; {report.erased_turns} turn(s) erased (a forget or the transcript retention)"
+            " could not be read again"
+            if report.erased_turns
+            else ""
+        )
     )
     return 0
 

@@ -39,6 +39,9 @@ DEFAULT_WAKE_JUMP_SECONDS = 60.0
 #: Prices of Claude Haiku 4.5 in USD per million tokens.
 #: Raw events folded into processed turns are kept this long, then pruned.
 DEFAULT_RETENTION_DAYS = 30.0
+#: Curated turns older than this many days are erased from the transcript (issue 33); 0 keeps
+#: them for ever (the default: what a person said is theirs to erase).
+DEFAULT_TRANSCRIPT_RETENTION_DAYS = 0.0
 #: How often retention, vacuum and WAL truncation run (checkpoints run each idle pass).
 DEFAULT_MAINTENANCE_SECONDS = 3600.0
 #: Seconds with nothing to curate after which a daemon that has loaded the anthropic SDK
@@ -252,6 +255,7 @@ class Config:
     erosion: float = DEFAULT_EROSION
     file_chars: int = DEFAULT_FILE_CHARS
     retention_days: float = DEFAULT_RETENTION_DAYS
+    transcript_retention_days: float = DEFAULT_TRANSCRIPT_RETENTION_DAYS
     maintenance_seconds: float = DEFAULT_MAINTENANCE_SECONDS
     shed_memory_seconds: float = DEFAULT_SHED_MEMORY_SECONDS
     log_format: str = "auto"
@@ -340,6 +344,14 @@ class Config:
             file_chars=number("WSD_FILE_CHARS", DEFAULT_FILE_CHARS, int, 100, 1_000_000),
             retention_days=number(
                 "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, float, 0, 36_500, above=True
+            ),
+            transcript_retention_days=number(
+                "WSD_TRANSCRIPT_RETENTION_DAYS",
+                DEFAULT_TRANSCRIPT_RETENTION_DAYS,
+                float,
+                0,
+                36_500,
+                note=", 0 keeps turns for ever",
             ),
             maintenance_seconds=seconds("WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS),
             shed_memory_seconds=number(

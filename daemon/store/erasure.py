@@ -148,13 +148,17 @@ def _find_scoped(m: apsw.Connection, scope: Scope) -> Found:
     found = Found()
     keys = (scope.identity, json.dumps(sorted(scope.observations)))
     learnings = found.kind("learnings")
-    for lid, content in schema.rows(
-        m,
-        "SELECT l.id, l.content FROM learnings l WHERE EXISTS (SELECT 1 FROM learning_sources"
-        " s WHERE s.learning_id = l.id) AND NOT EXISTS (SELECT 1 FROM learning_sources s"
-        " WHERE s.learning_id = l.id AND NOT (s.transcript_identity = ?1 AND"
-        " s.observation_id IN (SELECT value FROM json_each(?2)))) ORDER BY l.id",
-        keys,
+    for lid, content in (
+        []
+        if not scope.derived
+        else schema.rows(
+            m,
+            "SELECT l.id, l.content FROM learnings l WHERE EXISTS (SELECT 1 FROM learning_sources"
+            " s WHERE s.learning_id = l.id) AND NOT EXISTS (SELECT 1 FROM learning_sources s"
+            " WHERE s.learning_id = l.id AND NOT (s.transcript_identity = ?1 AND"
+            " s.observation_id IN (SELECT value FROM json_each(?2)))) ORDER BY l.id",
+            keys,
+        )
     ):
         learnings.add(lid, content)
     turns = found.kind("turns_indexed")
@@ -165,7 +169,8 @@ def _find_scoped(m: apsw.Connection, scope: Scope) -> Found:
         keys,
     ):
         turns.add(tid, prompt)
-    _scoped_md_lines(m, keys, found)
+    if scope.derived:
+        _scoped_md_lines(m, keys, found)
     return found
 
 
@@ -371,6 +376,9 @@ class Scope:
 
     identity: str
     observations: frozenset[int]
+    #: What the turns alone produced (learnings, md lines) goes too: a person's forget. The
+    #: transcript retention keeps it (its learnings' source reads as erased).
+    derived: bool = True
 
 
 def _holds(match: Matcher, text: str, is_json: bool) -> bool:
@@ -389,6 +397,12 @@ def erase_transcript(
     now = time.time() if now is None else now
     with schema.write_txn(t):
         found = find_transcript(t, match, scope)
+        if scope is not None:
+            t.execute(
+                "UPDATE observations SET erased_at = ? WHERE erased_at IS NULL AND id IN"
+                " (SELECT value FROM json_each(?))",
+                (now, json.dumps(sorted(scope.observations))),
+            )
         for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
             name = "turns" if table == "observations" else table
             for item in found.kind(name).ids:
@@ -717,6 +731,24 @@ class Erasure:
             secure(m)
             with schema.write_txn(m):
                 m.execute("DELETE FROM forget_requests WHERE id = ?", (request_id,))
+
+    def retention_scope(self, before: float, limit: int = 5000) -> Scope:
+        """Curated turns older than ``before`` not erased yet (the oldest ``limit``): what
+        the transcript retention erases next, keeping what they taught."""
+        with self._db.transcript(readonly=True) as t:
+            rows = schema.rows(
+                t,
+                "SELECT id FROM observations WHERE processed = 1 AND erased_at IS NULL"
+                " AND timestamp < ? ORDER BY timestamp LIMIT ?",
+                (before, limit),
+            )
+            return Scope(schema.identity(t), frozenset(int(r[0]) for r in rows), derived=False)
+
+    def erased_turns(self) -> int:
+        """Turns erased whole (a forget, the retention): no rebuild can read them again."""
+        with self._db.transcript(readonly=True) as t:
+            row = schema.first(t, "SELECT count(*) FROM observations WHERE erased_at IS NOT NULL")
+        return int(row[0]) if row else 0
 
     def started_at(self, forget_id: int) -> float | None:
         with self._db.memory(readonly=True) as m:

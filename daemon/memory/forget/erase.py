@@ -28,7 +28,13 @@ from typing import Any
 import apsw
 
 from wsd.daemon.memory import files_md_parts, md_files
-from wsd.daemon.memory.forget.words import BadWords, Everything, Forget
+from wsd.daemon.memory.forget.words import (
+    MARK,
+    RETENTION_MARK,
+    BadWords,
+    Everything,
+    Forget,
+)
 from wsd.daemon.runtime.fsio import atomic_write, read_text
 from wsd.daemon.store import Found, Kind, Scope, Store
 from wsd.schema import spool
@@ -164,7 +170,11 @@ def forget(
     Raises :class:`BadWords` or :class:`ForgetRefused` (a broad match without
     ``all_matches``) before anything is written. ``pause`` holds the daemon off for the
     erasure (the CLI's; the daemon itself runs without one: it is the one paused)."""
-    match: Forget | Everything = Everything() if scope is not None else Forget.of(words)
+    match: Forget | Everything = (
+        Everything(RETENTION_MARK if by == "retention" else MARK)
+        if scope is not None
+        else Forget.of(words)
+    )
     report = plan(store, match, scope)
     if report.needs_all_matches and not all_matches:
         raise ForgetRefused(
@@ -190,8 +200,10 @@ def resume(store: Store, say: Callable[[str], None] = lambda _s: None) -> int:
         scope = None
         match: Forget | Everything
         if isinstance(what, dict):
-            scope = Scope(str(what.get("identity")), frozenset(int(o) for o in what["turns"]))
-            match = Everything()
+            derived = bool(what.get("derived", True))
+            turns = frozenset(int(o) for o in what["turns"])
+            scope = Scope(str(what.get("identity")), turns, derived=derived)
+            match = Everything(MARK if derived else RETENTION_MARK)
         else:
             try:
                 match = Forget.of([str(w) for w in what])
@@ -202,7 +214,21 @@ def resume(store: Store, say: Callable[[str], None] = lambda _s: None) -> int:
 
 
 def _scope_json(scope: Scope) -> dict[str, Any]:
-    return {"identity": scope.identity, "turns": sorted(scope.observations)}
+    return {
+        "identity": scope.identity,
+        "turns": sorted(scope.observations),
+        "derived": scope.derived,
+    }
+
+
+def retain(store: Store, days: float, now: float) -> Report | None:
+    """The transcript retention (``WSD_TRANSCRIPT_RETENTION_DAYS``): curated turns older
+    than ``days`` erased by the same machinery as a forget, what they taught kept (its
+    source reads as erased); None when nothing is that old."""
+    scope = store.erasure.retention_scope(now - days * 86400)
+    if not scope.observations:
+        return None
+    return forget(store, scope=scope, by="retention", now=lambda: now)
 
 
 def _run(

@@ -31,6 +31,8 @@ from wsd.schema.stems import stems
 
 #: What stands where a sentence holding forgotten words was.
 MARK = "[forgotten]"
+#: What stands where the transcript retention erased a turn's text.
+RETENTION_MARK = "[erased by retention]"
 #: A word this short is refused (it would match too much to be what the person meant).
 MIN_WORD_CHARS = 2
 
@@ -221,6 +223,9 @@ class Everything:
 
     phrases: tuple[Phrase, ...] = ()
 
+    def __init__(self, mark: str = MARK) -> None:
+        self.mark = mark
+
     def maybe_in(self, text: str) -> bool:
         return bool(text)
 
@@ -228,7 +233,7 @@ class Everything:
         return bool(text) and (not isinstance(text, str) or bool(text.strip()))
 
     def cut(self, text: str) -> str:
-        return MARK if text and text.strip() else text
+        return self.mark if text and text.strip() else text
 
     def cut_json_text(self, raw: str) -> str:
         try:

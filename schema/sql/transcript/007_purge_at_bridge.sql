@@ -1,5 +1,0 @@
--- Issue 33: a Message Batch whose requests held words the person asked to forget has its
--- results deleted at the Bridge (messages.batches.delete) once it is settled and applied.
--- 0: nothing to do; 1: delete when settled; 2: deleted (or the Bridge no longer had it).
-ALTER TABLE remote_batches ADD COLUMN purge INTEGER NOT NULL DEFAULT 0
-    CHECK (purge IN (0, 1, 2));
