@@ -15,6 +15,7 @@ from bench import (
     curator_bench,
     daemon_bench,
     economy_bench,
+    forget_bench,
     grounding_bench,
     hooks_bench,
     idle_bench,
@@ -52,6 +53,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "lineage": lineage_bench.lineage,
     "grounding": grounding_bench.grounding_rows,
     "grounding_cost": grounding_bench.check_cost,
+    "forget": forget_bench.forget,
 }
 
 

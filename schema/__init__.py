@@ -120,6 +120,11 @@ def connect(
                 raise SchemaError(f"{path}: could not enable WAL (journal_mode={mode})")
         conn.execute(f"PRAGMA synchronous={_SYNCHRONOUS[kind]}")
         conn.execute("PRAGMA foreign_keys=ON")
+        if not readonly:
+            # What is deleted is zeroed, in its page and in a freed page (issue 33: a forget
+            # leaves no byte of the words; without it only a VACUUM of the whole file could
+            # say so, 13 s for a 900 MB transcript).
+            conn.execute("PRAGMA secure_delete=ON")
         # Checkpoint-on-close stays on (SQLite's default) although every hook
         # and daemon step opens its own connection: with it off, the WAL
         # outlives the last connection and the next open must rebuild the WAL

@@ -17,8 +17,9 @@ and how each kind goes:
 
 Bytes: every erasure runs with ``secure_delete`` (freed cells and pages are zeroed), then the
 FTS5 indexes are merged (``optimize``: the old segments, which still held the terms, are
-deleted), the database is vacuumed (pages freed before this erasure, without
-``secure_delete``, may still hold the words) and its WAL checkpointed and truncated.
+deleted), and the WAL checkpointed and truncated. Every connection deletes with
+``secure_delete`` (:func:`wsd.schema.connect`); a database whose free pages predate it is
+vacuumed once.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import apsw
 
@@ -53,6 +54,7 @@ class Matcher(Protocol):
     def cut_json_text(self, raw: str) -> str: ...
     def lines_holding(self, text: str) -> list[int]: ...
     def fts_query(self) -> str: ...
+    def sql_maybe(self, column: str) -> tuple[str, list[str]]: ...
 
 
 @dataclass
@@ -346,12 +348,15 @@ def find_transcript(t: apsw.Connection, match: Matcher, scope: Scope | None = No
     found = Found()
     for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
         kind = found.kind("turns" if table == "observations" else table)
-        where, args = "", cast(tuple[str, ...], ())
+        # The cheap look first, in SQLite: only rows that may hold the words come back.
+        maybe = [match.sql_maybe(c) for c in columns]
+        where = " WHERE (" + " OR ".join(sql for sql, _a in maybe) + ")"
+        args: list[Any] = [a for _s, more in maybe for a in more]
         if scope is not None:
             if table not in _SCOPED:
                 continue
-            where = f" WHERE {_SCOPED[table]} IN (SELECT value FROM json_each(?))"
-            args = (json.dumps(sorted(scope.observations)),)
+            where += f" AND {_SCOPED[table]} IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(scope.observations)))
         for row in t.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}{where}", args):
             texts = [v for v in row[1:] if isinstance(v, str) and v and match.maybe_in(v)]
             if not texts:
@@ -441,12 +446,19 @@ def erase_transcript(
 
 def scrub(conn: apsw.Connection, fts_tables: Iterable[str]) -> None:
     """Leave no byte of what was erased: merge the FTS5 indexes (their old segments held the
-    terms), vacuum (pages freed before, without secure_delete, may hold the words), and
-    checkpoint the WAL into the database, truncating it. Run with ``secure_delete`` on."""
+    terms), and checkpoint the WAL into the database, truncating it. Run with
+    ``secure_delete`` on (every connection is: :func:`wsd.schema.connect`), so a deleted
+    cell and a freed page are zeroed; a database whose free pages predate that (meta
+    ``free_pages_zeroed`` missing) is vacuumed once."""
     for table in fts_tables:
         with schema.write_txn(conn):
             conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-    conn.execute("VACUUM")
+    if schema.first(conn, "SELECT 1 FROM meta WHERE key = 'free_pages_zeroed'") is None:
+        conn.execute("VACUUM")
+        with schema.write_txn(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('free_pages_zeroed', '1')"
+            )
     checkpoint_truncate(conn)
 
 
@@ -770,6 +782,19 @@ class Erasure:
     def backups(self) -> list[tuple[str, float]]:
         with self._db.memory(readonly=True) as m:
             return backups(m)
+
+    def learnings_matching(self, match: Matcher) -> int:
+        """How many learnings hold the words."""
+        with self._db.memory(readonly=True) as m:
+            return sum(
+                1
+                for (content,) in m.execute(
+                    "SELECT l.content FROM learnings_fts f JOIN learnings l ON l.id = f.rowid"
+                    " WHERE learnings_fts MATCH ?",
+                    (match.fts_query(),),
+                )
+                if match.holds(content)
+            )
 
     def learnings_count(self) -> int:
         with self._db.memory(readonly=True) as m:

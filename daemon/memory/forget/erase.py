@@ -154,6 +154,21 @@ def plan(store: Store, match: Forget | Everything, scope: Scope | None = None) -
     return report
 
 
+def _broad(store: Store, match: Forget | Everything, scope: Scope | None) -> Report:
+    """What a forget checks before it erases: whether its words match half the learnings
+    or more (the learnings index answers it; the full dry run would read every turn)."""
+    report = Report([p.text for p in match.phrases])
+    if scope is not None or not isinstance(match, Forget):
+        return report
+    report.learnings_total = store.erasure.learnings_count()
+    hit = store.erasure.learnings_matching(match)
+    report.needs_all_matches = (
+        report.learnings_total >= BROAD_MIN and hit >= BROAD_SHARE * report.learnings_total
+    )
+    report.kinds["learnings"] = Kind(ids=list(range(hit)))
+    return report
+
+
 def forget(
     store: Store,
     words: Sequence[str] = (),
@@ -175,7 +190,7 @@ def forget(
         if scope is not None
         else Forget.of(words)
     )
-    report = plan(store, match, scope)
+    report = _broad(store, match, scope)
     if report.needs_all_matches and not all_matches:
         raise ForgetRefused(
             f"{' / '.join(report.words)} matches {report.counts().get('learnings', 0)} of"

@@ -60,9 +60,15 @@ def _letter_class(base: str) -> str:
     return "[" + "".join(re.escape(v) for v in sorted(variants)) + "]"
 
 
+def _root(stem: str) -> str:
+    """The part of ``stem`` every word with that stem shows on its surface (checked over
+    the model's 22,500-word vocabulary: porter rewrites at most a word's last two letters)."""
+    return stem[:1] if len(stem) <= 2 else stem[: max(2, len(stem) - 2)]
+
+
 def _root_pattern(stem: str) -> str:
-    """A regex for the part of ``stem`` every word with that stem shows on its surface."""
-    root = stem[:1] if len(stem) <= 2 else stem[: max(2, len(stem) - 2)]
+    """A regex for :func:`_root` of ``stem``, letter by letter case- and accent-insensitive."""
+    root = _root(stem)
     return "".join(_letter_class(c) if c.isascii() and c.isalpha() else re.escape(c) for c in root)
 
 
@@ -88,6 +94,24 @@ class Phrase:
     @functools.cached_property
     def _roots(self) -> list[re.Pattern[str]]:
         return [re.compile(_root_pattern(s), re.IGNORECASE) for s in set(self.stems)]
+
+    @functools.cached_property
+    def ascii_roots(self) -> list[str] | None:
+        """The roots as lower-case ASCII strings (what an ASCII text must contain), or None
+        when a root is not ASCII (no ASCII text can hold the phrase)."""
+        roots = sorted({_root(s) for s in self.stems})
+        return roots if all(r.isascii() for r in roots) else None
+
+    def sql_maybe(self, column: str) -> tuple[str, list[str]]:
+        """An SQL condition true for every row whose ``column`` may hold the phrase: a text
+        that is not all ASCII (judged in Python), or one holding every root (SQLite's
+        ``lower`` folds ASCII, all an ASCII text has). The cheap first look, in C."""
+        roots = self.ascii_roots
+        not_ascii = f"length({column}) != length(CAST({column} AS BLOB))"
+        if roots is None:
+            return not_ascii, []
+        found = " AND ".join(f"instr(lower({column}), ?) > 0" for _ in roots)
+        return f"({not_ascii} OR ({found}))", roots
 
     def maybe_in(self, text: str) -> bool:
         """False only if ``text`` cannot hold the phrase (its roots are not all there)."""
@@ -132,6 +156,13 @@ class Forget:
 
     def maybe_in(self, text: str) -> bool:
         return any(p.maybe_in(text) for p in self.phrases)
+
+    def sql_maybe(self, column: str) -> tuple[str, list[str]]:
+        """An SQL condition true for every row whose ``column`` may hold a phrase."""
+        parts = [p.sql_maybe(column) for p in self.phrases]
+        return "(" + " OR ".join(sql for sql, _a in parts) + ")", [
+            a for _s, args in parts for a in args
+        ]
 
     def fts_query(self) -> str:
         """An FTS5 query matching any of the phrases (the index tokenizes it the same way)."""
@@ -231,6 +262,9 @@ class Everything:
 
     def holds(self, text: object) -> bool:
         return bool(text) and (not isinstance(text, str) or bool(text.strip()))
+
+    def sql_maybe(self, column: str) -> tuple[str, list[str]]:
+        return f"({column} IS NOT NULL AND {column} != '')", []
 
     def cut(self, text: str) -> str:
         return self.mark if text and text.strip() else text

@@ -49,3 +49,9 @@ CREATE TABLE forget_requests (
     status     TEXT NOT NULL DEFAULT 'new' CHECK (status IN ('new', 'confirm')),
     action_id  INTEGER REFERENCES pending_actions (id) ON DELETE SET NULL
 ) STRICT;
+
+-- Every connection deletes with secure_delete on from this version: a database with no free
+-- page now holds no stale bytes in free pages ever after. One with free pages (made by an
+-- older version) is vacuumed once, by the first forget.
+INSERT OR REPLACE INTO meta (key, value)
+SELECT 'free_pages_zeroed', '1' WHERE (SELECT freelist_count FROM pragma_freelist_count()) = 0;

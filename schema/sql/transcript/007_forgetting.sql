@@ -7,3 +7,7 @@ ALTER TABLE remote_batches ADD COLUMN purge INTEGER NOT NULL DEFAULT 0
 -- When a turn was erased whole (`wsd forget T88`, --session, --between, or the transcript
 -- retention): rebuild says how many turns it could not re-read, retention skips them.
 ALTER TABLE observations ADD COLUMN erased_at REAL;
+
+-- As in memory.db (011): free pages hold nothing stale from here on, if there are none now.
+INSERT OR REPLACE INTO meta (key, value)
+SELECT 'free_pages_zeroed', '1' WHERE (SELECT freelist_count FROM pragma_freelist_count()) = 0;

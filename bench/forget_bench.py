@@ -1,0 +1,134 @@
+"""``wsd forget WORDS --yes`` on a workspace of 100,000 turns and 100,000 learnings with the
+daemon running (issue 33, item 8): the seconds it takes (target 10 s), the dry run's, and that
+the daemon curates on after it.
+
+The workspace: 100,000 turns recorded through the hook's own verb (hygiene applied once per
+template turn, :func:`bench.workload_turns.record_turns`), marked curated and indexed for
+search by the store's own indexer (what the daemon does), and 100,000 synthetic learnings
+(the vocabulary of :mod:`bench.memory_bench`). 40 turns and 20 learnings hold the words.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import tempfile
+import time
+
+from bench import Row
+from bench.memory_bench import _sentence, _vocabulary
+from bench.procs import WSD, count_rows, daemon_env, running_daemon, wait_for
+from bench.workload_files import make_workspace
+from bench.workload_turns import capture_turns, record_turns, typical_turn
+from wsd import schema
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store import Store
+
+#: The workspace's size (the issue's figure); WSD_BENCH_FORGET_TURNS sizes a quicker look.
+TURNS = int(os.environ.get("WSD_BENCH_FORGET_TURNS", "100000"))
+WORDS = "Lincoln Elementary"
+TARGET_SECONDS = 10.0
+PLANTED_TURNS = 40
+PLANTED_LEARNINGS = 20
+
+
+def forget() -> list[Row]:
+    """Time the erasure (and its dry run) beside a running daemon."""
+    if not os.path.exists(WSD):
+        return [Row("forget", float("nan"), "s", "-", None, f"{WSD} is not installed")]
+    rng = random.Random(33)
+    with (
+        tempfile.TemporaryDirectory(prefix="wsd-forget-") as tmp,
+        BridgeStandin(responder=rule_curator.responder) as standin,
+    ):
+        layout = make_workspace(os.path.join(tmp, "ws"))
+        setup = time.monotonic()
+        _fill(layout, rng)
+        built = time.monotonic() - setup
+        env = daemon_env(layout, standin, WSD_SEMANTIC="false")
+        log = os.path.join(tmp, "wsd.log")
+        with running_daemon(env, log) as daemon:
+            time.sleep(3.0)  # started, idle
+            dry_s, dry = _timed(env, [WORDS])
+            erase_s, done = _timed(env, [WORDS, "--yes"])
+            batches = count_rows(layout.memory_db, "SELECT count(*) FROM batches")
+            capture_turns(layout, [typical_turn(rng, "after", i) for i in range(6)])
+            goes_on = wait_for(
+                lambda: count_rows(layout.memory_db, "SELECT count(*) FROM batches") > batches,
+                60,
+            )
+            alive = daemon.poll() is None
+    note = f"{TURNS:,} turns + {TURNS:,} learnings, daemon running; set-up {built:.0f} s"
+    return [
+        Row(
+            "forget --yes (erase everything holding the words)",
+            round(erase_s, 2),
+            "s",
+            f"<= {TARGET_SECONDS:g}",
+            done == 0 and erase_s <= TARGET_SECONDS,
+            note,
+        ),
+        Row("forget dry run", round(dry_s, 2), "s", "-", dry == 0 and None, note),
+        Row(
+            "daemon curates after a forget",
+            float(goes_on and alive),
+            "",
+            "1",
+            goes_on and alive,
+            "a new batch committed within 60 s",
+        ),
+    ]
+
+
+def _timed(env: dict[str, str], args: list[str]) -> tuple[float, int]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [WSD, "forget", *args], env=env, capture_output=True, text=True, timeout=600
+    )
+    return time.monotonic() - started, done.returncode
+
+
+def _fill(layout: object, rng: random.Random) -> None:
+    """TURNS turns (PLANTED_TURNS holding the words) curated and indexed; TURNS learnings
+    (PLANTED_LEARNINGS holding them)."""
+    from wsd.schema.layout import Layout
+
+    assert isinstance(layout, Layout)
+    templates = [typical_turn(rng, "bench", i) for i in range(50)]
+    planted = typical_turn(rng, "planted", 0)
+    planted[0]["prompt"] = f"My daughter goes to {WORDS} now. Please book the bus."
+    record_turns(layout, templates, TURNS - PLANTED_TURNS)
+    record_turns(layout, [planted], PLANTED_TURNS)
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        with schema.write_txn(conn):
+            conn.execute("UPDATE observations SET processed = 1")
+    finally:
+        conn.close()
+    store = Store(layout)
+    while store.archive.index_new_turns():
+        pass
+    vocab, weights = _vocabulary(rng)
+    now = time.time()
+    rows = [
+        (now - i, "bench", "fact", text, f"bench:{i}")
+        for i in range(TURNS)
+        for text in (
+            f"The school is {WORDS}, {i}"
+            if i < PLANTED_LEARNINGS
+            else _sentence(rng, vocab, weights),
+        )
+    ]
+    conn = schema.connect(layout.memory_db, "memory")
+    try:
+        with schema.write_txn(conn):
+            conn.executemany(
+                "INSERT INTO learnings (created_at, session_id, type, content, content_key)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
