@@ -498,3 +498,32 @@ def test_transcript_retention_erases_old_turns_and_keeps_what_they_taught(
     env = daemon_env(layout, standin)
     out = wsd(env, "rebuild").stdout
     assert "1 turn(s) erased" in out
+
+
+def test_one_forget_at_a_time_and_never_beside_a_rebuild_or_a_backup(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """A forget while another forget or a rebuild holds the pause file, or while a backup
+    copies, is refused with a line naming it, and erases nothing; a backup while a forget
+    runs is refused too."""
+    from wsd.daemon.curation import pause
+
+    _curated(layout, standin)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    for purpose in ("forget", "rebuild"):
+        fd = pause.take(layout, purpose)
+        try:
+            refused = wsd(env, "forget", SECRET, "--yes", check=False)
+            assert refused.returncode == 2 and f"another wsd {purpose}" in refused.stderr
+            if purpose == "forget":
+                backup = wsd(env, "backup", str(tmp_path / "b"), check=False)
+                assert backup.returncode == 2 and "forget is running" in backup.stderr
+        finally:
+            pause.release(layout, fd)
+    with pause.backing_up(layout):
+        refused = wsd(env, "forget", SECRET, "--yes", check=False)
+        assert refused.returncode == 2 and "backup is running" in refused.stderr
+    assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
+    assert words_anywhere(layout.os_dir, SECRET)
+    wsd(env, "forget", SECRET, "--yes")
+    assert words_anywhere(layout.os_dir, SECRET) == []

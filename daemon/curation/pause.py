@@ -12,6 +12,7 @@ daemon resumes and the next holder replaces it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,9 @@ from wsd.schema.layout import Layout
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
 STALE = 60.0
+#: Held (flock) by a running ``wsd backup``: a forget then would erase the live copy while
+#: the backup copies it, and the backup would be recorded after the forget looked for it.
+BACKUP_LOCK = "backup.lock"
 
 
 class PauseRefused(Exception):
@@ -91,13 +95,51 @@ def wait_for_daemon(
         time.sleep(0.1)
 
 
+def _backup_lock(layout: Layout) -> int:
+    return os.open(
+        os.path.join(layout.memory_dir, BACKUP_LOCK),
+        os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+        0o600,
+    )
+
+
+@contextlib.contextmanager
+def backing_up(layout: Layout) -> Iterator[None]:
+    """Held by ``wsd backup`` for its copy; PauseRefused while a forget runs (or another
+    backup)."""
+    fd = _backup_lock(layout)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PauseRefused("another wsd backup is running") from None
+        if pause_requested(layout) and holder(layout) == "forget":
+            raise PauseRefused("a wsd forget is running: back up when it is done")
+        yield
+    finally:
+        os.close(fd)
+
+
+def _no_backup(layout: Layout) -> None:
+    fd = _backup_lock(layout)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise PauseRefused("a wsd backup is running: forget when it is done") from None
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def held(
     layout: Layout, purpose: str, seconds: float, say: Callable[[str], None]
 ) -> Iterator[None]:
-    """The daemon held off for the block (see the module)."""
+    """The daemon held off for the block (see the module); a forget is refused while a
+    backup runs."""
     fd = take(layout, purpose)
     try:
+        if purpose == "forget":
+            _no_backup(layout)
         wait_for_daemon(layout, seconds, say, f"wsd {purpose}")
         yield
     finally:

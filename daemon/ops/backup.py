@@ -55,8 +55,16 @@ def check_destination(layout: Layout, dest: str) -> None:
 
 def backup(layout: Layout, dest: str) -> dict[str, Any]:
     """Copy ``layout``'s databases and memory files into ``dest``; returns the manifest.
-    Raises :class:`BackupRefused` for a destination :func:`check_destination` refuses."""
+    Raises :class:`BackupRefused` for a destination :func:`check_destination` refuses, and
+    PauseRefused while a forget (or another backup) runs."""
     check_destination(layout, dest)
+    from wsd.daemon.curation import pause
+
+    with pause.backing_up(layout):
+        return _backup(layout, dest)
+
+
+def _backup(layout: Layout, dest: str) -> dict[str, Any]:
     os.makedirs(dest, mode=0o700, exist_ok=True)
     pages = Store(layout).maintenance.backup(dest)
     sources = {name: layout.md(name) for name in (*DEPLOY_FILES, *CURATED_FILES)}

@@ -221,13 +221,14 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from wsd.daemon.curation.pause import PauseRefused
     from wsd.daemon.ops.backup import BackupRefused, backup
 
     layout = Layout(_config(args, env).workspace)
     dest = os.path.abspath(args.dest)
     try:
         manifest = backup(layout, dest)
-    except BackupRefused as exc:
+    except (BackupRefused, PauseRefused) as exc:
         print(f"wsd backup: {exc}", file=sys.stderr)
         return 2
     databases = ", ".join(f"{kind}.db ({pages} pages)" for kind, pages in manifest["pages"].items())
