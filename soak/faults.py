@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import resource
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 import apsw
 
 from soak.world import VENV, World
+from soak.writers import FORGETTABLE
 from wsd.daemon.standin.steps import BatchFault
 
 #: Fault kinds and their weights in the draw.
@@ -45,6 +47,8 @@ KINDS = {
     "batch_delay": 2,
     "flush": 2,
     "batches_absent": 0,
+    # A person's forget (issue 33): words that are in memory, erased while everything runs.
+    "forget": 2,
 }
 #: Wall-clock jumps of the daemon: forward (a VM thawed after a day, an hour, a minute) and
 #: back (an NTP step); each lasts the fault's seconds, then the clock is right again.
@@ -127,6 +131,8 @@ class Record:
     hand_revisions_deleted: list[str] = field(default_factory=list)
     #: ``wsd doctor`` while the daemon was stopped: what it said of the daemon.
     doctor_stopped: list[str] = field(default_factory=list)
+    #: Words ``wsd forget --yes`` erased (exit 0): never to be found again.
+    forgotten: list[str] = field(default_factory=list)
     #: Faults drawn but not applied, and why (batch faults beyond the queue's limit).
     skipped: Counter[str] = field(default_factory=Counter)
 
@@ -308,6 +314,42 @@ class Scheduler:
         )
         with self._log_lock, open(self.world.root / "commands.tsv", "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+
+    def _forget(self, _item: Planned) -> None:
+        """``wsd forget WORD --yes`` of a word a prompt named (one not forgotten yet)."""
+        try:
+            conn = apsw.Connection(self.world.layout.transcript_db, flags=apsw.SQLITE_OPEN_READONLY)
+            conn.set_busy_timeout(5000)
+            try:
+                texts = [
+                    str(t)
+                    for (t,) in conn.execute(
+                        "SELECT user_message FROM observations WHERE user_message LIKE ?",
+                        (f"%{FORGETTABLE}%",),
+                    )
+                ]
+            finally:
+                conn.close()
+        except apsw.Error as exc:
+            raise Skip(f"transcript.db not readable: {exc}") from exc
+        words = sorted(
+            {w for t in texts for w in re.findall(rf"{FORGETTABLE}\d+", t)}
+            - set(self.record.forgotten)
+        )
+        if not words:
+            raise Skip("no forgettable word in memory yet")
+        word = self.rng.choice(words)
+        thread = threading.Thread(target=self._forget_one, args=(word,), daemon=True)
+        self._commands.append(thread)
+        thread.start()
+
+    def _forget_one(self, word: str) -> None:
+        done = self.world.wsd("forget", word, "--yes", "--wait", "60", timeout=300.0)
+        if done.returncode == 0:
+            with self._log_lock:
+                self.record.forgotten.append(word)
+        elif "is running" not in done.stderr:  # refused beside a rebuild or backup: fine
+            self.record.errors.append(f"wsd forget: exit {done.returncode}: {done.stderr[-200:]}")
 
     def _rebuild(self, _item: Planned) -> None:
         self._background("rebuild", "--wait", "60")

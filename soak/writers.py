@@ -47,6 +47,10 @@ TOOLS = ("Bash", "Read", "Write", "Grep", "Edit")
 #: What a stranger plants in some tool outputs; the soak's curator obeys it (soak/world.py)
 #: and no text holding it may land as the person's (soak/invariants/grounding.py).
 INJECTED = "SOAK-INJECT"
+#: Some prompts name a thing the person may later ask to forget (a word of its own, once in
+#: the whole soak); the forget fault erases some (soak/faults.py) and none may be found again
+#: (soak/invariants/forgetting.py).
+FORGETTABLE = "Soakforget"
 #: Every LULL_EVERY seconds the writers rest LULL_SECONDS together (people reading answers):
 #: the backlog can empty and the idle path runs. (Added when the daemon answered a flush only
 #: at an empty backlog: under eight writers that never rest none was answered before the
@@ -68,6 +72,8 @@ def _session(rng: random.Random, writer: int, number: int) -> tuple[list[dict[st
             hidden.append(secret)
         if rng.random() < 0.05:
             prompt += " and I prefer answers in bullet points."
+        if rng.random() < 0.08:  # its own sentence: a forget cuts it, not the marker's
+            prompt += f". My niece's school is {FORGETTABLE}{rng.randrange(10**9)} now."
         events.append({"hook_event_name": "UserPromptSubmit", "prompt": prompt})
         calls = []
         for c in range(rng.randrange(0, 4)):

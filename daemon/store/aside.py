@@ -46,14 +46,12 @@ CARRY_SQL = (
     "INSERT INTO main.learning_sources SELECT * FROM live.learning_sources WHERE learning_id IN"
     " (SELECT id FROM live.learnings WHERE batch_id IS NULL)",
     "INSERT INTO main.retractions SELECT * FROM live.retractions",
-    # What was forgotten stays forgotten (issue 33): the marks and their key, the log, the
-    # backups a forget must reach.
+    # What was forgotten stays forgotten (issue 33): the marks and their key, the log.
     "UPDATE main.meta SET value = (SELECT value FROM live.meta WHERE key = 'forget_key')"
     " WHERE key = 'forget_key' AND EXISTS (SELECT 1 FROM live.meta WHERE key = 'forget_key')",
     "INSERT INTO main.forget_marks SELECT * FROM live.forget_marks",
     "INSERT INTO main.forgets SELECT * FROM live.forgets",
     "INSERT INTO main.forget_journal SELECT * FROM live.forget_journal",
-    "INSERT INTO main.backups SELECT * FROM live.backups",
 )
 
 

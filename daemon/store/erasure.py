@@ -776,12 +776,13 @@ class Erasure:
             return last_forget(m)
 
     def record_backup(self, path: str, now: float) -> None:
-        with self._db.memory() as m:
-            record_backup(m, path, now)
+        """A backup taken (in transcript.db: memory.db may be deleted and re-derived)."""
+        with self._db.transcript() as t:
+            record_backup(t, path, now)
 
     def backups(self) -> list[tuple[str, float]]:
-        with self._db.memory(readonly=True) as m:
-            return backups(m)
+        with self._db.transcript(readonly=True) as t:
+            return backups(t)
 
     def learnings_matching(self, match: Matcher) -> int:
         """How many learnings hold the words."""

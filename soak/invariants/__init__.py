@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from soak.faults import Record
-from soak.invariants import capture, cost, curation, disk, grounding, memory_files
+from soak.invariants import capture, cost, curation, disk, forgetting, grounding, memory_files
 from soak.invariants.check import Check
 from soak.world import World
 
@@ -53,6 +53,7 @@ def check_all(
         curation.batches_settled(world, batch_billed, logged),
         memory_files.loss(layout.memory_db),
         grounding.not_the_persons(layout),
+        forgetting.never_found_again(world, record),
         Check(
             "a second wsd run refused at once",
             all(code not in (0, -999) for code in record.second_run_codes),

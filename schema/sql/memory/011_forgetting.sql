@@ -28,12 +28,6 @@ CREATE TABLE forget_marks (
 
 INSERT OR IGNORE INTO meta (key, value) VALUES ('forget_key', lower(hex(randomblob(32))));
 
--- Every backup `wsd backup` took, recorded when taken: a forget erases there too, or names
--- the backup as still holding the words.
-CREATE TABLE backups (
-    path     TEXT PRIMARY KEY,
-    taken_at REAL NOT NULL
-) STRICT;
 
 -- How many lines an erasure took out of a revision (history says that it happened there).
 ALTER TABLE md_revisions ADD COLUMN erased INTEGER NOT NULL DEFAULT 0;

@@ -11,3 +11,11 @@ ALTER TABLE observations ADD COLUMN erased_at REAL;
 -- As in memory.db (011): free pages hold nothing stale from here on, if there are none now.
 INSERT OR REPLACE INTO meta (key, value)
 SELECT 'free_pages_zeroed', '1' WHERE (SELECT freelist_count FROM pragma_freelist_count()) = 0;
+
+-- Every backup `wsd backup` took, recorded when taken (here, not in memory.db, which may be
+-- deleted and re-derived): a forget erases there too, or names the backup as still holding
+-- the words.
+CREATE TABLE backups (
+    path     TEXT PRIMARY KEY,
+    taken_at REAL NOT NULL
+) STRICT;
