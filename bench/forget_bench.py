@@ -47,7 +47,7 @@ def forget() -> list[Row]:
         setup = time.monotonic()
         _fill(layout, rng)
         built = time.monotonic() - setup
-        env = daemon_env(layout, standin, WSD_SEMANTIC="false")
+        env = daemon_env(layout, standin, WSD_SEMANTIC="false", WSD_BATCH_TURNS="2")
         log = os.path.join(tmp, "wsd.log")
         with running_daemon(env, log) as daemon:
             time.sleep(3.0)  # started, idle
@@ -87,6 +87,8 @@ def _timed(env: dict[str, str], args: list[str]) -> tuple[float, int]:
     done = subprocess.run(
         [WSD, "forget", *args], env=env, capture_output=True, text=True, timeout=600
     )
+    if done.returncode:
+        print(f"wsd forget {' '.join(args)}: exit {done.returncode}: {done.stderr[-500:]}")
     return time.monotonic() - started, done.returncode
 
 
@@ -121,6 +123,7 @@ def _fill(layout: object, rng: random.Random) -> None:
             else _sentence(rng, vocab, weights),
         )
     ]
+    identity = store.transcript_identity()
     conn = schema.connect(layout.memory_db, "memory")
     try:
         with schema.write_txn(conn):
@@ -129,6 +132,22 @@ def _fill(layout: object, rng: random.Random) -> None:
                 " VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
+            # The ledger covers every turn (100 a batch), as after a live run: the daemon
+            # starting on this workspace has nothing to curate.
+            for first in range(1, TURNS + 1, 100):
+                last = min(first + 99, TURNS)
+                conn.execute(
+                    "INSERT INTO batches (transcript_identity, first_observation_id,"
+                    " last_observation_id, turns, status, started_at, finished_at)"
+                    " VALUES (?, ?, ?, ?, 'done', ?, ?)",
+                    (identity, first, last, last - first + 1, now, now),
+                )
+                batch = conn.last_insert_rowid()
+                conn.executemany(
+                    "INSERT INTO batch_turns (transcript_identity, observation_id, batch_id)"
+                    " VALUES (?, ?, ?)",
+                    [(identity, oid, batch) for oid in range(first, last + 1)],
+                )
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()

@@ -21,6 +21,7 @@ from wsd.daemon.store.archive import INDEX_BATCH, as_turns, turn_text
 # The rebuild's files beside memory.db (the aside database, the pause file the daemon's loop
 # and watcher honour): functions of the workspace's Layout, not verbs on a connection.
 from wsd.daemon.store.aside import (
+    PAUSE_NAME,
     MemoryReplaced,
     aside_path,
     finish,
@@ -74,6 +75,7 @@ __all__ = [
     "INDEX_BATCH",
     "LEARNING_TYPES",
     "MADE_BY",
+    "PAUSE_NAME",
     "RELEASED",
     "VECTOR_KINDS",
     "VOID",

@@ -25,10 +25,12 @@ from wsd.daemon.runtime.config import (
     DEFAULT_RESCAN_SECONDS,
     DEFAULT_WATCH_POLL_MS,
 )
+from wsd.daemon.store import PAUSE_NAME
 from wsd.daemon.workspace.inventory import is_noise
 from wsd.schema.layout import Layout
 
-#: Files of ``.os/memory/`` whose writes mean new turns: the loop is nudged.
+#: Files of ``.os/memory/`` whose writes mean new turns: the loop is nudged (and by the
+#: pause file's creation: a rebuild or a forget waits for the loop to pause).
 TRANSCRIPT_FILES = ("transcript.db", "transcript.db-wal", "spool.jsonl")
 
 
@@ -46,6 +48,10 @@ def is_write(kind: object, path: str) -> bool:
     name = os.path.basename(path)
     if name == "spool.jsonl":
         return kind != Change.deleted
+    if name == PAUSE_NAME:
+        # A rebuild or a forget asked the loop to pause: it looks now, not at its next poll
+        # (the forget waited up to a poll's seconds for the acknowledgement).
+        return kind == Change.added
     if name not in TRANSCRIPT_FILES:
         return False
     if kind == Change.added:
