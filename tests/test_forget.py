@@ -527,3 +527,24 @@ def test_one_forget_at_a_time_and_never_beside_a_rebuild_or_a_backup(
     assert words_anywhere(layout.os_dir, SECRET)
     wsd(env, "forget", SECRET, "--yes")
     assert words_anywhere(layout.os_dir, SECRET) == []
+
+
+def test_an_older_retraction_and_the_daemon_state_are_reached_too(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A retraction made before this version kept the learning's words as its key, and a
+    state value may quote them: a forget cuts both."""
+    _curated(layout, standin)
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute(
+        "INSERT INTO retractions (learning_id, type, content_key, created_at, retracted_at)"
+        " VALUES (999, 'fact', ?, 0, 0)",
+        (f"my daughter goes to {SECRET.lower()}",),
+    )
+    conn.execute(
+        "INSERT INTO state (key, value, updated_at) VALUES ('note', ?, 0)", (f'["{SECRET}"]',)
+    )
+    conn.close()
+    forget(Store(layout), [SECRET])
+    assert words_anywhere(layout.os_dir, SECRET) == []
+    assert scalar(layout.memory_db, "SELECT count(*) FROM retractions WHERE learning_id = 999")

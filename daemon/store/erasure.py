@@ -90,6 +90,9 @@ _MEMORY_TEXT = (
     # (table, key column, text columns): cut in place.
     ("batches", "id", ("error", "refused")),
     ("canvas_cards", "card_id", ("title",)),
+    # A retraction made by the older `wsd forget L12` kept the learning's words as its key.
+    ("retractions", "learning_id", ("content_key", "reason")),
+    ("state", "key", ("value",)),
 )
 
 
