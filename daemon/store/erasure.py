@@ -272,6 +272,12 @@ def erase_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None)
                 (tid, *new),
             )
             m.execute("DELETE FROM turn_vectors WHERE turn_id = ?", (tid,))
+        if found.kind("learnings").ids or found.kind("turns_indexed").ids:
+            # A reader's cache of the vectors by id (the semantic matcher's) starts afresh:
+            # the erased rows' vectors are gone from its memory too.
+            m.execute(
+                "UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'vectors_epoch'"
+            )
         for table, key in found.kind("memory_other").ids:
             columns = next(c for t, _k, c in _MEMORY_TEXT if t == table)
             _cut_row(m, table, (dict(_MEMORY_TEXT_KEYS)[table], key), columns, match)
