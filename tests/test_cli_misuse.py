@@ -88,7 +88,7 @@ VALID: dict[tuple[str, ...], Valid] = {
     ("memory", "diff"): Valid(("user.md",), required=("file",)),
     ("memory", "restore"): Valid(("user.md", "1"), required=("file", "REV")),
     ("mcp",): Valid(prints=False),
-    ("forget",): Valid(("L1",), required=("what",)),
+    ("forget",): Valid(("L1",), required=("WORDS",)),
     ("boot-context",): Valid(),
     ("search",): Valid(("tea",)),
     ("import",): Valid(("{file}",), required=("file",)),

@@ -59,6 +59,7 @@ def register(subparsers: Any) -> None:
     forget.add_argument(
         "what",
         nargs="*",
+        metavar="WORDS",
         type=_what,
         help="the words (a word, or a phrase: quote it), a learning (L12) or a turn (T88)",
     )
@@ -97,8 +98,8 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     chosen = sum([bool(what), args.session is not None, args.between is not None])
     if chosen != 1:
         print(
-            "wsd forget: name one thing to forget: words, an id (L12, T88), --session ID or"
-            " --between START END",
+            "wsd forget: name one thing to forget: WORDS (a word or a phrase), an id (L12,"
+            " T88), --session ID or --between START END",
             file=sys.stderr,
         )
         return 2

@@ -148,6 +148,7 @@ def _number(
 
 
 OFF = " (0 turns it off)"
+FOR_EVER = " (0 keeps every turn for ever)"
 
 
 #: Settings renamed, old name to new. An old name is still read when the new one is not
@@ -201,6 +202,12 @@ class _Reader:
     def seconds(self, name: str, default: float, high: float = MONTH) -> float:
         """A duration: more than 0, at most ``high`` (a month unless said)."""
         return self.number(name, default, float, 0, high, above=True)
+
+    def days(
+        self, name: str, default: float = 0.0, *, above: bool = False, note: str = ""
+    ) -> float:
+        """A number of days, at most a century (more than 0 with ``above``)."""
+        return self.number(name, default, float, 0, 36_500, above=above, note=note)
 
 
 def _figure(x: float) -> str:
@@ -289,7 +296,7 @@ class Config:
         """Build the config from ``WSD_*`` and ``ANTHROPIC_*`` variables; raise ConfigError."""
 
         read = _Reader(env)
-        number, seconds = read.number, read.seconds
+        number, seconds, days = read.number, read.seconds, read.days
         return cls(
             workspace=env.get("WSD_WORKSPACE") or DEFAULT_WORKSPACE,
             bridge_url=env.get("ANTHROPIC_BASE_URL") or None,
@@ -342,17 +349,8 @@ class Config:
             max_loss=number("WSD_MAX_LOSS", DEFAULT_MAX_LOSS, float, 0, 1),
             erosion=number("WSD_EROSION", DEFAULT_EROSION, float, 0, 1, note=OFF),
             file_chars=number("WSD_FILE_CHARS", DEFAULT_FILE_CHARS, int, 100, 1_000_000),
-            retention_days=number(
-                "WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, float, 0, 36_500, above=True
-            ),
-            transcript_retention_days=number(
-                "WSD_TRANSCRIPT_RETENTION_DAYS",
-                DEFAULT_TRANSCRIPT_RETENTION_DAYS,
-                float,
-                0,
-                36_500,
-                note=", 0 keeps turns for ever",
-            ),
+            retention_days=days("WSD_RETENTION_DAYS", DEFAULT_RETENTION_DAYS, above=True),
+            transcript_retention_days=days("WSD_TRANSCRIPT_RETENTION_DAYS", note=FOR_EVER),
             maintenance_seconds=seconds("WSD_MAINTENANCE_SECONDS", DEFAULT_MAINTENANCE_SECONDS),
             shed_memory_seconds=number(
                 "WSD_SHED_MEMORY_SECONDS", DEFAULT_SHED_MEMORY_SECONDS, float, 0, MONTH, note=OFF
