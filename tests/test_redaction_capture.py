@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import venv_script
-from tests.secrets_corpus import ORDINARY_TEXT, SECRETS, sensitive_part
+from tests.secrets_corpus import GITLEAKS_SECRETS, ORDINARY_TEXT, SECRETS, sensitive_part
 from wsd import schema
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import Layout
@@ -86,8 +86,14 @@ def test_command_hook_and_spool_store_no_secret(layout: Layout, hook_env: dict[s
     hook = venv_script("wsd-hook")
     # Each secret once through the command hook, in each of the four places in turn (all
     # four for every secret: the in-process test above; a process per event and place took a
-    # ninth of make test).
-    events = [e for i, e in enumerate(_events("s2")) if i % 4 == (i // 4) % 4]
+    # ninth of make test), and of the gitleaks rules' forms (issue 33: they test rules, which
+    # the in-process test holds for every form) one in four.
+    first = len(SECRETS) - len(GITLEAKS_SECRETS)
+    events = [
+        e
+        for i, e in enumerate(_events("s2"))
+        if i % 4 == (i // 4) % 4 and (i // 4 < first or (i // 4 - first) % 4 == 0)
+    ]
     blocker = schema.connect(layout.transcript_db, "transcript")
     env = {**hook_env, "WSD_HOOK_TIMEOUT_MS": "10"}
     for i, event in enumerate(events[:60]):
