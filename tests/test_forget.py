@@ -240,6 +240,7 @@ def test_a_forget_killed_midway_is_finished_by_the_next_forget_and_by_the_daemon
             interrupted += 1
             doctor = wsd(env, "doctor", check=False).stdout
             assert "forget" in doctor and "unfinished" in doctor
+            assert "a wsd forget died and left rebuild.pause" in doctor
             if interrupted % 2:
                 wsd(env, "forget", "tabs-not-here", "--yes")
             else:

@@ -94,10 +94,13 @@ def _pids(pids: list[int], none: str) -> str:
 
 
 def rebuild_leftovers(doctor: Reporter) -> None:
-    """A live rebuild (the daemon waits for it), or what a rebuild that died left behind."""
+    """A live rebuild or forget (the daemon waits for it), or what one that died left."""
+    from wsd.daemon.curation.pause import holder
+
     pid = rebuild_pid(doctor.layout)
+    what = holder(doctor.layout)  # rebuild or forget: the pause file says which
     if pid is not None:
-        doctor.add("warn", "rebuild", f"wsd rebuild (pid {pid}) running: curation is paused")
+        doctor.add("warn", "rebuild", f"wsd {what} (pid {pid}) running: curation is paused")
         return
     left = leftovers(doctor.layout)
     names = ", ".join(os.path.basename(p) for p in left)
@@ -107,13 +110,15 @@ def rebuild_leftovers(doctor: Reporter) -> None:
         remove(aside_path(doctor.layout))
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pause_path(doctor.layout))
-        doctor.add("warn", "rebuild", f"removed what a rebuild that died left: {names}", True)
+        doctor.add("warn", "rebuild", f"removed what a {what} that died left: {names}", True)
     else:
         doctor.add(
             "fail",
             "rebuild",
-            f"a wsd rebuild died and left {names} (the live memory is unchanged;"
-            " --fix removes them)",
+            f"a wsd {what} died and left {names} (the live memory is unchanged; --fix removes them)"
+            if what != "forget"
+            else f"a wsd forget died and left {names} (its erasure is finished by the daemon's"
+            " next pass or the next forget; --fix removes the file)",
             fixable=True,
         )
 
