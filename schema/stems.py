@@ -21,25 +21,21 @@ def _tokenizer() -> Any:
     return conn.fts5_tokenizer(*TOKENIZER)
 
 
-def stems(text: str) -> list[str]:
-    """The tokens of ``text``, lower-cased, accents removed, porter-stemmed, in order."""
-    tokens = _tokenizer()(
-        text.encode("utf-8", "replace"),
+def _tokens(text: str, offsets: bool, errors: str) -> Any:
+    return _tokenizer()(
+        text.encode("utf-8", errors),
         apsw.FTS5_TOKENIZE_DOCUMENT,
         None,
-        include_offsets=False,
+        include_offsets=offsets,
         include_colocated=False,
     )
-    return [str(t) for t in tokens if t]
+
+
+def stems(text: str) -> list[str]:
+    """The tokens of ``text``, lower-cased, accents removed, porter-stemmed, in order."""
+    return [str(t) for t in _tokens(text, False, "replace") if t]
 
 
 def spans(text: str) -> list[tuple[int, int, str]]:
     """Each token of ``text`` as (start, end, stem): UTF-8 byte offsets into ``text``."""
-    tokens = _tokenizer()(
-        text.encode("utf-8", "surrogatepass"),
-        apsw.FTS5_TOKENIZE_DOCUMENT,
-        None,
-        include_offsets=True,
-        include_colocated=False,
-    )
-    return [(int(a), int(b), str(t)) for a, b, t in tokens]
+    return [(int(a), int(b), str(t)) for a, b, t in _tokens(text, True, "surrogatepass")]

@@ -171,21 +171,17 @@ class MessageBatchesClient:
     def delete(self, remote_id: str) -> None:
         """Delete an ended batch and its results at the Bridge (issue 33: its requests held
         words the person asked to forget). Raises Gone if the Bridge no longer has it."""
-        try:
-            self.bridge.in_thread(
-                lambda c: c.messages.batches.delete(_safe(remote_id)), "wsd-batch-delete"
-            )
-        except Exception as exc:
-            if status_of(exc) == 404:
-                raise Gone(f"no batch {remote_id}") from exc
-            raise
+        self._on_batch("delete", remote_id)
 
     def cancel(self, remote_id: str) -> None:
         """Ask the Bridge to stop a batch that has not ended (it ends it, canceled); Gone if
         the Bridge no longer has it."""
+        self._on_batch("cancel", remote_id)
+
+    def _on_batch(self, verb: str, remote_id: str) -> None:
         try:
             self.bridge.in_thread(
-                lambda c: c.messages.batches.cancel(_safe(remote_id)), "wsd-batch-cancel"
+                lambda c: getattr(c.messages.batches, verb)(_safe(remote_id)), f"wsd-batch-{verb}"
             )
         except Exception as exc:
             if status_of(exc) == 404:

@@ -173,12 +173,13 @@ class Worker:
     def _pass(self, now: float | None) -> PassResult:
         if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
             return PassResult(Step.PAUSED)
-        if self.store.erasure.journal_pending():
+        unfinished, asked = self.store.erasure.waiting()
+        if unfinished:
             # A forget killed midway (issue 33): finished before anything else is curated,
             # so nothing this pass does can see (or keep) the words it was erasing.
             finished = forgetting.resume(self.store)
             self.log.info("forget_finished", erasures=finished)
-        if self.store.erasure.requests():
+        if asked:
             forget_requests.handle(self.store, self.log)
         now = self.clock() if now is None else now
         self._detect_wake(now)

@@ -720,6 +720,16 @@ class Erasure:
                 wanted.add(int(row[0]))
         return Scope(identity, frozenset(wanted))
 
+    def waiting(self) -> tuple[bool, bool]:
+        """(an erasure is unfinished, a request from conversation waits): one look a pass."""
+        with self._db.memory(readonly=True) as m:
+            row = schema.first(
+                m,
+                "SELECT EXISTS (SELECT 1 FROM forget_journal),"
+                " EXISTS (SELECT 1 FROM forget_requests)",
+            )
+        return (bool(row[0]), bool(row[1])) if row else (False, False)
+
     def requests(self) -> list[tuple[int, str, str, str | None]]:
         """FORGETs the person asked for in conversation, waiting: (id, words, status, the
         status of the action that asks them to confirm, if any)."""

@@ -81,6 +81,8 @@ class Report:
     kinds: dict[str, Kind] = field(default_factory=dict)
     needs_all_matches: bool = False
     learnings_total: int = 0
+    #: Learnings the words match, as the broad check before an erasure counted them.
+    learnings_hit: int = 0
 
     def merge(self, found: Found) -> None:
         for name, kind in found.kinds.items():
@@ -165,7 +167,7 @@ def _broad(store: Store, match: Forget | Everything, scope: Scope | None) -> Rep
     report.needs_all_matches = (
         report.learnings_total >= BROAD_MIN and hit >= BROAD_SHARE * report.learnings_total
     )
-    report.kinds["learnings"] = Kind(ids=list(range(hit)))
+    report.learnings_hit = hit
     return report
 
 
@@ -193,7 +195,7 @@ def forget(
     report = _broad(store, match, scope)
     if report.needs_all_matches and not all_matches:
         raise ForgetRefused(
-            f"{' / '.join(report.words)} matches {report.counts().get('learnings', 0)} of"
+            f"{' / '.join(report.words)} matches {report.learnings_hit} of"
             f" {report.learnings_total} learnings, most of the memory: if that is meant, run"
             " again with --yes --all-matches"
         )

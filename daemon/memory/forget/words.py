@@ -144,8 +144,41 @@ class Phrase:
         return False
 
 
+class JsonCut:
+    """Cutting JSON (a tool call, a raw event) string by string, for a matcher's ``cut``."""
+
+    def maybe_in(self, text: str) -> bool:
+        raise NotImplementedError
+
+    def cut(self, text: str) -> str:
+        raise NotImplementedError
+
+    def cut_key(self, key: str) -> str:
+        return self.cut(key)
+
+    def cut_json_text(self, raw: str) -> str:
+        """A JSON document with every string (and key) cut; ``raw`` itself cut as text if it
+        is not JSON."""
+        if not self.maybe_in(raw):
+            return raw
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return self.cut(raw)
+        return json.dumps(self.cut_value(value), ensure_ascii=False, separators=(",", ":"))
+
+    def cut_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.cut(value)
+        if isinstance(value, list):
+            return [self.cut_value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.cut_key(str(k)): self.cut_value(v) for k, v in value.items()}
+        return value
+
+
 @dataclass(frozen=True)
-class Forget:
+class Forget(JsonCut):
     """Every phrase of one forget (``wsd forget`` takes one; a journal may hold several)."""
 
     phrases: tuple[Phrase, ...]
@@ -197,26 +230,6 @@ class Forget:
         out.append(text[at:])
         return "".join(out)
 
-    def cut_json_text(self, raw: str) -> str:
-        """A JSON document with every string (and key) cut; ``raw`` itself cut as text if it
-        is not JSON."""
-        if not self.maybe_in(raw):
-            return raw
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return self.cut(raw)
-        return json.dumps(self.cut_value(value), ensure_ascii=False, separators=(",", ":"))
-
-    def cut_value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.cut(value)
-        if isinstance(value, list):
-            return [self.cut_value(v) for v in value]
-        if isinstance(value, dict):
-            return {self.cut(str(k)): self.cut_value(v) for k, v in value.items()}
-        return value
-
     def lines_holding(self, text: str) -> list[int]:
         """Indexes of the lines of ``text`` that hold a phrase (an md line goes whole)."""
         return [i for i, line in enumerate(text.splitlines()) if self.spans(line)]
@@ -247,7 +260,7 @@ def _trailing_space(sentence: str) -> str:
     return sentence[len(sentence.rstrip()) :]
 
 
-class Everything:
+class Everything(JsonCut):
     """A whole turn forgotten (``wsd forget T88``, ``--session``, ``--between``): every text
     of the rows in scope is replaced by :data:`MARK` (JSON keeps its shape: its strings
     go)."""
@@ -269,21 +282,8 @@ class Everything:
     def cut(self, text: str) -> str:
         return self.mark if text and text.strip() else text
 
-    def cut_json_text(self, raw: str) -> str:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return self.cut(raw)
-        return json.dumps(self.cut_value(value), ensure_ascii=False, separators=(",", ":"))
-
-    def cut_value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.cut(value)
-        if isinstance(value, list):
-            return [self.cut_value(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.cut_value(v) for k, v in value.items()}
-        return value
+    def cut_key(self, key: str) -> str:
+        return key  # the JSON keeps its shape: a turn's fields, not its words
 
     def lines_holding(self, text: str) -> list[int]:
         return list(range(len(text.splitlines())))
