@@ -325,9 +325,19 @@ def wsd(
 ) -> subprocess.CompletedProcess[str]:
     """One ``wsd`` command run to completion (at most ``timeout`` s), its output captured as
     text; with ``check`` it must exit 0 (the failure shows its stderr)."""
-    result = subprocess.run(
-        [venv_script("wsd"), *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
+    try:
+        result = subprocess.run(
+            [venv_script("wsd"), *args], env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:  # say what it was doing (a CI flake's evidence)
+        said = [
+            (s if isinstance(s, str) else (s or b"").decode("utf-8", "replace"))[-2000:]
+            for s in (exc.stdout, exc.stderr)
+        ]
+        raise AssertionError(
+            f"wsd {' '.join(args)}: still running after {timeout:.0f} s;"
+            f" stdout: {said[0]!r}; stderr: {said[1]!r}"
+        ) from None
     if check:
         assert result.returncode == 0, (
             f"wsd {' '.join(args)}: exit {result.returncode}: " + (result.stderr[-2000:])

@@ -293,7 +293,9 @@ def test_forget_whole_turns_by_id_session_and_time(layout: Layout, standin: Brid
     index row too, and the learnings that came from those turns alone go."""
     _curated(layout, standin)
     write_turns(layout, 1, session="s2", start=7, prompt="I prefer green tea. Gate code 4471.")
-    drain(make_worker(layout, standin, batch_turns=1))
+    worker = make_worker(layout, standin, batch_turns=1)
+    drain(worker)
+    worker.status.update(state="stopped", force=True)  # or each forget waits its heartbeat out
     env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
     [(tid,)] = query(layout.memory_db, "SELECT id FROM turns WHERE prompt LIKE '%garden%'")
     dry = json.loads(wsd(env, "forget", f"T{tid}", "--json").stdout)

@@ -66,6 +66,9 @@ def test_a_rebuild_replays_hand_edits_restores_and_forgets_where_they_happened(
     wsd(env, "memory", "restore", "user.md", str(hand.id))
     assert "tea" not in user.read_text()
     (tea,) = q(layout.memory_db, "SELECT id FROM learnings WHERE content LIKE '%tea%'")[0]
+    # The in-process worker never runs a pass while the forget waits for it to pause: its
+    # heartbeat says stopped, or the forget waits the heartbeat out (60 s; a CI timeout).
+    worker.status.update(state="stopped", force=True)
     wsd(env, "forget", f"L{tea}", "--yes")
     _turn(layout, worker, 2, "Actually, use two spaces for YAML.")
     worker.status.update(state="stopped", force=True)
