@@ -91,7 +91,8 @@ VALID: dict[tuple[str, ...], Valid] = {
     ("forget",): Valid(("L1",), required=("WORDS",)),
     ("boot-context",): Valid(),
     ("search",): Valid(("tea",)),
-    ("import",): Valid(("{file}",), required=("file",)),
+    ("import",): Valid(("{file}",), required=("PATH",)),
+    ("export",): Valid(("{dest}",), required=("DEST",)),
     ("pending",): Valid(),
     # No Bridge: a rebuild cannot start, and says which setting is missing.
     ("rebuild",): Valid(("--wait", "1"), codes=frozenset({2}), prints=False),

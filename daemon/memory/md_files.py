@@ -44,6 +44,14 @@ LINE_LIMITS = {
 }
 
 
+def line_limits() -> dict[str, int]:
+    """The line limit of each curated file's part a revision holds (files.md: its notes)."""
+    return {
+        name: files_md_parts.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        for name in CURATED_FILES
+    }
+
+
 class ConfinementError(ValueError):
     """A write was asked for outside the files the daemon may write."""
 
@@ -106,9 +114,20 @@ def adopt_hand_edits(
     """Record every curated file a person edited as a new revision (source ``hand``);
     the names adopted. A missing file, or one that equals a revision, is not an edit.
     ``disk``: the files as the caller read them (:func:`read_curated`; read here if None)."""
+    edits = hand_edits(layout, store, disk)
+    for name, text in edits.items():
+        store.revisions.add_revision(name, text, "hand", now)
+    return list(edits)
+
+
+def hand_edits(
+    layout: Layout, store: Store, disk: Mapping[str, str | None] | None = None
+) -> dict[str, str]:
+    """Each curated file a person edited and the daemon has not adopted yet: its text as a
+    revision would hold it (see :func:`adopt_hand_edits`, which records them)."""
     latest = store.revisions.latest_md()
     files = read_curated(layout) if disk is None else disk
-    adopted = []
+    edits = {}
     for name in CURATED_FILES:
         disk_text = files.get(name)
         if disk_text is None:
@@ -118,9 +137,8 @@ def adopt_hand_edits(
             continue
         if store.revisions.known_revision(name, sha256(text)) is not None:
             continue  # an older version the daemon wrote: materialise puts the latest back
-        store.revisions.add_revision(name, text, "hand", now)
-        adopted.append(name)
-    return adopted
+        edits[name] = text
+    return edits
 
 
 def materialise_each(layout: Layout, latest: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:

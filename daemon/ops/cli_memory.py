@@ -116,27 +116,17 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_import(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """``wsd import FILE.jsonl`` (``-`` reads stdin): bad lines reported and skipped."""
-    from wsd.daemon.store import Store
+    """``wsd import PATH`` (see ops/cli_transfer.py)."""
+    from wsd.daemon.ops import cli_transfer
 
-    store = Store(_layout(args, env))
-    store.migrate()
-    if args.file == "-":
-        report = store.learnings.import_lines(line.rstrip(b"\r\n") for line in sys.stdin.buffer)
-    else:
-        report = store.learnings.import_jsonl(args.file)
-    for number, why in report.errors:
-        print(f"{args.file}:{number}: {why}", file=sys.stderr)
-    if report.unknown_turns:
-        unknown = ", ".join(f"T{n}" for n in report.unknown_turns[:10])
-        more = len(report.unknown_turns) - 10  # a list cut silently reads as the whole list
-        unknown += f" and {more} more" if more > 0 else ""
-        print(f"{args.file}: turns not in memory, not linked: {unknown}", file=sys.stderr)
-    print(
-        f"imported {report.added} learning(s), {report.duplicates} duplicate(s) skipped,"
-        f" {len(report.errors)} bad line(s)"
-    )
-    return 1 if report.errors else 0
+    return cli_transfer.cmd_import(args, env, _layout(args, env))
+
+
+def cmd_export(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd export DEST`` (see ops/cli_transfer.py)."""
+    from wsd.daemon.ops import cli_transfer
+
+    return cli_transfer.cmd_export(args, env, _layout(args, env))
 
 
 def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -214,9 +204,10 @@ def register(subparsers: Any) -> None:
     subparsers.add_parser(
         "mcp", help="serve search_memory and resolve_action as a stdio MCP server (Claude Code)"
     )
-    from wsd.daemon.ops import cli_forget
+    from wsd.daemon.ops import cli_forget, cli_transfer
 
     cli_forget.register(subparsers)
+    cli_transfer.register(subparsers)
     boot = subparsers.add_parser("boot-context", help="print what a new session starts knowing")
     boot.add_argument(
         "--hook",
@@ -246,8 +237,6 @@ def register(subparsers: Any) -> None:
         " instead of searching",
     )
     search.add_argument("--json", action="store_true", help="machine-readable output")
-    imp = subparsers.add_parser("import", help="import learnings from a JSON-lines file")
-    imp.add_argument("file", help="FILE.jsonl, or - for stdin")
     pending = subparsers.add_parser("pending", help="list, complete or dismiss pending actions")
     pending.add_argument("verb", nargs="?", default="list", choices=("list", "complete", "dismiss"))
     pending.add_argument(
@@ -302,6 +291,7 @@ HANDLERS: dict[str, Handler] = {
     "boot-context": cmd_boot_context,
     "search": cmd_search,
     "import": cmd_import,
+    "export": cmd_export,
     "pending": cmd_pending,
     "rebuild": cmd_rebuild,
     "memory": cmd_memory,

@@ -40,7 +40,7 @@ from wsd.daemon.store.connections import Opener
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.erasure import Found, Kind, Scope
-from wsd.daemon.store.learnings import ImportReport
+from wsd.daemon.store.learnings import ImportReport, parse_import_line
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
@@ -64,6 +64,7 @@ from wsd.daemon.store.records import (
 )
 from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
 from wsd.daemon.store.store import Store
+from wsd.daemon.store.transfer import ActionIn, Added, Incoming, LearningIn, RevisionIn, TooLong
 from wsd.daemon.store.vectors import KINDS as VECTOR_KINDS
 from wsd.daemon.store.workspace import Card, ToolEvent
 
@@ -79,7 +80,9 @@ __all__ = [
     "RELEASED",
     "VECTOR_KINDS",
     "VOID",
+    "ActionIn",
     "ActionRequest",
+    "Added",
     "AlreadyCovered",
     "Backlog",
     "BatchRecord",
@@ -89,9 +92,11 @@ __all__ = [
     "CommitResult",
     "Found",
     "ImportReport",
+    "Incoming",
     "Kind",
     "Lane",
     "Learning",
+    "LearningIn",
     "LearningTrace",
     "Maintenance",
     "MemoryReplaced",
@@ -99,9 +104,11 @@ __all__ = [
     "RemoteBatch",
     "RemoteRequest",
     "Revision",
+    "RevisionIn",
     "Scope",
     "SourceTurn",
     "Store",
+    "TooLong",
     "ToolEvent",
     "Turn",
     "Uncurated",
@@ -111,6 +118,7 @@ __all__ = [
     "learning_key",
     "leftovers",
     "open_aside",
+    "parse_import_line",
     "pause_path",
     "pause_requested",
     "priority_name",

@@ -28,7 +28,8 @@ from wsd import schema
 from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.runtime.fsio import UnsafeFile, kind_of
 from wsd.daemon.store.connections import Connections
-from wsd.daemon.store.records import LEARNING_TYPES, learning_key
+from wsd.daemon.store.records import LEARNING_TYPES
+from wsd.daemon.store.transfer import Incoming, LearningIn, import_incoming
 from wsd.redact import clean_text
 
 #: An imported learning may be longer than a curated one (1,000): it may be a whole note.
@@ -54,8 +55,8 @@ _IMPORT_KEYS = ("type", "content", "created_at", "session_id", "confidence", "re
 IMPORT_MAX_TURNS = 100
 
 
-def parse_import_line(raw: str) -> tuple[Any, ...]:
-    """One JSON line as a learnings row; raises ValueError saying what is wrong."""
+def parse_import_line(raw: str) -> LearningIn:
+    """One JSON line as a learning to import; raises ValueError saying what is wrong."""
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -69,6 +70,8 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
     if not isinstance(content, str) or not content.strip():
         raise ValueError("content must be a non-empty string")
     content = clean_text(content, IMPORT_MAX_CHARS).strip()
+    if not content:  # it was all markup the capture hooks strip (a <workspace-memory> echo)
+        raise ValueError("content holds nothing once cleaned")
     created = data.get("created_at")
     if created is None:
         created_at = time.time()
@@ -93,15 +96,14 @@ def parse_import_line(raw: str) -> tuple[Any, ...]:
     if ref is not None and not isinstance(ref, str):
         ref = json.dumps(ref, ensure_ascii=False)  # a list of ids is a fine reference too
     turns = _import_turns(data.get("turns"))
-    return (
-        created_at,
-        None if session is None else clean_text(str(session), 256),
-        kind,
-        content,
-        learning_key(content),
-        float(confidence),
-        None if ref is None else clean_text(ref, 1000),
-        turns,
+    return LearningIn(
+        type=kind,
+        content=content,
+        created_at=created_at,
+        ref=None if ref is None else clean_text(ref, 1000),
+        session_id=None if session is None else clean_text(str(session), 256),
+        confidence=float(confidence),
+        turns=turns,
     )
 
 
@@ -122,11 +124,11 @@ def _import_turns(value: Any) -> tuple[int, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[tuple[Any, ...]], ImportReport]:
-    """JSON lines as learnings rows (see :func:`parse_import_line`), and a report holding the
+def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[LearningIn], ImportReport]:
+    """JSON lines as learnings to import (see :func:`parse_import_line`), and a report holding the
     bad lines, each with its number."""
     report = ImportReport()
-    rows: list[tuple[Any, ...]] = []
+    rows: list[LearningIn] = []
     for number, raw in enumerate(lines, start=1):
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
@@ -142,35 +144,14 @@ def parse_lines(lines: Iterable[str | bytes]) -> tuple[list[tuple[Any, ...]], Im
     return rows, report
 
 
-def add_imported(m: apsw.Connection, rows: list[tuple[Any, ...]], report: ImportReport) -> None:
-    """Store the rows of :func:`parse_lines` in one transaction, counting in ``report`` the
-    learnings added and the exact duplicates skipped; the turns a row names become its
-    sources (cited), those not in the turn index are reported and left out."""
-    with schema.write_txn(m):
-        for row in rows:
-            m.execute(
-                "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
-                " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (content_key) DO NOTHING",
-                row[:7],
-            )
-            if not m.changes():
-                report.duplicates += 1
-                continue
-            report.added += 1
-            learning_id = int(m.last_insert_rowid())
-            for turn in row[7]:
-                found = schema.first(
-                    m, "SELECT transcript_identity, observation_id FROM turns WHERE id = ?", (turn,)
-                )
-                if found is None:
-                    report.unknown_turns.append(turn)
-                    continue
-                m.execute(
-                    "INSERT INTO learning_sources (learning_id, transcript_identity,"
-                    " observation_id, cited) VALUES (?, ?, ?, 1) ON CONFLICT DO NOTHING",
-                    (learning_id, found[0], found[1]),
-                )
+def add_imported(m: apsw.Connection, rows: list[LearningIn], report: ImportReport) -> None:
+    """Store the rows of :func:`parse_lines` in one transaction (as every import is stored:
+    :func:`wsd.daemon.store.transfer.import_incoming`), counting in ``report`` the learnings
+    added and the duplicates skipped (a retracted or forgotten one counts as skipped too)."""
+    added, _changed = import_incoming(m, Incoming(learnings=rows), time.time(), line_limits={})
+    report.added += added.learnings
+    report.duplicates += added.duplicates + added.retracted + added.forgotten
+    report.unknown_turns.extend(added.unknown_turns)
 
 
 def file_lines(path: str) -> Iterator[bytes]:

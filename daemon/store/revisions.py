@@ -55,7 +55,7 @@ def baseline_revision(m: apsw.Connection, name: str, since: float) -> Revision |
         f"SELECT {_COLUMNS} FROM md_revisions"
         " WHERE id = coalesce("
         "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2"
-        "    AND source IN ('hand', 'restore')),"
+        "    AND source IN ('hand', 'restore', 'import')),"
         "  (SELECT max(id) FROM md_revisions WHERE file = ?1 AND created_at <= ?2),"
         "  (SELECT min(id) FROM md_revisions WHERE file = ?1 AND created_at > ?2))",
         (name, since),
@@ -79,15 +79,20 @@ def person_revisions(m: apsw.Connection, after: int) -> list[tuple[Revision, str
     return [(Revision(*row[:7]), str(row[7])) for row in rows]
 
 
-def add_revision(m: apsw.Connection, name: str, content: str, source: str, now: float) -> int:
-    """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
-    with schema.write_txn(m):
-        m.execute(
-            "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
-            " VALUES (?, ?, ?, ?, NULL, ?)",
-            (name, content, sha256(content), now, source),
-        )
-        return int(m.last_insert_rowid())
+def add_revision(
+    m: apsw.Connection, name: str, content: str, source: str, now: float, own_txn: bool = True
+) -> int:
+    """Record a revision no batch produced (a hand edit adopted, a restore, an import); its
+    id. ``own_txn=False``: inside the caller's transaction."""
+    if own_txn:
+        with schema.write_txn(m):
+            return add_revision(m, name, content, source, now, own_txn=False)
+    m.execute(
+        "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
+        " VALUES (?, ?, ?, ?, NULL, ?)",
+        (name, content, sha256(content), now, source),
+    )
+    return int(m.last_insert_rowid())
 
 
 class Revisions:

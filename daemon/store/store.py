@@ -12,7 +12,8 @@ learnings a new session and the curator are shown), ``store.vectors`` (semantic
 vectors), ``store.workspace`` (file index, canvas map, the checks' actions),
 ``store.maintenance`` (checkpoints, retention, integrity, backup), ``store.remote`` (Message
 Batches in flight), ``store.lineage`` (what memory came from: ``wsd memory why``) and
-``store.erasure`` (``wsd forget``: every copy of some words, and erasing them). The SQL
+``store.erasure`` (``wsd forget``: every copy of some words, and erasing them) and
+``store.transfer`` (``wsd import`` and ``wsd export``). The SQL
 lives in a module per table family, each verb a function taking a connection, so that verbs
 share a transaction where they must (a batch's actions commit with its ledger row).
 
@@ -39,6 +40,7 @@ from wsd.daemon.store.lineage import Lineage
 from wsd.daemon.store.maintenance import Maintenance
 from wsd.daemon.store.remote import RemoteBatches
 from wsd.daemon.store.revisions import Revisions
+from wsd.daemon.store.transfer import Transfer
 from wsd.daemon.store.turns import Turns
 from wsd.daemon.store.vectors import Vectors
 from wsd.daemon.store.workspace import Workspace
@@ -66,6 +68,7 @@ class Store:
         self.remote = RemoteBatches(self._db)
         self.lineage = Lineage(self._db)
         self.erasure = Erasure(self._db)
+        self.transfer = Transfer(self._db)
 
     def session(self) -> AbstractContextManager[None]:
         """One connection per database for everything this thread does inside (see

@@ -1,0 +1,203 @@
+"""Claude Code's auto memory, and plain Markdown (CLAUDE.md style).
+
+An auto-memory folder holds ``MEMORY.md``, an index (a line a memory, linking its file), and
+one ``.md`` file a memory, YAML frontmatter first::
+
+    ---
+    name: prefers-bullets
+    description: Ada wants answers as bullet points
+    metadata:
+      type: feedback
+    ---
+    Answer in bullet points, not prose. See [[project-heron]].
+
+Each memory file becomes one learning: its body (with the description before it when the
+body does not already say it), ``[[links]]`` kept as text. Its type: ``user`` (who the person
+is, what they like) is a ``preference``; ``feedback`` (how to work, what to stop doing) a
+``correction``; ``project`` and ``reference`` are ``fact``; a ``metadata.wsd_type`` (our own
+markdown export writes one) is taken as it is. Its date: ``created`` (or ``date``) in the
+frontmatter, else the file's modification time. The index's link lines are not imported
+again (their files are); its other lines are, as facts.
+
+A ``.md`` file without frontmatter (CLAUDE.md, notes) gives a fact a line: headings, blank
+lines, code blocks, tables' rules and HTML comments are passed over, list markers taken off.
+Unknown frontmatter keys are ignored. In a folder, a file that cannot be read as above (a
+link, a huge file, broken frontmatter) is skipped and said, and the rest imported; the
+folder our markdown export writes (its ``MEMORY.md`` says so) gives its curated files back
+as memory files, not as facts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from wsd.daemon.memory.transfer.inputs import BadInput, read_text, walk
+from wsd.daemon.memory.transfer.markdown import EXPORT_MARK
+from wsd.daemon.store import LEARNING_TYPES, Incoming, LearningIn
+from wsd.redact import clean_text
+from wsd.schema.layout import CURATED_FILES
+
+MAX_CHARS = 4000
+#: Claude Code's memory types, as ours.
+TYPES = {"user": "preference", "feedback": "correction", "project": "fact", "reference": "fact"}
+#: The frontmatter of one memory file at most (a description is a line).
+FRONTMATTER_MAX = 64 * 1024
+INDEX = "MEMORY.md"
+_LINK_LINE = re.compile(r"^\s*[-*+]\s*\[[^\]]*\]\(([^)\s]+\.md)\)")
+_LIST = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$|^\s*\|?\s*:?-{3,}")
+
+
+@dataclass
+class Folder:
+    """A folder import's records, and the files it skipped with why."""
+
+    incoming: Incoming = field(default_factory=Incoming)
+    files: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def read_folder(folder: str) -> Folder:
+    """Every Markdown file below ``folder`` (see the module); never raises for one file."""
+    out = Folder()
+    index = os.path.join(folder, INDEX)
+    exported = False
+    linked: set[str] = set()
+    if os.path.isfile(index) and not os.path.islink(index):
+        try:
+            text = read_text(index)
+            exported = EXPORT_MARK in text
+            linked = {m.group(1) for m in map(_LINK_LINE.match, text.splitlines()) if m}
+        except BadInput:
+            pass  # said when the index itself is read below
+    for rel, why in walk(folder):
+        if why is not None:
+            out.skipped.append((rel, why))
+            continue
+        if not rel.lower().endswith((".md", ".markdown")):
+            out.skipped.append((rel, "not a Markdown file"))
+            continue
+        path = os.path.join(folder, rel)
+        try:
+            if exported and rel in CURATED_FILES:
+                out.incoming.md[rel] = _curated(read_text(path))
+            else:
+                out.incoming.learnings.extend(
+                    read_file(path, rel, skip_links=linked if rel == INDEX else set())
+                )
+            out.files += 1
+        except BadInput as exc:
+            out.skipped.append((rel, str(exc).removeprefix(f"{path}: ").removeprefix(path)))
+    return out
+
+
+def read_file(path: str, ref: str, skip_links: set[str] | None = None) -> list[LearningIn]:
+    """One Markdown file's learnings; :class:`BadInput` if it cannot be read as one."""
+    text = read_text(path)
+    mtime = os.lstat(path).st_mtime
+    if text.startswith("---\n") or text.startswith("---\r\n"):
+        return [_memory(text, ref, mtime)]
+    return _lines(text, ref, mtime, skip_links or set())
+
+
+def _memory(text: str, ref: str, mtime: float) -> LearningIn:
+    import yaml  # only here: the hook path and the daemon never read YAML
+
+    end = re.search(r"^---[ \t]*\r?$", text[4:], re.M)
+    if end is None:
+        raise BadInput(f"{ref}: frontmatter has no closing ---")
+    raw, body = text[4 : 4 + end.start()], text[4 + end.end() :]
+    if len(raw) > FRONTMATTER_MAX:
+        raise BadInput(f"{ref}: frontmatter over {FRONTMATTER_MAX:,} bytes")
+    try:
+        meta = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        raise BadInput(f"{ref}: frontmatter is not YAML{where}") from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise BadInput(f"{ref}: frontmatter is not a mapping of keys")
+    found = meta.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    kind = _type(meta, metadata, ref)
+    description = _plain(meta.get("description"))
+    body = " ".join(body.split())
+    if not body:
+        content = description or _plain(meta.get("name"))
+    elif description and description.lower().rstrip(".") not in body.lower():
+        content = f"{description.rstrip('.')}: {body}"
+    else:
+        content = body
+    content = clean_text(content, MAX_CHARS).strip()
+    if not content:
+        raise BadInput(f"{ref}: holds no text (no body, description or name)")
+    when = _date(meta.get("created", meta.get("date")), mtime)
+    return LearningIn(type=kind, content=content, created_at=when, ref=ref)
+
+
+def _type(meta: dict[str, Any], metadata: dict[str, Any], ref: str) -> str:
+    ours = metadata.get("wsd_type")
+    if isinstance(ours, str) and ours in LEARNING_TYPES:
+        return ours
+    theirs = metadata.get("type", meta.get("type"))
+    if theirs is None:
+        return "fact"
+    if not isinstance(theirs, str) or theirs.strip().lower() not in TYPES:
+        raise BadInput(f"{ref}: type {str(theirs)[:40]!r} is not one of {', '.join(TYPES)}")
+    return TYPES[theirs.strip().lower()]
+
+
+def _plain(value: Any) -> str:
+    return " ".join(value.split()) if isinstance(value, str) else ""
+
+
+def _date(value: Any, fallback: float) -> float:
+    """A frontmatter date (YAML reads ``2026-01-09`` as a date): UTC when it names no zone;
+    ``fallback`` when it is not a date."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return fallback
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
+    return fallback
+
+
+def _lines(text: str, ref: str, mtime: float, skip_links: set[str]) -> list[LearningIn]:
+    out = []
+    fenced = False
+    comment = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if comment:
+            comment = "-->" not in stripped
+            continue
+        if stripped.startswith("<!--"):
+            comment = "-->" not in stripped
+            continue
+        if fenced or not stripped or stripped.startswith("#") or _RULE.match(stripped):
+            continue
+        link = _LINK_LINE.match(line)
+        if link is not None and link.group(1) in skip_links:
+            continue  # the index's line of a memory file, imported from the file itself
+        content = clean_text(" ".join(_LIST.sub("", line).split()), MAX_CHARS).strip()
+        if content:
+            out.append(LearningIn(type="fact", content=content, created_at=mtime,
+                                  ref=f"{ref}:{number}"))  # fmt: skip
+    return out
+
+
+def _curated(text: str) -> str:
+    return "\n".join(clean_text(line, 2000) for line in text.split("\n"))

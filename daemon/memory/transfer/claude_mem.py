@@ -1,0 +1,120 @@
+"""claude-mem's database (``~/.claude-mem/claude-mem.db``), read-only.
+
+What each row becomes (its date kept: ``created_at_epoch``, milliseconds):
+
+* an observation, one learning: "<project>: <title>. <narrative> Facts: a; b." (the facts
+  are claude-mem's atomic statements; an observation made before titles existed gives its
+  ``text``). Its type: a ``bugfix`` is a ``correction`` (what was wrong and what is right), a
+  ``decision`` a ``pattern`` (how things are done here), every other type (discovery,
+  feature, refactor, change, a mode's own) a ``fact``;
+* a session summary, one fact: "<project> session: asked: …; learned: …; completed: …;
+  next: …" (investigated and notes are the session's working, not what it taught).
+
+``ref`` names the row (``claude-mem.db:observations/7``). A row whose lists are not JSON
+lists, or whose text or date is not what claude-mem writes, is an error naming the row:
+nothing of the database is imported then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import Any
+
+from wsd.daemon.memory.transfer.inputs import BadInput
+from wsd.daemon.store import Incoming, LearningIn
+from wsd.daemon.store.foreign import ForeignError, claude_mem_rows
+from wsd.redact import clean_text
+
+MAX_CHARS = 4000
+TYPES = {"bugfix": "correction", "decision": "pattern"}
+SUMMARY_PARTS = (("request", "asked"), ("learned", "learned"), ("completed", "completed"),
+                 ("next_steps", "next"))  # fmt: skip
+
+
+def read(path: str) -> Incoming:
+    """The observations and summaries as learnings; :class:`BadInput` naming the file (and
+    the row) when it cannot be read whole."""
+    name = os.path.basename(path)
+    out = Incoming()
+    try:
+        for table, row in claude_mem_rows(path):
+            ref = f"{name}:{table}/{row.get('id')}"
+            try:
+                learning = _observation(row, ref) if table == "observations" else _summary(row, ref)
+            except ValueError as exc:
+                raise BadInput(f"{ref}: {exc}") from None
+            if learning is not None:
+                out.learnings.append(learning)
+    except ForeignError as exc:
+        raise BadInput(f"{name}: {exc}") from None
+    return out
+
+
+def _observation(row: dict[str, Any], ref: str) -> LearningIn | None:
+    title, narrative = _str(row, "title"), _str(row, "narrative")
+    facts = _list(row, "facts")
+    parts = [p.rstrip(".") + "." for p in (title, narrative) if p]
+    if facts:
+        parts.append("Facts: " + "; ".join(facts) + ".")
+    if not parts:
+        legacy = _str(row, "text")
+        if not legacy:
+            return None  # nothing said: nothing to keep
+        parts = [legacy]
+    kind = _str(row, "type").lower()
+    return _learning(TYPES.get(kind, "fact"), row, " ".join(parts), ref)
+
+
+def _summary(row: dict[str, Any], ref: str) -> LearningIn | None:
+    said = [
+        f"{label}: {_str(row, key).rstrip('.')}" for key, label in SUMMARY_PARTS if _str(row, key)
+    ]
+    if not said:
+        return None
+    return _learning("fact", row, "session: " + "; ".join(said) + ".", ref)
+
+
+def _learning(kind: str, row: dict[str, Any], text: str, ref: str) -> LearningIn:
+    project = _str(row, "project")
+    text = f"{project}: {text}" if project else text
+    content = clean_text(" ".join(text.split()), MAX_CHARS).strip()
+    if not content:
+        raise ValueError("holds nothing once cleaned")
+    return LearningIn(type=kind, content=content, created_at=_when(row), ref=ref)
+
+
+def _str(row: dict[str, Any], key: str) -> str:
+    value = row.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is {type(value).__name__}, not text")
+    return " ".join(value.split())
+
+
+def _list(row: dict[str, Any], key: str) -> list[str]:
+    raw = row.get(key)
+    if raw is None or raw == "":
+        return []
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{key} is not a JSON list of strings")
+    return [" ".join(v.split()) for v in value if v.strip()]
+
+
+def _when(row: dict[str, Any]) -> float:
+    epoch = row.get("created_at_epoch")
+    if isinstance(epoch, int | float) and not isinstance(epoch, bool) and epoch > 0:
+        return float(epoch) / 1000 if epoch > 1e11 else float(epoch)
+    text = row.get("created_at")
+    if isinstance(text, str):
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    raise ValueError("created_at is not a date")

@@ -1,0 +1,45 @@
+"""Which format a path is in, when ``wsd import`` is not told (``--from auto``): a folder or
+a ``.md`` file is Markdown (Claude Code's auto memory, or plain); a file that starts as every
+SQLite database does is claude-mem's; a JSON-lines file is ours or the MCP memory server's,
+told apart by its first object."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from wsd.daemon.memory.transfer import mcp_memory, wsd_format
+from wsd.daemon.memory.transfer.inputs import MAX_LINE_BYTES, BadInput, Source, open_file
+
+FORMATS = ("wsd", "mcp-memory", "claude-code", "claude-mem")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def detect(source: Source) -> str:
+    """The format of ``source`` (one of :data:`FORMATS`); :class:`BadInput` saying why not."""
+    if source.is_dir or source.path.lower().endswith((".md", ".markdown")):
+        return "claude-code"
+    with os.fdopen(open_file(source.path, source.size + 1), "rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+        if head == SQLITE_MAGIC:
+            return "claude-mem"
+        first = (head + fh.readline(MAX_LINE_BYTES)).lstrip(b"\xef\xbb\xbf").strip()
+        while not first:
+            line = fh.readline(MAX_LINE_BYTES)
+            if not line:
+                raise BadInput(f"{source.path} is empty: nothing to import")
+            first = line.strip()
+    try:
+        data = json.loads(first)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    if isinstance(data, dict):
+        if wsd_format.looks_like(data):
+            return "wsd"
+        if mcp_memory.looks_like(data):
+            return "mcp-memory"
+    raise BadInput(
+        f"{os.path.basename(source.path)}: not a format wsd import knows (its first line is"
+        " neither our JSON lines nor a memory.jsonl entity; a folder or .md is Markdown, a"
+        " database claude-mem's): say which with --from"
+    )

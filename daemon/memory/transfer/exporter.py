@@ -1,0 +1,187 @@
+"""``wsd export DEST --format jsonl|markdown``: one consistent snapshot of the memory, written
+where nothing half-written is ever seen.
+
+The snapshot is one read transaction on memory.db (WAL: the daemon's writes go on beside it,
+unblocked, and none of them shows half in the export). The output is built beside ``DEST``
+under a temporary name and renamed into place when complete: mode 0600 (a folder 0700), never
+through a link, never over an existing file or a folder that is not empty. Retracted and
+forgotten learnings are gone from memory.db, so never exported; while an erasure is
+unfinished (a forget killed midway) the export is refused, as its words may still be there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from wsd.daemon.memory import md_files
+from wsd.daemon.memory.transfer import markdown, wsd_format
+from wsd.daemon.runtime.fsio import TEMP_PREFIX
+from wsd.daemon.store import Store
+from wsd.daemon.store.transfer import sources_of
+
+FORMATS = ("jsonl", "markdown")
+
+
+class ExportRefused(Exception):
+    """The export cannot be written (the destination, or an unfinished erasure): says why."""
+
+
+@dataclass
+class Exported:
+    dest: str
+    format: str
+    learnings: int = 0
+    actions: int = 0
+    files: int = 0
+    revisions: int = 0
+
+
+def _rows(store: Store, history: bool) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    rows = store.transfer.snapshot(history)
+    kind, head = next(rows)
+    if head[2]:
+        raise ExportRefused(
+            "a wsd forget is unfinished (killed midway): the daemon's next pass, or the next"
+            " wsd forget, finishes it; export after that"
+        )
+    yield kind, head
+    # The files as they are now: a person's edit the daemon has not adopted yet (or a file
+    # no revision holds yet, as a fresh workspace's) is what the next session would read.
+    files = md_files.hand_edits(store.layout, store)
+    emitted = False
+    for kind, row in rows:
+        if kind == "md":
+            files.setdefault(row[0], row[1])
+            continue
+        if kind == "revision" and not emitted:
+            yield from (("md", item) for item in sorted(files.items()))
+            emitted = True
+        yield kind, row
+    if not emitted:
+        yield from (("md", item) for item in sorted(files.items()))
+
+
+def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
+    """Export to ``dest`` (``-``: standard output, jsonl only). Raises
+    :class:`ExportRefused`."""
+    if fmt not in FORMATS:
+        raise ExportRefused(f"--format {fmt}: not one of {', '.join(FORMATS)}")
+    out = Exported(dest, fmt)
+    now = time.time()
+    if fmt == "jsonl":
+        lines = _counted(
+            wsd_format.export_lines(
+                _rows(store, history), now, store.transfer.transcript_identity()
+            ),
+            out,
+        )
+        if dest == "-":
+            wsd_format.write(sys.stdout, lines)
+            return out
+        _check_dest(dest, folder=False)
+        tmp = _temp(dest)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                wsd_format.write(fh, lines)
+                fh.flush()
+                os.fsync(fh.fileno())
+            _place(tmp, dest, folder=False)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return out
+    if dest == "-":
+        raise ExportRefused("--format markdown writes a folder: give its path, not -")
+    _check_dest(dest, folder=True)
+    tmp = _temp(dest)
+    os.mkdir(tmp, 0o700)
+    try:
+        _markdown(store, tmp, now, out, history)
+        _place(tmp, dest, folder=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _counted(lines: Iterator[str], out: Exported) -> Iterator[str]:
+    for line in lines:
+        kind = line[9:20]  # '{"kind": "learning"' and so on: cheaper than parsing it again
+        if kind.startswith('"learning'):
+            out.learnings += 1
+        elif kind.startswith('"action'):
+            out.actions += 1
+        elif kind.startswith('"md"'):
+            out.files += 1
+        elif kind.startswith('"revision'):
+            out.revisions += 1
+        yield line
+
+
+def _markdown(store: Store, folder: str, now: float, out: Exported, history: bool) -> None:
+    by_type: dict[str, list[str]] = {}
+    curated: list[str] = []
+    for kind, row in _rows(store, history=False):
+        if kind == "learning" and row[7] is None:  # current ones only
+            turns = [f"{t[:8]}:{o}" for t, o, _c in sources_of(row[9])]
+            name, text, line = markdown.memory_file(row, turns)
+            _write(folder, name, text)
+            by_type.setdefault(markdown.THEIRS.get(row[1], "project"), []).append(line)
+            out.learnings += 1
+        elif kind == "md" and row[1].strip():
+            _write(folder, row[0], row[1])
+            curated.append(row[0])
+            out.files += 1
+    _write(folder, "MEMORY.md", markdown.index(by_type, now, curated))
+
+
+def _write(folder: str, name: str, text: str) -> None:
+    fd = os.open(
+        os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+    )
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _check_dest(dest: str, folder: bool) -> None:
+    try:
+        os.lstat(dest)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(dest))
+        if not os.path.isdir(parent):
+            raise ExportRefused(f"{parent}: no such folder") from None
+        return
+    if os.path.islink(dest):
+        raise ExportRefused(f"{dest} is a link: not followed; give another path")
+    if folder and os.path.isdir(dest) and not os.listdir(dest):
+        return
+    what = "a folder that is not empty" if os.path.isdir(dest) else "there already"
+    raise ExportRefused(f"{dest} is {what}: give a new path (nothing is overwritten)")
+
+
+def _temp(dest: str) -> str:
+    folder, name = os.path.split(os.path.abspath(dest))
+    return os.path.join(folder, f"{TEMP_PREFIX}{name}.{os.getpid()}.{os.urandom(6).hex()}")
+
+
+def _place(tmp: str, dest: str, folder: bool) -> None:
+    """Rename the finished output into place (an empty folder there is replaced)."""
+    if folder and os.path.isdir(dest) and not os.path.islink(dest):
+        os.rmdir(dest)  # empty (checked): fails, rather than lose anything, if it is not
+    if folder:
+        os.rename(tmp, dest)
+        return
+    try:
+        os.link(tmp, dest)  # never over a file that appeared meanwhile (rename would be)
+    except FileExistsError:
+        raise ExportRefused(f"{dest} appeared while the export ran: not overwritten") from None
+    os.unlink(tmp)

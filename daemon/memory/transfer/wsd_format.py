@@ -1,0 +1,276 @@
+"""Our own JSON lines: what ``wsd export --format jsonl`` writes and ``wsd import`` reads back.
+
+One JSON object a line. The first says what the file is::
+
+    {"kind": "wsd-export", "version": 1, "exported_at": 1780000000.0, "transcript": "<id>",
+     "learnings": 1200, "retracted_not_exported": 3}
+
+then, in this order:
+
+* ``{"kind": "learning", "id", "type", "content", "created_at", "session_id", "confidence",
+  "ref", "sources": [{"transcript", "turn", "cited"}], "superseded_by", "superseded_at"}``:
+  every learning that is not retracted or forgotten (those are gone from memory.db), current
+  or superseded; ``id`` is its id in the exporting workspace, which ``superseded_by`` and an
+  action's ``learning`` name; ``sources`` are the turns it came from (a turn is its
+  transcript's identity and its observation id there);
+* ``{"kind": "action", "content", "priority", "status", "source", "created_at",
+  "updated_at", "dedup_key", "learning"}``: open and closed actions;
+* ``{"kind": "md", "file", "content"}``: each curated memory file as it is now (files.md: the
+  notes a person or the curator wrote; its inventory is the workspace's own);
+* with ``--history``, ``{"kind": "revision", "file", "content", "created_at", "source"}``:
+  every revision, oldest first.
+
+Dates are Unix seconds (floats, as stored: an export loses nothing). A line without ``kind``
+is a learning in the older import format (``type``, ``content``, optional ``created_at``,
+``session_id``, ``confidence``, ``ref``, ``turns``), which ``wsd import`` has always read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any, TextIO
+
+from wsd.daemon.memory.transfer.inputs import BadInput, lines
+from wsd.daemon.store import ActionIn, Incoming, LearningIn, RevisionIn, parse_import_line
+from wsd.daemon.store.transfer import sources_of
+from wsd.redact import clean_text
+from wsd.schema.layout import CURATED_FILES
+
+KIND = "wsd-export"
+VERSION = 1
+#: An md file's text in an export: its limits (200 lines) keep it far below.
+MD_MAX_CHARS = 200_000
+ACTION_MAX_CHARS = 2_000
+PRIORITIES = (0, 1, 2)
+STATUSES = ("pending", "completed", "dismissed")
+
+
+def header(exported_at: float, transcript: str | None, learnings: int, retracted: int) -> str:
+    return json.dumps(
+        {
+            "kind": KIND,
+            "version": VERSION,
+            "exported_at": exported_at,
+            "transcript": transcript,
+            "learnings": learnings,
+            "retracted_not_exported": retracted,
+        }
+    )
+
+
+def learning_line(row: tuple[Any, ...]) -> str:
+    """A ``learning`` line of a snapshot's learning row (see the store's snapshot)."""
+    lid, kind, content, created, session, confidence, ref, by, at, sources = row
+    return json.dumps(
+        {
+            "kind": "learning",
+            "id": lid,
+            "type": kind,
+            "content": content,
+            "created_at": created,
+            "session_id": session,
+            "confidence": confidence,
+            "ref": ref,
+            "sources": [
+                {"transcript": t, "turn": o, "cited": c} for t, o, c in sources_of(sources)
+            ],
+            "superseded_by": by,
+            "superseded_at": at,
+        },
+        ensure_ascii=False,
+    )
+
+
+def action_line(row: tuple[Any, ...]) -> str:
+    content, priority, status, source, created, updated, key, learning = row
+    return json.dumps(
+        {
+            "kind": "action",
+            "content": content,
+            "priority": priority,
+            "status": status,
+            "source": source,
+            "created_at": created,
+            "updated_at": updated,
+            "dedup_key": key,
+            "learning": learning,
+        },
+        ensure_ascii=False,
+    )
+
+
+def md_line(name: str, content: str) -> str:
+    return json.dumps({"kind": "md", "file": name, "content": content}, ensure_ascii=False)
+
+
+def revision_line(row: tuple[Any, ...]) -> str:
+    name, content, created, source = row
+    return json.dumps(
+        {"kind": "revision", "file": name, "content": content, "created_at": created,
+         "source": source},
+        ensure_ascii=False,
+    )  # fmt: skip
+
+
+def write(out: TextIO, lines_: Iterable[str]) -> int:
+    """Write each line with its end; how many."""
+    n = 0
+    for line in lines_:
+        out.write(line + "\n")
+        n += 1
+    return n
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def looks_like(first: dict[str, Any]) -> bool:
+    """True if the first object of a JSON-lines file is ours (an export, or a learning line)."""
+    return first.get("kind") == KIND or (
+        "kind" not in first and "content" in first and isinstance(first.get("type"), str)
+    )
+
+
+def read(path: str) -> Incoming:
+    """An export (or older learnings lines) as records; :class:`BadInput` naming the first
+    bad line (nothing is imported then)."""
+    name = os.path.basename(path)
+    out = Incoming()
+    for number, text in lines(path):
+        if not text.strip():
+            continue
+        try:
+            _line(text, out, number == 1)
+        except ValueError as exc:
+            raise BadInput(f"{name}:{number}: {exc}") from None
+    return out
+
+
+def _line(text: str, out: Incoming, first: bool) -> None:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    kind = data.get("kind")
+    if kind is None:
+        out.learnings.append(parse_import_line(text))
+    elif kind == KIND:
+        if not first:
+            raise ValueError("a second export header (two exports joined?)")
+        if data.get("version") != VERSION:
+            raise ValueError(
+                f"export version {data.get('version')!r:.20}: this wsd reads {VERSION}"
+            )
+    elif kind == "learning":
+        out.learnings.append(_learning(data, text))
+    elif kind == "action":
+        out.actions.append(_action(data))
+    elif kind == "md":
+        name, content = _md(data)
+        out.md[name] = content
+    elif kind == "revision":
+        name, content = _md(data)
+        out.history.append(
+            RevisionIn(name, content, _number(data, "created_at"), _text(data, "source", 40))
+        )
+    else:
+        raise ValueError(f"kind {kind!r:.40} is not one of learning, action, md, revision")
+
+
+def _learning(data: dict[str, Any], text: str) -> LearningIn:
+    base = parse_import_line(text)  # type, content, created_at, session, confidence, ref
+    sources = data.get("sources") or []
+    if not isinstance(sources, list) or len(sources) > 1000:
+        raise ValueError("sources must be a list (of at most 1,000 turns)")
+    parsed = []
+    for s in sources:
+        if not isinstance(s, dict):
+            raise ValueError("each source must be an object {transcript, turn, cited}")
+        parsed.append((_text(s, "transcript", 64), _whole(s, "turn"), bool(s.get("cited"))))
+    by = data.get("superseded_by")
+    return replace(
+        base,
+        key=_whole(data, "id"),
+        superseded_by=None if by is None else _whole(data, "superseded_by"),
+        superseded_at=None if data.get("superseded_at") is None
+        else _number(data, "superseded_at"),
+        sources=tuple(parsed),
+    )  # fmt: skip
+
+
+def _action(data: dict[str, Any]) -> ActionIn:
+    priority = data.get("priority")
+    if priority not in PRIORITIES or isinstance(priority, bool):
+        raise ValueError(f"priority must be 0, 1 or 2 (got {priority!r:.20})")
+    status = data.get("status")
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)} (got {status!r:.20})")
+    content = clean_text(_text(data, "content", ACTION_MAX_CHARS * 4), ACTION_MAX_CHARS).strip()
+    if not content:
+        raise ValueError("content must be a non-empty string")
+    learning = data.get("learning")
+    return ActionIn(
+        content=content,
+        priority=int(priority),
+        status=str(status),
+        source=_text(data, "source", 40),
+        created_at=_number(data, "created_at"),
+        updated_at=_number(data, "updated_at"),
+        dedup_key=_text(data, "dedup_key", 500),
+        learning=None if learning is None else _whole(data, "learning"),
+    )
+
+
+def _md(data: dict[str, Any]) -> tuple[str, str]:
+    name = data.get("file")
+    if name not in CURATED_FILES:
+        raise ValueError(f"file must be one of {', '.join(CURATED_FILES)} (got {name!r:.40})")
+    content = data.get("content")
+    if not isinstance(content, str) or len(content) > MD_MAX_CHARS:
+        raise ValueError(f"content of {name} must be a string of at most {MD_MAX_CHARS:,} chars")
+    # A memory file's lines, each cleaned as captured text is (a secret pasted into a file).
+    cleaned = "\n".join(clean_text(line, 2000) for line in content.split("\n"))
+    return str(name), cleaned
+
+
+def _text(data: dict[str, Any], key: str, limit: int) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise ValueError(f"{key} must be a non-empty string of at most {limit} characters")
+    return value
+
+
+def _whole(data: dict[str, Any], key: str) -> int:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**62:
+        raise ValueError(f"{key} must be a positive whole number (got {value!r:.20})")
+    return value
+
+
+def _number(data: dict[str, Any], key: str) -> float:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e11:
+        raise ValueError(f"{key} must be a Unix time in seconds (got {value!r:.20})")
+    return float(value)
+
+
+def export_lines(
+    rows: Iterator[tuple[str, tuple[Any, ...]]], now: float, transcript: str | None
+) -> Iterator[str]:
+    """The lines of an export of a snapshot (see the store's ``snapshot``)."""
+    for kind, row in rows:
+        if kind == "snapshot":
+            yield header(now, transcript, row[0], row[1])
+        elif kind == "learning":
+            yield learning_line(row)
+        elif kind == "action":
+            yield action_line(row)
+        elif kind == "md":
+            yield md_line(*row)
+        elif kind == "revision":
+            yield revision_line(row)

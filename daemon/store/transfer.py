@@ -1,0 +1,389 @@
+"""Memory that moves (``wsd import``, ``wsd export``): a snapshot of memory.db read in one
+transaction, and a parsed import written in one.
+
+The formats (ours, the MCP memory server's, Claude Code's, claude-mem's) are read and written
+in :mod:`wsd.daemon.memory.transfer`; here is only what touches the database. An import is
+all or nothing: one ``BEGIN IMMEDIATE`` holds every learning, action and md revision of it,
+and a dry run is the same transaction rolled back (so its counts are exactly what the real
+one would add). What a person retracted or forgot is never stored again by an import: a
+learning whose statement was retracted, or that holds a forgotten phrase, is counted and
+left out, and so is a memory-file line that holds one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from wsd import schema
+from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.erasure import Marks
+from wsd.daemon.store.records import learning_key, sha256
+from wsd.daemon.store.revisions import add_revision, latest_md
+
+#: The source an imported action gets when its own was the curator: curation in this
+#: workspace did not make it, and ``wsd rebuild`` carries only what curation does not make.
+IMPORTED = "import"
+
+
+@dataclass(frozen=True)
+class LearningIn:
+    """One learning to import. ``key`` is its id in the source (an export's learning id), so
+    that supersession and actions can point at it; ``sources`` are the turns it came from as
+    (transcript identity, observation id, cited); ``turns`` are turn ids of this workspace's
+    index (``T12``, the old import format)."""
+
+    type: str
+    content: str
+    created_at: float
+    ref: str | None = None
+    session_id: str | None = None
+    confidence: float = 1.0
+    key: int | None = None
+    superseded_by: int | None = None
+    superseded_at: float | None = None
+    sources: tuple[tuple[str, int, bool], ...] = ()
+    turns: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ActionIn:
+    """One pending action to import (open or closed)."""
+
+    content: str
+    priority: int
+    status: str
+    source: str
+    created_at: float
+    updated_at: float
+    dedup_key: str
+    learning: int | None = None  # the source key of the learning it came from
+
+
+@dataclass(frozen=True)
+class RevisionIn:
+    """One md revision of an export's history (``--history``)."""
+
+    file: str
+    content: str
+    created_at: float
+    source: str
+
+
+@dataclass
+class Incoming:
+    """Everything one import would add. ``md``: the curated files' text to merge in (their
+    lines not already there are appended); ``history``: revisions to record for files that
+    have none yet."""
+
+    learnings: list[LearningIn] = field(default_factory=list)
+    actions: list[ActionIn] = field(default_factory=list)
+    md: dict[str, str] = field(default_factory=dict)
+    history: list[RevisionIn] = field(default_factory=list)
+    #: A person's edits of the curated files not adopted yet: recorded first (source
+    #: ``hand``), so that the merge adds to them and never writes over them.
+    hand: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Added:
+    """What an import added (or, dry, would add), and what it left out and why."""
+
+    learnings: int = 0
+    duplicates: int = 0
+    retracted: int = 0
+    forgotten: int = 0
+    actions: int = 0
+    action_duplicates: int = 0
+    md_lines: dict[str, int] = field(default_factory=dict)
+    md_forgotten: int = 0
+    revisions: int = 0
+    unknown_turns: list[int] = field(default_factory=list)
+    samples: list[str] = field(default_factory=list)
+
+
+class TooLong(ValueError):
+    """A merged memory file would pass its line limit: the import adds nothing."""
+
+
+def import_incoming(
+    m: apsw.Connection,
+    incoming: Incoming,
+    now: float,
+    *,
+    line_limits: dict[str, int],
+    dry_run: bool = False,
+    samples: int = 5,
+) -> tuple[Added, dict[str, str]]:
+    """Write ``incoming`` in one transaction (rolled back when ``dry_run``); what was added,
+    and the curated files that changed (their new text, for the caller to write to disk).
+    Raises :class:`TooLong` (nothing written) when a merged file would pass its limit."""
+    added = Added()
+    changed: dict[str, str] = {}
+    m.execute("BEGIN IMMEDIATE")
+    try:
+        marks = Marks.load(m)
+        ids = _learnings(m, incoming.learnings, marks, added, samples)
+        _supersession(m, incoming.learnings, ids)
+        _actions(m, incoming.actions, ids, marks, added)
+        _history(m, incoming.history, marks, added)
+        if incoming.md:
+            for name, text in sorted(incoming.hand.items()):
+                add_revision(m, name, text, "hand", now, own_txn=False)
+        changed = _md(m, incoming.md, marks, added, now, line_limits)
+    except BaseException:
+        m.execute("ROLLBACK")
+        raise
+    m.execute("ROLLBACK" if dry_run else "COMMIT")
+    return added, changed
+
+
+def _learnings(
+    m: apsw.Connection, rows: list[LearningIn], marks: Marks, added: Added, samples: int
+) -> dict[int, int]:
+    """Insert the new learnings; {source key: learning id} of those added or already there."""
+    ids: dict[int, int] = {}
+    retracted = {str(k) for (k,) in m.execute("SELECT content_key FROM retractions")}
+    for row in rows:
+        key = learning_key(row.content)
+        if key in retracted:
+            added.retracted += 1
+            continue
+        if marks and marks.holds(row.content):
+            added.forgotten += 1
+            continue
+        m.execute(
+            "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
+            " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (content_key) DO NOTHING",
+            (row.created_at, row.session_id, row.type, row.content, key, row.confidence, row.ref),
+        )
+        if not m.changes():
+            added.duplicates += 1
+            if row.key is not None:
+                found = schema.first(m, "SELECT id FROM learnings WHERE content_key = ?", (key,))
+                if found is not None:
+                    ids[row.key] = int(found[0])
+            continue
+        learning_id = int(m.last_insert_rowid())
+        added.learnings += 1
+        if len(added.samples) < samples:
+            added.samples.append(f"{row.type}: {row.content[:120]}")
+        if row.key is not None:
+            ids[row.key] = learning_id
+        for identity, observation, cited in row.sources:
+            m.execute(
+                "INSERT INTO learning_sources (learning_id, transcript_identity, observation_id,"
+                " cited) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (learning_id, identity, observation, int(cited)),
+            )
+        for turn in row.turns:
+            found = schema.first(
+                m, "SELECT transcript_identity, observation_id FROM turns WHERE id = ?", (turn,)
+            )
+            if found is None:
+                added.unknown_turns.append(turn)
+                continue
+            m.execute(
+                "INSERT INTO learning_sources (learning_id, transcript_identity,"
+                " observation_id, cited) VALUES (?, ?, ?, 1) ON CONFLICT DO NOTHING",
+                (learning_id, found[0], found[1]),
+            )
+    return ids
+
+
+def _supersession(m: apsw.Connection, rows: list[LearningIn], ids: dict[int, int]) -> None:
+    """A learning the source says was replaced by another is so here too (both imported)."""
+    for row in rows:
+        if row.key is None or row.superseded_by is None:
+            continue
+        old, new = ids.get(row.key), ids.get(row.superseded_by)
+        if old is None or new is None or old == new:
+            continue
+        m.execute(
+            "UPDATE learnings SET superseded_by = ?, superseded_at = ?"
+            " WHERE id = ? AND superseded_by IS NULL AND batch_id IS NULL",
+            (new, row.superseded_at if row.superseded_at is not None else row.created_at, old),
+        )
+
+
+def _actions(
+    m: apsw.Connection, rows: list[ActionIn], ids: dict[int, int], marks: Marks, added: Added
+) -> None:
+    for row in rows:
+        if marks and marks.holds(row.content):
+            added.forgotten += 1
+            continue
+        if schema.first(
+            m,
+            "SELECT 1 FROM pending_actions WHERE dedup_key = ? AND (status = 'pending'"
+            " OR (status = ? AND created_at = ?))",
+            (row.dedup_key, row.status, row.created_at),
+        ):
+            added.action_duplicates += 1
+            continue
+        source = IMPORTED if row.source == "curator" else row.source
+        learning = ids.get(row.learning) if row.learning is not None else None
+        m.execute(
+            "INSERT INTO pending_actions (created_at, updated_at, content, priority, status,"
+            " source, dedup_key, source_learning_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.created_at,
+                row.updated_at,
+                row.content,
+                row.priority,
+                row.status,
+                source,
+                row.dedup_key,
+                learning,
+            ),
+        )
+        added.actions += 1
+
+
+def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Added) -> None:
+    """An export's revisions, for each file that has none here yet (a fresh workspace)."""
+    had = {str(f) for (f,) in m.execute("SELECT DISTINCT file FROM md_revisions")}
+    for row in rows:
+        if row.file in had:
+            continue
+        content, gone = marks.without_lines(row.content) if marks else (row.content, 0)
+        added.md_forgotten += gone
+        m.execute(
+            "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
+            " VALUES (?, ?, ?, ?, NULL, ?)",
+            (row.file, content, sha256(content), row.created_at, row.source),
+        )
+        added.revisions += 1
+
+
+def _md(
+    m: apsw.Connection,
+    files: dict[str, str],
+    marks: Marks,
+    added: Added,
+    now: float,
+    line_limits: dict[str, int],
+) -> dict[str, str]:
+    """Merge each file's lines into its latest revision (appended, in order, unless the
+    file has the line already); a new revision (source ``import``) where lines were added."""
+    latest = latest_md(m)
+    changed: dict[str, str] = {}
+    for name, text in sorted(files.items()):
+        text, gone = marks.without_lines(text) if marks else (text, 0)
+        added.md_forgotten += gone
+        merged, new = merge_lines(latest.get(name, ""), text)
+        if not new:
+            continue
+        lines = len(merged.splitlines())
+        if lines > line_limits[name]:
+            raise TooLong(
+                f"{name} would have {lines} lines with the {new} imported, over its limit of"
+                f" {line_limits[name]}: make room in it (or import into a fresh workspace)"
+            )
+        m.execute(
+            "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
+            " VALUES (?, ?, ?, ?, NULL, ?)",
+            (name, merged, sha256(merged), now, IMPORTED),
+        )
+        added.md_lines[name] = new
+        changed[name] = merged
+    return changed
+
+
+def merge_lines(base: str, incoming: str) -> tuple[str, int]:
+    """``base`` with each non-blank line of ``incoming`` it lacks appended, in order; the text
+    and how many lines were added. A line is the same with other spacing at its ends."""
+    have = {line.strip() for line in base.splitlines()}
+    new = []
+    for line in incoming.splitlines():
+        if line.strip() and line.strip() not in have:
+            have.add(line.strip())
+            new.append(line.rstrip())
+    if not new:
+        return base, 0
+    body = base.rstrip("\n")
+    return (body + "\n" if body else "") + "\n".join(new) + "\n", len(new)
+
+
+# -- export: one read transaction -----------------------------------------------------------
+
+
+def snapshot_rows(m: apsw.Connection, history: bool) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """Every row an export writes, as (kind, row), read in one read transaction (a
+    consistent snapshot: WAL readers never block the daemon's writes). The first is
+    ("snapshot", (learnings, retracted, erasures unfinished)); then "learning"
+    (id, type, content, created_at, session_id, confidence, ref, superseded_by,
+    superseded_at, sources JSON), "action" rows, "md" (file, content) and, with
+    ``history``, "revision" (file, content, created_at, source) rows."""
+    m.execute("BEGIN")
+    try:
+        count = int(schema.one(m, "SELECT count(*) FROM learnings")[0])
+        retracted = int(schema.one(m, "SELECT count(*) FROM retractions")[0])
+        unfinished = int(schema.one(m, "SELECT count(*) FROM forget_journal")[0])
+        yield "snapshot", (count, retracted, unfinished)
+        for row in m.execute(
+            "SELECT l.id, l.type, l.content, l.created_at, l.session_id, l.confidence, l.ref,"
+            " l.superseded_by, l.superseded_at,"
+            " (SELECT json_group_array(json_array(s.transcript_identity, s.observation_id,"
+            "   s.cited)) FROM learning_sources s WHERE s.learning_id = l.id)"
+            " FROM learnings l ORDER BY l.id"
+        ):
+            yield "learning", row
+        for row in m.execute(
+            "SELECT content, priority, status, source, created_at, updated_at, dedup_key,"
+            " source_learning_id FROM pending_actions ORDER BY id"
+        ):
+            yield "action", row
+        for name, content in sorted(latest_md(m).items()):
+            yield "md", (name, content)
+        if history:
+            for row in m.execute(
+                "SELECT file, content, created_at, source FROM md_revisions ORDER BY id"
+            ):
+                yield "revision", row
+    finally:
+        m.execute("COMMIT")
+
+
+def sources_of(value: Any) -> tuple[tuple[str, int, bool], ...]:
+    """The ``sources`` JSON of :func:`snapshot_rows` as tuples."""
+    if not value:
+        return ()
+    return tuple((str(i), int(o), bool(c)) for i, o, c in json.loads(value))
+
+
+class Transfer:
+    """``wsd import`` and ``wsd export`` (``store.transfer``)."""
+
+    def __init__(self, db: Connections) -> None:
+        self._db = db
+
+    def add(
+        self,
+        incoming: Incoming,
+        now: float,
+        *,
+        line_limits: dict[str, int],
+        dry_run: bool = False,
+    ) -> tuple[Added, dict[str, str]]:
+        """See :func:`import_incoming`."""
+        with self._db.memory() as m:
+            return import_incoming(m, incoming, now, line_limits=line_limits, dry_run=dry_run)
+
+    def snapshot(self, history: bool = False) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """See :func:`snapshot_rows` (read-only; the connection is closed when the
+        iteration ends)."""
+        with self._db.memory(readonly=True) as m:
+            yield from snapshot_rows(m, history)
+
+    def transcript_identity(self) -> str | None:
+        """This workspace's transcript identity (what a learning's sources name)."""
+        try:
+            with self._db.transcript(readonly=True) as t:
+                return schema.identity(t)
+        except apsw.Error:
+            return None
