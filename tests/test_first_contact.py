@@ -271,15 +271,19 @@ def test_a_hint_to_paste_quotes_a_path_with_a_space(tmp_path: Path) -> None:
 
 
 def test_os_errors_are_said_in_words(layout: Layout, tmp_path: Path) -> None:
-    """A missing file and a folder given to ``wsd import`` are "PATH: no such file or
-    directory" / "PATH is a folder", exit 1: no errno, no repr."""
+    """A missing file and a folder given to ``wsd import --from wsd`` are "PATH: no such
+    file or folder" / "PATH is a folder", exit 2: no errno, no repr."""
     env = _env(layout)
     missing = wsd(env, "import", str(tmp_path / "nope.jsonl"), check=False)
-    assert missing.returncode == 1
-    assert missing.stderr == f"wsd import: {tmp_path / 'nope.jsonl'}: no such file or directory\n"
-    folder = wsd(env, "import", str(tmp_path), check=False)
-    assert folder.returncode == 1
-    assert folder.stderr == f"wsd import: {tmp_path} is a folder: give a JSON-lines file\n"
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"wsd import: {tmp_path / 'nope.jsonl'}: no such file or folder; nothing was imported\n"
+    )
+    folder = wsd(env, "import", str(tmp_path), "--from", "wsd", check=False)
+    assert folder.returncode == 2
+    assert folder.stderr == (
+        f"wsd import: {tmp_path} is a folder: --from wsd reads a file; nothing was imported\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -169,7 +169,10 @@ def test_an_import_names_its_turns_and_a_rebuild_keeps_them(
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     out = wsd(daemon_env(layout, standin), "import", str(path), check=False)
-    assert out.returncode == 1 and "T999999" in out.stderr and ":2: turns:" in out.stderr
+    assert out.returncode == 2 and ":2: turns:" in out.stderr  # all or nothing
+    path.write_text(json.dumps(lines[0]) + "\n")
+    out = wsd(daemon_env(layout, standin), "import", str(path), check=False)
+    assert out.returncode == 0 and "T999999" in out.stderr
     learning = _why(layout, standin, "studio Lyon")["learnings"][0]
     assert learning["batch_id"] is None and [t["turn"] for t in learning["turns"]] == [f"T{tid}"]
     rebuild.rebuild(make_config(layout, standin, batch_turns=2), progress=lambda _line: None)

@@ -362,17 +362,13 @@ def test_wsd_search_json_carries_ref(memory: Layout) -> None:
     assert text.returncode == 0 and text.stdout.decode().count("\n") == 2
 
 
-def test_import_reports_bad_lines_and_keeps_good_ones(layout: Layout, tmp_path: Path) -> None:
-    """Bad lines are reported with their line numbers and skipped; good lines are imported."""
-    lines = [
+def test_a_bad_import_line_imports_nothing_and_good_lines_import_whole(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """A file with one bad line anywhere imports nothing, and says which line and why (exit
+    2); the same good lines alone are imported (an exact duplicate skipped)."""
+    good = [
         json.dumps({"type": "fact", "content": "Alpha is the first project", "ref": "r1"}),
-        "{not json",
-        json.dumps({"type": "opinion", "content": "x"}),
-        "",
-        json.dumps({"type": "fact"}),
-        json.dumps(["a", "list"]),
-        json.dumps({"type": "fact", "content": "Beta ships in May", "created_at": "May"}),
-        json.dumps({"type": "fact", "content": "Gamma", "confidence": 7}),
         json.dumps(
             {
                 "type": "preference",
@@ -384,16 +380,29 @@ def test_import_reports_bad_lines_and_keeps_good_ones(layout: Layout, tmp_path: 
         ),
         json.dumps({"type": "fact", "content": "Alpha is the first project."}),  # duplicate
     ]
+    bad = [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"type": "opinion", "content": "x"}), "type must be one of"),
+        (json.dumps({"type": "fact"}), "content must be"),
+        (json.dumps(["a", "list"]), "expected a JSON object"),
+        (json.dumps({"type": "fact", "content": "Beta", "created_at": "May"}), "is not a date"),
+        (json.dumps({"type": "fact", "content": "Gamma", "confidence": 7}), "confidence"),
+    ]
     path = tmp_path / "in.jsonl"
-    path.write_bytes("\n".join(lines).encode() + b"\n\xff\xfe\n")
+    for line, why in bad:
+        path.write_text("\n".join([good[0], "", line, *good[1:]]) + "\n")
+        proc = run_wsd(layout, "import", str(path))
+        assert proc.returncode == 2, line
+        assert b"in.jsonl:3: " in proc.stderr and why.encode() in proc.stderr, proc.stderr
+        assert b"nothing was imported" in proc.stderr
+        assert Store(layout).learnings.learnings() == []
+    path.write_bytes("\n".join(good).encode() + b"\n\xff\xfe\n")
+    assert b"in.jsonl:4: not valid UTF-8" in run_wsd(layout, "import", str(path)).stderr
+    path.write_text("\n".join(good) + "\n")
     proc = run_wsd(layout, "import", str(path))
-    assert proc.returncode == 1
-    assert b"imported 2 learning(s), 1 duplicate(s) skipped, 7 bad line(s)" in proc.stdout
-    errors = proc.stderr.decode()
-    for number in (2, 3, 5, 6, 7, 8, 11):
-        assert f"in.jsonl:{number}: " in errors
-    assert "in.jsonl:4:" not in errors and "in.jsonl:1:" not in errors
-    assert "not valid JSON" in errors and "type must be one of" in errors
+    assert proc.returncode == 0, proc.stderr
+    assert b"imported 2 learning(s) from wsd" in proc.stdout
+    assert b"1 duplicate(s) skipped" in proc.stdout
     rows = (
         apsw.Connection(layout.memory_db)
         .execute(

@@ -91,7 +91,10 @@ def read_folder(folder: str) -> Folder:
                 )
             out.files += 1
         except BadInput as exc:
-            out.skipped.append((rel, str(exc).removeprefix(f"{path}: ").removeprefix(path)))
+            why = str(exc)
+            for prefix in (f"{path}: ", f"{rel}: ", path):
+                why = why.removeprefix(prefix)
+            out.skipped.append((rel, why.strip()))
     return out
 
 

@@ -9,7 +9,13 @@ import json
 import os
 
 from wsd.daemon.memory.transfer import mcp_memory, wsd_format
-from wsd.daemon.memory.transfer.inputs import MAX_LINE_BYTES, BadInput, Source, open_file
+from wsd.daemon.memory.transfer.inputs import (
+    MAX_FILE_BYTES,
+    MAX_LINE_BYTES,
+    BadInput,
+    Source,
+    open_file,
+)
 
 FORMATS = ("wsd", "mcp-memory", "claude-code", "claude-mem")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -23,11 +29,15 @@ def detect(source: Source) -> str:
         head = fh.read(len(SQLITE_MAGIC))
         if head == SQLITE_MAGIC:
             return "claude-mem"
+        if source.size > MAX_FILE_BYTES:
+            raise BadInput(
+                f"{source.path} is {source.size:,} bytes, over the {MAX_FILE_BYTES:,} byte limit"
+            )
         first = (head + fh.readline(MAX_LINE_BYTES)).lstrip(b"\xef\xbb\xbf").strip()
         while not first:
             line = fh.readline(MAX_LINE_BYTES)
             if not line:
-                raise BadInput(f"{source.path} is empty: nothing to import")
+                return "wsd"  # empty: nothing to import, in any format
             first = line.strip()
     try:
         data = json.loads(first)

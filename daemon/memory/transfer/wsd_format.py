@@ -129,9 +129,10 @@ def write(out: TextIO, lines_: Iterable[str]) -> int:
 
 def looks_like(first: dict[str, Any]) -> bool:
     """True if the first object of a JSON-lines file is ours (an export, or a learning line)."""
-    return first.get("kind") == KIND or (
-        "kind" not in first and "content" in first and isinstance(first.get("type"), str)
-    )
+    kind = first.get("kind")
+    if kind is None:
+        return "content" in first and isinstance(first.get("type"), str)
+    return kind in (KIND, "learning", "action", "md", "revision")
 
 
 def read(path: str) -> Incoming:
