@@ -130,11 +130,14 @@ def import_incoming(
         ids = _learnings(m, incoming.learnings, marks, added, samples)
         _supersession(m, incoming.learnings, ids)
         _actions(m, incoming.actions, ids, marks, added)
-        _history(m, incoming.history, marks, added)
+        recorded = _history(m, incoming.history, marks, added)
         if incoming.md:
             for name, text in sorted(incoming.hand.items()):
                 add_revision(m, name, text, "hand", now, own_txn=False)
         changed = _md(m, incoming.md, marks, added, now, line_limits)
+        latest = latest_md(m) if recorded else {}
+        for name in recorded - set(changed):  # a history's last revision is the file now
+            changed[name] = latest[name]
     except BaseException:
         m.execute("ROLLBACK")
         raise
@@ -244,9 +247,11 @@ def _actions(
         added.actions += 1
 
 
-def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Added) -> None:
-    """An export's revisions, for each file that has none here yet (a fresh workspace)."""
+def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Added) -> set[str]:
+    """An export's revisions, for each file that has none here yet (a fresh workspace); the
+    files given a history."""
     had = {str(f) for (f,) in m.execute("SELECT DISTINCT file FROM md_revisions")}
+    recorded: set[str] = set()
     for row in rows:
         if row.file in had:
             continue
@@ -255,9 +260,14 @@ def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Ad
         m.execute(
             "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
             " VALUES (?, ?, ?, ?, NULL, ?)",
-            (row.file, content, sha256(content), row.created_at, row.source),
-        )
+            # Curation here did not make it: labelled an import, so that ``wsd rebuild``
+            # (which remakes only what batches of this workspace made) replays it.
+            (row.file, content, sha256(content), row.created_at,
+             IMPORTED if row.source == "curator" else row.source),
+        )  # fmt: skip
         added.revisions += 1
+        recorded.add(row.file)
+    return recorded
 
 
 def _md(
