@@ -26,6 +26,7 @@ from bench import (
     render,
     retrieval_bench,
     semantic_bench,
+    transfer_bench,
     workspace_bench,
 )
 
@@ -54,6 +55,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "grounding": grounding_bench.grounding_rows,
     "grounding_cost": grounding_bench.check_cost,
     "forget": forget_bench.forget,
+    "transfer": transfer_bench.transfer,
 }
 
 

@@ -240,3 +240,32 @@ def test_an_export_leaves_out_what_was_forgotten_and_waits_for_an_unfinished_for
     assert done.returncode == 2 and "wsd forget is unfinished" in done.stderr
     assert not (tmp_path / "second.jsonl").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".wsd-tmp")] == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        'She said: "ship it" # not a comment',
+        "C:\\Users\\ada\\notes: a path, a tab\there",
+        "Zoë's café — 東京オフィス ✓ [[project-heron]] - - -",
+        "yes",
+        "- a list? no: a line",
+        "key: value\n---\nnot the end of the frontmatter",
+    ],
+)
+def test_a_memory_files_frontmatter_reads_back_exactly(content: str) -> None:
+    """Whatever a learning says (quotes, colons, backslashes, non-ASCII, a YAML word, a
+    line of dashes), its file's frontmatter reads back with YAML as written, and its body
+    is the learning."""
+    from wsd.daemon.memory.transfer import markdown
+
+    row = (7, "preference", content, 1790000000.0, None, 1.0, "notes.md:3", None, None, None)
+    name, text, line = markdown.memory_file(row, ["abcd1234:9"])
+    head, body = text[4:].split("\n---\n", 1)
+    front = yaml.safe_load(head)
+    assert front["description"] == " ".join(content.split())
+    assert front["metadata"] == {"type": "user", "wsd_type": "preference"}
+    assert front["created"] == "2026-09-21T14:13:20+00:00"
+    assert front["source"] == "wsd learning #7, from turns abcd1234:9, imported from notes.md:3"
+    assert body == content.strip() + "\n"
+    assert line.endswith(f"]({name})") and name.startswith("preference-0007-")

@@ -55,10 +55,11 @@ _IMPORT_KEYS = ("type", "content", "created_at", "session_id", "confidence", "re
 IMPORT_MAX_TURNS = 100
 
 
-def parse_import_line(raw: str) -> LearningIn:
-    """One JSON line as a learning to import; raises ValueError saying what is wrong."""
+def parse_import_line(raw: str | dict[str, Any]) -> LearningIn:
+    """One JSON line (or the object it holds) as a learning to import; raises ValueError
+    saying what is wrong."""
     try:
-        data = json.loads(raw)
+        data = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(data, dict):

@@ -64,6 +64,8 @@ class Folder:
 def read_folder(folder: str) -> Folder:
     """Every Markdown file below ``folder`` (see the module); never raises for one file."""
     out = Folder()
+    learnings: list[LearningIn] = []
+    out.incoming.learnings = learnings
     index = os.path.join(folder, INDEX)
     exported = False
     linked: set[str] = set()
@@ -86,9 +88,7 @@ def read_folder(folder: str) -> Folder:
             if exported and rel in CURATED_FILES:
                 out.incoming.md[rel] = _curated(read_text(path))
             else:
-                out.incoming.learnings.extend(
-                    read_file(path, rel, skip_links=linked if rel == INDEX else set())
-                )
+                learnings.extend(read_file(path, rel, skip_links=linked if rel == INDEX else set()))
             out.files += 1
         except BadInput as exc:
             why = str(exc)

@@ -17,11 +17,14 @@ nothing of the database is imported then.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from wsd.daemon.memory.transfer import parallel
 from wsd.daemon.memory.transfer.inputs import BadInput
 from wsd.daemon.store import Incoming, LearningIn
 from wsd.daemon.store.foreign import ForeignError, claude_mem_rows
@@ -38,18 +41,30 @@ def read(path: str) -> Incoming:
     the row) when it cannot be read whole."""
     name = os.path.basename(path)
     out = Incoming()
+    parse = functools.partial(parse_rows, name)
+    out.learnings = _said(name, parallel.stream(parse, parallel.chunks(claude_mem_rows(path)), out))
+    return out
+
+
+def _said(name: str, learnings: Iterator[LearningIn]) -> Iterator[LearningIn]:
     try:
-        for table, row in claude_mem_rows(path):
-            ref = f"{name}:{table}/{row.get('id')}"
-            try:
-                learning = _observation(row, ref) if table == "observations" else _summary(row, ref)
-            except ValueError as exc:
-                raise BadInput(f"{ref}: {exc}") from None
-            if learning is not None:
-                out.learnings.append(learning)
+        yield from learnings
     except ForeignError as exc:
         raise BadInput(f"{name}: {exc}") from None
-    return out
+
+
+def parse_rows(name: str, rows: list[tuple[str, dict[str, Any]]]) -> Incoming:
+    """Some rows of database ``name`` as learnings (a worker's share)."""
+    learnings = []
+    for table, row in rows:
+        ref = f"{name}:{table}/{row.get('id')}"
+        try:
+            learning = _observation(row, ref) if table == "observations" else _summary(row, ref)
+        except ValueError as exc:
+            raise BadInput(f"{ref}: {exc}") from None
+        if learning is not None:
+            learnings.append(learning)
+    return Incoming(learnings=learnings)
 
 
 def _observation(row: dict[str, Any], ref: str) -> LearningIn | None:

@@ -27,7 +27,6 @@ class Imported:
     path: str
     format: str
     dry_run: bool
-    read: int = 0
     added: Added = field(default_factory=Added)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     not_written: dict[str, str] = field(default_factory=dict)
@@ -62,10 +61,9 @@ def run(
     fmt = detect(source) if fmt == "auto" else fmt
     incoming, skipped = read(source, fmt)
     out = Imported(path, fmt, dry_run, skipped=skipped)
-    out.read = len(incoming.learnings) + len(incoming.actions) + len(incoming.md)
     now = time.time()
-    if incoming.md:  # a person's edit not adopted yet is recorded first, then added to
-        incoming.hand = md_files.hand_edits(layout, store)
+    # A person's edit not adopted yet: recorded first (if the import adds to the files).
+    incoming.hand = md_files.hand_edits(layout, store)
     try:
         out.added, changed = store.transfer.add(
             incoming, now, line_limits=md_files.line_limits(), dry_run=dry_run

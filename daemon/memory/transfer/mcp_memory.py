@@ -22,11 +22,13 @@ missing list is an empty one; anything else that is not as above is an error nam
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 from typing import Any
 
+from wsd.daemon.memory.transfer import parallel
 from wsd.daemon.memory.transfer.inputs import BadInput, lines
 from wsd.daemon.store import Incoming, LearningIn
 from wsd.redact import clean_text
@@ -44,17 +46,25 @@ def looks_like(first: dict[str, Any]) -> bool:
 
 
 def read(path: str, mtime: float) -> Incoming:
-    """The graph as learnings; :class:`BadInput` naming the first bad line."""
-    name = os.path.basename(path)
+    """The graph as learnings (parsed on every core, see :mod:`.parallel`);
+    :class:`BadInput` naming the first bad line."""
     out = Incoming()
-    for number, text in lines(path):
+    parse = functools.partial(parse_lines, os.path.basename(path), mtime)
+    out.learnings = parallel.stream(parse, parallel.chunks(lines(path)), out)
+    return out
+
+
+def parse_lines(name: str, mtime: float, numbered: list[tuple[int, str]]) -> Incoming:
+    """Some numbered lines of file ``name`` as learnings (a worker's share)."""
+    learnings: list[LearningIn] = []
+    for number, text in numbered:
         if not text.strip():
             continue
         try:
-            out.learnings.extend(_line(text, f"{name}:{number}", mtime))
+            learnings.extend(_line(text, f"{name}:{number}", mtime))
         except ValueError as exc:
             raise BadInput(f"{name}:{number}: {exc}") from None
-    return out
+    return Incoming(learnings=learnings)
 
 
 def _line(text: str, ref: str, mtime: float) -> list[LearningIn]:

@@ -27,12 +27,14 @@ is a learning in the older import format (``type``, ``content``, optional ``crea
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any, TextIO
 
+from wsd.daemon.memory.transfer import parallel
 from wsd.daemon.memory.transfer.inputs import BadInput, lines
 from wsd.daemon.store import ActionIn, Incoming, LearningIn, RevisionIn, parse_import_line
 from wsd.daemon.store.transfer import sources_of
@@ -136,11 +138,19 @@ def looks_like(first: dict[str, Any]) -> bool:
 
 
 def read(path: str) -> Incoming:
-    """An export (or older learnings lines) as records; :class:`BadInput` naming the first
-    bad line (nothing is imported then)."""
-    name = os.path.basename(path)
+    """An export (or older learnings lines) as records, parsed on every core while the
+    store writes (see :mod:`.parallel`); :class:`BadInput` naming the first bad line
+    (nothing is imported then)."""
     out = Incoming()
-    for number, text in lines(path):
+    parse = functools.partial(parse_lines, os.path.basename(path))
+    out.learnings = parallel.stream(parse, parallel.chunks(lines(path)), out)
+    return out
+
+
+def parse_lines(name: str, numbered: list[tuple[int, str]]) -> Incoming:
+    """Some numbered lines of file ``name`` as records (a worker's share)."""
+    out = Incoming(learnings=[])
+    for number, text in numbered:
         if not text.strip():
             continue
         try:
@@ -158,8 +168,10 @@ def _line(text: str, out: Incoming, first: bool) -> None:
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     kind = data.get("kind")
+    learnings = out.learnings
+    assert isinstance(learnings, list)
     if kind is None:
-        out.learnings.append(parse_import_line(text))
+        learnings.append(parse_import_line(data))
     elif kind == KIND:
         if not first:
             raise ValueError("a second export header (two exports joined?)")
@@ -168,7 +180,7 @@ def _line(text: str, out: Incoming, first: bool) -> None:
                 f"export version {data.get('version')!r:.20}: this wsd reads {VERSION}"
             )
     elif kind == "learning":
-        out.learnings.append(_learning(data, text))
+        learnings.append(_learning(data))
     elif kind == "action":
         out.actions.append(_action(data))
     elif kind == "md":
@@ -183,8 +195,8 @@ def _line(text: str, out: Incoming, first: bool) -> None:
         raise ValueError(f"kind {kind!r:.40} is not one of learning, action, md, revision")
 
 
-def _learning(data: dict[str, Any], text: str) -> LearningIn:
-    base = parse_import_line(text)  # type, content, created_at, session, confidence, ref
+def _learning(data: dict[str, Any]) -> LearningIn:
+    base = parse_import_line(data)  # type, content, created_at, session, confidence, ref
     sources = data.get("sources") or []
     if not isinstance(sources, list) or len(sources) > 1000:
         raise ValueError("sources must be a list (of at most 1,000 turns)")
