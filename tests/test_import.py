@@ -372,3 +372,24 @@ def test_imported_memory_file_lines_are_added_to_a_persons_own_edit(
     assert "over its limit of 200" in done.stderr
     assert "Coffee at five" not in [c for _k, c, _t, _r in _learnings(layout)]
     assert "Line 3" not in user.read_text()
+
+
+def test_a_large_file_is_parsed_on_every_core_and_still_all_or_nothing(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Past two chunks the lines are parsed by worker processes while the store writes: a
+    bad line in a late chunk still names its line and rolls everything back; whole, every
+    line is imported, in the file's order."""
+    from wsd.daemon.memory.transfer import parallel
+
+    n = parallel.CHUNK * 2 + 500
+    lines = [json.dumps({"type": "fact", "content": f"Note number {i}"}) for i in range(n)]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join([*lines[: n - 100], "{broken", *lines[n - 100 :]]) + "\n")
+    done = wsd(_env(layout), "import", str(path), check=False)
+    assert done.returncode == 2 and f"big.jsonl:{n - 99}: not valid JSON" in done.stderr
+    assert _count(layout) == 0
+    path.write_text("\n".join(lines) + "\n")
+    assert f"imported {n} learning(s)" in wsd(_env(layout), "import", str(path)).stdout
+    contents = [c for _k, c, _t, _r in _learnings(layout)]
+    assert contents == [f"Note number {i}" for i in range(n)]
