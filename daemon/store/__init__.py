@@ -40,6 +40,7 @@ from wsd.daemon.store.connections import Opener
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.erasure import Found, Kind, Scope
+from wsd.daemon.store.foreign import ForeignError, claude_mem_rows
 from wsd.daemon.store.learnings import ImportReport, parse_import_line
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
@@ -64,7 +65,15 @@ from wsd.daemon.store.records import (
 )
 from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
 from wsd.daemon.store.store import Store
-from wsd.daemon.store.transfer import ActionIn, Added, Incoming, LearningIn, RevisionIn, TooLong
+from wsd.daemon.store.transfer import (
+    ActionIn,
+    Added,
+    Incoming,
+    LearningIn,
+    RevisionIn,
+    TooLong,
+    sources_of,
+)
 from wsd.daemon.store.vectors import KINDS as VECTOR_KINDS
 from wsd.daemon.store.workspace import Card, ToolEvent
 
@@ -90,6 +99,7 @@ __all__ = [
     "CallKind",
     "Card",
     "CommitResult",
+    "ForeignError",
     "Found",
     "ImportReport",
     "Incoming",
@@ -114,6 +124,7 @@ __all__ = [
     "Uncurated",
     "as_turns",
     "aside_path",
+    "claude_mem_rows",
     "finish",
     "learning_key",
     "leftovers",
@@ -126,6 +137,7 @@ __all__ = [
     "remedy",
     "remove",
     "sha256",
+    "sources_of",
     "swap",
     "take_pause",
     "turn_text",

@@ -26,8 +26,7 @@ from typing import Any
 
 from wsd.daemon.memory.transfer import parallel
 from wsd.daemon.memory.transfer.inputs import BadInput
-from wsd.daemon.store import Incoming, LearningIn
-from wsd.daemon.store.foreign import ForeignError, claude_mem_rows
+from wsd.daemon.store import ForeignError, Incoming, LearningIn, claude_mem_rows
 from wsd.redact import clean_text
 
 MAX_CHARS = 4000

@@ -23,8 +23,7 @@ from typing import Any
 from wsd.daemon.memory import md_files
 from wsd.daemon.memory.transfer import markdown, wsd_format
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
-from wsd.daemon.store import Store
-from wsd.daemon.store.transfer import sources_of
+from wsd.daemon.store import Store, sources_of
 
 FORMATS = ("jsonl", "markdown")
 

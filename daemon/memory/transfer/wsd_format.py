@@ -36,8 +36,14 @@ from typing import Any, TextIO
 
 from wsd.daemon.memory.transfer import parallel
 from wsd.daemon.memory.transfer.inputs import BadInput, lines
-from wsd.daemon.store import ActionIn, Incoming, LearningIn, RevisionIn, parse_import_line
-from wsd.daemon.store.transfer import sources_of
+from wsd.daemon.store import (
+    ActionIn,
+    Incoming,
+    LearningIn,
+    RevisionIn,
+    parse_import_line,
+    sources_of,
+)
 from wsd.redact import clean_text
 from wsd.schema.layout import CURATED_FILES
 
