@@ -1,7 +1,7 @@
 """``wsd import`` and ``wsd export`` at size, beside a running daemon (issue 34, item 4):
 import of 100,000 learnings (our JSON lines) and of a 50,000-observation claude-mem database
 (target 30 s each), export of 100,000 learnings (target 10 s), and that the daemon curates
-on. The claude-mem database is built from ``tests/data/imports/claude-mem/schema.sql``, the
+on (a large import holds it off while it writes: see ``wsd.daemon.ops.cli_transfer``). The claude-mem database is built from ``tests/data/imports/claude-mem/schema.sql``, the
 schema claude-mem's own code made (its FTS triggers fire on every row, as in claude-mem).
 
 Beside each figure, the same run's reference: a bare ``INSERT`` of as many short rows into a
@@ -92,8 +92,9 @@ def transfer() -> list[Row]:
             f"{exported:,} lines"),
         Row("export as markdown (a file a learning)", round(md_s, 2), "s", "-",
             md_rc == 0 and None, f"{total:,} learnings in the end"),
-        Row("daemon curates during and after", float(goes_on and alive), "", "1",
-            goes_on and alive, "both batches of turns written around the imports committed"),
+        Row("daemon curates around the imports", float(goes_on and alive), "", "1",
+            goes_on and alive, "turns written before and after committed (paused while a"
+            " large import writes)"),
     ]  # fmt: skip
 
 

@@ -16,7 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import query, scalar, wsd
+from tests.conftest import (
+    daemon_env,
+    query,
+    running_daemon,
+    scalar,
+    venv_script,
+    wait_for,
+    write_turns,
+    wsd,
+)
+from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
@@ -393,3 +403,49 @@ def test_a_large_file_is_parsed_on_every_core_and_still_all_or_nothing(
     assert f"imported {n} learning(s)" in wsd(_env(layout), "import", str(path)).stdout
     contents = [c for _k, c, _t, _r in _learnings(layout)]
     assert contents == [f"Note number {i}" for i in range(n)]
+
+
+def test_a_large_import_pauses_the_running_daemon_and_a_small_one_does_not(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """Beside ``wsd run``: an import over 1 MiB holds the daemon off while it writes (its
+    batch commit would otherwise wait out its busy timeout and lose a reply paid for), and
+    the daemon curates on after it; a small one writes at once, without a pause."""
+    from wsd.daemon.memory.transfer import importer
+
+    env = daemon_env(layout, standin, WSD_BATCH_TURNS="1")
+    big = tmp_path / "big.jsonl"
+    line = '{"type": "fact", "content": "Note %d about the garden shed and its long shelves"}'
+    big.write_text("\n".join(line % i for i in range(importer.PAUSE_BYTES // 60)) + "\n")
+    assert big.stat().st_size > importer.PAUSE_BYTES
+    with running_daemon(env, tmp_path / "wsd.log"):
+        write_turns(layout, 1, start=0, prompt="I prefer tabs over spaces.")
+        assert wait_for(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 1)
+        small = wsd(env, "import", str(MCP))
+        assert "paus" not in small.stderr
+        done = wsd(env, "import", str(big))
+        assert "daemon paused" in done.stderr and "imported" in done.stdout
+        assert not os.path.exists(os.path.join(layout.memory_dir, "rebuild.pause"))
+        write_turns(layout, 1, start=1, prompt="I prefer dark mode.")
+        assert wait_for(lambda: scalar(layout.memory_db, "SELECT count(*) FROM batches") == 2)
+
+
+def test_standard_input_is_read_as_it_comes_and_never_copied_to_a_file(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """``wsd import -`` reads our JSON lines from standard input (no copy of them left in a
+    temporary file a killed import would leave behind); a bad line is named as ``-:N``."""
+    env = _env(layout) | {"TMPDIR": str(tmp_path)}
+    good = json.dumps({"type": "fact", "content": "The boiler is serviced in May"})
+    done = subprocess.run(
+        [venv_script("wsd"), "import", "-"], input=good + "\n", env=env, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and "imported 1 learning(s) from wsd" in done.stdout
+    bad = subprocess.run(
+        [venv_script("wsd"), "import", "-"], input=good + "\n{oops\n", env=env,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "-:2: not valid JSON" in bad.stderr
+    assert [p for p in tmp_path.iterdir() if p.name.startswith("wsd")] == []
+    assert _count(layout) == 1

@@ -1,9 +1,10 @@
 """``wsd import`` and ``wsd export``: memory that moves (see :mod:`wsd.daemon.memory.transfer`).
 
 * ``wsd import PATH [--from auto|wsd|mcp-memory|claude-code|claude-mem] [--dry-run] [--json]``:
-  all of a file or none of it (a bad line or row: its number said, exit 2, nothing added); a
-  folder's files one by one, each one skipped said with why (exit 1 when any was).
-  ``-`` reads our JSON lines from standard input.
+  all of a file or none of it (a bad line or row: its number said, exit 2, nothing added);
+  a folder's files one by one, each one skipped said with why (exit 1 when any was). ``-``
+  reads our JSON lines from standard input. A file over 1 MiB pauses a running daemon while
+  it writes (``--wait`` seconds for it to pause, as ``wsd forget``).
 * ``wsd export DEST --format jsonl|markdown [--history]``: a consistent snapshot, files 0600,
   never over anything (``-``: jsonl to standard output).
 
@@ -14,10 +15,9 @@ written yet; 2 nothing done (the input or the destination is refused, with why).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +41,13 @@ def register(subparsers: Any) -> None:
         "--dry-run", action="store_true", help="say what would be added; change nothing"
     )
     imp.add_argument("--json", action="store_true", help="machine-readable output")
+    imp.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="a large import: how long to wait for a running daemon to pause (default 120)",
+    )
     exp = subparsers.add_parser("export", help="export the memory (jsonl: lossless; markdown)")
     exp.add_argument("dest", metavar="DEST", help="a new file (jsonl; - for stdout) or folder")
     exp.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl")
@@ -49,6 +56,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_import(args: argparse.Namespace, env: Mapping[str, str], layout: Any) -> int:
     """``wsd import PATH`` (see the module)."""
+    from wsd.daemon.curation import pause
     from wsd.daemon.memory.transfer import importer
     from wsd.daemon.memory.transfer.inputs import BadInput
     from wsd.daemon.store import Store
@@ -56,19 +64,34 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     store = Store(layout)
     store.migrate()
     path = args.path
-    spooled = None
-    if path == "-":  # standard input: spooled to a private file, then read as any file
-        spooled = _spool_stdin()
-        path = spooled
+
+    def say(line: str) -> None:
+        if not args.json:
+            print(line, file=sys.stderr, flush=True)
+
+    # A large import holds memory.db's write lock for seconds: the daemon is held off for it
+    # (it finishes the batch in hand), as for wsd forget, so that no reply of its is lost.
+    held = (
+        pause.held(layout, "import", args.wait, say)
+        if importer.needs_pause(path)
+        else contextlib.nullcontext()
+    )
     try:
-        done = importer.run(layout, store, path, args.source_format, dry_run=args.dry_run)
-    except BadInput as exc:
-        where = str(exc).replace(os.path.basename(path), "-") if spooled else str(exc)
-        print(f"wsd import: {where}; nothing was imported", file=sys.stderr)
+        with held:
+            done = importer.run(
+                layout,
+                store,
+                path,
+                args.source_format,
+                dry_run=args.dry_run,
+                stdin=sys.stdin.buffer,
+            )
+    except pause.PauseRefused as exc:
+        print(f"wsd import: {exc}; nothing was imported", file=sys.stderr)
         return 2
-    finally:
-        if spooled:
-            os.unlink(spooled)
+    except BadInput as exc:
+        print(f"wsd import: {exc}; nothing was imported", file=sys.stderr)
+        return 2
     a = done.added
     if args.json:
         print(json.dumps(_as_json(done), ensure_ascii=False, indent=1))
@@ -121,14 +144,6 @@ def _as_json(done: Any) -> dict[str, Any]:
         "skipped": [{"file": f, "why": w} for f, w in done.skipped],
         "not_written": done.not_written,
     }
-
-
-def _spool_stdin() -> str:
-    fd, path = tempfile.mkstemp(prefix="wsd-import-", suffix=".jsonl")
-    with os.fdopen(fd, "wb") as fh:
-        for chunk in iter(lambda: sys.stdin.buffer.read(1 << 20), b""):
-            fh.write(chunk)
-    return path
 
 
 def cmd_export(args: argparse.Namespace, env: Mapping[str, str], layout: Any) -> int:

@@ -9,6 +9,7 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from wsd.daemon.runtime.fsio import kind_of
 
@@ -81,20 +82,29 @@ def open_file(path: str, limit: int) -> int:
 def lines(path: str, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str]]:
     """(line number, text without its end) of a UTF-8 text file; :class:`BadInput` for a
     line over :data:`MAX_LINE_BYTES` or one that is not UTF-8."""
-    name = os.path.basename(path)
     with os.fdopen(open_file(path, limit), "rb") as fh:
-        number = 0
-        while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                return
-            number += 1
-            if len(raw) > MAX_LINE_BYTES:
-                raise BadInput(f"{name}:{number}: a line over {MAX_LINE_BYTES:,} bytes")
-            try:
-                yield number, raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise BadInput(f"{name}:{number}: not valid UTF-8") from None
+        yield from stream_lines(fh, os.path.basename(path), limit)
+
+
+def stream_lines(fh: BinaryIO, name: str, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str]]:
+    """:func:`lines` of an open binary stream (standard input: never copied to a file, where
+    a killed import would leave the person's words), ``name`` in messages."""
+    number = 0
+    size = 0
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        size += len(raw)
+        if len(raw) > MAX_LINE_BYTES:
+            raise BadInput(f"{name}:{number}: a line over {MAX_LINE_BYTES:,} bytes")
+        if size > limit:
+            raise BadInput(f"{name}: over the {limit:,} byte limit")
+        try:
+            yield number, raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise BadInput(f"{name}:{number}: not valid UTF-8") from None
 
 
 def read_text(path: str, limit: int = MAX_MD_BYTES) -> str:

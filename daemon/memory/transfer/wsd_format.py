@@ -147,9 +147,14 @@ def read(path: str) -> Incoming:
     """An export (or older learnings lines) as records, parsed on every core while the
     store writes (see :mod:`.parallel`); :class:`BadInput` naming the first bad line
     (nothing is imported then)."""
+    return read_lines(lines(path), os.path.basename(path))
+
+
+def read_lines(numbered: Iterator[tuple[int, str]], name: str) -> Incoming:
+    """:func:`read` of numbered lines (a file's, or standard input's)."""
     out = Incoming()
-    parse = functools.partial(parse_lines, os.path.basename(path))
-    out.learnings = parallel.stream(parse, parallel.chunks(lines(path)), out)
+    parse = functools.partial(parse_lines, name)
+    out.learnings = parallel.stream(parse, parallel.chunks(numbered), out)
     return out
 
 
