@@ -1,8 +1,9 @@
 """``wsd import`` and ``wsd export`` at size, beside a running daemon (issue 34, item 4):
 import of 100,000 learnings (our JSON lines) and of a 50,000-observation claude-mem database
 (target 30 s each), export of 100,000 learnings (target 10 s), and that the daemon curates
-on (a large import holds it off while it writes: see ``wsd.daemon.ops.cli_transfer``). The claude-mem database is built from ``tests/data/imports/claude-mem/schema.sql``, the
-schema claude-mem's own code made (its FTS triggers fire on every row, as in claude-mem).
+on (a large import holds it off while it writes: see ``wsd.daemon.ops.cli_transfer``). The
+claude-mem database is built from ``tests/data/imports/claude-mem/schema.sql``, the schema
+claude-mem's own code made (its FTS triggers fire on every row, as in claude-mem).
 
 Beside each figure, the same run's reference: a bare ``INSERT`` of as many short rows into a
 plain table of a fresh SQLite file (machines here differ by 2x; the ratio does not).
