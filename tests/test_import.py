@@ -357,8 +357,8 @@ def test_imported_memory_file_lines_are_added_to_a_persons_own_edit(
     layout: Layout, tmp_path: Path
 ) -> None:
     """An import that carries user.md adds its lines after what the person wrote (their
-    edit, not yet adopted, recorded first: never written over); a file that would pass its
-    line limit refuses the whole import."""
+    edit, not yet adopted, recorded first: never written over); its dry run says so and
+    writes nothing; a file that would pass its line limit refuses the whole import."""
     user = Path(layout.md("user.md"))
     user.write_text("# User\n- My daughter is called Mia\n")
     path = tmp_path / "export.jsonl"
@@ -368,6 +368,10 @@ def test_imported_memory_file_lines_are_added_to_a_persons_own_edit(
         {"kind": "md", "file": "user.md", "content": "# User\n- Prefers tea over coffee\n"},
     ]  # fmt: skip
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    dry = wsd(_env(layout), "import", str(path), "--dry-run").stdout
+    assert "user.md: 1 line(s) added" in dry
+    assert user.read_text() == "# User\n- My daughter is called Mia\n"  # a dry run: no file
+    assert [r.source for r in Store(layout).revisions.md_history("user.md")][-1:] != ["import"]
     out = wsd(_env(layout), "import", str(path)).stdout
     assert "user.md: 1 line(s) added" in out
     assert user.read_text() == "# User\n- My daughter is called Mia\n- Prefers tea over coffee\n"

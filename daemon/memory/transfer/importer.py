@@ -102,6 +102,6 @@ def run(
         )
     except TooLong as exc:
         raise BadInput(f"{path}: {exc}") from None
-    if changed:
+    if changed and not dry_run:
         out.not_written = md_files.materialise_each(layout, changed)[1]
     return out
