@@ -453,3 +453,26 @@ def test_standard_input_is_read_as_it_comes_and_never_copied_to_a_file(
     assert bad.returncode == 2 and "-:2: not valid JSON" in bad.stderr
     assert [p for p in tmp_path.iterdir() if p.name.startswith("wsd")] == []
     assert _count(layout) == 1
+
+
+def test_a_date_in_the_future_is_taken_as_the_imports_time(layout: Layout, tmp_path: Path) -> None:
+    """A learning (or action) dated in 2100 would sit at the top of every boot context until
+    then: it is stored as imported now; a date in the past is kept as it is."""
+    path = tmp_path / "dates.jsonl"
+    lines = [
+        {"type": "fact", "content": "From a clock far ahead", "created_at": 4102444800},
+        {"type": "fact", "content": "From last year", "created_at": 1767225600},
+        {"kind": "action", "content": "Renew the passport", "priority": 1, "status": "pending",
+         "source": "curator", "created_at": 4102444800, "updated_at": 4102444800,
+         "dedup_key": "renew passport"},
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    before = time.time()
+    wsd(_env(layout), "import", str(path))
+    rows = {c: t for _k, c, t, _r in _learnings(layout)}
+    assert before <= rows["From a clock far ahead"] <= time.time()
+    assert rows["From last year"] == 1767225600.0
+    [(created, updated, source)] = query(
+        layout.memory_db, "SELECT created_at, updated_at, source FROM pending_actions"
+    )
+    assert created <= time.time() and updated <= time.time() and source == "import"

@@ -7,7 +7,9 @@ all or nothing: one ``BEGIN IMMEDIATE`` holds every learning, action and md revi
 and a dry run is the same transaction rolled back (so its counts are exactly what the real
 one would add). What a person retracted or forgot is never stored again by an import: a
 learning whose statement was retracted, or that holds a forgotten phrase, is counted and
-left out, and so is a memory-file line that holds one.
+left out, and so is a memory-file line that holds one. A date in the future (a clock ahead,
+or a hostile file) is taken as the import's time: it would pin its learning to the top of
+every boot context ("the last 48 hours", newest first) for as long as it lies ahead.
 """
 
 from __future__ import annotations
@@ -132,9 +134,9 @@ def import_incoming(
         # 100,000-learning import; this connection is closed after it.
         m.execute("PRAGMA cache_size = -65536")
         marks = Marks.load(m)
-        ids, replaced = _learnings(m, incoming.learnings, marks, added, samples)
+        ids, replaced = _learnings(m, incoming.learnings, marks, added, samples, now)
         _supersession(m, replaced, ids)
-        _actions(m, incoming.actions, ids, marks, added)
+        _actions(m, incoming.actions, ids, marks, added, now)
         recorded = _history(m, incoming.history, marks, added)
         if incoming.md:
             for name, text in sorted(incoming.hand.items()):
@@ -155,7 +157,12 @@ INSERT_CHUNK = 500
 
 
 def _learnings(
-    m: apsw.Connection, rows: Iterable[LearningIn], marks: Marks, added: Added, samples: int
+    m: apsw.Connection,
+    rows: Iterable[LearningIn],
+    marks: Marks,
+    added: Added,
+    samples: int,
+    now: float,
 ) -> tuple[dict[int, int], list[LearningIn]]:
     """Insert the new learnings; {source key: learning id} of those added or already there,
     and the rows that name a learning that replaced them."""
@@ -174,9 +181,9 @@ def _learnings(
         else:
             chunk.append((key, row))
             if len(chunk) >= INSERT_CHUNK:
-                _insert(m, chunk, ids, added, samples)
+                _insert(m, chunk, ids, added, samples, now)
                 chunk = []
-    _insert(m, chunk, ids, added, samples)
+    _insert(m, chunk, ids, added, samples, now)
     return ids, replaced
 
 
@@ -186,6 +193,7 @@ def _insert(
     ids: dict[int, int],
     added: Added,
     samples: int,
+    now: float,
 ) -> None:
     """One executemany for a chunk (per-row statements cost a 55,000-row import a sixth of
     its time), then each added row's sources."""
@@ -197,7 +205,7 @@ def _insert(
             " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (content_key) DO NOTHING"
             " RETURNING content_key, id",
             [
-                (r.created_at, r.session_id, r.type, r.content, key, r.confidence, r.ref)
+                (min(r.created_at, now), r.session_id, r.type, r.content, key, r.confidence, r.ref)
                 for key, r in chunk
             ],
         )
@@ -252,7 +260,12 @@ def _supersession(m: apsw.Connection, rows: list[LearningIn], ids: dict[int, int
 
 
 def _actions(
-    m: apsw.Connection, rows: list[ActionIn], ids: dict[int, int], marks: Marks, added: Added
+    m: apsw.Connection,
+    rows: list[ActionIn],
+    ids: dict[int, int],
+    marks: Marks,
+    added: Added,
+    now: float,
 ) -> None:
     for row in rows:
         if marks and marks.holds(row.content):
@@ -272,8 +285,8 @@ def _actions(
             "INSERT INTO pending_actions (created_at, updated_at, content, priority, status,"
             " source, dedup_key, source_learning_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                row.created_at,
-                row.updated_at,
+                min(row.created_at, now),
+                min(row.updated_at, now),
                 row.content,
                 row.priority,
                 row.status,
