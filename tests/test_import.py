@@ -403,10 +403,20 @@ def test_a_large_file_is_parsed_on_every_core_and_still_all_or_nothing(
     done = wsd(_env(layout), "import", str(path), check=False)
     assert done.returncode == 2 and f"big.jsonl:{n - 99}: not valid JSON" in done.stderr
     assert _count(layout) == 0
+    trigger = "SELECT sql FROM sqlite_master WHERE name = 'learnings_ai'"
+    indexing = query(layout.memory_db, trigger)
     path.write_text("\n".join(lines) + "\n")
     assert f"imported {n} learning(s)" in wsd(_env(layout), "import", str(path)).stdout
     contents = [c for _k, c, _t, _r in _learnings(layout)]
     assert contents == [f"Note number {i}" for i in range(n)]
+    # Indexed in one statement at the end (the trigger dropped meanwhile, then made again):
+    # the index is whole, and what comes after is indexed by the trigger as before.
+    assert query(layout.memory_db, trigger) == indexing
+    query(layout.memory_db, "INSERT INTO learnings_fts (learnings_fts) VALUES ('integrity-check')")
+    Store(layout).learnings.import_lines([json.dumps({"type": "fact", "content": "Quince jam"})])
+    for words in ("Note number 4321", "Quince jam"):
+        hits = json.loads(wsd(_env(layout), "search", words, "--json").stdout)
+        assert hits and hits[0]["snippet"] == words
 
 
 def test_a_large_import_pauses_the_running_daemon_and_a_small_one_does_not(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,8 @@ def import_incoming(
         # 100,000-learning import; this connection is closed after it.
         m.execute("PRAGMA cache_size = -65536")
         marks = Marks.load(m)
-        ids, replaced = _learnings(m, incoming.learnings, marks, added, samples, now)
+        with _indexed_after(m):
+            ids, replaced = _learnings(m, incoming.learnings, marks, added, samples, now)
         _supersession(m, replaced, ids)
         _actions(m, incoming.actions, ids, marks, added, now)
         recorded = _history(m, incoming.history, marks, added)
@@ -154,6 +156,34 @@ def import_incoming(
 
 #: Learnings written by one executemany (its RETURNING names those it added).
 INSERT_CHUNK = 500
+
+
+#: The trigger that indexes each new learning for full-text search (001_initial.sql).
+FTS_TRIGGER = "learnings_ai"
+
+
+@contextmanager
+def _indexed_after(m: apsw.Connection) -> Iterator[None]:
+    """Index the learnings added in the block for full-text search in one statement at its
+    end, not a row at a time through the trigger: measured on 5,500 claude-mem rows (960
+    characters each), 1.19 s through the trigger, 0.71 s so. The trigger is dropped for the
+    block and made again from its own stored SQL, inside the import's transaction (a
+    failure rolls the DDL back with the rows)."""
+    found = schema.first(
+        m, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (FTS_TRIGGER,)
+    )
+    if found is None:  # not this schema: index as it does
+        yield
+        return
+    top = int(schema.one(m, "SELECT coalesce(max(id), 0) FROM learnings")[0])
+    m.execute(f"DROP TRIGGER {FTS_TRIGGER}")
+    yield
+    m.execute(
+        "INSERT INTO learnings_fts (rowid, content, type)"
+        " SELECT id, content, type FROM learnings WHERE id > ? ORDER BY id",
+        (top,),
+    )
+    m.execute(str(found[0]))
 
 
 def _learnings(
