@@ -5,11 +5,12 @@ command forever), a huge file or line is refused before it is read, and every re
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from wsd.daemon.runtime.fsio import kind_of
 
@@ -152,3 +153,15 @@ def walk(folder: str) -> Iterator[tuple[str, str | None]]:
                     yield path, None
 
     yield from inner("", 0)
+
+
+def json_object(text: str, what: str = "a JSON object") -> dict[str, Any]:
+    """One line's JSON object; ValueError saying what is wrong (for the caller to name the
+    line)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected {what}")
+    return data

@@ -23,13 +23,12 @@ missing list is an empty one; anything else that is not as above is an error nam
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 from typing import Any
 
 from wsd.daemon.memory.transfer import parallel
-from wsd.daemon.memory.transfer.inputs import BadInput, lines
+from wsd.daemon.memory.transfer.inputs import BadInput, json_object, lines
 from wsd.daemon.store import Incoming, LearningIn
 from wsd.redact import clean_text
 
@@ -68,12 +67,7 @@ def parse_lines(name: str, mtime: float, numbered: list[tuple[int, str]]) -> Inc
 
 
 def _line(text: str, ref: str, mtime: float) -> list[LearningIn]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object (an entity or a relation)")
+    data = json_object(text, "a JSON object (an entity or a relation)")
     kind = data.get("type")
     if kind == "entity":
         entity = _name(data, "name")

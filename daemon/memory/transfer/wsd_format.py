@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from wsd.daemon.memory.transfer import parallel
-from wsd.daemon.memory.transfer.inputs import BadInput, lines
+from wsd.daemon.memory.transfer.inputs import BadInput, json_object, lines
 from wsd.daemon.store import (
     ActionIn,
     Incoming,
@@ -172,12 +172,7 @@ def parse_lines(name: str, numbered: list[tuple[int, str]]) -> Incoming:
 
 
 def _line(text: str, out: Incoming, first: bool) -> None:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
+    data = json_object(text)
     kind = data.get("kind")
     learnings = out.learnings
     assert isinstance(learnings, list)
