@@ -486,3 +486,34 @@ def test_a_date_in_the_future_is_taken_as_the_imports_time(layout: Layout, tmp_p
         layout.memory_db, "SELECT created_at, updated_at, source FROM pending_actions"
     )
     assert created <= time.time() and updated <= time.time() and source == "import"
+
+
+def test_an_import_killed_midway_adds_nothing_and_doctor_names_what_it_left(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """kill -9 while a large import writes: not one of its learnings is in memory.db (one
+    transaction), ``wsd doctor`` names the pause file it left (``--fix`` removes it), and the
+    same import run again adds everything."""
+    from wsd.daemon.memory.transfer import importer
+
+    path = tmp_path / "big.jsonl"
+    line = '{"type": "fact", "content": "Entry %d of the long list of garden chores to do"}'
+    n = importer.PAUSE_BYTES // 50
+    path.write_text("\n".join(line % i for i in range(n)) + "\n")
+    pause_file = Path(layout.memory_dir) / "rebuild.pause"
+    proc = subprocess.Popen(
+        [venv_script("wsd"), "import", str(path)],
+        env=_env(layout),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert wait_for(lambda: pause_file.exists() or proc.poll() is not None, every=0.01)
+    time.sleep(0.5)  # parsing and writing
+    proc.kill()
+    proc.wait()
+    assert _count(layout) == 0
+    doctor = wsd(_env(layout), "doctor", check=False).stdout
+    assert "a wsd import died and left rebuild.pause" in doctor
+    wsd(_env(layout), "doctor", "--fix", check=False)
+    assert not pause_file.exists()
+    assert f"imported {n} learning(s)" in wsd(_env(layout), "import", str(path)).stdout

@@ -54,8 +54,10 @@ def stream(
         for batch in (*first, *pending):
             yield from _merge(parse(batch), into)
         return
-    # fork: the command is one thread, and the workers start with the rules compiled.
-    context = multiprocessing.get_context("fork")
+    # spawn, not fork: a forked worker inherits every descriptor, the pause file's too (a
+    # flock held by the file, not the process), so after a kill -9 of the command its
+    # workers still held the daemon off and doctor said the import was running.
+    context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=n, mp_context=context) as pool:
         results = pool.map(parse, _chain(first, pending))
         try:
