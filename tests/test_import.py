@@ -488,13 +488,35 @@ def test_a_date_in_the_future_is_taken_as_the_imports_time(layout: Layout, tmp_p
     assert created <= time.time() and updated <= time.time() and source == "import"
 
 
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat_ = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat_.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def test_an_import_killed_midway_adds_nothing_and_doctor_names_what_it_left(
     layout: Layout, tmp_path: Path
 ) -> None:
     """kill -9 while a large import writes: not one of its learnings is in memory.db (one
     transaction), ``wsd doctor`` names the pause file it left (``--fix`` removes it), and the
     same import run again adds everything."""
-    from wsd.daemon.memory.transfer import importer
+    from wsd.daemon.memory.transfer import importer, parallel
 
     path = tmp_path / "big.jsonl"
     line = '{"type": "fact", "content": "Entry %d of the long list of garden chores to do"}'
@@ -509,9 +531,13 @@ def test_an_import_killed_midway_adds_nothing_and_doctor_names_what_it_left(
     )
     assert wait_for(lambda: pause_file.exists() or proc.poll() is not None, every=0.01)
     time.sleep(0.5)  # parsing and writing
+    workers = _children(proc.pid)
+    assert workers or parallel.workers() < 2  # parsed by workers here (two cores or more)
     proc.kill()
     proc.wait()
     assert _count(layout) == 0
+    # Its parse workers end with it (they slept on for ever, holding memory, before).
+    assert wait_for(lambda: not any(_alive(p) for p in workers), timeout=10), workers
     doctor = wsd(_env(layout), "doctor", check=False).stdout
     assert "a wsd import died and left rebuild.pause" in doctor
     wsd(_env(layout), "doctor", "--fix", check=False)
