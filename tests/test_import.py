@@ -467,12 +467,13 @@ def test_standard_input_is_read_as_it_comes_and_never_copied_to_a_file(
 
 def test_a_date_in_the_future_is_taken_as_the_imports_time(layout: Layout, tmp_path: Path) -> None:
     """A learning (or action) dated in 2100 would sit at the top of every boot context until
-    then: it is stored as imported now; a date in the past is kept as it is."""
+    then: it is stored as imported now (and found again as stored by a second import); a
+    date in the past is kept as it is."""
     path = tmp_path / "dates.jsonl"
     lines = [
         {"type": "fact", "content": "From a clock far ahead", "created_at": 4102444800},
         {"type": "fact", "content": "From last year", "created_at": 1767225600},
-        {"kind": "action", "content": "Renew the passport", "priority": 1, "status": "pending",
+        {"kind": "action", "content": "Renew the passport", "priority": 1, "status": "completed",
          "source": "curator", "created_at": 4102444800, "updated_at": 4102444800,
          "dedup_key": "renew passport"},
     ]  # fmt: skip
@@ -486,6 +487,8 @@ def test_a_date_in_the_future_is_taken_as_the_imports_time(layout: Layout, tmp_p
         layout.memory_db, "SELECT created_at, updated_at, source FROM pending_actions"
     )
     assert created <= time.time() and updated <= time.time() and source == "import"
+    again = wsd(_env(layout), "import", str(path)).stdout  # found again as it was stored
+    assert "actions: 0 added, 1 already there" in again and "imported 0 learning(s)" in again
 
 
 def _children(pid: int) -> list[int]:

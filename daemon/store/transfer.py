@@ -25,7 +25,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.erasure import Marks
-from wsd.daemon.store.records import learning_key, sha256
+from wsd.daemon.store.records import learning_key
 from wsd.daemon.store.revisions import add_revision, latest_md
 
 #: The source an imported action gets when its own was the curator: curation in this
@@ -301,11 +301,14 @@ def _actions(
         if marks and marks.holds(row.content):
             added.forgotten += 1
             continue
+        created = min(row.created_at, now)
+        # A closed action is the same when its date is; one dated ahead was stored at its
+        # import's time, so it is the same by its words (a second import finds it again).
         if schema.first(
             m,
-            "SELECT 1 FROM pending_actions WHERE dedup_key = ? AND (status = 'pending'"
-            " OR (status = ? AND created_at = ?))",
-            (row.dedup_key, row.status, row.created_at),
+            "SELECT 1 FROM pending_actions WHERE dedup_key = ?1 AND (status = 'pending'"
+            " OR (status = ?2 AND (created_at = ?3 OR (?4 AND content = ?5))))",
+            (row.dedup_key, row.status, row.created_at, row.created_at > now, row.content),
         ):
             added.action_duplicates += 1
             continue
@@ -315,7 +318,7 @@ def _actions(
             "INSERT INTO pending_actions (created_at, updated_at, content, priority, status,"
             " source, dedup_key, source_learning_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                min(row.created_at, now),
+                created,
                 min(row.updated_at, now),
                 row.content,
                 row.priority,
@@ -338,14 +341,10 @@ def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Ad
             continue
         content, gone = marks.without_lines(row.content) if marks else (row.content, 0)
         added.md_forgotten += gone
-        m.execute(
-            "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
-            " VALUES (?, ?, ?, ?, NULL, ?)",
-            # Curation here did not make it: labelled an import, so that ``wsd rebuild``
-            # (which remakes only what batches of this workspace made) replays it.
-            (row.file, content, sha256(content), row.created_at,
-             IMPORTED if row.source == "curator" else row.source),
-        )  # fmt: skip
+        # Curation here did not make it: labelled an import, so that ``wsd rebuild``
+        # (which remakes only what batches of this workspace made) replays it.
+        source = IMPORTED if row.source == "curator" else row.source
+        add_revision(m, row.file, content, source, row.created_at, own_txn=False)
         added.revisions += 1
         recorded.add(row.file)
     return recorded
@@ -375,11 +374,7 @@ def _md(
                 f"{name} would have {lines} lines with the {new} imported, over its limit of"
                 f" {line_limits[name]}: make room in it (or import into a fresh workspace)"
             )
-        m.execute(
-            "INSERT INTO md_revisions (file, content, sha256, created_at, batch_id, source)"
-            " VALUES (?, ?, ?, ?, NULL, ?)",
-            (name, merged, sha256(merged), now, IMPORTED),
-        )
+        add_revision(m, name, merged, IMPORTED, now, own_txn=False)
         added.md_lines[name] = new
         changed[name] = merged
     return changed
@@ -470,11 +465,3 @@ class Transfer:
         iteration ends)."""
         with self._db.memory(readonly=True) as m:
             yield from snapshot_rows(m, history)
-
-    def transcript_identity(self) -> str | None:
-        """This workspace's transcript identity (what a learning's sources name)."""
-        try:
-            with self._db.transcript(readonly=True) as t:
-                return schema.identity(t)
-        except apsw.Error:
-            return None

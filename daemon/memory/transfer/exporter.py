@@ -75,11 +75,8 @@ def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
     out = Exported(dest, fmt)
     now = time.time()
     if fmt == "jsonl":
-        lines = _counted(
-            wsd_format.export_lines(
-                _rows(store, history), now, store.transfer.transcript_identity()
-            ),
-            out,
+        lines = wsd_format.export_lines(
+            _counted(_rows(store, history), out), now, store.transcript_identity()
         )
         if dest == "-":
             wsd_format.write(sys.stdout, lines)
@@ -104,7 +101,7 @@ def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
     tmp = _temp(dest)
     os.mkdir(tmp, 0o700)
     try:
-        _markdown(store, tmp, now, out, history)
+        _markdown(store, tmp, now, out)
         _place(tmp, dest, folder=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -112,21 +109,20 @@ def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
     return out
 
 
-def _counted(lines: Iterator[str], out: Exported) -> Iterator[str]:
-    for line in lines:
-        kind = line[9:20]  # '{"kind": "learning"' and so on: cheaper than parsing it again
-        if kind.startswith('"learning'):
-            out.learnings += 1
-        elif kind.startswith('"action'):
-            out.actions += 1
-        elif kind.startswith('"md"'):
-            out.files += 1
-        elif kind.startswith('"revision'):
-            out.revisions += 1
-        yield line
+#: What each kind of snapshot row counts toward in the report.
+_COUNTS = {"learning": "learnings", "action": "actions", "md": "files", "revision": "revisions"}
 
 
-def _markdown(store: Store, folder: str, now: float, out: Exported, history: bool) -> None:
+def _counted(
+    rows: Iterator[tuple[str, tuple[Any, ...]]], out: Exported
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    for kind, row in rows:
+        if kind in _COUNTS:
+            setattr(out, _COUNTS[kind], getattr(out, _COUNTS[kind]) + 1)
+        yield kind, row
+
+
+def _markdown(store: Store, folder: str, now: float, out: Exported) -> None:
     by_type: dict[str, list[str]] = {}
     curated: list[str] = []
     for kind, row in _rows(store, history=False):
