@@ -317,7 +317,18 @@ def running_daemon(
         raise
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
+        try:
+            code = proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            # Slow to stop: what each thread was doing goes to the log, then it is shown.
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            proc.kill()
+            proc.wait()
+            tail = log.read_bytes()[-12000:].decode("utf-8", "replace")
+            print(f"--- the daemon did not stop in 15 s; its log ---\n{tail}", file=sys.stderr)
+            raise
+        assert code == 0
 
 
 def wsd(

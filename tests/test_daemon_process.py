@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -130,6 +131,22 @@ def test_sigterm_during_a_slow_call_exits_promptly_and_the_batch_is_redone(
             )
     events = [e["event"] for e in _events(tmp_path / "d.log")]
     assert "batch_abandoned" in events
+
+
+def test_sigusr1_writes_every_threads_stack_to_the_log_and_the_daemon_goes_on(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """kill -USR1 dumps each thread's stack (the main thread's loop among them) to stderr;
+    the daemon keeps running and still stops cleanly on SIGTERM."""
+    log = tmp_path / "d.log"
+    with BridgeStandin() as bridge, running_daemon(_env(layout, bridge), log) as proc:
+        assert _wait(lambda: b'"started"' in log.read_bytes())
+        proc.send_signal(signals.DUMP_SIGNAL)
+        # the main thread's loop, in the worker's run(), is among the stacks
+        assert _wait(lambda: re.search(rb"worker\.py\", line \d+ in run\n", log.read_bytes()))
+        assert "watcher.py" in log.read_text()  # and a background thread's
+        time.sleep(0.5)
+        assert proc.poll() is None
 
 
 def test_second_signal_aborts_at_once() -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from wsd.daemon.curation.bridge import sdk_loaded
 from wsd.daemon.memory.semantic import model_loaded
 from wsd.daemon.runtime.config import DEFAULT_ORPHAN_SECONDS
-from wsd.daemon.runtime.signals import STOP_SIGNALS
+from wsd.daemon.runtime.signals import HELD_ACROSS_EXEC
 from wsd.daemon.store import Store
 
 
@@ -236,17 +236,18 @@ class MemoryShedder:
         supervisord sees the same process throughout.
         """
         # A SIGTERM between execv and the new image's handlers would kill it by the default
-        # action (exit -15, not 0). Blocked signals stay pending across execv; the new
-        # image unblocks them once its handlers are in (daemon/signals.py) and stops cleanly.
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        # action (exit -15, not 0); so would a SIGUSR1 asking for a stack dump. Blocked
+        # signals stay pending across execv; the new image unblocks them once its handlers
+        # are in (daemon/runtime/signals.py), then stops cleanly or dumps its stacks.
+        signal.pthread_sigmask(signal.SIG_BLOCK, HELD_ACROSS_EXEC)
         if stopping():  # a signal came just before the block: stop instead
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
             return None
         before()
         try:
             os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
         except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
             self.busy()
             return exc
         return None  # pragma: no cover - execv does not return

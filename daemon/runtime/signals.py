@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -41,12 +42,23 @@ class SignalPolicy:
         self.request_stop()
 
 
+#: The signal that writes every thread's stack to stderr (the daemon's log under
+#: supervisord): what a daemon slow to stop, or stuck, is doing, without stopping it.
+DUMP_SIGNAL = signal.SIGUSR1
+#: Held back across the memory-shedding re-exec: each would kill by its default action
+#: before the new image handles it; pending, it is delivered once :func:`install` ran.
+HELD_ACROSS_EXEC = STOP_SIGNALS | {DUMP_SIGNAL}
+
+
 def install(request_stop: Callable[[], None]) -> SignalPolicy:
-    """Handle the stop signals in this (main) thread; deliver any held across a re-exec."""
+    """Handle the stop signals in this (main) thread; deliver any held across a re-exec;
+    :data:`DUMP_SIGNAL` dumps the threads' stacks (faulthandler: it works even when the main
+    thread is stuck in C, where no Python handler would run)."""
+    faulthandler.register(DUMP_SIGNAL, all_threads=True)
     policy = SignalPolicy(request_stop)
     for signum in STOP_SIGNALS:
         signal.signal(signum, policy)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
     return policy
 
 
