@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import (
     daemon_env,
     drain,
+    flush,
     make_worker,
     query,
     running_daemon,
@@ -530,6 +531,64 @@ def test_one_forget_at_a_time_and_never_beside_a_rebuild_or_a_backup(
     assert words_anywhere(layout.os_dir, SECRET)
     wsd(env, "forget", SECRET, "--yes")
     assert words_anywhere(layout.os_dir, SECRET) == []
+
+
+def test_a_backup_that_fails_is_still_reached_by_a_later_forget(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """Found by the soak: a backup whose copy was done but whose record failed (transcript.db
+    locked past the busy timeout) left an unrecorded copy that a later forget never looked
+    at. Now the backup is recorded before it copies: it fails having copied nothing, and
+    after a forget no byte of the words is in the backup folders."""
+    _curated(layout, standin)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    locked, failed = apsw.Connection(layout.transcript_db), tmp_path / "failed"
+    locked.execute("BEGIN IMMEDIATE")
+    try:
+        done = wsd(env, "backup", str(failed), check=False)
+    finally:
+        locked.execute("ROLLBACK")
+        locked.close()
+    assert done.returncode != 0 and "locked" in done.stderr
+    wsd(env, "backup", str(tmp_path / "good"))
+    assert words_anywhere(tmp_path / "good", SECRET)
+    wsd(env, "forget", SECRET, "--yes")
+    assert words_anywhere(tmp_path, SECRET) == []
+    assert words_anywhere(layout.os_dir, SECRET) == []
+
+
+def test_the_daemon_erases_nothing_while_a_backup_copies_and_everything_after(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """A person's "forget X", and a forget killed midway, wait while a backup copies (the
+    copy then holds the words, and is recorded): the daemon curates nothing meanwhile, and
+    once the backup is done erases the words from the workspace and from the copy."""
+    from wsd.daemon.curation import pause
+    from wsd.daemon.curation.passes import Step
+
+    worker = make_worker(layout, standin, batch_turns=1)
+    _say(layout, worker, 0, PROMPTS[0])
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    with pause.backing_up(layout):
+        _say(layout, worker, 1, f"Please forget {SECRET}.")
+        assert scalar(layout.memory_db, "SELECT count(*) FROM forget_requests") == 1
+        worker.run_once()
+        assert words_anywhere(layout.os_dir, SECRET)  # not erased during the copy
+        # a forget that was killed midway (its journal written) is not finished either,
+        # and nothing is curated before it is
+        Store(layout).erasure.journal_open([SECRET], "cli", time.time())
+        write_turns(layout, 1, start=7, prompt="I prefer dark mode")
+        flush(layout)
+        assert worker.run_once().action == Step.WAITING
+        assert _journal(layout) == 1
+    worker.status.update(state="stopped", force=True)
+    wsd(env, "backup", str(tmp_path / "b"))
+    assert words_anywhere(tmp_path / "b", SECRET)
+    drain(worker)
+    assert _journal(layout) == 0
+    assert scalar(layout.memory_db, "SELECT count(*) FROM forget_requests") == 0
+    assert words_anywhere(layout.os_dir, SECRET) == []
+    assert words_anywhere(tmp_path / "b", SECRET) == []
 
 
 def test_an_older_retraction_and_the_daemon_state_are_reached_too(

@@ -24,8 +24,9 @@ from wsd.schema.layout import Layout
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
 STALE = 60.0
-#: Held (flock) by a running ``wsd backup``: a forget then would erase the live copy while
-#: the backup copies it, and the backup would be recorded after the forget looked for it.
+#: Held (flock) by a running ``wsd backup`` (exclusive) and by every erasure (shared): a
+#: forget during a copy would erase the live copy while the backup copies it, and look for
+#: backups before this one was recorded.
 BACKUP_LOCK = "backup.lock"
 
 
@@ -120,12 +121,19 @@ def backing_up(layout: Layout) -> Iterator[None]:
         os.close(fd)
 
 
-def _no_backup(layout: Layout) -> None:
+@contextlib.contextmanager
+def no_backup(layout: Layout) -> Iterator[None]:
+    """Held (shared) for a whole erasure, whoever runs it (``wsd forget``, or the daemon
+    finishing one, answering a person's "forget X", applying the transcript retention): no
+    ``wsd backup`` copies meanwhile, so every backup is either recorded before the erasure
+    looks for backups or copied after it. PauseRefused while a backup runs."""
     fd = _backup_lock(layout)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise PauseRefused("a wsd backup is running: forget when it is done") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PauseRefused("a wsd backup is running: forget when it is done") from None
+        yield
     finally:
         os.close(fd)
 
@@ -138,9 +146,8 @@ def held(
     backup runs."""
     fd = take(layout, purpose)
     try:
-        if purpose == "forget":
-            _no_backup(layout)
-        wait_for_daemon(layout, seconds, say, f"wsd {purpose}")
-        yield
+        with no_backup(layout) if purpose == "forget" else contextlib.nullcontext():
+            wait_for_daemon(layout, seconds, say, f"wsd {purpose}")
+            yield
     finally:
         release(layout, fd)

@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.curation import lanes, reporting
+from wsd.daemon.curation import lanes, pause, reporting
 from wsd.daemon.curation.bookkeeping import Bookkeeper
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
 from wsd.daemon.curation.economy import Economy
@@ -174,13 +174,21 @@ class Worker:
         if pause_requested(self.layout):  # `wsd rebuild` asked us to stay out of memory.db
             return PassResult(Step.PAUSED)
         unfinished, asked = self.store.erasure.waiting()
-        if unfinished:
-            # A forget killed midway (issue 33): finished before anything else is curated,
-            # so nothing this pass does can see (or keep) the words it was erasing.
-            finished = forgetting.resume(self.store)
-            self.log.info("forget_finished", erasures=finished)
-        if asked:
-            forget_requests.handle(self.store, self.log)
+        if unfinished or asked:
+            try:
+                # No backup copies during an erasure: each is recorded before the erasure
+                # looks for backups, or copied after it (found by the soak).
+                with pause.no_backup(self.layout):
+                    if unfinished:
+                        # A forget killed midway (issue 33): finished before anything else
+                        # is curated, so nothing this pass does can see (or keep) its words.
+                        finished = forgetting.resume(self.store)
+                        self.log.info("forget_finished", erasures=finished)
+                    if asked:
+                        forget_requests.handle(self.store, self.log)
+            except pause.PauseRefused:
+                if unfinished:  # a wsd backup is copying: curate nothing until it is done
+                    return PassResult(Step.WAITING)
         now = self.clock() if now is None else now
         self._detect_wake(now)
         self.md.retry()  # a file a failed write left stale is rewritten as soon as it can be
@@ -318,7 +326,11 @@ class Worker:
         if done is not None and days > 0:
             # Once per maintenance period: what the person said, older than the operator's
             # retention, erased from the transcript (what it taught stays).
-            erased = forgetting.retain(self.store, days, now)
+            try:
+                with pause.no_backup(self.layout):
+                    erased = forgetting.retain(self.store, days, now)
+            except pause.PauseRefused:  # a wsd backup is copying: the next period erases
+                erased = None
             if erased is not None:
                 self.log.info("transcript_retention", turns=erased.counts().get("turns", 0))
 

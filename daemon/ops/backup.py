@@ -61,12 +61,18 @@ def backup(layout: Layout, dest: str) -> dict[str, Any]:
     from wsd.daemon.curation import pause
 
     with pause.backing_up(layout):
-        return _backup(layout, dest)
+        store = Store(layout)
+        os.makedirs(dest, mode=0o700, exist_ok=True)
+        # Recorded before a byte is copied, so that a forget reaches this copy (or names it
+        # as out of its reach) however the backup ends. Found by the soak: recording it
+        # after the copy failed (database locked), and the full copy left behind kept words
+        # a later forget never looked for.
+        store.erasure.record_backup(os.path.realpath(dest), time.time())
+        return _backup(layout, store, dest)
 
 
-def _backup(layout: Layout, dest: str) -> dict[str, Any]:
-    os.makedirs(dest, mode=0o700, exist_ok=True)
-    pages = Store(layout).maintenance.backup(dest)
+def _backup(layout: Layout, store: Store, dest: str) -> dict[str, Any]:
+    pages = store.maintenance.backup(dest)
     sources = {name: layout.md(name) for name in (*DEPLOY_FILES, *CURATED_FILES)}
     sources["VERSION"] = layout.version_file
     copied: list[str] = []
@@ -82,9 +88,8 @@ def _backup(layout: Layout, dest: str) -> dict[str, Any]:
         with os.fdopen(os.open(os.path.join(dest, name), _CREATE, 0o600), "wb") as fh:
             fh.write(data)
         copied.append(name)
-    taken = time.time()
     manifest = {
-        "created_at": taken,
+        "created_at": time.time(),
         "workspace": layout.root,
         "pages": pages,
         "md_files": [name for name in copied if name != "VERSION"],
@@ -92,6 +97,4 @@ def _backup(layout: Layout, dest: str) -> dict[str, Any]:
     }
     with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1)
-    # Recorded, so that a forget reaches this copy too (or names it as out of its reach).
-    Store(layout).erasure.record_backup(os.path.realpath(dest), taken)
     return manifest

@@ -527,6 +527,23 @@ def journal_pending(m: apsw.Connection) -> list[tuple[int, str, Any]]:
     ]
 
 
+def drop_pending(m: apsw.Connection, match: Matcher) -> int:
+    """In a copy (a backup): the forgets pending when it was taken whose words ``match``
+    holds (a journal row, a person's request) deleted; how many. Nothing finishes them in
+    the copy, and they spell out the very words just erased from it."""
+    dropped = 0
+    with schema.write_txn(m):
+        for table, key, column in (
+            ("forget_journal", "forget_id", "words_json"),
+            ("forget_requests", "id", "words"),
+        ):
+            for row_id, words in schema.rows(m, f"SELECT {key}, {column} FROM {table}"):
+                if match.holds(str(words)):
+                    m.execute(f"DELETE FROM {table} WHERE {key} = ?", (row_id,))
+                    dropped += 1
+    return dropped
+
+
 def journal_close(
     m: apsw.Connection,
     fid: int,
@@ -660,6 +677,14 @@ class Erasure:
             say("memory.db: erased")
             scrub(m, ("learnings_fts", "turns_fts"))
         return mem, tra
+
+    def drop_pending(self, match: Matcher) -> int:
+        """See :func:`drop_pending` (for a backup's copy only)."""
+        with self._db.memory() as m:
+            secure(m)
+            dropped = drop_pending(m, match)
+            scrub(m, ())
+            return dropped
 
     def journal_open(self, phrases: Any, by: str, now: float) -> int:
         with self._db.memory() as m:
