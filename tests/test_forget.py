@@ -561,8 +561,9 @@ def test_the_daemon_erases_nothing_while_a_backup_copies_and_everything_after(
     layout: Layout, standin: BridgeStandin, tmp_path: Path
 ) -> None:
     """A person's "forget X", and a forget killed midway, wait while a backup copies (the
-    copy then holds the words, and is recorded): the daemon curates nothing meanwhile, and
-    once the backup is done erases the words from the workspace and from the copy."""
+    copy then holds the words, and is recorded): the daemon curates nothing meanwhile (wsd
+    doctor says why), and once the backup is done erases the words from the workspace and
+    from the copy."""
     from wsd.daemon.curation import pause
     from wsd.daemon.curation.passes import Step
 
@@ -581,6 +582,8 @@ def test_the_daemon_erases_nothing_while_a_backup_copies_and_everything_after(
         flush(layout)
         assert worker.run_once().action == Step.WAITING
         assert _journal(layout) == 1
+        doctor = wsd(env, "doctor", check=False).stdout  # says what the erasure waits for
+        assert f"a wsd backup (pid {os.getpid()}) is copying" in doctor
     worker.status.update(state="stopped", force=True)
     wsd(env, "backup", str(tmp_path / "b"))
     assert words_anywhere(tmp_path / "b", SECRET)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
+from wsd.daemon.runtime.instance import flock_holders
 from wsd.daemon.store import pause_path, pause_requested, take_pause
 from wsd.schema.layout import Layout
 
@@ -119,6 +120,12 @@ def backing_up(layout: Layout) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def backup_running(layout: Layout) -> list[int]:
+    """Pids of a running ``wsd backup`` (the exclusive holder of the backup lock), read
+    without touching the lock; [] when none (or /proc/locks cannot be read)."""
+    return flock_holders(os.path.join(layout.memory_dir, BACKUP_LOCK), exclusive_only=True) or []
 
 
 @contextlib.contextmanager

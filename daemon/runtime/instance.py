@@ -113,10 +113,11 @@ def holders(layout: Layout) -> list[int]:
     return flock_holders(lock_path(layout)) or []
 
 
-def flock_holders(path: str) -> list[int] | None:
-    """Pids holding a flock on ``path``, read from ``/proc/locks`` without touching the lock
-    (a probe that took it, even briefly, could make its owner's own attempt fail); None when
-    ``/proc/locks`` cannot be read, [] when the file is missing or nobody holds it."""
+def flock_holders(path: str, exclusive_only: bool = False) -> list[int] | None:
+    """Pids holding a flock on ``path`` (only an exclusive one with ``exclusive_only``), read
+    from ``/proc/locks`` without touching the lock (a probe that took it, even briefly, could
+    make its owner's own attempt fail); None when ``/proc/locks`` cannot be read, [] when the
+    file is missing or nobody holds it."""
     try:
         st = os.stat(path)
     except OSError:
@@ -134,6 +135,8 @@ def flock_holders(path: str) -> list[int] | None:
         if "->" in parts or "FLOCK" not in parts or len(parts) < 6:
             continue
         pid, where = parts[4], parts[5]
+        if exclusive_only and parts[3] != "WRITE":
+            continue
         if where == want and pid.isdigit():
             found.append(int(pid))
     return sorted(set(found))

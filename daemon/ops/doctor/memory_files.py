@@ -175,12 +175,20 @@ def forgets(doctor: Reporter) -> None:
     pending = doctor.store.erasure.journal_pending()
     if not pending:
         return
+    from wsd.daemon.curation.pause import backup_running
+
     with_words = [fid for fid, _by, _words in pending]
     started = doctor.store.erasure.started_at(with_words[0])
+    copying = backup_running(doctor.layout)
     doctor.add(
         "fail",
         "forget",
         f"{len(pending)} erasure(s) unfinished (the first started {iso_time(started)}): the"
-        " words may still be in copies it had not reached; the daemon finishes it on its next"
-        " pass, or run any `wsd forget ... --yes`",
+        " words may still be in copies it had not reached; "
+        + (
+            f"a wsd backup (pid {copying[0]}) is copying: the daemon finishes the erasure"
+            " once it is done, and curates nothing until then"
+            if copying
+            else "the daemon finishes it on its next pass, or run any `wsd forget ... --yes`"
+        ),
     )
