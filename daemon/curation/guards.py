@@ -25,7 +25,14 @@ from dataclasses import dataclass, field, replace
 
 from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory import files_md_parts
-from wsd.daemon.memory.edits import Edit, Limits, apply, edits_from_rewrite, plain
+from wsd.daemon.memory.edits import (
+    LOSS_REASON,
+    Edit,
+    Limits,
+    apply,
+    edits_from_rewrite,
+    plain,
+)
 from wsd.daemon.memory.erosion import Erosion
 from wsd.daemon.memory.md_files import LINE_LIMITS
 from wsd.daemon.runtime.config import DEFAULT_EROSION, DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
@@ -84,6 +91,9 @@ class Review:
     refused: list[str] = field(default_factory=list)
     #: Files whose removals were held back to keep what they had a day ago.
     held: list[str] = field(default_factory=list)
+    #: Refused md edits by kind: "loss" (over a batch's loss limit), "erosion" (held to keep
+    #: what the file had a day ago), "edit" (any other reason); for ``wsd metrics``.
+    kinds: Counter[str] = field(default_factory=Counter)
 
 
 def review(
@@ -162,8 +172,12 @@ def _files(
             edits = edits_from_rewrite(before, rewrite)
         now = _lines(current.get(name, ""))
         edits = _new_lines_only(out, name, now, edits)
-        result = apply(before, now, edits, caps.limits(name, erosion.get(name)))
+        limits = caps.limits(name, erosion.get(name))
+        result = apply(before, now, edits, limits)
         out.refused += _grouped(name, result.refused)
+        for _edit, why in result.refused:
+            loss = why.startswith(LOSS_REASON)
+            out.kinds["erosion" if why == limits.held_reason else "loss" if loss else "edit"] += 1
         if result.held:
             out.held.append(name)
         if result.changed and result.lines != now:

@@ -354,6 +354,11 @@ class Pipeline:
             forgets=[words for words, _cited in parsed.forgets],
             refused=summarise(grounded.lines()) + checked.refused,
             ungrounded=grounded.ungrounded,
+            refusal_kinds={
+                **checked.kinds,
+                "ungrounded": grounded.ungrounded,
+                "unread_lines": len(parsed.unknown_lines) + parsed.dropped,
+            },
             model=reply.model,
             stop_reason=reply.stop_reason,
             attempts=reply.attempts,

@@ -66,6 +66,8 @@ class Worker:
     on_wake: Sequence[Callable[[], Any]] = ()
     #: Work done after each pass (embedding new memories); True means more is waiting.
     after_pass: Sequence[Callable[[PassResult], bool]] = ()
+    #: Called after every pass, a paused or failed one too (the metrics file); must not raise.
+    reporters: Sequence[Callable[[PassResult], None]] = ()
     identity: str = field(default="", init=False)
     version: str = field(default="", init=False)
     stop_reason: str = field(default="stop requested", init=False)
@@ -125,6 +127,8 @@ class Worker:
             except Exception as exc:
                 self.failures.record("pass", exc)
                 result = PassResult(Step.ERROR)
+            for report in self.reporters:
+                report(result)
             if result.action not in (Step.IDLE, Step.AWAITING):
                 # Curating, waiting or backing off: there are turns to curate, and shedding
                 # the SDK now would only have prepare() import it again on the next pass.

@@ -41,6 +41,8 @@ from wsd.daemon.runtime.config import DEFAULT_MAX_LOSS
 
 #: A line longer than this is refused (a learning belongs in memory.db, not in one md line).
 MAX_LINE_CHARS = 400
+#: How a removal refused for a batch's loss limit is told (``wsd metrics`` counts them).
+LOSS_REASON = "over the loss limit"
 
 Op = Literal["add", "replace", "delete"]
 
@@ -256,7 +258,7 @@ def _hold_loss(
         why = (
             limits.held_reason
             if for_day
-            else f"over the loss limit ({allowance} of {lines} lines a batch)"
+            else f"{LOSS_REASON} ({allowance} of {lines} lines a batch)"
         )
         refused.append((edit, why))
     return held

@@ -270,6 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status = sub.add_parser("status", help="backlog, last batch, errors, heartbeat")
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    metrics = sub.add_parser("metrics", help="OpenMetrics text: backlog, batches, spend, sizes")
+    metrics.add_argument(
+        "--format",
+        choices=("openmetrics", "prometheus"),
+        default="openmetrics",
+        help="openmetrics (default) or the Prometheus text format (node_exporter's textfile)",
+    )
     flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")
     flush.add_argument(
         "--wait",
@@ -306,6 +313,7 @@ COMMANDS = {
     "init": cmd_init,
     "run": cmd_run,
     "status": cli_status.cmd_status,
+    "metrics": cli_status.cmd_metrics,
     "flush": cli_status.cmd_flush,
     "retry": cmd_retry,
     "bootstrap": cmd_bootstrap,

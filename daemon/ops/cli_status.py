@@ -101,6 +101,18 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+def cmd_metrics(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """``wsd metrics``: the workspace's metrics now (read-only; the daemon need not run)."""
+    from wsd.daemon.ops import metrics
+    from wsd.daemon.store import Store
+
+    layout = Layout(config_of(args, env).workspace)
+    snap = metrics.Snapshotter(Store(layout)).take()
+    render = metrics.openmetrics if args.format == "openmetrics" else metrics.prometheus_text
+    sys.stdout.write(render(snap, metrics.paused_for(layout)).decode("utf-8"))
+    return 0
+
+
 #: Fields holding an epoch time, shown as ISO 8601 with their age (``--json`` keeps epochs).
 _TIMES = ("next_attempt_at", "finished_at", "at", "resumes_at", "heartbeat_at")
 #: Settings shown by name in the readable output (``--json`` has them all).

@@ -155,8 +155,27 @@ def _assemble(
         nudge=nudge,
         on_wake=[watcher.wake] if watcher is not None else [],
         after_pass=[after_pass] if after_pass is not None else [],
+        reporters=[_metrics_file(config, store, p.log)] if daemon and config.metrics_file else [],
     )
     return Daemon(worker, watcher, server)
+
+
+#: Passes after which the metrics read the ledger again (an economy result applied at the
+#: start of another pass is read within the minute: metrics.LEDGER_SECONDS).
+COMMITTING = frozenset({Step.CURATED, Step.PARKED})
+
+
+def _metrics_file(config: Config, store: Store, log: Any) -> Callable[[PassResult], None]:
+    """WSD_METRICS_FILE rewritten after every pass (the ledger read again after a commit)."""
+    from wsd.daemon.ops.metrics import MetricsFile
+
+    assert config.metrics_file is not None
+    out = MetricsFile(config.metrics_file, store, log, config.heartbeat_seconds)
+
+    def report(result: PassResult) -> None:
+        out.after(result.action, bool(result.batches) or result.action in COMMITTING)
+
+    return report
 
 
 def _watcher(

@@ -8,6 +8,7 @@ the value (supervisord shows it in the log), instead of running half-broken.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -280,6 +281,9 @@ class Config:
     canvas_update_tool: str = DEFAULT_CANVAS_UPDATE_TOOL
     canvas_close_tool: str = DEFAULT_CANVAS_CLOSE_TOOL
     canvas_folder: str = DEFAULT_CANVAS_FOLDER
+    #: Where the daemon writes its metrics each pass (Prometheus text, for node_exporter's
+    #: textfile collector); None: no file (``wsd metrics`` prints them whatever this says).
+    metrics_file: str | None = None
 
     def reported(self) -> dict[str, object]:
         """The settings as the daemon reports them in its heartbeat (``wsd status``): every
@@ -370,6 +374,7 @@ class Config:
             canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or DEFAULT_CANVAS_UPDATE_TOOL,
             canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or DEFAULT_CANVAS_CLOSE_TOOL,
             canvas_folder=env.get("WSD_CANVAS_FOLDER") or DEFAULT_CANVAS_FOLDER,
+            metrics_file=_get(env, "WSD_METRICS_FILE", None, _metrics_path, PROM_PATH),
         )
 
     def validate_for_run(self) -> None:
@@ -390,6 +395,19 @@ def bridge_url_problem(url: str) -> str | None:
     if url.startswith(("http://", "https://")):
         return None
     return f"ANTHROPIC_BASE_URL={url!r}: expected an http(s) URL"
+
+
+PROM_PATH = "an absolute path ending in .prom"
+
+
+def _metrics_path(raw: str) -> str | None:
+    """WSD_METRICS_FILE: an absolute path of a ``.prom`` file (the textfile collector reads
+    only those), or empty for none."""
+    if not raw:
+        return None
+    if not os.path.isabs(raw) or not raw.endswith(".prom") or "\0" in raw:
+        raise ValueError(raw)
+    return os.path.normpath(raw)
 
 
 def _bool(raw: str) -> bool:

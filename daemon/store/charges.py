@@ -109,6 +109,11 @@ class Charges:
         with self._db.transcript(readonly=True) as t:
             return booked_usd(t, charge)
 
+    def newest_id(self) -> int:
+        """The newest charge's id (0: none): a call asked for since changes it."""
+        with self._db.transcript(readonly=True) as t:
+            return int(schema.one(t, "SELECT coalesce(max(id), 0) FROM charges")[0])
+
     def spent_since(self, since: float) -> float:
         """What the curator's requests since ``since`` cost, in USD (the daily cap).
 

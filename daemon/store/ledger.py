@@ -227,8 +227,9 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
         "INSERT INTO batches (transcript_identity, first_observation_id,"
         " last_observation_id, turns, status, attempts, error, model, stop_reason,"
         " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
-        " latency_ms, started_at, finished_at, lane, remote_id, custom_id, ungrounded)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " latency_ms, started_at, finished_at, lane, remote_id, custom_id, ungrounded,"
+        " refusal_kinds)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             identity,
             min(ids),
@@ -251,9 +252,56 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
             batch.remote_id,
             batch.custom_id,
             batch.ungrounded,
+            _kinds_json(batch.refusal_kinds),
         ),
     )
     return int(m.last_insert_rowid())
+
+
+def _kinds_json(kinds: dict[str, int]) -> str | None:
+    kept = {k: int(n) for k, n in sorted(kinds.items()) if n}
+    return json.dumps(kept) if kept else None
+
+
+def metrics(m: apsw.Connection) -> dict[str, Any]:
+    """Ledger totals per lane for ``wsd metrics``: batches by status, retried attempts,
+    tokens, and refusals by kind (all counted since the ledger began)."""
+    lanes = schema.rows(
+        m,
+        "SELECT lane, status, count(*), coalesce(sum(max(attempts - 1, 0)), 0),"
+        " coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),"
+        " coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0),"
+        " coalesce(sum(cost_usd), 0) FROM batches GROUP BY lane, status",
+    )
+    kinds = schema.rows(
+        m,
+        "SELECT b.lane, j.key, sum(j.value) FROM batches b, json_each(b.refusal_kinds) j"
+        " WHERE b.refusal_kinds IS NOT NULL AND json_valid(b.refusal_kinds)"
+        " GROUP BY b.lane, j.key",
+    )
+    ungrounded = schema.rows(
+        m, "SELECT lane, sum(ungrounded) FROM batches WHERE ungrounded > 0 GROUP BY lane"
+    )
+    return {
+        "batches": [
+            {
+                "lane": str(lane),
+                "status": str(status),
+                "count": int(n),
+                "retries": int(retries),
+                "tokens": {
+                    "input": int(i),
+                    "output": int(o),
+                    "cache_read": int(cr),
+                    "cache_write": int(cw),
+                },
+                "cost_usd": float(cost),
+            }
+            for lane, status, n, retries, i, o, cr, cw, cost in lanes
+        ],
+        "refusals": [(str(lane), str(kind), int(n)) for lane, kind, n in kinds]
+        + [(str(lane), "ungrounded", int(n)) for lane, n in ungrounded],
+    }
 
 
 def _add_learnings(
@@ -347,3 +395,13 @@ class Ledger:
         """Ledger totals for ``wsd status``."""
         with self._db.memory() as m:
             return stats(m)
+
+    def newest_id(self) -> int:
+        """The newest batch's id (0: none); a new batch, a retry's too, changes it."""
+        with self._db.memory(readonly=True) as m:
+            return int(schema.one(m, "SELECT coalesce(max(id), 0) FROM batches")[0])
+
+    def metrics(self) -> dict[str, Any]:
+        """See :func:`metrics` (read-only)."""
+        with self._db.memory(readonly=True) as m:
+            return metrics(m)

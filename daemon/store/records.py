@@ -138,6 +138,8 @@ class BatchRecord:
     #: How many of the reply's items were refused or downgraded as not grounded (issue 32);
     #: each is also one of ``refused``.
     ungrounded: int = 0
+    #: What was refused, counted by kind (see schema 012_refusal_kinds.sql); zeros left out.
+    refusal_kinds: dict[str, int] = field(default_factory=dict)
     #: State rows written in the batch's transaction (a file's removals held back by it).
     state: dict[str, str] = field(default_factory=dict)
     #: How it was curated: ``prompt`` (a Messages call) or ``economy`` (a request in the
