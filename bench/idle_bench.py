@@ -252,3 +252,46 @@ def idle(window: float = 60.0) -> list[Row]:
             "same window",
         ),
     ]
+
+
+def metrics_cost(window: float = 60.0) -> list[Row]:
+    """Issue 35: the idle daemon's CPU with WSD_METRICS_FILE on, beside one with it off (same
+    workspace contents, same window, run side by side)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp,
+        BridgeStandin(responder=realistic_reply) as standin,
+    ):
+        on_ws = make_workspace(os.path.join(tmp, "on"))
+        off_ws = make_workspace(os.path.join(tmp, "off"))
+        prom = os.path.join(tmp, "wsd.prom")
+        on_env = daemon_env(on_ws, standin, WSD_METRICS_FILE=prom)
+        off_env = daemon_env(off_ws, standin)
+        with (
+            running_daemon(on_env, os.path.join(tmp, "on.log")) as on,
+            running_daemon(off_env, os.path.join(tmp, "off.log")) as off,
+        ):
+            time.sleep(3.0)  # start-up
+            on0, off0, t0 = cpu_seconds(on.pid), cpu_seconds(off.pid), time.monotonic()
+            writes, last = 0, 0
+            while time.monotonic() - t0 < window:
+                with contextlib.suppress(OSError):
+                    mtime = os.stat(prom).st_mtime_ns
+                    writes += mtime != last
+                    last = mtime
+                time.sleep(0.25)
+            elapsed = time.monotonic() - t0
+            on_pct = 100 * (cpu_seconds(on.pid) - on0) / elapsed
+            off_pct = 100 * (cpu_seconds(off.pid) - off0) / elapsed
+            size = os.path.getsize(prom) if os.path.exists(prom) else 0
+    extra = on_pct - off_pct
+    return [
+        Row(
+            "metrics: idle CPU with WSD_METRICS_FILE, minus without",
+            extra,
+            "% of a core",
+            "<= 0.1",
+            extra <= 0.1 and writes > 0,
+            f"on {on_pct:.3f}%, off {off_pct:.3f}% over the same {elapsed:.0f} s side by side;"
+            f" the file rewritten {writes} times ({size} bytes)",
+        )
+    ]
