@@ -3,7 +3,9 @@ prometheus_client's own parsers."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -181,3 +183,35 @@ def test_a_bad_metrics_path_stops_wsd_run_naming_the_setting(
         env = daemon_env(layout, bridge, WSD_METRICS_FILE=bad)
         done = wsd(env, "run", check=False, timeout=30)
     assert done.returncode == 2 and "WSD_METRICS_FILE" in done.stderr
+
+
+def _documented(start: str, end: str) -> list[str]:
+    """The field names the README documents between ``start`` and ``end`` (top level only:
+    what is said in parentheses is about a field, not one)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    part = readme[readme.index(start) + len(start) : readme.index(end)]
+    while "(" in part:  # innermost first, so nested parentheses go too
+        part = re.sub(r"\([^()]*\)", "", part)
+    return re.findall(r"`([a-z_]+)`", part)
+
+
+def test_status_and_doctor_json_carry_their_schema_and_every_documented_field(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """wsd status --json and wsd doctor --json name their schema (wsd.status/1,
+    wsd.doctor/1) and hold exactly the fields the README documents for it, in a workspace
+    that has curated and in one whose databases are not made yet."""
+    _careless(layout, standin)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    status = json.loads(wsd(env, "status", "--json").stdout)
+    assert status["schema"] == "wsd.status/1"
+    assert list(status) == _documented("`wsd.status/1` (exit 0), one object:", "A\nworkspace")
+    doctor = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
+    assert doctor["schema"] == "wsd.doctor/1"
+    assert list(doctor) == _documented("`wsd.doctor/1`", "`findings`:") + ["findings"]
+    for finding in doctor["findings"]:
+        assert list(finding) == _documented("`findings`: each", "### Semantic matching")
+    os.remove(layout.memory_db)
+    unready = json.loads(wsd(env, "status", "--json", check=False).stdout)
+    assert list(unready) == _documented("gives instead (exit 1):", "`wsd.doctor/1`")
+    assert unready["schema"] == "wsd.status/1"

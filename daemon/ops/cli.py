@@ -210,7 +210,10 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     ).run()
     failed = [f for f in findings if f.level == "fail"]
     if args.json:
-        print(json.dumps({"problems": len(failed), "findings": [f.to_json() for f in findings]}))
+        from wsd.daemon.ops.doctor import DOCTOR_SCHEMA
+
+        report = {"schema": DOCTOR_SCHEMA, "problems": len(failed)}
+        print(json.dumps(report | {"findings": [f.to_json() for f in findings]}))
         return 1 if failed else 0
     for finding in findings:
         print(finding.line())

@@ -20,6 +20,10 @@ from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.dates import iso_time
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
+#: What ``wsd status --json`` promises (README: "Machine-readable output"): within a version
+#: fields are only added; one removed or changed in meaning is a new version.
+STATUS_SCHEMA = "wsd.status/1"
+
 
 def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
     """The settings of this shell, for the workspace ``--workspace`` or WSD_WORKSPACE names."""
@@ -51,6 +55,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if beat and pid_alive(beat.get("pid")):
         alive = beat.get("state") != State.STOPPED
     report = {
+        "schema": STATUS_SCHEMA,
         "workspace": layout.root,
         "daemon_running": alive,
         "state": beat.get("state") if beat else None,
@@ -97,7 +102,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        _print_readable(report, now)
+        _print_readable({k: v for k, v in report.items() if k != "schema"}, now)
     return 0
 
 
@@ -208,6 +213,7 @@ def _status_unready(
     from wsd.daemon.store import remedy
 
     report = {
+        "schema": STATUS_SCHEMA,
         "workspace": layout.root,
         "databases": {f"{kind}.db": why for kind, why in unready.items()},
         "daemon_state": beat.get("state") if beat else None,
@@ -218,7 +224,8 @@ def _status_unready(
     else:
         now = time.time()
         for key, value in report.items():
-            _print_field(key, value, now, 22)
+            if key != "schema":
+                _print_field(key, value, now, 22)
     return 1
 
 

@@ -30,6 +30,11 @@ from wsd.schema.layout import Layout
 __all__ = ["CHECKS", "Check", "Doctor", "Finding"]
 
 
+#: What ``wsd doctor --json`` promises (README: "Machine-readable output"): within a version
+#: fields are only added; one removed or changed in meaning is a new version.
+DOCTOR_SCHEMA = "wsd.doctor/1"
+
+
 @dataclass(frozen=True)
 class Check:
     #: Said in the report's FAIL line when the check itself raises.
