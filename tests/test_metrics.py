@@ -208,7 +208,7 @@ def test_status_and_doctor_json_carry_their_schema_and_every_documented_field(
     assert list(status) == _documented("`wsd.status/1` (exit 0), one object:", "A\nworkspace")
     doctor = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
     assert doctor["schema"] == "wsd.doctor/1"
-    assert list(doctor) == _documented("`wsd.doctor/1`", "`findings`:") + ["findings"]
+    assert list(doctor) == [*_documented("`wsd.doctor/1`", "`findings`:"), "findings"]
     for finding in doctor["findings"]:
         assert list(finding) == _documented("`findings`: each", "### Semantic matching")
     os.remove(layout.memory_db)
