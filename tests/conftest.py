@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,6 +31,14 @@ from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 
 VENV_BIN = Path(sys.executable).parent
+#: How long a daemon may take to stop on SIGTERM: the deployed program's stopwaitsecs.
+STOP_WAIT_SECONDS = int(
+    re.findall(
+        r"^stopwaitsecs=(\d+)$",
+        (Path(__file__).parent.parent / "deploy/supervisor/wsd.conf.in").read_text(),
+        re.M,
+    )[0]
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -318,7 +327,9 @@ def running_daemon(
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            code = proc.wait(timeout=15)
+            # The deployed program's stopwaitsecs (deploy/supervisor/wsd.conf.in): what
+            # supervisord gives a graceful stop before it kills (CI once saw a stop over 15 s).
+            code = proc.wait(timeout=STOP_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             # Slow to stop: what each thread was doing goes to the log, then it is shown.
             proc.send_signal(signal.SIGUSR1)
@@ -326,7 +337,10 @@ def running_daemon(
             proc.kill()
             proc.wait()
             tail = log.read_bytes()[-12000:].decode("utf-8", "replace")
-            print(f"--- the daemon did not stop in 15 s; its log ---\n{tail}", file=sys.stderr)
+            print(
+                f"--- the daemon did not stop in {STOP_WAIT_SECONDS} s; its log ---\n{tail}",
+                file=sys.stderr,
+            )
             raise
         assert code == 0
 
