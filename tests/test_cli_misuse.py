@@ -79,6 +79,7 @@ VALID: dict[tuple[str, ...], Valid] = {
     ("init",): Valid(),
     ("run",): Valid(runs_forever=True, prints=False),
     ("status",): Valid(),
+    ("metrics",): Valid(),
     # No daemon in these workspaces: the request is recorded and that is said, exit 1.
     ("flush",): Valid(codes=frozenset({1})),
     ("retry",): Valid(),
