@@ -140,7 +140,7 @@ def test_the_daemon_writes_the_metrics_file_every_pass_paused_or_not(
     temporary file left beside it): up, its state, the batches it curated; while a rebuild's
     pause holds it off the file says paused at once and is still rewritten each heartbeat
     period; a folder that is missing is logged once (the daemon goes on curating) and the
-    file written once it is back."""
+    file written once it is back; a graceful stop leaves it saying down."""
     from wsd.daemon.curation import pause
 
     folder = tmp_path / "textfile"
@@ -168,6 +168,9 @@ def test_the_daemon_writes_the_metrics_file_every_pass_paused_or_not(
                 assert os.stat(target).st_mtime_ns > before
             finally:
                 pause.release(layout, fd)
+    # A graceful stop leaves the file saying down, not its last "up".
+    assert value(samples(target.read_text(), openmetrics=False), "wsd_up") == 0
+    assert value(samples(target.read_text(), openmetrics=False), "wsd_state", state="stopped") == 1
     text = log.read_text()
     assert text.count('"event": "metrics_write_failed"') == 1
     assert text.count('"event": "metrics_write_recovered"') == 1

@@ -144,6 +144,8 @@ class Worker:
             self.nudge.wait(self.config.poll_seconds)
             self.nudge.clear()
         self.status.update(state=State.STOPPED, force=True)
+        for report in self.reporters:  # the metrics file says down, not its last "up"
+            report(PassResult(Step.STOPPED))
         self.log.info("stopped", reason=self.stop_reason)
         return 0
 
