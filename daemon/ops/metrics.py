@@ -85,7 +85,8 @@ class Snapshotter:
         self._ledger = None
 
     def take(self, now: float | None = None) -> Snapshot:
-
+        """The workspace now (read-only: a workspace whose databases are not made yet gives
+        the heartbeat and the file sizes alone, and nothing is created)."""
         now = self.clock() if now is None else now
         store, layout = self.store, self.store.layout
         beat = read_status(layout)
