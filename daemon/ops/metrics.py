@@ -33,14 +33,12 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.memory.md_files import line_limits, read_text
 from wsd.daemon.runtime.fsio import atomic_write
-from wsd.daemon.runtime.heartbeat import State, package_version, pid_alive, read_status
+from wsd.daemon.runtime.heartbeat import State, beats, package_version, read_status
 from wsd.daemon.store import Store, pause_requested
 from wsd.schema import KINDS
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, Layout
 
-#: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
-STALE_SECONDS = 60.0
 #: The ledger's totals are read again after this long even when nothing was added (a batch
 #: a retry or a rebuild changed in place).
 LEDGER_SECONDS = 600.0
@@ -156,15 +154,6 @@ def _size(path: str) -> int:
         return 0
 
 
-def running(beat: dict[str, Any] | None, now: float) -> bool:
-    """A live daemon: its pid is alive, its heartbeat fresh, and it did not say stopped."""
-    if not beat:
-        return False
-    at = beat.get("heartbeat_at")
-    fresh = isinstance(at, int | float) and now - float(at) < STALE_SECONDS
-    return fresh and pid_alive(beat.get("pid")) and beat.get("state") != State.STOPPED
-
-
 def families(snap: Snapshot, paused_for: str | None = None) -> Iterator[Metric]:
     """The metric families of a snapshot (see the README's "Operating a fleet")."""
     beat = snap.beat or {}
@@ -175,7 +164,7 @@ def families(snap: Snapshot, paused_for: str | None = None) -> Iterator[Metric]:
     yield info
     yield GaugeMetricFamily(
         "wsd_up", "1 while a daemon runs on this workspace (live pid, fresh heartbeat).",
-        value=1 if running(snap.beat, snap.now) else 0,
+        value=1 if beats(snap.beat, snap.now) else 0,
     )  # fmt: skip
     at = beat.get("heartbeat_at")
     if isinstance(at, int | float):
@@ -190,7 +179,7 @@ def families(snap: Snapshot, paused_for: str | None = None) -> Iterator[Metric]:
     state = GaugeMetricFamily(
         "wsd_state", "The daemon's state (1 for the one it is in).", labels=["state"]
     )
-    current = beat.get("state") if running(snap.beat, snap.now) else State.STOPPED
+    current = beat.get("state") if beats(snap.beat, snap.now) else State.STOPPED
     for member in State:
         state.add_metric([member.value], 1 if member.value == current else 0)
     yield state

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -115,11 +115,16 @@ def daemon_running(layout: Layout, stale: float = 60.0) -> bool:
     heartbeat younger than ``stale`` seconds (it beats every 10 s)."""
     import time
 
-    beat = read_status(layout)
+    return beats(read_status(layout), time.time(), stale)
+
+
+def beats(beat: Mapping[str, Any] | None, now: float, stale: float = 60.0) -> bool:
+    """Whether the heartbeat ``beat`` (as read at ``now``) is a live daemon's: see
+    :func:`daemon_running`."""
     if beat is None or beat.get("state") == State.STOPPED or not pid_alive(beat.get("pid")):
         return False
     try:
-        return time.time() - float(beat.get("heartbeat_at") or 0) < stale
+        return now - float(beat.get("heartbeat_at") or 0) < stale
     except (TypeError, ValueError):
         return False
 
