@@ -114,7 +114,7 @@ def cmd_metrics(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     layout = Layout(config_of(args, env).workspace)
     snap = metrics.Snapshotter(Store(layout)).take()
     render = metrics.openmetrics if args.format == "openmetrics" else metrics.prometheus_text
-    sys.stdout.write(render(snap, metrics.paused_for(layout)).decode("utf-8"))
+    sys.stdout.write(render(snap).decode("utf-8"))
     return 0
 
 

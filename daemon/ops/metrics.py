@@ -65,6 +65,8 @@ class Snapshot:
     vectors: tuple[int, int] | None = None
     md: dict[str, tuple[int, int]] = field(default_factory=dict)
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: A wsd rebuild, forget or import holds the daemon off (a live pause file).
+    paused: bool = False
 
 
 class Snapshotter:
@@ -89,6 +91,7 @@ class Snapshotter:
         store, layout = self.store, self.store.layout
         beat = read_status(layout)
         snap = Snapshot(now=now, beat=beat, files=_database_sizes(layout))
+        snap.paused = pause_requested(layout)
         if store.maintenance.unready():  # nothing to read yet: the daemon makes them
             return snap
         with store.session():  # one connection per database for the whole snapshot
@@ -111,12 +114,9 @@ class Snapshotter:
             budget = Budget(store, 0.0)
             budget.remember((beat or {}).get("spent_today"))
             self._at = now
-            self._ledger = (
-                key,
-                store.ledger.metrics(),
-                int(store.ledger.stats()["parked"]),
-                budget.spent_today(now),
-            )
+            ledger = store.ledger.metrics()
+            parked = sum(r["count"] for r in ledger["batches"] if r["status"] == "failed")
+            self._ledger = (key, ledger, parked, budget.spent_today(now))
         _key, snap.ledger, snap.parked, snap.spent_today = self._ledger
         snap.in_flight = economy.report(store, "", now)["in_flight"]
         settings = (beat or {}).get("settings")
@@ -154,7 +154,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def families(snap: Snapshot, paused_for: str | None = None) -> Iterator[Metric]:
+def families(snap: Snapshot) -> Iterator[Metric]:
     """The metric families of a snapshot (see the README's "Operating a fleet")."""
     beat = snap.beat or {}
     info = GaugeMetricFamily(
@@ -195,11 +195,11 @@ def families(snap: Snapshot, paused_for: str | None = None) -> Iterator[Metric]:
         value=max(0.0, snap.oldest_pending_age or 0.0), unit="seconds",
     )  # fmt: skip
     yield from _ledger_families(snap)
-    yield from _flag_families(snap, paused_for)
+    yield from _flag_families(snap)
     yield from _file_families(snap)
 
 
-def _flag_families(snap: Snapshot, paused_for: str | None) -> Iterator[Metric]:
+def _flag_families(snap: Snapshot) -> Iterator[Metric]:
     """What waits or is stuck: parked batches, Message Batches out, the cap, pauses."""
     beat = snap.beat or {}
     yield GaugeMetricFamily(
@@ -230,7 +230,7 @@ def _flag_families(snap: Snapshot, paused_for: str | None) -> Iterator[Metric]:
     )  # fmt: skip
     yield GaugeMetricFamily(
         "wsd_paused", "1 while a wsd rebuild, forget or import holds the daemon off.",
-        value=1 if paused_for else 0,
+        value=1 if snap.paused else 0,
     )  # fmt: skip
     yield GaugeMetricFamily(
         "wsd_forgets_unfinished", "Erasures begun and not finished (a kill midway).",
@@ -329,35 +329,26 @@ class _Families(Collector):
         return self.metrics
 
 
-def registry(snap: Snapshot, paused_for: str | None = None) -> CollectorRegistry:
+def registry(snap: Snapshot) -> CollectorRegistry:
     """A registry of its own (never the global one) holding the snapshot's families."""
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Families(families(snap, paused_for)))
+    reg.register(_Families(families(snap)))
     return reg
 
 
-def openmetrics(snap: Snapshot, paused_for: str | None = None) -> bytes:
+def openmetrics(snap: Snapshot) -> bytes:
     """The snapshot as OpenMetrics text (``wsd metrics``)."""
     from prometheus_client.openmetrics.exposition import generate_latest
 
-    data: bytes = generate_latest(registry(snap, paused_for))  # type: ignore[no-untyped-call]
+    data: bytes = generate_latest(registry(snap))  # type: ignore[no-untyped-call]
     return data
 
 
-def prometheus_text(snap: Snapshot, paused_for: str | None = None) -> bytes:
+def prometheus_text(snap: Snapshot) -> bytes:
     """The snapshot as the Prometheus text format (the textfile collector's)."""
     from prometheus_client.exposition import generate_latest
 
-    return generate_latest(registry(snap, paused_for))
-
-
-def paused_for(layout: Layout) -> str | None:
-    """What holds the daemon off now (a live pause file's purpose), or None."""
-    if not pause_requested(layout):
-        return None
-    from wsd.daemon.curation.pause import holder
-
-    return holder(layout)
+    return generate_latest(registry(snap))
 
 
 class MetricsFile:
@@ -397,9 +388,8 @@ class MetricsFile:
         self.write()
 
     def write(self) -> None:
-        layout = self.snapshots.store.layout
         try:
-            data = prometheus_text(self.snapshots.take(), paused_for(layout))
+            data = prometheus_text(self.snapshots.take())
             # Readable by node_exporter's user (nothing in it is the person's); not fsynced:
             # the next pass writes it again, a crash losing it loses nothing.
             atomic_write(self.path, data.decode("utf-8"), mode=0o644, durable=False)
