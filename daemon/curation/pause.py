@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 
+from wsd.daemon.replica import hold
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.daemon.runtime.instance import flock_holders
@@ -133,14 +134,20 @@ def no_backup(layout: Layout) -> Iterator[None]:
     """Held (shared) for a whole erasure, whoever runs it (``wsd forget``, or the daemon
     finishing one, answering a person's "forget X", applying the transcript retention): no
     ``wsd backup`` copies meanwhile, so every backup is either recorded before the erasure
-    looks for backups or copied after it. PauseRefused while a backup runs."""
+    looks for backups or copied after it; and no litestream runs (:func:`hold.quiet`).
+    PauseRefused while a backup runs, or when litestream does not stop."""
     fd = _backup_lock(layout)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             raise PauseRefused("a wsd backup is running: forget when it is done") from None
-        yield
+        # litestream stopped too, and its local copies of the pages gone (replica/hold.py).
+        try:
+            with hold.quiet(layout):
+                yield
+        except hold.StillRunning as exc:
+            raise PauseRefused(str(exc)) from None
     finally:
         os.close(fd)
 

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, TextIO
 import apsw
 
 from wsd import schema
-from wsd.daemon.ops import cli_memory, cli_revisions, cli_status
+from wsd.daemon.ops import cli_memory, cli_replica, cli_revisions, cli_status
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli_memory import no_memory
 from wsd.daemon.runtime.config import ConfigError
@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.runtime.config import renamed_in
     from wsd.daemon.store import Store
 
-    daemon = wiring.build_daemon(config, Store(Layout(config.workspace)), stop)
+    daemon = wiring.build_daemon(config, Store(Layout(config.workspace)), stop, env)
     worker = daemon.worker
     for old, new in renamed_in(env):  # still read; the operator's file should say the new
         worker.log.warning("setting_renamed", old=old, new=new)
@@ -191,6 +191,7 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Judged from the daemon's own state: its heartbeat, its ledger and the settings it
     reports (this shell's only where the daemon has reported none)."""
     from wsd.daemon.ops.doctor import Doctor
+    from wsd.daemon.replica import position
     from wsd.daemon.runtime.heartbeat import read_status
 
     config = _config(args, env)
@@ -207,6 +208,7 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         erosion_fraction=float(erosion) if isinstance(erosion, int | float) else config.erosion,
         lane=str(deployed.get("curation", config.curation)),
         batch_wait_limit=float(limit) if isinstance(limit, int | float) else None,
+        replica=position.settings_of(deployed or config.reported()),
     ).run()
     failed = [f for f in findings if f.level == "fail"]
     if args.json:
@@ -309,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="machine-readable findings")
     backup = sub.add_parser("backup", help="consistent online copy of databases and md files")
     backup.add_argument("dest", help="destination folder (created 0700)")
+    cli_replica.register(sub)
     return parser
 
 
@@ -323,6 +326,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "backup": cmd_backup,
     **cli_memory.HANDLERS,
+    **cli_replica.HANDLERS,
 }
 
 

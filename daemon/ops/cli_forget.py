@@ -153,11 +153,46 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     except (BadWords, erase.ForgetRefused, pause.PauseRefused) as exc:
         print(f"wsd forget: {exc}; nothing was erased", file=sys.stderr)
         return 2
+    replica = _replica_reach(layout, env) if args.yes and report.erased else None
     if args.json:
-        print(json.dumps(report.as_json(), ensure_ascii=False, indent=1))
+        out = report.as_json() | ({"replica": replica} if replica else {})
+        print(json.dumps(out, ensure_ascii=False, indent=1))
     else:
         _print(report, args)
+        if replica:
+            print(
+                f"the replica ({replica['url']}) got a new snapshot without them; its history"
+                f" can hold them until {replica['may_hold_until_iso']}"
+                f" (WSD_REPLICA_RETENTION_HOURS={replica['retention_hours']:g})"
+            )
     return 0
+
+
+def _replica_reach(layout: Any, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """When replication is on (as the daemon reports its settings, else this shell's): the
+    replica, and until when its history (snapshots and changes kept for the retention) can
+    still hold erased words. The local copies are gone already (replica/hold.py)."""
+    import time
+
+    from wsd.daemon.replica import litestream
+    from wsd.daemon.runtime.config import DEFAULT_REPLICA_RETENTION_HOURS, Config
+    from wsd.daemon.runtime.dates import iso_time
+    from wsd.daemon.runtime.heartbeat import read_status
+
+    reported = (read_status(layout) or {}).get("settings")
+    settings = reported if isinstance(reported, dict) else Config.from_env(env).reported()
+    url = settings.get("replica_url")
+    if not isinstance(url, str) or not url:
+        return None
+    hours = settings.get("replica_retention_hours")
+    hours = float(hours) if isinstance(hours, int | float) else DEFAULT_REPLICA_RETENTION_HOURS
+    until = time.time() + hours * 3600
+    return {
+        "url": litestream.shown(url),
+        "retention_hours": hours,
+        "may_hold_until": round(until, 3),
+        "may_hold_until_iso": iso_time(until),
+    }
 
 
 def _words(learning: int | None, what: list[str], store: Any) -> list[str]:

@@ -35,6 +35,7 @@ def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.curation import economy
     from wsd.daemon.memory import erosion
+    from wsd.daemon.replica import position
     from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
     from wsd.daemon.store import Store
 
@@ -94,6 +95,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         # When the person last had something erased, and how much of each kind: never what.
         "last_forget": store.erasure.last_forget(),
         "curation": economy.report(store, str(settings.get("curation", config.curation)), now),
+        "replication": position.read(layout, *position.settings_of(settings), now).as_json(),
         "settings": settings,
         "settings_from": "the daemon (its heartbeat)"
         if reported
@@ -134,6 +136,8 @@ def _print_readable(report: Mapping[str, Any], now: float) -> None:
             value = {k: value[k] for k in _SHOWN_SETTINGS if k in value}
         if key == "curation":
             value = _curation_lines(value)
+        if key == "replication" and not value.get("enabled"):
+            value = "off (WSD_REPLICA_URL is not set)"
         _print_field(key, value, now, 22)
 
 

@@ -32,6 +32,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.memory.md_files import line_limits, read_text
+from wsd.daemon.replica import position
+from wsd.daemon.replica.position import Replication
 from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.runtime.heartbeat import State, beats, package_version, read_status
 from wsd.daemon.store import Store, pause_requested
@@ -67,6 +69,8 @@ class Snapshot:
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: A wsd rebuild, forget or import holds the daemon off (a live pause file).
     paused: bool = False
+    #: Replication as the daemon's reported settings have it (off when they say nothing).
+    replication: Replication = field(default_factory=lambda: Replication(enabled=False))
 
 
 class Snapshotter:
@@ -92,6 +96,9 @@ class Snapshotter:
         beat = read_status(layout)
         snap = Snapshot(now=now, beat=beat, files=_database_sizes(layout))
         snap.paused = pause_requested(layout)
+        reported = (beat or {}).get("settings")
+        url, max_lag = position.settings_of(reported if isinstance(reported, dict) else {})
+        snap.replication = position.read(layout, url, max_lag, now)
         if store.maintenance.unready():  # nothing to read yet: the daemon makes them
             return snap
         with store.session():  # one connection per database for the whole snapshot
@@ -197,6 +204,34 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield from _ledger_families(snap)
     yield from _flag_families(snap)
     yield from _file_families(snap)
+    yield from _replica_families(snap.replication)
+
+
+def _replica_families(rep: Replication) -> Iterator[Metric]:
+    """Replication with litestream (WSD_REPLICA_URL): on, running, how far behind."""
+    yield GaugeMetricFamily(
+        "wsd_replica_enabled", "1 when WSD_REPLICA_URL turns replication on.",
+        value=1 if rep.enabled else 0,
+    )  # fmt: skip
+    if not rep.enabled:
+        return
+    yield GaugeMetricFamily(
+        "wsd_replica_up", "1 while litestream runs (0 while an erasure holds it off too).",
+        value=1 if rep.running else 0,
+    )  # fmt: skip
+    yield GaugeMetricFamily(
+        "wsd_replica_max_lag_seconds", "WSD_REPLICA_MAX_LAG_SECONDS: doctor fails past it.",
+        value=rep.max_lag_seconds, unit="seconds",
+    )  # fmt: skip
+    lag = GaugeMetricFamily(
+        "wsd_replica_lag_seconds",
+        "Age of the oldest change not yet on the replica (0: it has everything).",
+        labels=["db"], unit="seconds",
+    )  # fmt: skip
+    for p in rep.databases:
+        if p.lag_seconds is not None:
+            lag.add_metric([p.kind], p.lag_seconds)
+    yield lag
 
 
 def _flag_families(snap: Snapshot) -> Iterator[Metric]:

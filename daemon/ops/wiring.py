@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from wsd.daemon.memory.md_sync import MdSync
 from wsd.daemon.memory.semantic import missing
 from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer
+from wsd.daemon.replica.supervisor import Supervisor
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import get_logger
@@ -53,10 +54,13 @@ def build_worker(
     return _assemble(config, store, stop, bridge, clock, monotonic, heartbeat=heartbeat).worker
 
 
-def build_daemon(config: Config, store: Store, stop: threading.Event) -> Daemon:
-    """What ``wsd run`` serves: the worker, the workspace watcher it nudges and wakes, and
-    semantic matching when it is on."""
-    return _assemble(config, store, stop, None, time.time, time.monotonic, daemon=True)
+def build_daemon(
+    config: Config, store: Store, stop: threading.Event, env: Mapping[str, str] | None = None
+) -> Daemon:
+    """What ``wsd run`` serves: the worker, the workspace watcher it nudges and wakes,
+    semantic matching when it is on, and litestream's supervisor when replication is (its
+    child gets ``env``, the process environment, less every credential of ours)."""
+    return _assemble(config, store, stop, None, time.time, time.monotonic, daemon=True, env=env)
 
 
 def build_bookkeeper(config: Config, store: Store, stop: threading.Event) -> Bookkeeper:
@@ -75,6 +79,8 @@ class Daemon:
     worker: Worker
     watcher: Watcher | None
     semantic: SemanticServer | None
+    #: litestream's supervisor, when WSD_REPLICA_URL is set.
+    replica: Supervisor | None = None
 
 
 @dataclass
@@ -124,6 +130,7 @@ def _assemble(
     *,
     heartbeat: bool = True,
     daemon: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> Daemon:
     p = _Parts.build(config, store, stop, bridge, clock, monotonic, heartbeat=heartbeat)
     shedder = MemoryShedder(config.shed_memory_seconds, monotonic)
@@ -157,7 +164,12 @@ def _assemble(
         after_pass=[after_pass] if after_pass is not None else [],
         reporters=[_metrics_file(config, store, p.log)] if daemon and config.metrics_file else [],
     )
-    return Daemon(worker, watcher, server)
+    replica = None
+    if daemon and config.replica_url:
+        store.maintenance.truncate_wal = False
+        log = get_logger(component="replica")
+        replica = Supervisor(config, store.layout, threading.Event(), log, env or {})
+    return Daemon(worker, watcher, server, replica)
 
 
 #: Passes after which the metrics read the ledger again (an economy result applied at the
@@ -263,6 +275,9 @@ def serve(daemon: Daemon) -> int:
     first: BaseException | None = None
     code = 1
     try:
+        if daemon.replica is not None:  # stopped last: it ships the loop's last commits
+            daemon.replica.start()
+            started.append(("replica", daemon.replica.close))
         watcher.start()
 
         def stop_watcher() -> None:

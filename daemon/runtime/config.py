@@ -50,6 +50,15 @@ DEFAULT_MAINTENANCE_SECONDS = 3600.0
 #: idle daemon must stay under 80 MB on a small VM; the price is one SDK import (~0.8 s of
 #: CPU, done in the background as soon as turns are pending again) per pause in the work.
 DEFAULT_SHED_MEMORY_SECONDS = 60.0
+#: Replication (WSD_REPLICA_URL): litestream ships each database's new transactions this
+#: often (its own default; the loss window at kill -9 is about this long: ``make bench``).
+DEFAULT_REPLICA_SYNC_SECONDS = 1.0
+#: How long the replica keeps history (snapshots and the changes between them): the reach of
+#: a restore ``--at`` a past time, and how long it can still hold words a person forgot.
+DEFAULT_REPLICA_RETENTION_HOURS = 24.0
+#: ``wsd doctor`` fails when a database's newest change has waited longer than this to reach
+#: the replica.
+DEFAULT_REPLICA_MAX_LAG_SECONDS = 300.0
 #: Semantic matching (the [semantic] extra): the daemon embeds new memories and answers
 #: search_memory's semantic half. Without the extra installed it stays off whatever this says.
 DEFAULT_SEMANTIC = True
@@ -284,15 +293,27 @@ class Config:
     #: Where the daemon writes its metrics each pass (Prometheus text, for node_exporter's
     #: textfile collector); None: no file (``wsd metrics`` prints them whatever this says).
     metrics_file: str | None = None
+    #: Continuous replication of both databases with litestream (daemon/replica/); None: off.
+    replica_url: str | None = None
+    replica_endpoint: str | None = None
+    replica_region: str | None = None
+    replica_access_key_id: str | None = field(default=None, repr=False)
+    replica_secret_access_key: str | None = field(default=None, repr=False)
+    replica_sftp_key_path: str | None = None
+    replica_sync_seconds: float = DEFAULT_REPLICA_SYNC_SECONDS
+    replica_retention_hours: float = DEFAULT_REPLICA_RETENTION_HOURS
+    replica_max_lag_seconds: float = DEFAULT_REPLICA_MAX_LAG_SECONDS
 
     def reported(self) -> dict[str, object]:
         """The settings as the daemon reports them in its heartbeat (``wsd status``): every
         field but the credentials, which never leave the process."""
-        hidden = {"api_key", "auth_token"}
+        hidden = {"api_key", "auth_token", "replica_access_key_id", "replica_secret_access_key"}
         out = {k: v for k, v in self.__dict__.items() if k not in hidden}
-        if self.bridge_url and "@" in self.bridge_url:  # a URL's user:password stays here too
-            scheme, _, rest = self.bridge_url.partition("://")
-            out["bridge_url"] = f"{scheme}://" + rest.rpartition("@")[2]
+        for name in ("bridge_url", "replica_url"):  # a URL's user:password stays here too
+            url = out.get(name)
+            if isinstance(url, str) and "@" in url:
+                scheme, _, rest = url.partition("://")
+                out[name] = f"{scheme}://" + rest.rpartition("@")[2]
         return out
 
     @classmethod
@@ -375,6 +396,27 @@ class Config:
             canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or DEFAULT_CANVAS_CLOSE_TOOL,
             canvas_folder=env.get("WSD_CANVAS_FOLDER") or DEFAULT_CANVAS_FOLDER,
             metrics_file=_get(env, "WSD_METRICS_FILE", None, _metrics_path, PROM_PATH),
+            replica_url=_get(env, "WSD_REPLICA_URL", None, _replica_url, REPLICA_URL),
+            replica_endpoint=_get(env, "WSD_REPLICA_ENDPOINT", None, _endpoint, "an http(s) URL"),
+            replica_region=env.get("WSD_REPLICA_REGION") or None,
+            replica_access_key_id=env.get("WSD_REPLICA_ACCESS_KEY_ID") or None,
+            replica_secret_access_key=env.get("WSD_REPLICA_SECRET_ACCESS_KEY") or None,
+            replica_sftp_key_path=_get(
+                env, "WSD_REPLICA_SFTP_KEY_PATH", None, _absolute, "an absolute path"
+            ),
+            replica_sync_seconds=number(
+                "WSD_REPLICA_SYNC_SECONDS", DEFAULT_REPLICA_SYNC_SECONDS, float, 0.1, 3600
+            ),
+            replica_retention_hours=number(
+                "WSD_REPLICA_RETENTION_HOURS",
+                DEFAULT_REPLICA_RETENTION_HOURS,
+                float,
+                0.01,
+                24 * 365,
+            ),
+            replica_max_lag_seconds=seconds(
+                "WSD_REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 7 * DAY
+            ),
         )
 
     def validate_for_run(self) -> None:
@@ -406,6 +448,34 @@ def _metrics_path(raw: str) -> str | None:
     if not raw:
         return None
     if not os.path.isabs(raw) or not raw.endswith(".prom") or "\0" in raw:
+        raise ValueError(raw)
+    return os.path.normpath(raw)
+
+
+REPLICA_URL = "an s3://bucket/path, sftp://user@host/path or file:///absolute/path URL"
+
+
+def _replica_url(raw: str) -> str | None:
+    """WSD_REPLICA_URL: where litestream ships the databases; the scheme is one litestream
+    speaks and the daemon has tested (s3, sftp, file), with somewhere after it."""
+    scheme, sep, rest = raw.partition("://")
+    if not sep or scheme not in ("s3", "sftp", "file") or not rest.strip("/") or "\0" in raw:
+        raise ValueError(raw)
+    if any(c.isspace() for c in raw):
+        raise ValueError(raw)
+    if scheme == "file" and not rest.startswith("/"):
+        raise ValueError(raw)
+    return raw.rstrip("/")
+
+
+def _endpoint(raw: str) -> str:
+    if not raw.startswith(("http://", "https://")) or any(c.isspace() for c in raw):
+        raise ValueError(raw)
+    return raw
+
+
+def _absolute(raw: str) -> str:
+    if not os.path.isabs(raw) or "\0" in raw:
         raise ValueError(raw)
     return os.path.normpath(raw)
 

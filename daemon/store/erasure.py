@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -644,6 +645,23 @@ def record_backup(m: apsw.Connection, path: str, now: float) -> None:
 
 def backups(m: apsw.Connection) -> list[tuple[str, float]]:
     return [(str(p), float(t)) for p, t in schema.rows(m, "SELECT path, taken_at FROM backups")]
+
+
+def backups_in(path: str) -> list[tuple[str, float]]:
+    """The backups the transcript.db at ``path`` recorded, read only ([] when it cannot be
+    read): ``wsd restore`` carries them into the restored one."""
+    if not os.path.exists(path):
+        return []
+    try:
+        conn = schema.connect(path, "transcript", readonly=True, create=False)
+    except apsw.Error:
+        return []
+    try:
+        return backups(conn)
+    except apsw.Error:
+        return []
+    finally:
+        conn.close()
 
 
 class Erasure:

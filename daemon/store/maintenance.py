@@ -142,6 +142,10 @@ class Maintenance:
     def __init__(self, db: Connections) -> None:
         self._db = db
         self._maintained_at = 0.0
+        #: Off while litestream replicates (WSD_REPLICA_URL): its read transaction makes a
+        #: TRUNCATE wait out the busy timeout holding the write lock (5 s of every hook's
+        #: writes waiting), and it truncates the WAL itself (daemon/replica/litestream.py).
+        self.truncate_wal = True
 
     def idle_pass(self, now: float, every: float, retention: float) -> tuple[int, list[str]] | None:
         """Idle-time data hygiene: bound the WALs, prune old raw events, vacuum rarely.
@@ -160,7 +164,7 @@ class Maintenance:
         # Charges go with the events, but never the last two days': the daily cap sums them.
         pruned = self.prune_events(now - retention, now - max(retention, 2 * DAY))
         vacuumed = self.vacuum_if_sparse()
-        self.checkpoint(truncate=True)
+        self.checkpoint(truncate=self.truncate_wal)
         return pruned, vacuumed
 
     def checkpoint(self, truncate: bool = False) -> dict[str, tuple[int, int, int]]:

@@ -16,12 +16,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from wsd.daemon.ops.doctor import bridge, daemon, databases, memory_files, program, spool
+from wsd.daemon.ops.doctor import (
+    bridge,
+    daemon,
+    databases,
+    memory_files,
+    program,
+    replication,
+    spool,
+)
 from wsd.daemon.ops.doctor.findings import Finding, Reporter
 from wsd.daemon.runtime.config import (
     DEFAULT_CURATION,
     DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS,
     DEFAULT_EROSION,
+    DEFAULT_REPLICA_MAX_LAG_SECONDS,
 )
 from wsd.daemon.store import Store
 from wsd.schema.errors import describe
@@ -66,6 +75,7 @@ CHECKS: tuple[Check, ...] = (
     Check("settings", program.settings),
     Check("daemon", daemon.daemon),
     Check("curation", daemon.curation),
+    Check("replication", replication.replication),
     Check("economy", bridge.economy, needs_databases=True),
     Check("bridge", bridge.bridge),
 )
@@ -84,8 +94,10 @@ class Doctor:
         lane: str = DEFAULT_CURATION,
         batch_wait_limit: float | None = None,
         checks: Sequence[Check] = CHECKS,
+        replica: tuple[str | None, float] = (None, DEFAULT_REPLICA_MAX_LAG_SECONDS),
     ) -> None:
         self.layout = layout
+        self.replica = replica
         self.lane = lane
         self.batch_wait_limit = batch_wait_limit or DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS
         self.bridge_url = bridge_url

@@ -44,6 +44,8 @@ class Reporter(Protocol):
     erosion: float
     lane: str
     batch_wait_limit: float
+    #: (WSD_REPLICA_URL, WSD_REPLICA_MAX_LAG_SECONDS) as the daemon runs with them.
+    replica: tuple[str | None, float]
     findings: list[Finding]
     #: Both databases open with a schema: the checks that read them run (set by their check).
     databases_usable: bool

@@ -1,0 +1,29 @@
+"""Doctor check of replication with litestream (WSD_REPLICA_URL, issue 35): on, running, and
+how far behind the replica is."""
+
+from __future__ import annotations
+
+from wsd.daemon.ops.doctor.findings import Reporter
+from wsd.daemon.replica import position
+
+
+def replication(doctor: Reporter) -> None:
+    """FAIL when replication is on and litestream is not running, or a database's replica is
+    further behind than WSD_REPLICA_MAX_LAG_SECONDS; ok with the position otherwise."""
+    url, max_lag = doctor.replica
+    rep = position.read(doctor.layout, url, max_lag)
+    if not rep.enabled:
+        return
+    problem = rep.problem()
+    if problem:
+        doctor.add("fail", "replication", problem)
+        return
+    if rep.held:
+        doctor.add("ok", "replication", f"to {rep.url}: held off while an erasure runs")
+        return
+    where = ", ".join(
+        f"{p.kind}.db txid {p.local_txid} (replica {p.replica_txid}, {p.lag_seconds or 0:.1f}s"
+        " behind)"
+        for p in rep.databases
+    )
+    doctor.add("ok", "replication", f"to {rep.url}: {where}")

@@ -1,0 +1,214 @@
+"""``wsd restore --from-replica [--at TIME]``: both databases back from the replica.
+
+With the daemon stopped (its instance lock is taken for the whole restore, so none starts
+meanwhile) and no litestream running: each database is restored by litestream into a staging
+folder, checked (quick_check and the FTS checks), and only when both are good moved into
+place. What was there before is not deleted: it is moved to ``.os/replaced/<time>/`` and
+recorded as a backup, so a later ``wsd forget`` reaches it. litestream's local state of the old
+files goes (it describes files that are no longer there). Turns the restored memory.db has not
+curated are pending again: the daemon curates them once on its next start.
+
+A restore ``--at`` a time before the last forget is refused: the words erased since would come
+back (the replica's newest memory.db says when the last forget finished).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from wsd.daemon.replica import hold, litestream
+from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.instance import lock_path
+from wsd.daemon.store import Store
+from wsd.daemon.store.erasure import backups_in
+from wsd.schema.layout import Layout
+
+#: A restore of a large workspace from S3 takes a while; one that hangs is ended.
+RESTORE_SECONDS = 3600.0
+
+
+class RestoreRefused(RuntimeError):
+    """The restore cannot be done now, or with these arguments: says why and what to do."""
+
+
+@dataclass
+class Restored:
+    """What a restore did."""
+
+    at: str | None
+    turns: int = 0
+    pending: int = 0
+    replaced: str | None = None
+    databases: list[str] = field(default_factory=list)
+
+
+def parse_time(raw: str) -> str:
+    """``--at``: an ISO 8601 time (a time without a zone is UTC), as litestream's RFC 3339."""
+    try:
+        stamp = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise RestoreRefused(
+            f"--at {raw!r}: expected an ISO 8601 time, e.g. 2026-11-28T21:30:00Z"
+        ) from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@contextlib.contextmanager
+def _no_daemon(layout: Layout) -> Iterator[None]:
+    layout.ensure_system_dirs()
+    fd = os.open(lock_path(layout), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RestoreRefused(
+                "the daemon is running: stop it first (supervisorctl stop wsd), then restore"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _run(argv: list[str], env: Mapping[str, str]) -> str:
+    done = subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=dict(env),
+        timeout=RESTORE_SECONDS,
+        check=False,
+        umask=0o077,  # the person's words: 0600 like every database of theirs
+    )
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).decode(errors="replace").strip().splitlines()
+        raise RestoreRefused(f"litestream restore failed: {said[-1] if said else done.returncode}")
+    return done.stdout.decode(errors="replace")
+
+
+def _restore_one(
+    cfg: Config, layout: Layout, kind: str, dest: str, at: str | None, env: Mapping[str, str]
+) -> None:
+    argv = [litestream.binary(), "restore", "-config", litestream.config_path(layout)]
+    argv += ["-no-expand-env", "-o", dest]
+    if at:
+        argv += ["-timestamp", at]
+    argv.append(litestream.databases(layout)[kind])
+    _run(argv, env)
+
+
+def restore(
+    cfg: Config,
+    layout: Layout,
+    at: str | None,
+    env: Mapping[str, str],
+    say: Callable[[str], None] = lambda _: None,
+) -> Restored:
+    """Restore both databases (see the module); :class:`RestoreRefused` with the reason."""
+    if not cfg.replica_url:
+        raise RestoreRefused("WSD_REPLICA_URL is not set: there is no replica to restore from")
+    child = litestream.child_env(cfg, env)
+    with _no_daemon(layout):
+        if hold.running(layout):
+            litestream.terminate(layout)
+            deadline = time.monotonic() + 15
+            while hold.running(layout) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if hold.running(layout):
+                raise RestoreRefused("litestream is still running for this workspace: stop it")
+        litestream.write_config(cfg, layout)
+        staging = os.path.join(layout.os_dir, "restore-staging")
+        shutil.rmtree(staging, ignore_errors=True)
+        stage = Layout(staging)
+        stage.ensure_system_dirs()
+        try:
+            if at:
+                _check_forgets(cfg, layout, stage, at, child, say)
+            for kind in ("transcript", "memory"):
+                say(f"restoring {kind}.db" + (f" as of {at}" if at else "") + " ...")
+                _restore_one(cfg, layout, kind, litestream.databases(stage)[kind], at, child)
+            store = Store(stage)
+            for kind in ("transcript", "memory"):
+                problems = store.maintenance.integrity(kind)  # type: ignore[arg-type]
+                if problems:
+                    raise RestoreRefused(
+                        f"the restored {kind}.db is damaged ({problems[0]}): nothing was replaced"
+                    )
+            out = Restored(at=at, databases=["transcript", "memory"])
+            out.replaced = _replace(layout, stage)
+            _finish(layout, out)
+            return out
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _check_forgets(
+    cfg: Config,
+    layout: Layout,
+    stage: Layout,
+    at: str,
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+) -> None:
+    """Refuse ``at`` before the last forget the replica's newest memory.db knows of."""
+    newest = litestream.databases(stage)["memory"]
+    say("reading the replica's newest memory.db for its last forget ...")
+    _restore_one(cfg, layout, "memory", newest, None, env)
+    last = Store(stage).erasure.last_forget()
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(newest + suffix)
+    if last is None:
+        return
+    stamp = datetime.strptime(at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    if stamp < float(last["finished_at"]):
+        when = datetime.fromtimestamp(float(last["finished_at"]), UTC)
+        raise RestoreRefused(
+            f"--at {at} is before the last forget (finished {when:%Y-%m-%dT%H:%M:%SZ}): the"
+            " words erased then would come back; choose a later time"
+        )
+
+
+def _replace(layout: Layout, stage: Layout) -> str | None:
+    """Move what is there aside (its folder, or None when there was nothing), then the
+    restored files into place; litestream's local state of the old files goes."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = os.path.join(layout.os_dir, "replaced", stamp)
+    moved = False
+    for path in litestream.databases(layout).values():
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.lexists(path + suffix):
+                os.makedirs(aside, mode=0o700, exist_ok=True)
+                os.replace(path + suffix, os.path.join(aside, os.path.basename(path) + suffix))
+                moved = True
+    hold.purge_local_state(layout)
+    for kind, path in litestream.databases(stage).items():
+        target = litestream.databases(layout)[kind]
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.replace(path + suffix, target + suffix)
+        os.replace(path, target)
+    return aside if moved else None
+
+
+def _finish(layout: Layout, out: Restored) -> None:
+    """Record the replaced copy as a backup, and every backup it knew of (a restore of an
+    older transcript.db must not hide a later backup from a forget); make the processed
+    markers agree with the restored ledger (what the daemon does at start), and count."""
+    store = Store(layout)
+    if out.replaced:
+        for path, taken_at in backups_in(os.path.join(out.replaced, "transcript.db")):
+            store.erasure.record_backup(path, taken_at)
+        store.erasure.record_backup(os.path.realpath(out.replaced), time.time())
+    store.rederive_processed(store.transcript_identity())
+    backlog = store.turns.backlog()
+    out.turns, out.pending = backlog.last_turn_id, backlog.pending

