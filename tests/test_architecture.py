@@ -31,6 +31,7 @@ LAYERS = {
     "wsd.daemon.runtime": 3,
     "wsd.daemon.store": 4,
     "wsd.daemon.memory": 5,
+    "wsd.daemon.replica": 5,
     "wsd.daemon.curation": 6,
     "wsd.daemon.workspace": 6,
     "wsd.daemon.ops": 7,

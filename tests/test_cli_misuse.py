@@ -101,6 +101,8 @@ VALID: dict[tuple[str, ...], Valid] = {
     # Its findings decide: a workspace with no daemon is a problem (1).
     ("doctor",): Valid(codes=frozenset({1})),
     ("backup",): Valid(("{dest}",), required=("dest",)),
+    # No WSD_REPLICA_URL in these workspaces: said in one line, nothing touched, exit 1.
+    ("restore",): Valid(("--from-replica",), codes=frozenset({1}), required=("--from-replica",)),
 }
 
 

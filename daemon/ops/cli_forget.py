@@ -158,13 +158,7 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
         out = report.as_json() | ({"replica": replica} if replica else {})
         print(json.dumps(out, ensure_ascii=False, indent=1))
     else:
-        _print(report, args)
-        if replica:
-            print(
-                f"the replica ({replica['url']}) got a new snapshot without them; its history"
-                f" can hold them until {replica['may_hold_until_iso']}"
-                f" (WSD_REPLICA_RETENTION_HOURS={replica['retention_hours']:g})"
-            )
+        _print(report, args, replica)
     return 0
 
 
@@ -205,7 +199,7 @@ def _words(learning: int | None, what: list[str], store: Any) -> list[str]:
     return [content]
 
 
-def _print(report: Any, args: argparse.Namespace) -> None:
+def _print(report: Any, args: argparse.Namespace, replica: dict[str, Any] | None) -> None:
     from wsd.daemon.memory.forget.erase import KIND_NAMES
 
     counts = report.counts()
@@ -225,3 +219,9 @@ def _print(report: Any, args: argparse.Namespace) -> None:
         print("these words match most of the memory: to erase anyway, add --yes --all-matches")
     elif not report.erased:
         print("to erase: run the same command with --yes")
+    if replica:
+        print(
+            f"the replica ({replica['url']}) got a new snapshot without them; its history"
+            f" can hold them until {replica['may_hold_until_iso']}"
+            f" (WSD_REPLICA_RETENTION_HOURS={replica['retention_hours']:g})"
+        )

@@ -28,7 +28,6 @@ from wsd.daemon.replica import hold, litestream
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.instance import lock_path
 from wsd.daemon.store import Store
-from wsd.daemon.store.erasure import backups_in
 from wsd.schema.layout import Layout
 
 #: A restore of a large workspace from S3 takes a while; one that hangs is ended.
@@ -206,7 +205,8 @@ def _finish(layout: Layout, out: Restored) -> None:
     markers agree with the restored ledger (what the daemon does at start), and count."""
     store = Store(layout)
     if out.replaced:
-        for path, taken_at in backups_in(os.path.join(out.replaced, "transcript.db")):
+        old = os.path.join(out.replaced, "transcript.db")
+        for path, taken_at in store.erasure.backups_in(old):
             store.erasure.record_backup(path, taken_at)
         store.erasure.record_backup(os.path.realpath(out.replaced), time.time())
     store.rederive_processed(store.transcript_identity())

@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from wsd.schema.layout import DEFAULT_WORKSPACE
 
@@ -395,28 +395,7 @@ class Config:
             canvas_update_tool=env.get("WSD_CANVAS_UPDATE_TOOL") or DEFAULT_CANVAS_UPDATE_TOOL,
             canvas_close_tool=env.get("WSD_CANVAS_CLOSE_TOOL") or DEFAULT_CANVAS_CLOSE_TOOL,
             canvas_folder=env.get("WSD_CANVAS_FOLDER") or DEFAULT_CANVAS_FOLDER,
-            metrics_file=_get(env, "WSD_METRICS_FILE", None, _metrics_path, PROM_PATH),
-            replica_url=_get(env, "WSD_REPLICA_URL", None, _replica_url, REPLICA_URL),
-            replica_endpoint=_get(env, "WSD_REPLICA_ENDPOINT", None, _endpoint, "an http(s) URL"),
-            replica_region=env.get("WSD_REPLICA_REGION") or None,
-            replica_access_key_id=env.get("WSD_REPLICA_ACCESS_KEY_ID") or None,
-            replica_secret_access_key=env.get("WSD_REPLICA_SECRET_ACCESS_KEY") or None,
-            replica_sftp_key_path=_get(
-                env, "WSD_REPLICA_SFTP_KEY_PATH", None, _absolute, "an absolute path"
-            ),
-            replica_sync_seconds=number(
-                "WSD_REPLICA_SYNC_SECONDS", DEFAULT_REPLICA_SYNC_SECONDS, float, 0.1, 3600
-            ),
-            replica_retention_hours=number(
-                "WSD_REPLICA_RETENTION_HOURS",
-                DEFAULT_REPLICA_RETENTION_HOURS,
-                float,
-                0.01,
-                24 * 365,
-            ),
-            replica_max_lag_seconds=seconds(
-                "WSD_REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 7 * DAY
-            ),
+            **_operations(env, read),
         )
 
     def validate_for_run(self) -> None:
@@ -430,6 +409,35 @@ class Config:
             raise ConfigError(
                 "no Bridge token: set WSD_BRIDGE_TOKEN (or ANTHROPIC_API_KEY/ANTHROPIC_AUTH_TOKEN)"
             )
+
+
+def _operations(env: Mapping[str, str], read: _Reader) -> dict[str, Any]:
+    """The operator's settings, by field name: the metrics file and replication."""
+    number, seconds = read.number, read.seconds
+    return dict(
+        metrics_file=_get(env, "WSD_METRICS_FILE", None, _metrics_path, PROM_PATH),
+        replica_url=_get(env, "WSD_REPLICA_URL", None, _replica_url, REPLICA_URL),
+        replica_endpoint=_get(env, "WSD_REPLICA_ENDPOINT", None, _endpoint, "an http(s) URL"),
+        replica_region=env.get("WSD_REPLICA_REGION") or None,
+        replica_access_key_id=env.get("WSD_REPLICA_ACCESS_KEY_ID") or None,
+        replica_secret_access_key=env.get("WSD_REPLICA_SECRET_ACCESS_KEY") or None,
+        replica_sftp_key_path=_get(
+            env, "WSD_REPLICA_SFTP_KEY_PATH", None, _absolute, "an absolute path"
+        ),
+        replica_sync_seconds=number(
+            "WSD_REPLICA_SYNC_SECONDS", DEFAULT_REPLICA_SYNC_SECONDS, float, 0.1, 3600
+        ),
+        replica_retention_hours=number(
+            "WSD_REPLICA_RETENTION_HOURS",
+            DEFAULT_REPLICA_RETENTION_HOURS,
+            float,
+            0.01,
+            24 * 365,
+        ),
+        replica_max_lag_seconds=seconds(
+            "WSD_REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 7 * DAY
+        ),
+    )
 
 
 def bridge_url_problem(url: str) -> str | None:

@@ -846,6 +846,11 @@ class Erasure:
         with self._db.transcript(readonly=True) as t:
             return backups(t)
 
+    @staticmethod
+    def backups_in(path: str) -> list[tuple[str, float]]:
+        """The backups another transcript.db recorded (``wsd restore`` carries them over)."""
+        return backups_in(path)
+
     def learnings_matching(self, match: Matcher) -> int:
         """How many learnings hold the words."""
         with self._db.memory(readonly=True) as m:
