@@ -43,6 +43,9 @@ SYNC = (
     else {}
 )
 TURNS = int(os.environ.get("WSD_BENCH_RESTORE_TURNS", "100000"))
+#: A restore against a plain copy of the same bytes, measured x3.8 (10.7 s for 1,036 MB): it
+#: reads the replica, writes the files, and checks both (quick_check, FTS integrity).
+TARGET_RESTORE_RATIO = 8.0
 
 WRITER = r"""
 import sys, time
@@ -173,56 +176,15 @@ def restore_time() -> list[Row]:
         shutil.rmtree(os.path.join(layout.memory_dir, ".memory.db-litestream"))
         _remove_databases(layout)
         seconds = _restore(env)
+    ratio = seconds / max(copy_s, 1e-6)
     return [
         Row(
-            f"replica restore, {TURNS:,} turns (wsd restore --from-replica)",
-            round(seconds, 2),
-            "s",
-            "-",
-            None,
-            f"{size / 1e6:.0f} MB of databases; a plain copy of the same bytes {copy_s:.2f} s"
-            f" (x{seconds / max(copy_s, 1e-6):.0f}); file replica",
-        )
-    ]
-
-
-IDLE_SECONDS = 20.0
-#: litestream's own share of a core while nothing is written (it looks at both WALs every
-#: sync interval): half a percent is five times the daemon's whole idle budget row's margin.
-TARGET_IDLE_PERCENT = 0.5
-
-
-def idle_cost() -> list[Row]:
-    """CPU of the litestream child over IDLE_SECONDS with nothing written, at the default."""
-    try:
-        litestream.binary()
-    except litestream.Missing as exc:
-        return [Row("replica idle CPU", float("nan"), "%", "-", None, str(exc)[:80])]
-    from bench.procs import cpu_seconds, rss_mb
-
-    with (
-        tempfile.TemporaryDirectory(prefix="wsd-idle-") as tmp,
-        BridgeStandin(responder=rule_curator.responder) as standin,
-    ):
-        layout = make_workspace(os.path.join(tmp, "ws"), files=False)
-        env = daemon_env(layout, standin, WSD_REPLICA_URL=f"file://{tmp}/replica", **SYNC)
-        with running_daemon(env, os.path.join(tmp, "wsd.log")):
-            wait_for(lambda: litestream.running_pid(layout) is not None, 30)
-            time.sleep(5.0)  # its first snapshot done
-            pid = litestream.running_pid(layout)
-            assert pid is not None
-            before = cpu_seconds(pid)
-            time.sleep(IDLE_SECONDS)
-            share = 100 * (cpu_seconds(pid) - before) / IDLE_SECONDS
-            rss = rss_mb(pid)
-    return [
-        Row(
-            "replica idle CPU (litestream, nothing written)",
-            round(share, 3),
-            "% of a core",
-            f"<= {TARGET_IDLE_PERCENT:g}",
-            share <= TARGET_IDLE_PERCENT,
-            f"over {IDLE_SECONDS:g} s; its RSS {rss:.0f} MB (a process of its own, beside the"
-            " daemon's budget)",
+            f"replica restore, {TURNS:,} turns (wsd restore ÷ a plain copy of the bytes)",
+            round(ratio, 1),
+            "x",
+            f"<= {TARGET_RESTORE_RATIO:g}",
+            ratio <= TARGET_RESTORE_RATIO,
+            f"{seconds:.1f} s for {size / 1e6:.0f} MB of databases from a file replica; the"
+            f" copy {copy_s:.2f} s (restore + quick_check + FTS checks + markers)",
         )
     ]

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -465,3 +466,47 @@ def test_restore_is_refused_while_the_daemon_runs_and_without_a_replica(
     assert bad.returncode == 1 and "--at 'yesterday': expected an ISO 8601 time" in bad.stderr
     assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 2
     assert not Path(layout.os_dir, "replaced").exists()
+
+
+def _newest_on_replica(replica: Path, kind: str, out: Path) -> Path:
+    """The replica's newest state of database ``kind``, restored by litestream to ``out``."""
+    subprocess.run(
+        [litestream.binary(), "restore", "-o", str(out), f"file://{replica}/{kind}"],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.mark.slow
+def test_a_rebuild_and_a_restore_from_backup_reach_the_replica(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """The rebuild's swap (the backup API into the live memory.db) and the README's restore
+    from a `wsd backup` (files copied in, daemon stopped) are what the replica then holds:
+    its newest state equals the live databases."""
+    replica = tmp_path / "replica"
+    env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{replica}")
+    log = tmp_path / "wsd.log"
+    with running_daemon(env, log):
+        write_turns(layout, 6)
+        wsd(env, "flush", "--wait", "30")
+        wsd(env, "backup", str(tmp_path / "backup"))
+        write_turns(layout, 4, start=6)
+        wsd(env, "flush", "--wait", "30")
+        wsd(env, "rebuild", timeout=120)
+        assert wait_for(lambda: _caught_up(env), 30)
+        live = query(layout.memory_db, "SELECT content FROM learnings ORDER BY content")
+        identity = query(layout.memory_db, "SELECT value FROM meta WHERE key = 'identity'")
+    newest = _newest_on_replica(replica, "memory", tmp_path / "after-rebuild.db")
+    assert query(str(newest), "SELECT content FROM learnings ORDER BY content") == live
+    assert query(str(newest), "SELECT value FROM meta WHERE key = 'identity'") == identity
+
+    _remove_databases(layout)  # the README's restore from a backup, daemon stopped
+    for name in ("transcript.db", "memory.db"):
+        shutil.copyfile(tmp_path / "backup" / name, Path(layout.memory_dir) / name)
+    with running_daemon(env, log):
+        assert wait_for(lambda: _caught_up(env), 30)
+        turns = query(layout.transcript_db, "SELECT count(*) FROM observations")
+    back = _newest_on_replica(replica, "transcript", tmp_path / "after-backup.db")
+    assert query(str(back), "SELECT count(*) FROM observations") == turns == [(6,)]

@@ -321,3 +321,50 @@ def test_doctor_shows_the_state_and_log_line_of_a_program_that_exits_as_it_start
     last = f"WARN daemon log: the last line of {log}: wsd run: ANTHROPIC_BASE_URL='bridge:8080'"
     assert any(x.startswith(last) for x in out), out
     assert not _failing(out, "settings"), out
+
+
+def test_the_readmes_replica_restore_drill_ends_green_under_supervisord(
+    deployed: tuple[Layout, BridgeStandin, Supervisor], tmp_path: Path
+) -> None:
+    """Replication set up as the README says (WSD_REPLICA_URL in .os/settings.env, restart):
+    litestream runs under the deployed daemon, logs beside wsd.log, stops with the program;
+    with the databases deleted, the drill (stop; `wsd restore --from-replica` from a bare
+    shell; start; doctor) ends with 0 problems and the curated memory back."""
+    from wsd.daemon.replica import hold, litestream
+
+    layout, _bridge, sup = deployed
+    first = sup.wait_state("RUNNING")
+    with (Path(layout.os_dir) / "settings.env").open("a") as fh:
+        fh.write(f"WSD_REPLICA_URL=file://{tmp_path}/replica\n")
+    sup.ctl("restart", "wsd")
+    sup.wait_state("RUNNING", not_pid=first)
+    assert wait_for(lambda: litestream.running_pid(layout) is not None, 30, 0.2)
+    assert Path(litestream.log_path(layout)).parent == Path(layout.os_dir) / "logs"
+    write_turns(layout, 25, "replicated")
+    assert wait_for(lambda: _curated(layout) == 25, 40, 0.2)
+
+    def caught_up() -> bool:
+        status = _wsd(layout, "status", "--json")
+        rep = json.loads(status.stdout)["replication"] if status.returncode == 0 else {}
+        dbs = list((rep.get("databases") or {}).values())
+        return bool(dbs) and all(d["replica_txid"] == d["local_txid"] for d in dbs)
+
+    assert wait_for(caught_up, 30, 0.3)
+    assert "stopped" in sup.ctl("stop", "wsd")
+    assert wait_for(lambda: not hold.running(layout), 15, 0.2)
+    for path in (layout.transcript_db, layout.memory_db):
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path + suffix)
+    restored = _wsd(layout, "restore", "--from-replica")
+    assert restored.returncode == 0, restored.stderr
+    assert "started" in sup.ctl("start", "wsd")
+    sup.wait_state("RUNNING")
+    assert wait_for(
+        lambda: json.loads(_wsd(layout, "status", "--json").stdout)["daemon_running"], 20, 0.3
+    )
+    assert wait_for(lambda: litestream.running_pid(layout) is not None, 30, 0.2)
+    doctor = _wsd(layout, "doctor")
+    assert "FAIL" not in doctor.stdout and "0 problem(s)" in doctor.stdout, doctor.stdout
+    assert "ok   replication: to file://" in doctor.stdout
+    assert _curated(layout) == 25

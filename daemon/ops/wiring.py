@@ -168,7 +168,7 @@ def _assemble(
     if daemon and config.replica_url:
         store.maintenance.truncate_wal = False
         log = get_logger(component="replica")
-        replica = Supervisor(config, store.layout, threading.Event(), log, env or {})
+        replica = Supervisor(config, store.layout, stop, log, env or {})
     return Daemon(worker, watcher, server, replica)
 
 
