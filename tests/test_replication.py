@@ -510,3 +510,54 @@ def test_a_rebuild_and_a_restore_from_backup_reach_the_replica(
         turns = query(layout.transcript_db, "SELECT count(*) FROM observations")
     back = _newest_on_replica(replica, "transcript", tmp_path / "after-backup.db")
     assert query(str(back), "SELECT count(*) FROM observations") == turns == [(6,)]
+
+
+def test_an_erasure_leaves_no_local_litestream_state_nor_a_killed_restores_staging(
+    layout: Layout,
+) -> None:
+    """Whatever litestream kept beside the databases (its copies of changed pages) and what a
+    restore killed midway left in its staging folder are gone when an erasure ends."""
+    from wsd.daemon.replica import hold
+
+    leftovers = [
+        Path(litestream.meta_dir(layout.transcript_db)) / "ltx" / "0" / "1-1.ltx",
+        Path(litestream.meta_dir(layout.memory_db)) / "ltx" / "9" / "1-1.ltx",
+        Path(layout.os_dir) / hold.STAGING / ".os" / "memory" / "memory.db",
+    ]
+    for path in leftovers:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"my locker code is 4471")
+    with hold.quiet(layout):
+        assert all(p.exists() for p in leftovers)  # nothing goes before the erasure is done
+    assert not [p for p in leftovers if p.exists()]
+    assert not Path(litestream.meta_dir(layout.memory_db)).exists()
+
+
+def test_a_litestream_that_does_not_answer_is_asked_once_and_doctor_fails(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """A litestream holding its lock but silent on its control socket: the position says so
+    for both databases after one unanswered question (the metrics file is written from the
+    loop), and the replication check FAILs naming it."""
+    import fcntl
+    import socket
+
+    from wsd.daemon.replica import position
+
+    lock = os.open(litestream.lock_path(layout), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    path = litestream.socket_path(layout)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(path)
+    silent.listen(8)
+    try:
+        rep = position.read(layout, f"file://{tmp_path}/replica", 300.0)
+    finally:
+        silent.close()
+        os.unlink(path)
+        os.close(lock)
+    assert rep.running and [p.kind for p in rep.databases] == ["transcript", "memory"]
+    assert all("does not answer" in str(p.error) for p in rep.databases)
+    assert "litestream cannot say where transcript.db stands" in str(rep.problem())

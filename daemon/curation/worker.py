@@ -332,11 +332,13 @@ class Worker:
         if done is not None and days > 0:
             # Once per maintenance period: what the person said, older than the operator's
             # retention, erased from the transcript (what it taught stays).
+            erased = None
             try:
-                with pause.no_backup(self.layout):
-                    erased = forgetting.retain(self.store, days, now)
+                if forgetting.retention_due(self.store, days, now):
+                    with pause.no_backup(self.layout):
+                        erased = forgetting.retain(self.store, days, now)
             except pause.PauseRefused:  # a wsd backup is copying: the next period erases
-                erased = None
+                pass
             if erased is not None:
                 self.log.info("transcript_retention", turns=erased.counts().get("turns", 0))
 

@@ -28,6 +28,8 @@ from wsd.daemon.runtime.instance import flock_holders
 from wsd.schema.layout import Layout
 
 HOLD = "replica-hold.lock"
+#: Where ``wsd restore`` restores before it replaces anything (replica/restore.py).
+STAGING = "restore-staging"
 #: How long an erasure waits for litestream to stop (its own shutdown sync is bounded at
 #: :data:`litestream.SHUTDOWN_SYNC_SECONDS`; the supervisor looks every half second).
 STOP_WAIT_SECONDS = 20.0
@@ -94,5 +96,9 @@ def quiet(layout: Layout, wait: float = STOP_WAIT_SECONDS) -> Iterator[None]:
             yield
         finally:
             purge_local_state(layout)
+            # A wsd restore killed midway left the person's words in its staging folder,
+            # where no erasure looks: gone with the rest (a restore running now fails
+            # safely, having replaced nothing).
+            shutil.rmtree(os.path.join(layout.os_dir, STAGING), ignore_errors=True)
     finally:
         os.close(fd)

@@ -196,7 +196,7 @@ class _UnixConnection(http.client.HTTPConnection):
 
 
 def control(
-    layout: Layout, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 3
+    layout: Layout, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 1
 ) -> dict[str, Any]:
     """One request to the running litestream's control socket; its JSON answer. OSError when
     no litestream answers; ValueError when the answer is not a JSON object."""

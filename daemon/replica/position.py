@@ -56,6 +56,10 @@ class Replication:
         if self.held:
             return None  # an erasure is running: litestream is stopped on purpose
         if not self.running:
+            try:
+                litestream.binary()
+            except litestream.Missing as exc:
+                return f"replication is on (WSD_REPLICA_URL) but {exc}"
             return (
                 "replication is on (WSD_REPLICA_URL) but litestream is not running: start the"
                 " daemon (it supervises litestream); its log is .os/logs/litestream.log"
@@ -142,13 +146,10 @@ def _stamp(raw: object) -> float | None:
 
 def _last_synced(layout: Layout) -> tuple[dict[str, float], float | None]:
     """Each database's last successful upload (litestream's ``/list``), and when litestream
-    started (``/info``)."""
+    started (``/info``); OSError or ValueError when it does not answer."""
     out: dict[str, float] = {}
-    try:
-        listed = litestream.control(layout, "GET", "/list")
-        info = litestream.control(layout, "GET", "/info")
-    except (OSError, ValueError):
-        return out, None
+    listed = litestream.control(layout, "GET", "/list")
+    info = litestream.control(layout, "GET", "/info")
     for db in listed.get("databases") or []:
         if isinstance(db, dict):
             at = _stamp(db.get("last_sync_at"))
@@ -176,14 +177,23 @@ def read(
     if not running:
         return base
     out = []
-    synced, started = _last_synced(layout)
+    try:
+        synced, started = _last_synced(layout)
+    except (OSError, ValueError) as exc:
+        # One question unanswered is enough: a litestream that does not answer is not asked
+        # four times (the metrics file is written from the loop's thread).
+        why = f"its control socket does not answer ({type(exc).__name__}: {exc})"
+        return replace(
+            base, databases=tuple(Position(k, error=why) for k in ("transcript", "memory"))
+        )
     for kind, path in litestream.databases(layout).items():
         # Since when the replica is known to lack something: its last successful upload, or
         # litestream's start when none has succeeded yet (a replica it cannot reach at all).
         known = synced.get(path) or started
         lag: float | None
         try:
-            answer = litestream.control(layout, "POST", "/sync", {"path": path, "timeout": 2})
+            ask = {"path": path, "timeout": 2}
+            answer = litestream.control(layout, "POST", "/sync", ask, timeout=3)
             local, replica = int(answer["txid"]), int(answer["replicated_txid"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             lag = max(0.0, now - known) if known is not None else None

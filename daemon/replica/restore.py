@@ -125,7 +125,7 @@ def restore(
             if hold.running(layout):
                 raise RestoreRefused("litestream is still running for this workspace: stop it")
         litestream.write_config(cfg, layout)
-        staging = os.path.join(layout.os_dir, "restore-staging")
+        staging = os.path.join(layout.os_dir, hold.STAGING)
         shutil.rmtree(staging, ignore_errors=True)
         stage = Layout(staging)
         stage.ensure_system_dirs()

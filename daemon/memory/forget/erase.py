@@ -238,6 +238,12 @@ def _scope_json(scope: Scope) -> dict[str, Any]:
     }
 
 
+def retention_due(store: Store, days: float, now: float) -> bool:
+    """Whether :func:`retain` has anything to erase now (read only): an erasure stops
+    litestream for its length (replica/hold.py), which nothing to erase must not cost."""
+    return bool(store.erasure.retention_scope(now - days * 86400).observations)
+
+
 def retain(store: Store, days: float, now: float) -> Report | None:
     """The transcript retention (``WSD_TRANSCRIPT_RETENTION_DAYS``): curated turns older
     than ``days`` erased by the same machinery as a forget, what they taught kept (its
