@@ -561,3 +561,81 @@ def test_a_litestream_that_does_not_answer_is_asked_once_and_doctor_fails(
     assert rep.running and [p.kind for p in rep.databases] == ["transcript", "memory"]
     assert all("does not answer" in str(p.error) for p in rep.databases)
     assert "litestream cannot say where transcript.db stands" in str(rep.problem())
+
+
+SSHD = "/usr/sbin/sshd"
+
+
+@pytest.fixture
+def sftp(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """A real OpenSSH server on localhost (skipped where openssh-server is not installed):
+    (the replica's sftp:// URL, the client's private key path, the server's public key)."""
+    import getpass
+    import socket
+
+    if not os.access(SSHD, os.X_OK):
+        pytest.skip("openssh-server is not installed (.ci/run installs it where it can)")
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    for name in ("host", "client"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True
+        )
+    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = keys / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\n"
+        "PasswordAuthentication no\nPermitRootLogin prohibit-password\nPidFile none\n"
+        "Subsystem sftp internal-sftp\n"
+    )
+    os.makedirs("/run/sshd", exist_ok=True)  # its privilege separation folder
+    server = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "sshd.log", "ab"),  # noqa: SIM115 - the server's for its life
+    )
+    try:
+        assert wait_for(lambda: _listening(port), 10), (tmp_path / "sshd.log").read_text()
+        url = f"sftp://{getpass.getuser()}@127.0.0.1:{port}{tmp_path}/sftp-replica"
+        yield url, str(keys / "client"), (keys / "host.pub").read_text().strip()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.slow
+def test_an_sftp_replica_with_a_pinned_host_key_restores_both_databases(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path, sftp: tuple[str, str, str]
+) -> None:
+    """Replication over SFTP (a real sshd, key authentication, the server's host key pinned)
+    and a restore from it; doctor is ok and does not warn about the host key."""
+    url, key, host_key = sftp
+    env = daemon_env(
+        layout,
+        bridge,
+        WSD_REPLICA_URL=url,
+        WSD_REPLICA_SFTP_KEY_PATH=key,
+        WSD_REPLICA_SFTP_HOST_KEY=host_key,
+    )
+    with running_daemon(env, tmp_path / "wsd.log"):
+        assert wait_for(lambda: running(layout), 20)
+        write_turns(layout, 5)
+        wsd(env, "flush", "--wait", "30")
+        assert wait_for(lambda: _caught_up(env), 30), Path(litestream.log_path(layout)).read_text()
+        doctor = wsd(env, "doctor", check=False).stdout
+        assert "ok   replication: to sftp://" in doctor and "not pinned" not in doctor
+    _remove_databases(layout)
+    wsd(env, "restore", "--from-replica")
+    assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 5
+    assert len(_curated_once(layout)) == 5

@@ -95,7 +95,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         # When the person last had something erased, and how much of each kind: never what.
         "last_forget": store.erasure.last_forget(),
         "curation": economy.report(store, str(settings.get("curation", config.curation)), now),
-        "replication": position.read(layout, *position.settings_of(settings), now).as_json(),
+        "replication": position.read(layout, *position.settings_of(settings)[:2], now).as_json(),
         "settings": settings,
         "settings_from": "the daemon (its heartbeat)"
         if reported

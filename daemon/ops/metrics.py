@@ -97,8 +97,8 @@ class Snapshotter:
         snap = Snapshot(now=now, beat=beat, files=_database_sizes(layout))
         snap.paused = pause_requested(layout)
         reported = (beat or {}).get("settings")
-        url, max_lag = position.settings_of(reported if isinstance(reported, dict) else {})
-        snap.replication = position.read(layout, url, max_lag, now)
+        settings = position.settings_of(reported if isinstance(reported, dict) else {})
+        snap.replication = position.read(layout, settings.url, settings.max_lag_seconds, now)
         if store.maintenance.unready():  # nothing to read yet: the daemon makes them
             return snap
         with store.session():  # one connection per database for the whole snapshot

@@ -136,6 +136,8 @@ def render(cfg: Config, layout: Layout) -> str:
         replica["region"] = cfg.replica_region
     if cfg.replica_sftp_key_path:
         replica["key-path"] = cfg.replica_sftp_key_path
+    if cfg.replica_sftp_host_key:  # else litestream trusts whatever key the server shows
+        replica["host-key"] = cfg.replica_sftp_host_key
     doc: dict[str, Any] = {
         "socket": {"enabled": True, "path": socket_path(layout), "permissions": 0o600},
         # A snapshot at least as often as the retention: history older than it can go.

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from wsd.daemon.replica import hold, litestream
 from wsd.daemon.runtime.config import DEFAULT_REPLICA_MAX_LAG_SECONDS
@@ -207,11 +207,21 @@ def read(
     return replace(base, databases=tuple(out))
 
 
-def settings_of(reported: Mapping[str, Any]) -> tuple[str | None, float]:
-    """(replica URL, max lag) from settings as the daemon reports them (or a Config's)."""
+class Settings(NamedTuple):
+    """Replication as the daemon runs it (from its reported settings, or a Config's)."""
+
+    url: str | None
+    max_lag_seconds: float = DEFAULT_REPLICA_MAX_LAG_SECONDS
+    #: WSD_REPLICA_SFTP_HOST_KEY is set (an SFTP server's key pinned).
+    host_key_pinned: bool = False
+
+
+def settings_of(reported: Mapping[str, Any]) -> Settings:
+    """:class:`Settings` from settings as the daemon reports them (or a Config's)."""
     url = reported.get("replica_url")
     lag = reported.get("replica_max_lag_seconds")
-    return (
+    return Settings(
         url if isinstance(url, str) and url else None,
         float(lag) if isinstance(lag, int | float) else DEFAULT_REPLICA_MAX_LAG_SECONDS,
+        bool(reported.get("replica_sftp_host_key")),
     )

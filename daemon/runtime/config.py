@@ -302,6 +302,7 @@ class Config:
     replica_access_key_id: str | None = field(default=None, repr=False)
     replica_secret_access_key: str | None = field(default=None, repr=False)
     replica_sftp_key_path: str | None = None
+    replica_sftp_host_key: str | None = None
     replica_sync_seconds: float = DEFAULT_REPLICA_SYNC_SECONDS
     replica_retention_hours: float = DEFAULT_REPLICA_RETENTION_HOURS
     replica_max_lag_seconds: float = DEFAULT_REPLICA_MAX_LAG_SECONDS
@@ -426,6 +427,9 @@ def _operations(env: Mapping[str, str], read: _Reader) -> dict[str, Any]:
         replica_sftp_key_path=_get(
             env, "WSD_REPLICA_SFTP_KEY_PATH", None, _absolute, "an absolute path"
         ),
+        replica_sftp_host_key=_get(
+            env, "WSD_REPLICA_SFTP_HOST_KEY", None, _host_key, "a public key: TYPE BASE64"
+        ),
         replica_sync_seconds=number(
             "WSD_REPLICA_SYNC_SECONDS", DEFAULT_REPLICA_SYNC_SECONDS, float, 0.1, 3600
         ),
@@ -482,6 +486,17 @@ def _endpoint(raw: str) -> str:
     if not raw.startswith(("http://", "https://")) or any(c.isspace() for c in raw):
         raise ValueError(raw)
     return raw
+
+
+def _host_key(raw: str) -> str:
+    """WSD_REPLICA_SFTP_HOST_KEY: the SFTP server's public key as a known_hosts line has it
+    (``ssh-ed25519 AAAA...``; a leading host name is dropped)."""
+    words = raw.split()
+    if words and not words[0].startswith(("ssh-", "ecdsa-", "sk-")):
+        words = words[1:]
+    if len(words) < 2 or not words[0].startswith(("ssh-", "ecdsa-", "sk-")):
+        raise ValueError(raw)
+    return " ".join(words[:2])
 
 
 def _absolute(raw: str) -> str:

@@ -26,11 +26,11 @@ from wsd.daemon.ops.doctor import (
     spool,
 )
 from wsd.daemon.ops.doctor.findings import Finding, Reporter
+from wsd.daemon.replica import position
 from wsd.daemon.runtime.config import (
     DEFAULT_CURATION,
     DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS,
     DEFAULT_EROSION,
-    DEFAULT_REPLICA_MAX_LAG_SECONDS,
 )
 from wsd.daemon.store import Store
 from wsd.schema.errors import describe
@@ -42,6 +42,8 @@ __all__ = ["CHECKS", "Check", "Doctor", "Finding"]
 #: What ``wsd doctor --json`` promises (README: "Machine-readable output"): within a version
 #: fields are only added; one removed or changed in meaning is a new version.
 DOCTOR_SCHEMA = "wsd.doctor/1"
+#: Replication off: what a doctor is told when nobody says otherwise.
+NO_REPLICA = position.Settings(None)
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class Doctor:
         lane: str = DEFAULT_CURATION,
         batch_wait_limit: float | None = None,
         checks: Sequence[Check] = CHECKS,
-        replica: tuple[str | None, float] = (None, DEFAULT_REPLICA_MAX_LAG_SECONDS),
+        replica: position.Settings = NO_REPLICA,
     ) -> None:
         self.layout = layout
         self.replica = replica

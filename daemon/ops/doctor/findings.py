@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from wsd.daemon.replica import position
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
@@ -44,8 +45,8 @@ class Reporter(Protocol):
     erosion: float
     lane: str
     batch_wait_limit: float
-    #: (WSD_REPLICA_URL, WSD_REPLICA_MAX_LAG_SECONDS) as the daemon runs with them.
-    replica: tuple[str | None, float]
+    #: Replication's settings as the daemon runs with them.
+    replica: position.Settings
     findings: list[Finding]
     #: Both databases open with a schema: the checks that read them run (set by their check).
     databases_usable: bool

@@ -10,8 +10,8 @@ from wsd.daemon.replica import position
 def replication(doctor: Reporter) -> None:
     """FAIL when replication is on and litestream is not running, or a database's replica is
     further behind than WSD_REPLICA_MAX_LAG_SECONDS; ok with the position otherwise."""
-    url, max_lag = doctor.replica
-    rep = position.read(doctor.layout, url, max_lag)
+    settings = doctor.replica
+    rep = position.read(doctor.layout, settings.url, settings.max_lag_seconds)
     if not rep.enabled:
         return
     problem = rep.problem()
@@ -27,3 +27,10 @@ def replication(doctor: Reporter) -> None:
         for p in rep.databases
     )
     doctor.add("ok", "replication", f"to {rep.url}: {where}")
+    if str(settings.url).startswith("sftp://") and not settings.host_key_pinned:
+        doctor.add(
+            "warn",
+            "replication",
+            "the SFTP server's host key is not pinned: set WSD_REPLICA_SFTP_HOST_KEY (its"
+            " public key, as in known_hosts), or litestream trusts any server at that address",
+        )
