@@ -639,3 +639,23 @@ def test_an_sftp_replica_with_a_pinned_host_key_restores_both_databases(
     wsd(env, "restore", "--from-replica")
     assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 5
     assert len(_curated_once(layout)) == 5
+
+
+@pytest.mark.slow
+def test_a_restore_at_a_past_time_brings_back_that_state(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """`--at TIME` restores both databases as they were then: the turns written after it are
+    not there (and no forget stands in the way)."""
+    env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{tmp_path}/replica")
+    with running_daemon(env, tmp_path / "wsd.log"):
+        write_turns(layout, 5)
+        assert wait_for(lambda: _caught_up(env), 30)
+        time.sleep(1.5)
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        time.sleep(1.5)
+        write_turns(layout, 4, start=5)
+        assert wait_for(lambda: _caught_up(env), 30)
+    done = wsd(env, "restore", "--from-replica", "--at", at)
+    assert f"as of {at}" in done.stdout
+    assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 5
