@@ -91,11 +91,22 @@ def _caught_up(env: dict[str, str]) -> bool:
     )
 
 
+def _replicating(layout: Layout) -> int | None:
+    """The pid of the running ``litestream replicate`` (not a ``-once`` snapshot's)."""
+    pid = litestream.running_pid(layout)
+    if pid is None:
+        return None
+    with contextlib.suppress(OSError):
+        if b"-once" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            return pid
+    return None
+
+
 def _litestream_pid(layout: Layout) -> int:
     """The running ``litestream replicate``'s pid (waited for: the first start is preceded by
-    a ``-once`` snapshot, which holds the lock too)."""
-    assert wait_for(lambda: litestream.running_pid(layout) is not None, 30)
-    pid = litestream.running_pid(layout)
+    a ``-once`` snapshot, which holds the lock and is in the pid file meanwhile)."""
+    assert wait_for(lambda: _replicating(layout) is not None, 30)
+    pid = _replicating(layout)
     assert pid is not None
     return pid
 
@@ -297,7 +308,7 @@ def test_litestream_killed_is_started_again_and_doctor_fails_while_the_replica_f
         assert wait_for(lambda: running(layout), 20)
         first = _litestream_pid(layout)
         os.kill(first, signal.SIGKILL)
-        assert wait_for(lambda: litestream.running_pid(layout) not in (None, first), 20)
+        assert wait_for(lambda: _replicating(layout) not in (None, first), 20)
         write_turns(layout, 3)
 
         def failing() -> bool:

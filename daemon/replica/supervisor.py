@@ -173,21 +173,28 @@ class Supervisor:
         the erasure) holds the erased words: a copy back on this disk for five minutes. After
         the forced snapshot the newest file on the replica is the erased state, so the
         replicate that follows fetches that one."""
-        code = self._with_lock(
-            lambda lock, out: (
-                subprocess.run(
-                    self._argv("-once", "-force-snapshot", "-enforce-retention"),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=self.env,
-                    timeout=SNAPSHOT_SECONDS,
-                    check=False,
-                    pass_fds=(lock,),
-                    umask=0o077,
-                ).returncode
+
+        def once(lock: int, out: IO[bytes]) -> int:
+            proc = subprocess.Popen(
+                self._argv("-once", "-force-snapshot", "-enforce-retention"),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                pass_fds=(lock,),
+                umask=0o077,
             )
-        )
+            # Named in the pid file too: an erasure that starts meanwhile stops it as it
+            # stops a replicate (it waits 20 s at most; a snapshot to S3 can take longer).
+            self._write_pid(proc.pid)
+            try:
+                return proc.wait(SNAPSHOT_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return -1
+
+        code = self._with_lock(once)
         if code is None:
             return  # a litestream started meanwhile: the next look adopts it
         hold.purge_local_state(self.layout)
@@ -207,10 +214,7 @@ class Supervisor:
             except BlockingIOError:
                 return None
             with self._log_file() as out:
-                try:
-                    return run(lock, out)
-                except subprocess.TimeoutExpired:
-                    return -1
+                return run(lock, out)
         finally:
             os.close(lock)  # a child's copy holds the lock from here on
 
@@ -232,13 +236,16 @@ class Supervisor:
             return  # one started meanwhile: adopted on the next look
         self.started_at = now
         self.adopted = None
-        pid_file = litestream.pid_path(self.layout)
-        with open(pid_file + ".tmp", "w", encoding="ascii") as fh:
-            fh.write(f"{self.proc.pid}\n")
-        os.replace(pid_file + ".tmp", pid_file)
+        self._write_pid(self.proc.pid)
         self.log.info(
             "replica_started", pid=self.proc.pid, url=litestream.shown(self.cfg.replica_url)
         )
+
+    def _write_pid(self, pid: int) -> None:
+        pid_file = litestream.pid_path(self.layout)
+        with open(pid_file + ".tmp", "w", encoding="ascii") as fh:
+            fh.write(f"{pid}\n")
+        os.replace(pid_file + ".tmp", pid_file)
 
     def _terminate(self, timeout: float) -> None:
         """Stop litestream (ours, or one adopted) within ``timeout`` seconds."""
