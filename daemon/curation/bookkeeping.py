@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wsd.daemon.curation import reporting
+from wsd.daemon.curation.curator import rendering_for
 from wsd.daemon.curation.health import Backoff, Budget
 from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline
 from wsd.daemon.memory.md_sync import MdSync
@@ -93,10 +94,11 @@ class Bookkeeper:
         Bridge still rejects is parked again, in place of the old one)."""
         self.reason = "retry"
         done: list[Committed] = []
-        for batch_id, ids, _error in self.store.ledger.failed_batches():
+        for batch_id, ids, _error, lane in self.store.ledger.failed_batches():
             turns = self.store.turns.turns_by_id(ids)
-            if turns:
-                done += self.pipeline.curate(Batch.of(turns), identity, self.committed, [batch_id])
+            if turns:  # rendered as its lane rendered it
+                batch = Batch.of(turns, rendering_for(lane))
+                done += self.pipeline.curate(batch, identity, self.committed, [batch_id])
         return done
 
     def _remember_spend(self, now: float) -> None:

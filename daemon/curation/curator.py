@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,6 +60,44 @@ KEY_INPUT_FIELDS = ("command", "file_path", "path", "notebook_path", "url", "pat
 INPUT_FIELD_CHARS = 60
 #: How many stored learnings related to the batch the curator is shown (it may replace them).
 RELATED_LEARNINGS = 10
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What of a turn the curator is shown, per lane (issue 36): the characters each part
+    gets, the calls shown, and the tools whose output is left out. A Message Batch is billed
+    at half price, so the same dollar shows the economy lane's curator twice the text."""
+
+    user_chars: int = USER_CHARS
+    assistant_chars: int = ASSISTANT_CHARS
+    assistant_whole: int = ASSISTANT_WHOLE
+    turn_chars: int = TURN_CHARS
+    tool_input_chars: int = TOOL_INPUT_CHARS
+    tool_output_chars: int = TOOL_OUTPUT_CHARS
+    tools_shown: int = TOOLS_SHOWN
+    quiet_output_tools: frozenset[str] = QUIET_OUTPUT_TOOLS
+
+
+#: The prompt lane (PreCompact, ``wsd flush``, ``WSD_CURATION=prompt``, and a rebuild's or a
+#: retry's batch the live run curated there): the values above.
+PROMPT_RENDERING = Rendering()
+#: Tools whose output only echoes what their input already says.
+WRITING_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWrite"})
+#: The economy lane (a Message Batch at half price): what the look-only tools returned is
+#: shown too, and every result's excerpt is 500 characters. Issue 36, ``make bench``
+#: (agent turns' fact words rendered/whole, characters a typical 20-turn session adds):
+#: 70 chars, look-only quiet 0.888 (+0); 250 0.931 (+4,431); 400 0.948 (+7,850); 500 0.955
+#: (+9,753); 600 0.964 (+13,003). Showing more calls (6 -> 10) or longer inputs added
+#: nothing; every tool's output (the writing ones too) cost +2,848 chars for nothing.
+ECONOMY_RENDERING = Rendering(tool_output_chars=500, quiet_output_tools=WRITING_TOOLS)
+
+
+def rendering_for(lane: str) -> Rendering:
+    """The rendering of a call kind (the ledger's ``lane``: ``prompt``, ``economy``) or of a
+    :class:`~wsd.daemon.store.Lane` (``economy`` is the Message Batch's; every other lane is
+    a direct call)."""
+    return ECONOMY_RENDERING if lane == "economy" else PROMPT_RENDERING
+
 
 SYSTEM_PROMPT = """\
 You curate the memory of an AI agent that works for one person. Read the agent's new turns
@@ -130,23 +169,21 @@ def _input_field(key: str, value: Any) -> str | None:
     return text
 
 
-def _input_gist(value: Any) -> str:
+def _input_gist(value: Any, limit: int = TOOL_INPUT_CHARS) -> str:
     """A tool's input: the fields that say what was done to what (a command, a path, a URL)
     first and each clipped on its own, so a long file body can never cut a path short. The
     first of them is shown without its name (``tool Bash: ls -l``, ``tool Read: a/b.csv``):
     the names were a tenth of what a typical turn's tool calls cost."""
     if not isinstance(value, dict):
-        return _compact(value, TOOL_INPUT_CHARS)
+        return _compact(value, limit)
     keys = sorted(value, key=lambda k: k not in KEY_INPUT_FIELDS)
     parts = []
     for n, key in enumerate(keys):
         text = _input_field(key, value[key])
         if text is not None:
             bare = n == 0 and key in KEY_INPUT_FIELDS
-            parts.append(
-                clip(text, TOOL_INPUT_CHARS) if bare else f"{key}={clip(text, TOOL_INPUT_CHARS)}"
-            )
-    return clip("; ".join(parts), TOOL_INPUT_CHARS * 2)
+            parts.append(clip(text, limit) if bare else f"{key}={clip(text, limit)}")
+    return clip("; ".join(parts), limit * 2)
 
 
 def _output_text(value: Any) -> str:
@@ -174,60 +211,83 @@ def _output_text(value: Any) -> str:
     return _as_text(value)
 
 
-def render_turn(turn: Turn, max_chars: int | None = None) -> str:
-    """One turn as the curator sees it, one line per part; ``max_chars`` squeezes a huge
-    turn to fit a batch.
+def render_turn(
+    turn: Turn,
+    max_chars: int | None = None,
+    shown: Rendering = PROMPT_RENDERING,
+    day: bool = True,
+) -> str:
+    """One turn as the curator sees it, one line per part, within the lane's ``shown``;
+    ``max_chars`` squeezes a huge turn to fit a batch; ``day=False`` heads it with the time
+    alone (a batch names the date once, and again when it changes: :func:`same_day`).
 
     Plain prefixes instead of a tag per part: tags and attributes were 12% of a request.
     Every field is flattened to one line and escaped, so no data can pose as another part
     of the turn, or close the ``<turns>`` block around it.
     """
-    when = datetime.fromtimestamp(turn.timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+    when = datetime.fromtimestamp(turn.timestamp, UTC).strftime(
+        "%Y-%m-%d %H:%M" if day else "%H:%M"
+    )
     amends = f" amends {turn.amends}" if turn.amends is not None else ""
     parts = [f"[turn {turn.id} {when}{amends}]"]
     if turn.user_message:
-        parts.append(f"user: {_flat(turn.user_message, USER_CHARS)}")
+        parts.append(f"user: {_flat(turn.user_message, shown.user_chars)}")
     calls = turn.tool_calls
-    half = TOOLS_SHOWN // 2
-    shown = calls if len(calls) <= TOOLS_SHOWN else calls[:half] + calls[-half:]
-    for i, call in enumerate(shown):
-        if len(calls) > TOOLS_SHOWN and i == half:
-            parts.append(f"({len(calls) - TOOLS_SHOWN} more tool calls)")
+    most = shown.tools_shown
+    half = most // 2
+    listed = calls if len(calls) <= most else calls[:half] + calls[-(most - half) :]
+    for i, call in enumerate(listed):
+        if len(calls) > most and i == half:
+            parts.append(f"({len(calls) - most} more tool calls)")
         raw_name = str(call.get("name", "?"))
-        inp = _flat(shown_input(call), TOOL_INPUT_CHARS * 2)
+        inp = _flat(shown_input(call, shown), shown.tool_input_chars * 2)
         line = f"tool {_flat(raw_name, 80)}: {inp}"
-        result = shown_result(call)
+        result = shown_result(call, shown)
         if "error" in call:
             line += f" → error: {_flat(result, 9999)}"
         elif result:
-            line += f" → {_flat(result, TOOL_OUTPUT_CHARS)}"
+            line += f" → {_flat(result, shown.tool_output_chars)}"
         parts.append(line)
     if turn.agent_response:
         # Whole up to the room the prompt and the tool calls left in a turn's share: a turn
         # without tools is a conversation whose answer is all of its substance.
-        room = TURN_CHARS - sum(len(p) + 1 for p in parts)
-        answer = excerpt(turn.agent_response, ASSISTANT_CHARS, max(ASSISTANT_WHOLE, room))
-        parts.append(f"agent: {_flat(answer, ASSISTANT_CHARS)}")
+        room = shown.turn_chars - sum(len(p) + 1 for p in parts)
+        limit = shown.assistant_chars
+        answer = excerpt(turn.agent_response, limit, max(shown.assistant_whole, room))
+        parts.append(f"agent: {_flat(answer, limit)}")
     text = "\n".join(parts)
     if max_chars is not None and len(text) > max_chars:
         text = clip(text, max_chars)
     return text
 
 
-def shown_input(call: Mapping[str, Any]) -> str:
+def same_day(turn: Turn, before: Turn | None) -> bool:
+    """Whether ``turn`` falls on the UTC date of the turn rendered just before it in the
+    same request (its heading then gives the time alone: 11 characters a turn, 220 a
+    typical session, issue 36)."""
+    if before is None:
+        return False
+    try:
+        days = (datetime.fromtimestamp(t.timestamp, UTC).date() for t in (turn, before))
+        return next(days) == next(days)
+    except (OverflowError, OSError, ValueError):
+        return False
+
+
+def shown_input(call: Mapping[str, Any], shown: Rendering = PROMPT_RENDERING) -> str:
     """What the curator is shown of a tool call's input (:func:`render_turn`)."""
-    return _input_gist(call.get("input"))
+    return _input_gist(call.get("input"), shown.tool_input_chars)
 
 
-def shown_result(call: Mapping[str, Any]) -> str:
+def shown_result(call: Mapping[str, Any], shown: Rendering = PROMPT_RENDERING) -> str:
     """What the curator is shown of a tool call's result (:func:`render_turn`): its error, or
     an excerpt of its output ("" for the tools whose output it is not shown)."""
     if "error" in call:
-        return _compact(call.get("error"), TOOL_OUTPUT_CHARS)
-    if str(call.get("name", "?")) in QUIET_OUTPUT_TOOLS:
+        return _compact(call.get("error"), shown.tool_output_chars)
+    if str(call.get("name", "?")) in shown.quiet_output_tools:
         return ""
     output = _output_text(call.get("output"))
-    return excerpt(output, TOOL_OUTPUT_CHARS) if output else ""
+    return excerpt(output, shown.tool_output_chars) if output else ""
 
 
 def _flat(text: str, limit: int) -> str:

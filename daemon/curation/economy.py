@@ -33,6 +33,7 @@ from typing import Any
 
 from wsd.daemon.curation.answer import Unanswered
 from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown
+from wsd.daemon.curation.curator import ECONOMY_RENDERING
 from wsd.daemon.curation.message_batches import (
     Gone,
     MessageBatchesClient,
@@ -403,7 +404,9 @@ class Economy:
         if not turns:  # gone meanwhile (transcript.db replaced under us): nothing to apply
             self.store.remote.settle_request(batch.id, request.custom_id, COVERED, "gone", now)
             return
-        seen = Seen(base, request.actions, request.offered, request.started_at)
+        seen = Seen(
+            base, request.actions, request.offered, request.started_at, shown=ECONOMY_RENDERING
+        )
         # Its latency is the batch's: from the create call to the result read.
         waited = (now - (batch.submitted_at or batch.created_at)) * 1000
         done = self.pipeline.apply(

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from wsd.daemon.curation.curator import shown_input, shown_result
+from wsd.daemon.curation.curator import PROMPT_RENDERING, Rendering, shown_input, shown_result
 from wsd.daemon.curation.reply import ParsedReply
 from wsd.daemon.memory.edits import Edit
 from wsd.daemon.store import Learning, Turn
@@ -202,6 +202,7 @@ class Grounds:
         *,
         shown: bool = True,
         rendered: Mapping[int, str] | None = None,
+        rendering: Rendering = PROMPT_RENDERING,
     ) -> None:
         self.parts: dict[int, dict[Part, Words]] = {}
         rendered = rendered or {}
@@ -212,8 +213,8 @@ class Grounds:
             elif t.id in rendered:
                 did, got = _tools_as_rendered(rendered[t.id])
             else:
-                did = "\n".join(shown_input(c) for c in calls)
-                got = "\n".join(shown_result(c) for c in calls)
+                did = "\n".join(shown_input(c, rendering) for c in calls)
+                got = "\n".join(shown_result(c, rendering) for c in calls)
             self.parts[t.id] = {
                 "person": Words(words(t.user_message or "")),
                 "agent": Words(words(t.agent_response or "")),
@@ -311,6 +312,7 @@ def ground(
     open_actions: Mapping[int, str],
     names: Mapping[int, str] | None = None,
     rendered: Mapping[int, str] | None = None,
+    shown: Rendering = PROMPT_RENDERING,
 ) -> Verdict:
     """Check ``parsed`` against ``turns`` (see the module docstring). ``base``: the memory
     files as the request showed them (what a line number names); ``open_actions``: the text
@@ -318,7 +320,7 @@ def ground(
     turn id; ``rendered``: each turn as the request rendered it, by turn id (else the tools
     are excerpted as render_turn does). The reply returned is a copy; nothing is applied
     here."""
-    grounds = Grounds(turns, rendered=rendered)
+    grounds = Grounds(turns, rendered=rendered, rendering=shown)
     names = names or {}
     out = Verdict(replace(parsed, learnings=[], actions=[], closed_actions=[]))
     for learning in parsed.learnings:

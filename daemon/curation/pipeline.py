@@ -32,7 +32,15 @@ from typing import Any
 from wsd.daemon.curation import grounding
 from wsd.daemon.curation.answer import Reply
 from wsd.daemon.curation.bridge import BatchRejected, BridgeClient
-from wsd.daemon.curation.curator import RELATED_LEARNINGS, build_request, render_turn
+from wsd.daemon.curation.curator import (
+    PROMPT_RENDERING,
+    RELATED_LEARNINGS,
+    Rendering,
+    build_request,
+    render_turn,
+    rendering_for,
+    same_day,
+)
 from wsd.daemon.curation.guards import Caps, review, summarise
 from wsd.daemon.curation.reply import ParsedReply, parse_reply
 from wsd.daemon.curation.spend import StoreMeter, price
@@ -63,31 +71,44 @@ class Batch:
 
     turns: list[Turn] = field(default_factory=list)
     rendered: list[str] = field(default_factory=list)
+    #: The lane's rendering the turns were rendered with (grounding reads the same).
+    shown: Rendering = PROMPT_RENDERING
 
     @classmethod
-    def of(cls, turns: Sequence[Turn]) -> Batch:
+    def of(cls, turns: Sequence[Turn], shown: Rendering = PROMPT_RENDERING) -> Batch:
         """The turns rendered whole (``wsd retry``: a parked batch is retried as it was)."""
-        return cls(list(turns), [render_turn(t) for t in turns])
+        rendered = [
+            render_turn(t, shown=shown, day=not same_day(t, turns[i - 1] if i else None))
+            for i, t in enumerate(turns)
+        ]
+        return cls(list(turns), rendered, shown)
 
     def halves(self) -> tuple[Batch, Batch]:
         half = len(self.turns) // 2
         return (
-            Batch(self.turns[:half], self.rendered[:half]),
-            Batch(self.turns[half:], self.rendered[half:]),
+            Batch(self.turns[:half], self.rendered[:half], self.shown),
+            Batch(self.turns[half:], self.rendered[half:], self.shown),
         )
 
 
-def plan(turns: Sequence[Turn], budget: int) -> list[Batch]:
+def plan(turns: Sequence[Turn], budget: int, shown: Rendering = PROMPT_RENDERING) -> list[Batch]:
     """Consecutive batches of ``turns``, each within ``budget`` characters of rendered text
-    (a turn over the whole budget is clipped to it, and so is a batch of its own)."""
+    (a turn over the whole budget is clipped to it, and so is a batch of its own), rendered
+    as the lane's ``shown`` says."""
     batches: list[Batch] = []
     used = 0
+
+    def rendered(turn: Turn, day: bool) -> str:
+        text = render_turn(turn, shown=shown, day=day)
+        return text if len(text) <= budget else render_turn(turn, budget, shown, day)
+
     for turn in turns:
-        text = render_turn(turn)
-        if len(text) > budget:
-            text = render_turn(turn, max_chars=budget)
+        before = batches[-1].turns[-1] if batches else None
+        text = rendered(turn, not same_day(turn, before))
         if not batches or used + len(text) > budget:
-            batches.append(Batch())
+            if before is not None and same_day(turn, before):
+                text = rendered(turn, True)  # a request's first turn names its date
+            batches.append(Batch(shown=shown))
             used = 0
         batches[-1].turns.append(turn)
         batches[-1].rendered.append(text)
@@ -108,6 +129,8 @@ class Seen:
     offered: tuple[int, ...]
     started: float
     rendered: Mapping[int, str] = field(default_factory=dict)
+    #: The lane's rendering (an economy result read later is excerpted anew with it).
+    shown: Rendering = PROMPT_RENDERING
 
 
 @dataclass(frozen=True)
@@ -213,7 +236,8 @@ class Pipeline:
         if covered:  # markers lagging behind the ledger (crash between the two commits)
             self.store.turns.mark_processed(sorted(covered))
             return NoBatch.REMARKED
-        batches = self._plan(turns, most)
+        shown = rendering_for(lane)
+        batches = self._plan(turns, most, shown)
         if not batches:
             return NoBatch.GONE
         # Claimed and read again in one transaction: a late event cannot change them now.
@@ -222,15 +246,15 @@ class Pipeline:
             return NoBatch.GONE
         if claimed == [t for b in batches for t in b.turns]:
             return batches
-        return self._plan(claimed, most)
+        return self._plan(claimed, most, shown)
 
-    def _plan(self, turns: Sequence[Turn], most: int) -> list[Batch]:
+    def _plan(self, turns: Sequence[Turn], most: int, shown: Rendering) -> list[Batch]:
         """``turns`` cut into at most ``most`` batches of ``batch_turns`` turns and
         ``batch_chars`` characters at most."""
         size = self.config.batch_turns
         out: list[Batch] = []
         for start in range(0, len(turns), size):
-            out += plan(turns[start : start + size], self.config.batch_chars)
+            out += plan(turns[start : start + size], self.config.batch_chars, shown)
             if len(out) >= most:
                 break
         return out[:most]
@@ -279,6 +303,7 @@ class Pipeline:
             offered=tuple(r[0] for r in related),
             started=self.timeline.started(batch.turns),
             rendered={t.id: text for t, text in zip(batch.turns, batch.rendered, strict=False)},
+            shown=batch.shown,
         )
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
         return Prepared(system, messages, seen, chars)
@@ -319,7 +344,13 @@ class Pipeline:
         indexed = self.store.archive.index_ids(identity, [t.id for t in turns])
         names = {obs: f"T{tid}" for obs, tid in indexed.items()}
         grounded = grounding.ground(
-            parsed, turns, base=base, open_actions=opened, names=names, rendered=seen.rendered
+            parsed,
+            turns,
+            base=base,
+            open_actions=opened,
+            names=names,
+            rendered=seen.rendered,
+            shown=seen.shown,
         )
         parsed = grounded.parsed
         day = {  # each edited file against what it had a day before this batch

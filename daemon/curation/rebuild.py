@@ -44,6 +44,7 @@ import apsw
 
 from wsd.daemon.curation import pause
 from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
+from wsd.daemon.curation.curator import rendering_for
 from wsd.daemon.curation.pipeline import (
     LATE_SETTLE_SECONDS,
     Committed,
@@ -214,7 +215,9 @@ def _recurate(
     for group in groups:
         _record_spooled(layout, built)  # hooks spool on while we run: before every claim
         turns = built.turns.claim_turns(group.turn_ids, time.time())
-        for batch in plan(turns, config.batch_chars):
+        # Rendered as the loop rendered them: the live batch's lane, else the configured one.
+        shown = rendering_for(group.lane or config.curation)
+        for batch in plan(turns, config.batch_chars, shown):
             learnings, parked = report.learnings, report.parked
             edits.until(started(batch.turns))  # what people did before this batch began
             try:

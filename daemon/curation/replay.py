@@ -44,6 +44,8 @@ class Group:
     turn_ids: list[int]
     started: float | None = None
     finished: float | None = None
+    #: The lane the live batch took (its rendering is the rebuild's); None: no live batch.
+    lane: str | None = None
 
 
 def plan_groups(live: Store, identity: str, ids: Sequence[int], batch_turns: int) -> list[Group]:
@@ -52,10 +54,10 @@ def plan_groups(live: Store, identity: str, ids: Sequence[int], batch_turns: int
     wanted = set(ids)
     groups: list[Group] = []
     covered: set[int] = set()
-    for started, finished, turn_ids in live.ledger.batch_groups(identity):
+    for started, finished, turn_ids, lane in live.ledger.batch_groups(identity):
         kept = [i for i in turn_ids if i in wanted and i not in covered]
         if kept:
-            groups.append(Group(kept, started, finished))
+            groups.append(Group(kept, started, finished, lane))
             covered.update(kept)
     rest = [i for i in ids if i not in covered]
     groups += [Group(rest[n : n + batch_turns]) for n in range(0, len(rest), batch_turns)]

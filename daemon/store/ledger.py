@@ -151,17 +151,20 @@ def _without_forgotten(m: apsw.Connection, batch: BatchRecord) -> tuple[BatchRec
     return replace(batch, learnings=learnings, actions=opened, md_updates=md), dropped
 
 
-def batch_groups(m: apsw.Connection, identity: str) -> list[tuple[float, float, list[int]]]:
+def batch_groups(m: apsw.Connection, identity: str) -> list[tuple[float, float, list[int], str]]:
     """How this ledger grouped the turns of ``identity``: (started_at, finished_at, turn
-    ids) per batch, in the order they were curated (``wsd rebuild`` follows it)."""
+    ids, lane) per batch, in the order they were curated (``wsd rebuild`` follows it)."""
     rows = schema.rows(
         m,
-        "SELECT b.started_at, b.finished_at, json_group_array(t.observation_id)"
+        "SELECT b.started_at, b.finished_at, json_group_array(t.observation_id), b.lane"
         " FROM batches b JOIN batch_turns t ON t.batch_id = b.id"
         " WHERE t.transcript_identity = ? GROUP BY b.id ORDER BY b.id",
         (identity,),
     )
-    return [(float(s), float(f), sorted(json.loads(ids))) for s, f, ids in rows]
+    return [
+        (float(s), float(f), sorted(json.loads(ids)), str(lane or "prompt"))
+        for s, f, ids, lane in rows
+    ]
 
 
 def parked_since(m: apsw.Connection, since: float) -> list[tuple[int, str | None]]:
@@ -175,15 +178,17 @@ def parked_since(m: apsw.Connection, since: float) -> list[tuple[int, str | None
     return [(int(b), None if e is None else str(e)) for b, e in rows]
 
 
-def failed_batches(m: apsw.Connection) -> list[tuple[int, list[int], str | None]]:
-    """Parked batches as (batch id, turn ids, error)."""
+def failed_batches(m: apsw.Connection) -> list[tuple[int, list[int], str | None, str]]:
+    """Parked batches as (batch id, turn ids, error, lane)."""
     rows = schema.rows(
         m,
-        "SELECT b.id, b.error, json_group_array(t.observation_id) FROM batches b"
+        "SELECT b.id, b.error, json_group_array(t.observation_id), b.lane FROM batches b"
         " JOIN batch_turns t ON t.batch_id = b.id WHERE b.status = 'failed'"
         " GROUP BY b.id ORDER BY b.id",
     )
-    return [(int(b), sorted(json.loads(ids)), err) for b, err, ids in rows]
+    return [
+        (int(b), sorted(json.loads(ids)), err, str(lane or "prompt")) for b, err, ids, lane in rows
+    ]
 
 
 def stats(m: apsw.Connection) -> dict[str, Any]:
@@ -376,8 +381,9 @@ class Ledger:
         with self._db.memory() as m:
             return commit_batch(m, identity, batch, now, replaces)
 
-    def batch_groups(self, identity: str) -> list[tuple[float, float, list[int]]]:
-        """(started_at, finished_at, turn ids) per batch of ``identity``, in curation order."""
+    def batch_groups(self, identity: str) -> list[tuple[float, float, list[int], str]]:
+        """(started_at, finished_at, turn ids, lane) per batch of ``identity``, in curation
+        order."""
         with self._db.memory() as m:
             return batch_groups(m, identity)
 
@@ -386,8 +392,8 @@ class Ledger:
         with self._db.memory(readonly=True) as m:
             return parked_since(m, since)
 
-    def failed_batches(self) -> list[tuple[int, list[int], str | None]]:
-        """Parked batches as (batch id, turn ids, error)."""
+    def failed_batches(self) -> list[tuple[int, list[int], str | None, str]]:
+        """Parked batches as (batch id, turn ids, error, lane)."""
         with self._db.memory() as m:
             return failed_batches(m)
 
