@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from wsd.daemon.curation.caching import worth_marking
 from wsd.daemon.curation.excerpt import clip, excerpt
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.memory.md_files import LINE_LIMITS
+from wsd.daemon.runtime.config import DEFAULT_MODEL
 from wsd.daemon.store import Turn
 from wsd.schema.layout import CURATED_FILES
 
@@ -311,12 +313,16 @@ def build_request(
     actions: Sequence[tuple[int, int, str]],
     rendered_turns: Sequence[str],
     related: Sequence[tuple[int, str, float, str]] = (),
+    model: str = DEFAULT_MODEL,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system, messages) for one stateless curator call.
 
-    Stable instructions first and marked for prompt caching, then the memory files (also
-    cacheable: they change only when a batch updates them), then what changes every call:
-    related learnings as (id, type, created_at, content), open actions, the turns.
+    Stable instructions first, then the memory files (they change only when a batch updates
+    them), then what changes every call: related learnings as (id, type, created_at,
+    content), open actions, the turns. A cache breakpoint after the files is set only when
+    that prefix reaches ``model``'s minimum cacheable size (caching.py): below it, the API
+    caches nothing, whatever the request asks (issue 36: ~3,500 tokens against Haiku 4.5's
+    4,096, so today none is set).
     """
     # Only the four curated files: soul.md and os.md are deploy-managed, never curated,
     # and would add ~40% to every call's input for nothing. Of files.md only the notes:
@@ -341,16 +347,11 @@ def build_request(
         f'<turns count="{len(rendered_turns)}">\n' + "\n".join(rendered_turns) + "\n</turns>\n"
         "Curate these turns now, in the reply format."
     )
-    system = [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}]
-    messages = [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": memory_block, "cache_control": {"type": "ephemeral"}},
-                {"type": "text", "text": batch_block},
-            ],
-        }
-    ]
+    system = [{"type": "text", "text": SYSTEM_PROMPT}]
+    memory: dict[str, Any] = {"type": "text", "text": memory_block}
+    if worth_marking(len(SYSTEM_PROMPT) + len(memory_block), model):
+        memory["cache_control"] = {"type": "ephemeral"}
+    messages = [{"role": "user", "content": [memory, {"type": "text", "text": batch_block}]}]
     return system, messages
 
 

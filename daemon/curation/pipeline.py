@@ -296,7 +296,7 @@ class Pipeline:
         actions = self.store.actions.open_actions() if actions is None else actions
         base = self.files() if base is None else base
         related = self.store.learnings.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
-        system, messages = build_request(base, actions, batch.rendered, related)
+        system, messages = build_request(base, actions, batch.rendered, related, self.config.model)
         seen = Seen(
             base=dict(base),
             actions=tuple(a[0] for a in actions),

@@ -34,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+from wsd.daemon.standin.cache import PromptCache
 from wsd.daemon.standin.message_batches import BATCHES_PATH, MessageBatches
 from wsd.daemon.standin.steps import (
     JSON,
@@ -100,7 +101,11 @@ class BridgeStandin:
         self._resume_timer: threading.Timer | None = None
         # Set by stop(): wakes every handler sleeping in latency or a hang fault.
         self._stopping = threading.Event()
-        self.batches = MessageBatches(self._next_step, lambda: self.url, self._stopping)
+        #: The prompt cache the Messages API keeps (Message Batch requests share it).
+        self.cache = PromptCache()
+        self.batches = MessageBatches(
+            self._next_step, lambda: self.url, self._stopping, cache=self.cache
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -277,7 +282,7 @@ class BridgeStandin:
             h.abort()
 
     def _send_reply(self, h: _Handler, reply: Reply, request: JSON, body: bytes) -> None:
-        message = reply.message(request, body)
+        message = reply.message(request, body, self.cache)
         if request.get("stream"):
             h.send_sse(_sse_events(message))
         else:

@@ -53,7 +53,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs
 
 from wsd.daemon.standin.steps import JSON, BatchFault, BatchFaultKind, Billed, Reply, Step
@@ -121,9 +121,12 @@ class MessageBatches:
         next_step: Callable[[JSON], Step],
         origin: Callable[[], str],
         stopping: threading.Event,
+        cache: Any = None,
     ) -> None:
         self.delay = 0.0
         self.enabled = True
+        #: The stand-in's prompt cache (cache.py): a batch's requests share it, in order.
+        self.cache = cache
         self._next_step = next_step
         self._origin = origin
         self._stopping = stopping
@@ -229,7 +232,7 @@ class MessageBatches:
             failed = _errored("api_error", f"stand-in responder failed: {exc!r}")
             return _Line(custom_id, failed), 0.0
         if isinstance(step, Reply):
-            message = step.message(params, json.dumps(params).encode())
+            message = step.message(params, json.dumps(params).encode(), self.cache)
             succeeded = {"type": "succeeded", "message": message}
             return _Line(custom_id, succeeded, message["usage"]), 0.0
         if step.kind == "status":

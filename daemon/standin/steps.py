@@ -68,18 +68,22 @@ class Reply:
             return self.stop_reason
         return "tool_use" if any(b["type"] == "tool_use" for b in self.content) else "end_turn"
 
-    def message(self, request: JSON, body: bytes) -> JSON:
+    def message(self, request: JSON, body: bytes, cache: Any = None) -> JSON:
         """The Messages API answer to ``request``: a fresh id, the request's model, and usage
-        estimated from ``body`` (the request's bytes) and the reply's text, then ``usage``."""
+        estimated from ``body`` (the request's bytes) and the reply's text, the input split
+        by ``cache`` (a :class:`~wsd.daemon.standin.cache.PromptCache`) into what it wrote
+        and read, then ``usage``."""
         out_text = "".join(
             json.dumps(b["input"]) if b["type"] == "tool_use" else b.get("text", "")
             for b in self.content
         )
+        total = estimate_tokens(body.decode(errors="replace"))
+        fresh, created, read = cache.usage(request, total) if cache is not None else (total, 0, 0)
         usage = {
-            "input_tokens": estimate_tokens(body.decode(errors="replace")),
+            "input_tokens": fresh,
             "output_tokens": estimate_tokens(out_text),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": read,
         } | dict(self.usage or {})
         return {
             "id": f"msg_{uuid.uuid4().hex[:24]}",

@@ -1,0 +1,147 @@
+"""Prompt caching as the API does it (issue 36): the stand-in's cache (a floor per model,
+writes and reads), the markers only where they can hit, and the ledger's prices of both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import drain, flush, make_worker, write_turns
+from tests.conftest import query as q
+from tests.test_economy import economy, pending, run_until
+from wsd.daemon.curation.caching import min_cacheable, worth_marking
+from wsd.daemon.curation.curator import SYSTEM_PROMPT, build_request
+from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
+from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.standin.cache import PromptCache
+from wsd.schema.layout import Layout
+
+MARK = {"type": "ephemeral"}
+
+
+def _request(prefix: str, rest: str, model: str = "claude-haiku-4-5") -> dict[str, Any]:
+    return {
+        "model": model,
+        "system": [{"type": "text", "text": "instructions"}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": prefix, "cache_control": MARK},
+                    {"type": "text", "text": rest},
+                ],
+            }
+        ],
+    }
+
+
+def test_a_prefix_under_the_models_floor_is_never_cached() -> None:
+    """Haiku 4.5 caches a prefix of 4,096 tokens or more: 3,500 tokens marked is billed as
+    plain input, each time (the curator's prefix today)."""
+    cache = PromptCache()
+    small = _request("x" * 14_000, "turns")  # ~3,500 tokens
+    assert cache.usage(small, 4000) == (4000, 0, 0)
+    assert cache.usage(small, 4000) == (4000, 0, 0)
+    assert min_cacheable("claude-haiku-4-5") == 4096
+    assert min_cacheable("claude-haiku-4-5-20251001") == 4096
+
+
+def test_an_eligible_prefix_is_written_once_then_read_until_it_expires() -> None:
+    """Over the floor: the first request writes the prefix, the next ones read it (a changed
+    tail does not matter), a changed prefix writes anew, and after the TTL it is written
+    again; the floor is configurable per model."""
+    now = [0.0]
+    cache = PromptCache(clock=lambda: now[0])
+    big = _request("y" * 20_000, "batch one")  # ~5,000 tokens
+    fresh, written, read = cache.usage(big, 6000)
+    assert read == 0 and written > 4096 and fresh == 6000 - written
+    again = cache.usage(_request("y" * 20_000, "batch two"), 6000)
+    assert again == (6000 - written, 0, written)
+    assert cache.usage(_request("z" * 20_000, "batch two"), 6000)[1] == written
+    now[0] += 301
+    assert cache.usage(big, 6000)[1:] == (written, 0)
+    lenient = PromptCache(floors={"claude-haiku-4-5": 1000})
+    assert lenient.usage(_request("x" * 14_000, "t"), 4000)[1] > 0
+
+
+def test_the_curator_marks_a_breakpoint_only_where_it_can_hit() -> None:
+    """Today's instructions and files (~3,500 tokens) get no marker on Haiku 4.5; the same
+    request for a model whose floor is 1,024 does, and so would files past the floor."""
+    files = {"user.md": "- prefers tabs\n" * 200}
+    system, messages = build_request(files, [], ["[turn 1 2026-11-28 10:00]\nuser: hi"])
+    assert "cache_control" not in system[0]
+    assert all("cache_control" not in b for b in messages[0]["content"])
+    _, sonnet = build_request(files, [], ["t"], model="claude-sonnet-4-5")
+    assert sonnet[0]["content"][0]["cache_control"] == MARK
+    huge = {"user.md": "- a long line the person wrote about their work\n" * 400}
+    _, big = build_request(huge, [], ["t"])
+    assert big[0]["content"][0]["cache_control"] == MARK
+    assert worth_marking(len(SYSTEM_PROMPT) + 16_384, "claude-haiku-4-5")
+
+
+def _long_memory(layout: Layout) -> None:
+    """A full user.md (its 200 lines): instructions and files pass Haiku 4.5's 4,096 tokens."""
+    line = "- works on project {i} with the finance team, reviews invoices on Fridays at 10\n"
+    with open(layout.md("user.md"), "w", encoding="utf-8") as fh:
+        fh.write("".join(line.format(i=i) for i in range(200)))
+
+
+def _cost(layout: Layout) -> list[tuple[int, int, int, int, float]]:
+    return [
+        (int(a), int(b), int(c), int(d), float(e))
+        for a, b, c, d, e in q(
+            layout.memory_db,
+            "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,"
+            " cost_usd FROM batches ORDER BY id",
+        )
+    ]
+
+
+def _price(fresh: int, out: int, read: int, written: int, factor: float = 1.0) -> float:
+    return (
+        factor
+        * (
+            fresh * DEFAULT_PRICE_INPUT
+            + written * DEFAULT_PRICE_INPUT * 1.25
+            + read * DEFAULT_PRICE_INPUT * 0.1
+            + out * DEFAULT_PRICE_OUTPUT
+        )
+        / 1e6
+    )
+
+
+def test_the_ledger_books_cache_writes_and_reads_at_their_prices(
+    layout: Layout,
+) -> None:
+    """Through the loop, with memory files whose prefix passes the floor: the first batch
+    writes the cache (1.25x), the next reads it (0.1x), and the ledger's cost says so."""
+    with BridgeStandin() as standin:
+        _long_memory(layout)
+        worker = make_worker(layout, standin, batch_turns=2)
+        write_turns(layout, 4)
+        flush(layout)
+        drain(worker)
+    rows = _cost(layout)
+    assert len(rows) == 2
+    (f1, o1, r1, w1, c1), (f2, o2, r2, w2, c2) = rows
+    assert w1 > 0 and r1 == 0 and r2 == w1 and w2 == 0
+    assert abs(c1 - _price(f1, o1, r1, w1)) < 1e-12 and abs(c2 - _price(f2, o2, r2, w2)) < 1e-12
+    assert c2 < c1
+
+
+def test_economy_lane_cache_reads_stack_with_the_batch_discount(tmp_path: Any) -> None:
+    """A backlog's Message Batch: its requests share one snapshot's prefix, so all but the
+    first read it, and each is priced at half of the cached price."""
+    from wsd.daemon.ops.deploy import init_workspace
+
+    layout = Layout(str(tmp_path / "ws"))
+    (tmp_path / "ws").mkdir()
+    init_workspace(layout, templates=None)
+    with BridgeStandin() as standin:
+        _long_memory(layout)
+        worker = economy(layout, standin, batch_turns=2)
+        write_turns(layout, 6)
+        run_until(worker, lambda: pending(layout) == 0)
+    rows = _cost(layout)
+    assert len(rows) == 3 and rows[0][3] > 0 and all(r[2] == rows[0][3] for r in rows[1:])
+    for fresh, out, read, written, cost in rows:
+        assert abs(cost - _price(fresh, out, read, written, 0.5)) < 1e-12
