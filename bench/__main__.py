@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "curator_cost": curator_bench.curator_cost,
     "precompact": economy_bench.precompact,
     "economy_backlog": economy_bench.economy_backlog,
+    "backlog_cache": economy_bench.backlog_cache,
     "memory_retrieval": retrieval_bench.retrieval,
     "memory_ablation": retrieval_bench.ablation,
     "memory_latency": memory_bench.search_latency,

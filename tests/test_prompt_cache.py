@@ -8,8 +8,9 @@ from typing import Any
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
 from tests.test_economy import economy, pending, run_until
-from wsd.daemon.curation.caching import min_cacheable, worth_marking
+from wsd.daemon.curation.caching import min_cacheable, pays, worth_marking
 from wsd.daemon.curation.curator import SYSTEM_PROMPT, build_request
+from wsd.daemon.memory import files_md_parts
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.cache import PromptCache
@@ -145,3 +146,76 @@ def test_economy_lane_cache_reads_stack_with_the_batch_discount(tmp_path: Any) -
     assert len(rows) == 3 and rows[0][3] > 0 and all(r[2] == rows[0][3] for r in rows[1:])
     for fresh, out, read, written, cost in rows:
         assert abs(cost - _price(fresh, out, read, written, 0.5)) < 1e-12
+
+
+INVENTORY = (
+    files_md_parts.MARKER
+    + "\n"
+    + "".join(
+        f"- documents/invoices/2026-{i % 12 + 1:02}/invoice-{i:04}.pdf (PDF, 84 KB)\n"
+        for i in range(160)
+    )
+)
+
+
+def test_a_shared_prefix_grows_over_the_floor_only_when_the_reads_pay_for_the_write() -> None:
+    """Requests sharing a snapshot (shared >= 2) get files.md's disk listing added to the
+    prefix, read-only and escaped, with the breakpoint after it, when that reaches the floor;
+    a lone request, a listing too short to reach it, or a prefix over the floor already
+    (it caches as it is), changes nothing."""
+    files = {"user.md": "- prefers tabs over spaces in every file\n" * 100}
+    _, lone = build_request(files, [], ["t"], shared=1, inventory=INVENTORY)
+    _, many = build_request(files, [], ["t"], shared=10, inventory=INVENTORY)
+    _, short = build_request(files, [], ["t"], shared=10, inventory="- a.txt\n")
+    assert "disk_listing" not in lone[0]["content"][0]["text"]
+    assert "cache_control" not in lone[0]["content"][0]
+    block = many[0]["content"][0]
+    assert "<disk_listing" in block["text"] and "invoice-0159.pdf" in block["text"]
+    assert block["cache_control"] == MARK
+    assert "disk_listing" not in short[0]["content"][0]["text"]
+    assert "cache_control" not in short[0]["content"][0]
+    assert pays(2, 14_000, 17_000) and not pays(2, 14_000, 30_000) and not pays(1, 1, 1)
+    full = {"user.md": "- a long line the person wrote about their work\n" * 400}
+    _, over = build_request(full, [], ["t"], shared=10, inventory=INVENTORY)
+    assert "disk_listing" not in over[0]["content"][0]["text"]
+    assert over[0]["content"][0]["cache_control"] == MARK
+
+
+def _backlog(layout: Layout, cache_shared_prefix: bool) -> list[tuple[int, int, int, int, float]]:
+    with open(layout.md("files.md"), "w", encoding="utf-8") as fh:
+        fh.write("- invoices live under documents/invoices\n\n" + INVENTORY)
+    with open(layout.md("user.md"), "w", encoding="utf-8") as fh:
+        fh.write("- works with the finance team, reviews invoices on Fridays at ten\n" * 100)
+    with BridgeStandin() as standin:
+        worker = economy(layout, standin, batch_turns=1, cache_shared_prefix=cache_shared_prefix)
+        write_turns(layout, 6)
+        run_until(worker, lambda: pending(layout) == 0)
+        sent = [
+            r.body.decode()
+            for r in standin.requests
+            if r.method == "POST" and r.path.endswith("/batches")
+        ]
+    assert sent and all(("disk_listing" in body) == cache_shared_prefix for body in sent), [
+        ("disk_listing" in b, len(b)) for b in sent
+    ]
+    return _cost(layout)
+
+
+def test_a_backlogs_message_batch_reads_its_grown_prefix_and_the_setting_turns_it_off(
+    layout: Layout, tmp_path: Any
+) -> None:
+    """A backlog of six requests in one Message Batch: the first writes the grown prefix,
+    the others read it, each booked at half the cached price; WSD_CACHE_SHARED_PREFIX=false
+    sends them plain (nothing cached) and the backlog costs more."""
+    from wsd.daemon.ops.deploy import init_workspace
+
+    cached = _backlog(layout, True)
+    assert len(cached) == 6 and cached[0][3] > 0 and all(r[2] == cached[0][3] for r in cached[1:])
+    for fresh, out, read, written, cost in cached:
+        assert abs(cost - _price(fresh, out, read, written, 0.5)) < 1e-12
+    other = Layout(str(tmp_path / "plain"))
+    (tmp_path / "plain").mkdir()
+    init_workspace(other, templates=None)
+    plain = _backlog(other, False)
+    assert all(r[2] == r[3] == 0 for r in plain)
+    assert sum(r[4] for r in cached) < sum(r[4] for r in plain)

@@ -8,7 +8,10 @@ at 0.1x; on a Message Batch the batch discount applies on top (spend.py prices t
 
 The curator's stable prefix (instructions and the four files) is about 3,500 tokens, under
 Haiku 4.5's floor: a breakpoint there buys nothing, so :func:`worth_marking` keeps the markers
-off until a prefix can reach the floor (issue 36).
+off until a prefix can reach the floor (issue 36). Where several requests share one prefix (a
+backlog's Message Batch, every request built from one snapshot), the curator's request grows
+that prefix over the floor with files.md's disk listing (context the curator is otherwise not
+sent) when :func:`pays` says the reads make up for the write.
 """
 
 from __future__ import annotations
@@ -37,3 +40,17 @@ def min_cacheable(model: str) -> int:
 def worth_marking(prefix_chars: int, model: str) -> bool:
     """Whether a breakpoint after ``prefix_chars`` characters can ever be a cache hit."""
     return prefix_chars / CHARS_PER_TOKEN >= min_cacheable(model)
+
+
+#: The price of a cache write and of a read, against plain input.
+WRITE, READ = 1.25, 0.1
+
+
+def pays(requests: int, plain_chars: int, cached_chars: int) -> bool:
+    """Whether ``requests`` requests sharing a prefix of ``cached_chars`` characters, written
+    once and read by the others, cost less than each sending its plain ``plain_chars``
+    (a discount such as the Message Batch's applies to both alike)."""
+    if requests < 2:
+        return False
+    cached = cached_chars * (WRITE + (requests - 1) * READ)
+    return cached < requests * plain_chars

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from wsd.daemon.curation.caching import worth_marking
+from wsd.daemon.curation.caching import pays, worth_marking
 from wsd.daemon.curation.excerpt import clip, excerpt
 from wsd.daemon.memory import files_md_parts
 from wsd.daemon.memory.md_files import LINE_LIMITS
@@ -314,6 +314,8 @@ def build_request(
     rendered_turns: Sequence[str],
     related: Sequence[tuple[int, str, float, str]] = (),
     model: str = DEFAULT_MODEL,
+    shared: int = 1,
+    inventory: str = "",
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system, messages) for one stateless curator call.
 
@@ -322,7 +324,10 @@ def build_request(
     content), open actions, the turns. A cache breakpoint after the files is set only when
     that prefix reaches ``model``'s minimum cacheable size (caching.py): below it, the API
     caches nothing, whatever the request asks (issue 36: ~3,500 tokens against Haiku 4.5's
-    4,096, so today none is set).
+    4,096, so today none is set). ``shared``: how many requests share this prefix (a
+    Message Batch's, built from one snapshot): when growing it over the floor with files.md's
+    disk listing (``inventory``, read from the disk: revisions hold the notes alone) pays
+    (caching.py), the listing is added and the breakpoint set.
     """
     # Only the four curated files: soul.md and os.md are deploy-managed, never curated,
     # and would add ~40% to every call's input for nothing. Of files.md only the notes:
@@ -348,11 +353,30 @@ def build_request(
         "Curate these turns now, in the reply format."
     )
     system = [{"type": "text", "text": SYSTEM_PROMPT}]
+    plain = len(SYSTEM_PROMPT) + len(memory_block)
+    listing = _listing(inventory) if shared > 1 else ""
+    grown = plain + len(listing)
+    # Grown only from under the floor to over it: a prefix over it already caches as it is.
+    if listing and not worth_marking(plain, model) and worth_marking(grown, model):
+        if pays(shared, plain, grown):
+            memory_block += listing
     memory: dict[str, Any] = {"type": "text", "text": memory_block}
     if worth_marking(len(SYSTEM_PROMPT) + len(memory_block), model):
         memory["cache_control"] = {"type": "ephemeral"}
     messages = [{"role": "user", "content": [memory, {"type": "text", "text": batch_block}]}]
     return system, messages
+
+
+def _listing(inventory: str) -> str:
+    """files.md's disk listing as read-only context (the curator edits the notes above it),
+    or "" when there is none."""
+    inventory = inventory.strip()
+    if not inventory:
+        return ""
+    return (
+        "\n<disk_listing note=\"files.md's inventory, kept by the daemon from the disk: read"
+        ' it, never edit it">\n' + _esc(inventory) + "\n</disk_listing>"
+    )
 
 
 def _day(ts: float) -> str:

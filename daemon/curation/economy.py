@@ -139,7 +139,7 @@ class Economy:
         for batch in batches:  # within the size cap: the rest waits for the next batch
             if prepared and sum(p.chars for p in prepared) >= MAX_SUBMISSION_CHARS:
                 break
-            prepared.append(self.pipeline.prepare(batch, base, actions))
+            prepared.append(self.pipeline.prepare(batch, base, actions, shared=len(batches)))
         batches = batches[: len(prepared)]
         requests: list[RemoteRequest] = []
         bodies: list[dict[str, Any]] = []

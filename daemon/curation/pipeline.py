@@ -44,9 +44,10 @@ from wsd.daemon.curation.curator import (
 from wsd.daemon.curation.guards import Caps, review, summarise
 from wsd.daemon.curation.reply import ParsedReply, parse_reply
 from wsd.daemon.curation.spend import StoreMeter, price
-from wsd.daemon.memory import erosion
+from wsd.daemon.memory import erosion, files_md_parts
 from wsd.daemon.memory.md_files import canonical
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.fsio import UnsafeFile
 from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Lane, Store, Turn
 from wsd.schema.layout import CURATED_FILES
 
@@ -289,14 +290,25 @@ class Pipeline:
         batch: Batch,
         base: Mapping[str, str] | None = None,
         actions: Sequence[tuple[int, int, str]] | None = None,
+        shared: int = 1,
     ) -> Prepared:
         """The request for ``batch`` and what it showed the curator: the memory files
         (``base``: the disk's now, unless given, as every request of one Message Batch is
-        built from one snapshot), the open actions and the related learnings."""
+        built from one snapshot), the open actions and the related learnings. ``shared``:
+        how many requests share that snapshot (their common prefix may then be cached)."""
         actions = self.store.actions.open_actions() if actions is None else actions
         base = self.files() if base is None else base
         related = self.store.learnings.related_learnings(_batch_text(batch), RELATED_LEARNINGS)
-        system, messages = build_request(base, actions, batch.rendered, related, self.config.model)
+        shared = shared if self.config.cache_shared_prefix else 1
+        system, messages = build_request(
+            base,
+            actions,
+            batch.rendered,
+            related,
+            self.config.model,
+            shared,
+            self._inventory() if shared > 1 else "",
+        )
         seen = Seen(
             base=dict(base),
             actions=tuple(a[0] for a in actions),
@@ -307,6 +319,15 @@ class Pipeline:
         )
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
         return Prepared(system, messages, seen, chars)
+
+    def _inventory(self) -> str:
+        """files.md's disk listing as the watcher keeps it ("" when it cannot be read: a
+        link or a FIFO in its place is not followed, and the request goes without)."""
+        try:
+            text = files_md_parts.read(self.store.layout.md("files.md"))
+        except (OSError, UnsafeFile):
+            return ""
+        return files_md_parts.split(text)[1]
 
     def apply(
         self,

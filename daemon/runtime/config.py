@@ -306,6 +306,9 @@ class Config:
     replica_sync_seconds: float = DEFAULT_REPLICA_SYNC_SECONDS
     replica_retention_hours: float = DEFAULT_REPLICA_RETENTION_HOURS
     replica_max_lag_seconds: float = DEFAULT_REPLICA_MAX_LAG_SECONDS
+    #: A backlog's Message Batch grows its shared prefix over the model's caching floor when
+    #: that pays (daemon/curation/caching.py); false sends every request plain.
+    cache_shared_prefix: bool = True
 
     def reported(self) -> dict[str, object]:
         """The settings as the daemon reports them in its heartbeat (``wsd status``): every
@@ -415,9 +418,10 @@ class Config:
 
 
 def _operations(env: Mapping[str, str], read: _Reader) -> dict[str, Any]:
-    """The operator's settings, by field name: the metrics file and replication."""
+    """The operator's settings, by field name: the metrics file, replication, caching."""
     number, seconds = read.number, read.seconds
     return dict(
+        cache_shared_prefix=_get(env, "WSD_CACHE_SHARED_PREFIX", True, _bool, "true or false"),
         metrics_file=_get(env, "WSD_METRICS_FILE", None, _metrics_path, PROM_PATH),
         replica_url=_get(env, "WSD_REPLICA_URL", None, _replica_url, REPLICA_URL),
         replica_endpoint=_get(env, "WSD_REPLICA_ENDPOINT", None, _endpoint, "an http(s) URL"),
