@@ -357,9 +357,9 @@ def build_request(
     listing = _listing(inventory) if shared > 1 else ""
     grown = plain + len(listing)
     # Grown only from under the floor to over it: a prefix over it already caches as it is.
-    if listing and not worth_marking(plain, model) and worth_marking(grown, model):
-        if pays(shared, plain, grown):
-            memory_block += listing
+    under, over = not worth_marking(plain, model), worth_marking(grown, model)
+    if listing and under and over and pays(shared, plain, grown):
+        memory_block += listing
     memory: dict[str, Any] = {"type": "text", "text": memory_block}
     if worth_marking(len(SYSTEM_PROMPT) + len(memory_block), model):
         memory["cache_control"] = {"type": "ephemeral"}
