@@ -117,7 +117,8 @@ def _at(day: str, hour: int) -> float:
 def test_a_request_names_its_date_once_and_again_when_it_changes() -> None:
     """The first turn of each request is headed with its date and time, a turn on the same
     UTC day as the one before it with the time alone (11 characters a turn), a new day
-    with its date again; a turn that starts a new batch names its date again."""
+    with its date again; a turn that starts a new batch, or the second half of a batch split
+    on a rejection, names its date again."""
     turns = [
         Turn(i + 1, "s", i, ts, "hello " * 20, [], "ok", "stop")
         for i, ts in enumerate(
@@ -137,6 +138,12 @@ def test_a_request_names_its_date_once_and_again_when_it_changes() -> None:
         "[turn 3 2026-11-28 08:00]",
         "[turn 4 09:00]",
     ]
+    first, second = batch.halves()  # split on a rejection: each its own request
+    assert second.rendered[0].splitlines()[0] == "[turn 3 2026-11-28 08:00]"
+    assert first.rendered == batch.rendered[:2] and second.rendered[1:] == batch.rendered[3:]
+    _, fourth = plan(turns, 100_000)[0].halves()[1].halves()
+    assert fourth.rendered[0].splitlines()[0] == "[turn 4 2026-11-28 09:00]"
+    assert fourth.rendered[0].splitlines()[1:] == batch.rendered[3].splitlines()[1:]
     one_each = plan(turns[:2], len(batch.rendered[0]) + 5)
     assert [b.rendered[0].splitlines()[0] for b in one_each] == [
         "[turn 1 2026-11-27 09:00]",

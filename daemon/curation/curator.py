@@ -227,11 +227,7 @@ def render_turn(
     Every field is flattened to one line and escaped, so no data can pose as another part
     of the turn, or close the ``<turns>`` block around it.
     """
-    when = datetime.fromtimestamp(turn.timestamp, UTC).strftime(
-        "%Y-%m-%d %H:%M" if day else "%H:%M"
-    )
-    amends = f" amends {turn.amends}" if turn.amends is not None else ""
-    parts = [f"[turn {turn.id} {when}{amends}]"]
+    parts = [heading(turn, day)]
     if turn.user_message:
         parts.append(f"user: {_flat(turn.user_message, shown.user_chars)}")
     calls = turn.tool_calls
@@ -261,6 +257,22 @@ def render_turn(
     if max_chars is not None and len(text) > max_chars:
         text = clip(text, max_chars)
     return text
+
+
+def heading(turn: Turn, day: bool = True) -> str:
+    """A rendered turn's first line: its id, its time (and date with ``day``), what it
+    amends."""
+    when = datetime.fromtimestamp(turn.timestamp, UTC).strftime(
+        "%Y-%m-%d %H:%M" if day else "%H:%M"
+    )
+    amends = f" amends {turn.amends}" if turn.amends is not None else ""
+    return f"[turn {turn.id} {when}{amends}]"
+
+
+def dated(turn: Turn, text: str) -> str:
+    """``text`` (``turn`` rendered) headed with its date: the first turn of a request."""
+    _head, newline, rest = text.partition("\n")
+    return heading(turn, True) + newline + rest
 
 
 def same_day(turn: Turn, before: Turn | None) -> bool:

@@ -37,6 +37,7 @@ from wsd.daemon.curation.curator import (
     RELATED_LEARNINGS,
     Rendering,
     build_request,
+    dated,
     render_turn,
     rendering_for,
     same_day,
@@ -86,9 +87,12 @@ class Batch:
 
     def halves(self) -> tuple[Batch, Batch]:
         half = len(self.turns) // 2
+        second = self.rendered[half:]
+        if second:  # its own request now: its first turn names the date
+            second = [dated(self.turns[half], second[0]), *second[1:]]
         return (
             Batch(self.turns[:half], self.rendered[:half], self.shown),
-            Batch(self.turns[half:], self.rendered[half:], self.shown),
+            Batch(self.turns[half:], second, self.shown),
         )
 
 
