@@ -15,8 +15,8 @@ What litestream's documentation asks of an application, and where this daemon do
   truncation to litestream; erasures stop it first (:mod:`.hold`).
 * A database file replaced under it (a restore) needs ``litestream reset`` or a restart:
   ``wsd restore`` runs with litestream stopped and removes its local state. The rebuild's swap
-  and ``wsd memory restore`` write through SQLite (the backup API into the live connection),
-  so litestream sees them as ordinary transactions.
+  (the backup API into the live connection) and ``wsd memory restore`` (a new revision) write
+  through SQLite, so litestream sees them as ordinary transactions.
 * Credentials never go in the config file: litestream reads ``LITESTREAM_ACCESS_KEY_ID`` and
   ``LITESTREAM_SECRET_ACCESS_KEY`` from its environment, which :func:`child_env` sets.
 """
