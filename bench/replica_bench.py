@@ -31,6 +31,7 @@ from wsd.daemon.replica import hold, litestream
 from wsd.daemon.runtime.config import DEFAULT_REPLICA_SYNC_SECONDS, Config
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
+from wsd.daemon.store import remove
 from wsd.schema.layout import Layout
 
 ROUNDS = int(os.environ.get("WSD_BENCH_LOSS_ROUNDS", "5"))
@@ -65,10 +66,9 @@ with open(marks, "a") as out:
 
 
 def _remove_databases(layout: Layout) -> None:
-    for path in (layout.transcript_db, layout.memory_db):
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(path + suffix):
-                os.unlink(path + suffix)
+    """Both databases gone, with their WAL and shared-memory files (a lost disk)."""
+    remove(layout.transcript_db)
+    remove(layout.memory_db)
 
 
 def _restore(env: dict[str, str]) -> float:

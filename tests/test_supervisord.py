@@ -331,6 +331,7 @@ def test_the_readmes_replica_restore_drill_ends_green_under_supervisord(
     with the databases deleted, the drill (stop; `wsd restore --from-replica` from a bare
     shell; start; doctor) ends with 0 problems and the curated memory back."""
     from wsd.daemon.replica import hold, litestream
+    from wsd.daemon.store import remove
 
     try:
         litestream.binary()
@@ -356,10 +357,8 @@ def test_the_readmes_replica_restore_drill_ends_green_under_supervisord(
     assert wait_for(caught_up, 30, 0.3)
     assert "stopped" in sup.ctl("stop", "wsd")
     assert wait_for(lambda: not hold.running(layout), 15, 0.2)
-    for path in (layout.transcript_db, layout.memory_db):
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path + suffix)
+    remove(layout.transcript_db)  # the disk lost
+    remove(layout.memory_db)
     restored = _wsd(layout, "restore", "--from-replica")
     assert restored.returncode == 0, restored.stderr
     assert "started" in sup.ctl("start", "wsd")

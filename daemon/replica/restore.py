@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 
 from wsd.daemon.replica import hold, litestream
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.runtime.instance import lock_path
-from wsd.daemon.store import Store
+from wsd.daemon.store import Store, remove
 from wsd.schema.layout import Layout
 
 #: A restore of a large workspace from S3 takes a while; one that hangs is ended.
@@ -50,16 +51,17 @@ class Restored:
 
 
 def parse_time(raw: str) -> str:
-    """``--at``: an ISO 8601 time (a time without a zone is UTC), as litestream's RFC 3339."""
+    """``--at``: a time as every ``since`` of wsd reads it (dates.parse_since: ISO 8601, UTC
+    when it names no zone, or an age such as ``2h``), as litestream's RFC 3339."""
     try:
-        stamp = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+        stamp = parse_since(raw)
     except ValueError:
+        stamp = None
+    if stamp is None:
         raise RestoreRefused(
-            f"--at {raw!r}: expected an ISO 8601 time, e.g. 2026-11-28T21:30:00Z"
-        ) from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            f"--at {raw!r}: expected an ISO 8601 time (2026-11-28T21:30:00Z) or an age (2h)"
+        )
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @contextlib.contextmanager
@@ -163,9 +165,7 @@ def _check_forgets(
     say("reading the replica's newest memory.db for its last forget ...")
     _restore_one(cfg, layout, "memory", newest, None, env)
     last = Store(stage).erasure.last_forget()
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(newest + suffix)
+    remove(newest)
     if last is None:
         return
     stamp = datetime.strptime(at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()

@@ -174,35 +174,24 @@ class Supervisor:
         the forced snapshot the newest file on the replica is the erased state, so the
         replicate that follows fetches that one."""
 
-        def once(lock: int, out: IO[bytes]) -> int:
-            proc = subprocess.Popen(
-                self._argv("-once", "-force-snapshot", "-enforce-retention"),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                pass_fds=(lock,),
-                umask=0o077,
-            )
-            # Named in the pid file too: an erasure that starts meanwhile stops it as it
-            # stops a replicate (it waits 20 s at most; a snapshot to S3 can take longer).
-            self._write_pid(proc.pid)
-            try:
-                return proc.wait(SNAPSHOT_SECONDS)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                return -1
-
-        code = self._with_lock(once)
-        if code is None:
+        proc = self._start("-once", "-force-snapshot", "-enforce-retention")
+        if proc is None:
             return  # a litestream started meanwhile: the next look adopts it
+        # Named in the pid file too (_start): an erasure that starts meanwhile stops it as it
+        # stops a replicate (it waits 20 s at most; a snapshot to S3 can take longer).
+        try:
+            code = proc.wait(SNAPSHOT_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
         hold.purge_local_state(self.layout)
         self.log.info("replica_snapshot", reason="erasure", code=code)
 
-    def _with_lock(self, run: Callable[[int, IO[bytes]], Any]) -> Any:
-        """``run(lock fd, log file)`` holding litestream's lock (so an erasure waits for it);
-        None without running it when another process holds the lock."""
+    def _start(self, *extra: str) -> subprocess.Popen[bytes] | None:
+        """``litestream replicate`` (with ``extra``) started holding litestream's lock
+        through an inherited descriptor (so an erasure waits for it, and the lock lives as
+        long as the process), its pid in the pid file; None, and nothing started, when
+        another process holds the lock."""
         lock = os.open(
             litestream.lock_path(self.layout),
             os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
@@ -214,29 +203,28 @@ class Supervisor:
             except BlockingIOError:
                 return None
             with self._log_file() as out:
-                return run(lock, out)
+                proc = subprocess.Popen(
+                    self._argv(*extra),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    pass_fds=(lock,),
+                    # Its local copies of changed pages (and a file replica) hold the
+                    # person's words: 0600, like the databases.
+                    umask=0o077,
+                )
         finally:
-            os.close(lock)  # a child's copy holds the lock from here on
+            os.close(lock)  # the child's copy holds the lock from here on
+        self._write_pid(proc.pid)
+        return proc
 
     def _spawn(self, now: float) -> None:
-        self.proc = self._with_lock(
-            lambda lock, out: subprocess.Popen(
-                self._argv(),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                pass_fds=(lock,),
-                # Its local copies of changed pages (and a file replica) hold the person's
-                # words: 0600, like the databases.
-                umask=0o077,
-            )
-        )
+        self.proc = self._start()
         if self.proc is None:
             return  # one started meanwhile: adopted on the next look
         self.started_at = now
         self.adopted = None
-        self._write_pid(self.proc.pid)
         self.log.info(
             "replica_started", pid=self.proc.pid, url=litestream.shown(self.cfg.replica_url)
         )
