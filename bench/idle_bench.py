@@ -111,6 +111,16 @@ def _log_events(path: str, name: str) -> int:
     return count
 
 
+def _held_at_end(pid: int) -> tuple[int, int]:
+    """(database files, sockets) open in two looks 0.25 s apart: one look alone can catch a
+    pass with its file open (a false NO in the run of 2026-11-29)."""
+    first = set(open_fds(pid)[2])
+    time.sleep(0.25)
+    both = first & set(open_fds(pid)[2])
+    dbs = sum(t.endswith((".db", ".db-wal", ".db-shm")) for t in both)
+    return dbs, sum(t.startswith("socket:") for t in both)
+
+
 def idle(window: float = 60.0) -> list[Row]:
     """CPU, RSS and open files of an idle `wsd run` over 60 s; RSS again after one batch."""
     with (
@@ -141,7 +151,7 @@ def idle(window: float = 60.0) -> list[Row]:
             wakeups = {k: v * 60 / elapsed for k, v in passes.counts.items()}
             rss_idle = rss_mb(proc.pid)
             ref_rss = rss_mb(ref_proc.pid)
-            end_dbs, end_socks, _ = open_fds(proc.pid)
+            end_dbs, end_socks = _held_at_end(proc.pid)
             # Now one curated batch (the anthropic SDK gets imported), then idle again.
             capture_turns(main, [typical_turn(random.Random(3), "idle", i) for i in range(3)])
             conn = schema.connect(main.transcript_db, "transcript")

@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from bench import Row, median, percentile
+from bench.floors import alternated, bare_fts, ratio_row, raw_read
 from bench.workload_turns import record_turns, typical_turn
 from wsd import schema
 from wsd.daemon.memory.boot import load_memory
@@ -31,7 +32,8 @@ from wsd.schema.layout import Layout
 
 #: Bumped when the generator changes: a cached database from another version is rebuilt.
 GENERATOR_VERSION = 1
-SCALES = ((100_000, 10.0), (1_000_000, 50.0))
+#: (learnings, target: search p95 over the bare FTS5 query's p95, see search_latency).
+SCALES = ((100_000, 0.0), (1_000_000, 0.0))
 QUERIES = 200
 
 
@@ -168,32 +170,29 @@ def _questions(count: int) -> list[str]:
 
 
 def search_latency() -> list[Row]:
-    """p50/p95 of search_memory (connection open included) at 100k and 1M learnings."""
+    """p95 of search_memory (connection open included) at 100k and 1M learnings, over a bare
+    FTS5 ``MATCH ... ORDER BY bm25`` of the same question's words on the same database."""
     rows = []
     for count, target in SCALES:
         started = time.perf_counter()
         path = synthetic_memory(count)
         built = time.perf_counter() - started
-        queries = _questions(count)
-        for query in queries[:20]:  # warm the page cache, as on a live machine
-            search_memory(path, query, semantic=False)
-        samples = []
-        for query in queries:
-            t0 = time.perf_counter()
-            search_memory(path, query, semantic=False)
-            samples.append((time.perf_counter() - t0) * 1000)
-        p95 = percentile(samples, 95)
-        note = f"p50 {percentile(samples, 50):.1f} ms, {len(samples)} questions"
+        mine, bare = alternated(
+            _questions(count),
+            lambda q, p=path: search_memory(p, q, semantic=False),
+            bare_fts(path),
+        )
+        note = f"p50 {percentile(mine, 50):.1f} ms"
         if built > 1:
             note += f", db built in {built:.0f}s (cached in .bench/)"
         rows.append(
-            Row(
-                f"search_memory p95 @ {count:,} learnings",
-                p95,
-                "ms",
-                f"<= {target:g}",
-                p95 <= target,
-                note,
+            ratio_row(
+                f"search_memory p95 @ {count:,} learnings / bare FTS5",
+                mine,
+                bare,
+                target,
+                "bare FTS5 bm25 query",
+                note=note,
             )
         )
     return rows
@@ -201,17 +200,6 @@ def search_latency() -> list[Row]:
 
 #: Turns past the turn index that search reads too (search/tail.py): the figure asked of it.
 TAIL_TURNS = 1_000
-
-
-def _timed(target: str | Layout, queries: list[str]) -> list[float]:
-    for query in queries[:20]:  # warm the page cache, as on a live machine
-        search_memory(target, query, semantic=False)
-    samples = []
-    for query in queries:
-        t0 = time.perf_counter()
-        search_memory(target, query, semantic=False)
-        samples.append((time.perf_counter() - t0) * 1000)
-    return samples
 
 
 def search_tail_latency() -> list[Row]:
@@ -244,16 +232,21 @@ def search_tail_latency() -> list[Row]:
             if not tail:
                 while Store(layout).archive.index_new_turns():
                     pass
-            samples = _timed(layout, queries)
-            p95 = percentile(samples, 95)
+            mine, bare = alternated(
+                queries,
+                lambda q: search_memory(layout, q, semantic=False),
+                bare_fts(layout.memory_db),
+            )
             rows.append(
-                Row(
-                    f"{name}, {tail:,} not indexed yet: p95" + (", next searches" if tail else ""),
-                    p95,
-                    "ms",
-                    f"<= {target:g}" if not tail else "-",
-                    p95 <= target if not tail else None,
-                    f"p50 {percentile(samples, 50):.1f} ms, {len(samples)} questions",
+                ratio_row(
+                    f"{name}, {tail:,} not indexed yet: p95"
+                    + (", next searches" if tail else "")
+                    + " / bare FTS5",
+                    mine,
+                    bare,
+                    None if tail else target,
+                    "bare FTS5 bm25 query over the learnings",
+                    note=f"p50 {percentile(mine, 50):.1f} ms",
                 )
             )
     return rows
@@ -280,6 +273,8 @@ def _first_search(layout: Layout, query: str) -> float:
 # -- boot context -------------------------------------------------------------------------
 
 BOOT_PENDING = 2_000
+#: Boot context p95 over the raw read's p95 (see boot_context).
+BOOT_TARGET = 0.0
 
 
 def boot_context() -> list[Row]:
@@ -310,19 +305,19 @@ def boot_context() -> list[Row]:
         rng = random.Random(7)
         turns = [typical_turn(rng, "bench", i) for i in range(50)]
         record_turns(layout, turns, BOOT_PENDING)
-        samples = []
-        for _ in range(200):
-            t0 = time.perf_counter()
-            text = load_memory(layout)
-            samples.append((time.perf_counter() - t0) * 1000)
-    p95 = percentile(samples, 95)
+        raw = raw_read(
+            [layout.md(name) for name in LINE_LIMITS], layout.memory_db, layout.transcript_db
+        )
+        text = load_memory(layout)
+        mine, bare = alternated(range(200), lambda _: load_memory(layout), lambda _: raw())
     return [
-        Row(
-            f"boot context p95 (full files, 50 learnings, {BOOT_PENDING:,} turns not curated)",
-            p95,
-            "ms",
-            "<= 20",
-            p95 <= 20,
-            f"p50 {percentile(samples, 50):.2f} ms, {len(text):,} chars",
+        ratio_row(
+            f"boot context p95 (full files, 50 learnings, {BOOT_PENDING:,} turns not curated)"
+            " / the same read raw",
+            mine,
+            bare,
+            BOOT_TARGET,
+            "the six files, 50 learnings, 20 turns and a count read raw",
+            note=f"p50 {percentile(mine, 50):.2f} ms, {len(text):,} chars",
         )
     ]

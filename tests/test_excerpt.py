@@ -172,3 +172,38 @@ def test_an_excerpt_never_passes_its_limit() -> None:
         ]
         limit = rng.choice([70, 150, 300, 1500])
         assert len(excerpt("\n".join(lines), limit, rng.choice([None, 50, 150]))) <= limit
+
+
+def _score_token_by_token(unit: str) -> int:
+    """score() as first written: every token looked at, the name pattern tried everywhere."""
+    import re
+
+    if re.match(r"^[\s|:\-=*_#>`~]*$", unit):
+        return 0
+    signals = sum(
+        1
+        for t in re.findall(r"\S+", unit)
+        if re.search(r"\d", t)
+        or re.search(r"[/\\@]|\.[A-Za-z][A-Za-z0-9]{0,4}$|^`", t.strip(".,;:()[]*\"'"))
+    )
+    names = re.findall(r"(?<![.!?:]\s)(?<!^)(?<![#*>|-]\s)\b[A-ZÀ-Þ][\w'’-]+", unit)
+    return signals + len(names)
+
+
+def test_the_faster_score_counts_exactly_what_the_token_by_token_one_did() -> None:
+    """score()'s shortcuts (only digit/path-shaped tokens looked at, the name pattern
+    anchored on a capital) change no count: the agent turns' units and 50,000 random ones."""
+    import json
+    import random
+    from pathlib import Path
+
+    data = Path(__file__).parent.parent / "bench" / "data" / "agent_turns.json"
+    texts = [json.dumps(t) for t in json.loads(data.read_text(encoding="utf-8"))]
+    corpus = [u for text in texts for u in units(text.replace("\\n", "\n"))]
+    rng = random.Random(36)
+    alphabet = "aZ Ab.!?:#*>|-\t_'’É9é×0/\\@`,;()[]*\""
+    corpus += [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))) for _ in range(50_000)
+    ]
+    assert len(corpus) > 50_500
+    assert [score(u) for u in corpus] == [_score_token_by_token(u) for u in corpus]

@@ -28,8 +28,11 @@ LONG_LINE = 160
 _NUMBERISH = re.compile(r"\d")
 _PATHISH = re.compile(r"[/\\@]|\.[A-Za-z][A-Za-z0-9]{0,4}$|^`")
 #: A capitalised word not opening its sentence: a name (a person, a company, a place).
-_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![#*>|-]\s)\b[A-ZÀ-Þ][\w'’-]+")
-_TOKEN = re.compile(r"\S+")
+#: The leading look-ahead changes no match: it lets the regex engine skip to a capital
+#: instead of trying the look-behinds at every character (3x faster on the agent turns).
+_NAME = re.compile(r"(?=[A-ZÀ-Þ])(?<![.!?:]\s)(?<!^)(?<![#*>|-]\s)\b[A-ZÀ-Þ][\w'’-]+")
+#: A token that may carry a number or a path (see score).
+_CANDIDATE = re.compile(r"(?<!\S)[^\s\d/\\@.`]*[\d/\\@.`]\S*")
 #: Markup that says nothing by itself: a table rule, a heading mark, a bullet, emphasis.
 _RULE = re.compile(r"^[\s|:\-=*_#>`~]*$")
 GAP = " … "
@@ -39,9 +42,13 @@ def score(unit: str) -> int:
     """How many fact-carrying tokens ``unit`` holds (numbers, paths, names)."""
     if _RULE.match(unit):
         return 0
-    tokens = _TOKEN.findall(unit)
+    # Only a token holding a digit, a slash, a backslash, an @, a dot or a backquote can
+    # carry a number or a path: the rest (most words) are not looked at one by one, which
+    # was most of rendering a batch (the profile of issue 36).
     signals = sum(
-        1 for t in tokens if _NUMBERISH.search(t) or _PATHISH.search(t.strip(".,;:()[]*\"'"))
+        1
+        for t in _CANDIDATE.findall(unit)
+        if _NUMBERISH.search(t) or _PATHISH.search(t.strip(".,;:()[]*\"'"))
     )
     return signals + len(_NAME.findall(unit))
 

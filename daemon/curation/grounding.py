@@ -221,10 +221,12 @@ class Grounds:
                 "call": Words(words(did)),
                 "tool": Words(words(got)),
             }
-        #: Every part of the batch at once (what an item citing no turn is judged against).
-        self.whole: dict[Part, Words] = {
-            part: self._union(list(self.parts), part) for part in PARTS
-        }
+
+    @functools.cached_property
+    def whole(self) -> dict[Part, Words]:
+        """Every part of the batch at once (what an item citing no turn is judged against),
+        made when first asked: a batch whose items all cite their turns never needs it."""
+        return {part: self._union(list(self.parts), part) for part in PARTS}
 
     def _union(self, turns: Sequence[int], part: Part) -> Words:
         return Words(w for t in turns for w in self.parts[t][part].set)

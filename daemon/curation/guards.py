@@ -18,6 +18,7 @@ everything refused (stored on the batch's ledger row and logged). Whatever the r
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -244,12 +245,7 @@ def _learnings(
     cap: int,
     offered: set[int] | frozenset[int],
 ) -> None:
-    known = {
-        plain(line): (name, i + 1)
-        for name, text in base.items()
-        for i, line in enumerate(_lines(text))
-        if plain(line)
-    }
+    known = _known(tuple(base.items()))
     seen: set[str] = set()
     for item in learnings:
         key = learning_key(item.content)
@@ -269,14 +265,37 @@ def _learnings(
         seen.add(key)
 
 
-def _restates(learning: str, known: Mapping[str, tuple[str, int]]) -> tuple[str, int] | None:
+@dataclass(frozen=True)
+class _Known:
+    """What the memory files' lines say (:func:`plain`), each with its (file, line), and
+    the same padded with a space each side (what a learning is looked for in)."""
+
+    lines: dict[str, tuple[str, int]]
+    padded: tuple[tuple[str, tuple[str, int]], ...]
+
+
+@functools.lru_cache(maxsize=4)
+def _known(base: tuple[tuple[str, str], ...]) -> _Known:
+    """The lines of ``base`` as :class:`_Known`, kept for the next batches: in a backlog
+    the files seldom change between batches, and reading every line of them again was a
+    tenth of a drained pass (the profile of issue 36)."""
+    lines = {
+        plain(line): (name, i + 1)
+        for name, text in base
+        for i, line in enumerate(_lines(text))
+        if plain(line)
+    }
+    return _Known(lines, tuple((f" {line} ", where) for line, where in lines.items()))
+
+
+def _restates(learning: str, known: _Known) -> tuple[str, int] | None:
     """The (file, line) whose text already says all the learning says, if any."""
     if not learning:
         return None
-    if learning in known:
-        return known[learning]
+    if learning in known.lines:
+        return known.lines[learning]
     padded = f" {learning} "
-    for line, where in known.items():
-        if padded in f" {line} ":
+    for line, where in known.padded:
+        if padded in line:
             return where
     return None
