@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "precompact": economy_bench.precompact,
     "economy_backlog": economy_bench.economy_backlog,
     "backlog_cache": economy_bench.backlog_cache,
+    "rebuild_cache": economy_bench.rebuild_cache,
     "memory_retrieval": retrieval_bench.retrieval,
     "memory_ablation": retrieval_bench.ablation,
     "memory_latency": memory_bench.search_latency,

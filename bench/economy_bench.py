@@ -12,6 +12,7 @@ import random
 import tempfile
 import threading
 import time
+from typing import Any
 
 import apsw
 
@@ -344,3 +345,122 @@ def economy_backlog(turns: int = 2500, requests: int = 100) -> list[Row]:
             f" {prompt['load']:.1f} on {os.cpu_count()} cores",
         ),
     ]
+
+
+# -- a 10,000-turn rebuild: its shared prefix cached, and not ------------------------------------
+
+
+def _rebuild_cost(layout: Layout, responder: Any, cache_shared_prefix: bool) -> dict[str, float]:
+    """``wsd rebuild`` of ``layout`` (in-process, no daemon running) against a fresh stand-in
+    (an empty cache) curating with ``responder``: what the rebuilt ledger booked, and how
+    many of its batches changed a file."""
+    from wsd.daemon.curation.rebuild import rebuild
+
+    with BridgeStandin(responder=responder, latency=0.0) as standin:
+        config = Config(
+            workspace=layout.root,
+            bridge_url=standin.url,
+            api_key="bench",
+            watch=False,
+            curation="prompt",
+            daily_budget_usd=0.0,
+            request_timeout=60.0,
+            cache_shared_prefix=cache_shared_prefix,
+        )
+        started = time.time()
+        report = rebuild(config, progress=lambda _line: None, wait_seconds=5.0)
+        wall = time.time() - started
+    conn = apsw.Connection(layout.memory_db)
+    try:
+        cost, read, written = conn.execute(
+            "SELECT total(cost_usd), total(cache_read_tokens), total(cache_write_tokens)"
+            " FROM batches"
+        ).fetchone()
+        (edited,) = conn.execute(
+            "SELECT count(DISTINCT batch_id) FROM md_revisions WHERE source = 'curator'"
+        ).fetchone()
+    finally:
+        conn.close()
+    return {
+        "cost": float(cost),
+        "read": float(read),
+        "written": float(written),
+        "batches": float(report.batches),
+        "edited": float(edited),
+        "wall": wall,
+    }
+
+
+def _rebuilt(tmp: str, responder: Any, turns: int) -> dict[bool, dict[str, float]]:
+    """A workspace of ``turns`` turns curated by the loop with ``responder``, then rebuilt
+    twice from copies of it: the shared prefix cached (True) and not (False)."""
+    import shutil
+
+    rng = random.Random(3)
+    templates = [typical_turn(rng, "r", i) for i in range(200)]
+    live = make_workspace(os.path.join(tmp, "live"))
+    record_turns(live, templates, turns)
+    with BridgeStandin(responder=responder, latency=0.0) as standin:
+        config = Config(
+            workspace=live.root,
+            bridge_url=standin.url,
+            api_key="bench",
+            watch=False,
+            curation="prompt",
+            daily_budget_usd=0.0,
+            request_timeout=60.0,
+        )
+        worker = build_worker(config, Store(live), threading.Event())
+        for _ in range(turns):
+            result = worker.run_once()
+            if not result.more and worker.store.turns.backlog().pending == 0:
+                break
+    runs = {}
+    for cached in (True, False):
+        copy = Layout(os.path.join(tmp, f"copy-{cached}"))
+        shutil.copytree(live.root, copy.root, symlinks=True)
+        # The live run's worker was this process: its heartbeat names a live pid, which the
+        # rebuild would wait on to pause.
+        os.unlink(status_path(copy))
+        runs[cached] = _rebuild_cost(copy, responder, cached)
+    return runs
+
+
+def rebuild_cache(turns: int = 10_000) -> list[Row]:
+    """A 10,000-turn workspace curated by the loop, then rebuilt twice from the same copy:
+    the shared prefix grown over the caching floor and marked while the files stay the same
+    from one batch to the next (the default), and without (WSD_CACHE_SHARED_PREFIX=false).
+    Two curators bound what a real one does: the rule-based one edits a file in every batch,
+    the fact-per-turn one never does."""
+    rows = []
+    for label, responder in (
+        ("a file edited every batch", rule_curator.responder),
+        ("no file edited", fact_per_turn),
+    ):
+        with tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp, quiet_logs():
+            runs = _rebuilt(tmp, responder, turns)
+        grown, plain = runs[True], runs[False]
+        saved = 1 - grown["cost"] / plain["cost"] if plain["cost"] else float("nan")
+        tag = f"rebuild {turns:,} turns, {label}"
+        rows += [
+            Row(
+                f"{tag}: cost, shared prefix cached",
+                round(grown["cost"], 4),
+                "$",
+                "<= plain",
+                grown["cost"] <= plain["cost"] and grown["batches"] == plain["batches"],
+                f"{grown['batches']:.0f} batches, {grown['edited']:.0f} changed a file;"
+                f" {grown['written']:.0f} tokens written, {grown['read']:.0f} read;"
+                f" {saved:.0%} less than plain; {grown['wall']:.0f} s",
+            ),
+            Row(
+                f"{tag}: cost, plain (WSD_CACHE_SHARED_PREFIX=false)",
+                round(plain["cost"], 4),
+                "$",
+                "-",
+                None,
+                f"{plain['batches']:.0f} batches; {plain['read']:.0f} tokens read from the"
+                f" cache; {plain['wall']:.0f} s",
+            ),
+        ]
+    return rows

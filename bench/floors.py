@@ -62,6 +62,9 @@ def ratio_row(
     ratio = ours / floor if floor > 0 else float("nan")
     label = "p50" if pct == 50 else f"p{pct:g}"
     text = f"{ours:.3g} ms / {floor:.3g} ms ({reference}, {label}, n={len(mine)})"
+    other = 95 if pct == 50 else 50  # the other figure, as a note
+    mid, mid_floor = percentile(mine, other), percentile(bare, other)
+    text += f"; p{other} {mid:.3g} / {mid_floor:.3g} ms = {mid / mid_floor:.3g}x"
     if note:
         text += f"; {note}"
     if target is None:
@@ -119,10 +122,12 @@ def raw_read(md_paths: Sequence[str], memory_db: str, transcript_db: str) -> Cal
         conn = apsw.Connection(transcript_db, flags=apsw.SQLITE_OPEN_READONLY)
         try:
             got += conn.execute(
-                "SELECT id, prompt, response FROM observations WHERE processed = 0"
+                "SELECT timestamp, user_message FROM observations WHERE processed = 0"
                 " ORDER BY id DESC LIMIT 20"
             ).fetchall()
-            got += conn.execute("SELECT count(*) FROM observations WHERE processed = 0").fetchall()
+            got += conn.execute(
+                "SELECT count(*), min(id) FROM observations WHERE processed = 0"
+            ).fetchall()
         finally:
             conn.close()
         return got
@@ -130,37 +135,65 @@ def raw_read(md_paths: Sequence[str], memory_db: str, transcript_db: str) -> Cal
     return read
 
 
-def commit_floor(memory_db: str, transcript_db: str, rows: int, samples: int = 40) -> list[float]:
-    """Milliseconds of the commits a curated batch cannot avoid, on the drained databases:
-    ``rows`` learnings inserted in one transaction of memory.db (its FTS triggers firing, as
-    the ledger's do), then ``rows`` observations marked processed in one of transcript.db,
-    each on a fresh connection with the project's pragmas, as a pass opens them."""
-    out = []
-    text = "a learning of typical length about a task the agent did for the person " * 2
-    for i in range(samples):
+class CommitFloor:
+    """The commits a curated batch cannot avoid, timed between the drain's passes (so the
+    load of the machine falls on both alike): ``rows`` learnings inserted in one transaction
+    of a memory.db (its FTS triggers firing, as the ledger's do), then ``rows`` turns marked
+    in one of a transcript.db, each on a fresh connection with the project's pragmas, as a
+    pass opens them. Scratch databases of the same schemas beside the drained ones: the
+    drain's own must hold only what it curated."""
+
+    TEXT = "a learning of typical length about a task the agent did for the person " * 2
+
+    def __init__(self, folder: str, rows: int) -> None:
+        self.memory_db = os.path.join(folder, "floor-memory.db")
+        self.transcript_db = os.path.join(folder, "floor-transcript.db")
+        self.rows = rows
+        self.samples: list[float] = []
+        for path, kind in ((self.memory_db, "memory"), (self.transcript_db, "transcript")):
+            conn = schema.connect(path, kind)  # type: ignore[arg-type]
+            try:
+                schema.migrate(conn, kind, path)  # type: ignore[arg-type]
+            finally:
+                conn.close()
+        conn = schema.connect(self.transcript_db, "transcript")
+        try:
+            with schema.write_txn(conn):
+                conn.execute(
+                    "INSERT INTO sessions (id, started_at, last_event_at) VALUES ('floor', 0, 0)"
+                )
+                conn.executemany(
+                    "INSERT INTO observations (timestamp, session_id, sequence_num,"
+                    " user_message, closed_by) VALUES (0, 'floor', ?, ?, 'stop')",
+                    [(k, self.TEXT) for k in range(rows)],
+                )
+        finally:
+            conn.close()
+
+    def once(self) -> None:
+        """One batch's commits, timed (milliseconds appended to ``samples``)."""
+        n = len(self.samples)
         t0 = time.perf_counter()
-        conn = schema.connect(memory_db, "memory")
+        conn = schema.connect(self.memory_db, "memory")
         try:
             with schema.write_txn(conn):
                 conn.executemany(
                     "INSERT INTO learnings (created_at, session_id, type, content, content_key)"
                     " VALUES (?, 'floor', 'fact', ?, ?)",
-                    [(time.time(), f"{text} {i}.{k}", f"floor:{i}:{k}") for k in range(rows)],
+                    [
+                        (time.time(), f"{self.TEXT} {n}.{k}", f"floor:{n}:{k}")
+                        for k in range(self.rows)
+                    ],
                 )
         finally:
             conn.close()
-        conn = schema.connect(transcript_db, "transcript")
+        conn = schema.connect(self.transcript_db, "transcript")
         try:
             with schema.write_txn(conn):
-                conn.execute(
-                    "UPDATE observations SET processed = 1 WHERE id IN"
-                    " (SELECT id FROM observations ORDER BY id DESC LIMIT ?)",
-                    (rows,),
-                )
+                conn.execute("UPDATE observations SET processed = ?", (1 - n % 2,))
         finally:
             conn.close()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        self.samples.append((time.perf_counter() - t0) * 1000)
 
 
 class BareInsert:

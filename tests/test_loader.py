@@ -230,3 +230,15 @@ def test_load_memory_refuses_a_path_that_is_not_a_workspace(tmp_path: Path) -> N
         with pytest.raises(ValueError, match=r"wsd --workspace .* init"):
             load_memory(str(root), now=NOW)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_learning_is_left_out_only_when_one_line_holds_all_its_words() -> None:
+    """reflected(): every content word of the learning in one and the same line of the
+    files (its words spread over two lines, or none at all, keep it in the boot context)."""
+    from wsd.daemon.memory.boot import _lines_by_word, reflected
+
+    lines = _lines_by_word(["# User\n- Prefers tabs for Python\n- Uses spaces in YAML", "x"])
+    assert reflected("The person prefers tabs", lines)
+    assert not reflected("Prefers spaces", lines)  # each word is there, on different lines
+    assert not reflected("Prefers tabs for Go", lines)
+    assert not reflected("the of and", lines)  # no content word

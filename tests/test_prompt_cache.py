@@ -65,16 +65,22 @@ def test_an_eligible_prefix_is_written_once_then_read_until_it_expires() -> None
 
 
 def test_the_curator_marks_a_breakpoint_only_where_it_can_hit() -> None:
-    """Today's instructions and files (~3,500 tokens) get no marker on Haiku 4.5; the same
-    request for a model whose floor is 1,024 does, and so would files past the floor."""
+    """Today's instructions and files (~3,500 tokens) get no marker on Haiku 4.5, shared or
+    not; the same request for a model whose floor is 1,024 does when a read can follow (the
+    prefix shared, or written by the request before), and so do files past the floor; a
+    lone request is never marked (a write with no read costs 1.25x)."""
     files = {"user.md": "- prefers tabs\n" * 200}
-    system, messages = build_request(files, [], ["[turn 1 2026-11-28 10:00]\nuser: hi"])
+    system, messages = build_request(files, [], ["[turn 1 2026-11-28 10:00]\nuser: hi"], shared=5)
     assert "cache_control" not in system[0]
     assert all("cache_control" not in b for b in messages[0]["content"])
-    _, sonnet = build_request(files, [], ["t"], model="claude-sonnet-4-5")
-    assert sonnet[0]["content"][0]["cache_control"] == MARK
+    sonnet = "claude-sonnet-4-5"
+    assert "cache_control" not in build_request(files, [], ["t"], model=sonnet)[1][0]["content"][0]
+    for reuse in ({"shared": 2}, {"warm": True}):
+        _, marked = build_request(files, [], ["t"], model=sonnet, **reuse)  # type: ignore[arg-type]
+        assert marked[0]["content"][0]["cache_control"] == MARK
     huge = {"user.md": "- a long line the person wrote about their work\n" * 400}
-    _, big = build_request(huge, [], ["t"])
+    assert "cache_control" not in build_request(huge, [], ["t"])[1][0]["content"][0]
+    _, big = build_request(huge, [], ["t"], shared=2)
     assert big[0]["content"][0]["cache_control"] == MARK
     assert worth_marking(len(SYSTEM_PROMPT) + 16_384, "claude-haiku-4-5")
 
@@ -113,20 +119,22 @@ def _price(fresh: int, out: int, read: int, written: int, factor: float = 1.0) -
 def test_the_ledger_books_cache_writes_and_reads_at_their_prices(
     layout: Layout,
 ) -> None:
-    """Through the loop, with memory files whose prefix passes the floor: the first batch
-    writes the cache (1.25x), the next reads it (0.1x), and the ledger's cost says so."""
+    """Through the loop, with memory files whose prefix passes the floor, three batches back
+    to back: the first is sent plain (nothing to compare with), the second shows the same
+    files and writes the cache (1.25x), the third reads it (0.1x); the ledger says so."""
     with BridgeStandin() as standin:
         _long_memory(layout)
         worker = make_worker(layout, standin, batch_turns=2)
-        write_turns(layout, 4)
+        write_turns(layout, 6)
         flush(layout)
         drain(worker)
     rows = _cost(layout)
-    assert len(rows) == 2
-    (f1, o1, r1, w1, c1), (f2, o2, r2, w2, c2) = rows
-    assert w1 > 0 and r1 == 0 and r2 == w1 and w2 == 0
-    assert abs(c1 - _price(f1, o1, r1, w1)) < 1e-12 and abs(c2 - _price(f2, o2, r2, w2)) < 1e-12
-    assert c2 < c1
+    assert len(rows) == 3
+    (*_, r0, w0, c0), (*_, r1, w1, c1), (*_, r2, w2, c2) = rows
+    assert r0 == w0 == 0 and w1 > 0 and r1 == 0 and r2 == w1 and w2 == 0
+    for fresh, out, read, written, cost in rows:
+        assert abs(cost - _price(fresh, out, read, written)) < 1e-12
+    assert c2 < c0 < c1
 
 
 def test_economy_lane_cache_reads_stack_with_the_batch_discount(tmp_path: Any) -> None:
@@ -219,3 +227,48 @@ def test_a_backlogs_message_batch_reads_its_grown_prefix_and_the_setting_turns_i
     plain = _backlog(other, False)
     assert all(r[2] == r[3] == 0 for r in plain)
     assert sum(r[4] for r in cached) < sum(r[4] for r in plain)
+
+
+def _prompt_backlog(layout: Layout, responder: Any, **config: Any) -> list[tuple[int, ...]]:
+    """Six turns waiting on the prompt lane, one batch each, curated back to back."""
+    from wsd.daemon.standin.bridge import Reply
+
+    with open(layout.md("files.md"), "w", encoding="utf-8") as fh:
+        fh.write("- invoices live under documents/invoices\n\n" + INVENTORY)
+    with open(layout.md("user.md"), "w", encoding="utf-8") as fh:
+        fh.write("- works with the finance team, reviews invoices on Fridays at ten\n" * 100)
+    with BridgeStandin(responder=lambda body: Reply.text(responder(body))) as standin:
+        worker = make_worker(layout, standin, batch_turns=1, curation="prompt", **config)
+        write_turns(layout, 6)
+        drain(worker)
+    return [r[:4] for r in _cost(layout)]
+
+
+def test_a_prompt_lane_backlog_caches_its_prefix_while_the_files_stay_the_same(
+    layout: Layout,
+) -> None:
+    """Batches curated back to back (a backlog, a rebuild): once a request showed the same
+    files as the one before, it grows the prefix and marks it (written once), and the next
+    ones read it; no marker on the first, nothing cached with WSD_CACHE_SHARED_PREFIX=false."""
+    rows = _prompt_backlog(layout, lambda _body: "NONE")
+    assert len(rows) == 6
+    assert rows[0][2:] == (0, 0)  # the first: nothing to compare with
+    assert rows[1][2] == 0 and rows[1][3] > 4096  # the second writes
+    assert all(r[2] == rows[1][3] and r[3] == 0 for r in rows[2:])  # the rest read it
+
+
+def test_a_backlog_whose_every_batch_changes_a_file_marks_nothing(
+    layout: Layout, tmp_path: Any
+) -> None:
+    """A curator that edits context.md in every batch: no request showed the files the one
+    before did, so none pays a write that nothing would read; the setting off: none either."""
+    counter = iter(range(100))
+    rows = _prompt_backlog(layout, lambda _body: f"context.md +$: - step {next(counter)} done")
+    assert len(rows) == 6 and all(r[2] == r[3] == 0 for r in rows)
+    from wsd.daemon.ops.deploy import init_workspace
+
+    other = Layout(str(tmp_path / "off"))
+    (tmp_path / "off").mkdir()
+    init_workspace(other, templates=None)
+    off = _prompt_backlog(other, lambda _body: "NONE", cache_shared_prefix=False)
+    assert len(off) == 6 and all(r[2] == r[3] == 0 for r in off)

@@ -46,10 +46,13 @@ def worth_marking(prefix_chars: int, model: str) -> bool:
 WRITE, READ = 1.25, 0.1
 
 
-def pays(requests: int, plain_chars: int, cached_chars: int) -> bool:
+def pays(requests: int, plain_chars: int, cached_chars: int, written: bool = False) -> bool:
     """Whether ``requests`` requests sharing a prefix of ``cached_chars`` characters, written
     once and read by the others, cost less than each sending its plain ``plain_chars``
-    (a discount such as the Message Batch's applies to both alike)."""
+    (a discount such as the Message Batch's applies to both alike). ``written``: the prefix
+    is in the cache already (the request before wrote it), so every one of them reads it."""
+    if written:
+        return cached_chars * READ < plain_chars
     if requests < 2:
         return False
     cached = cached_chars * (WRITE + (requests - 1) * READ)

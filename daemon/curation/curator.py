@@ -328,6 +328,7 @@ def build_request(
     model: str = DEFAULT_MODEL,
     shared: int = 1,
     inventory: str = "",
+    warm: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system, messages) for one stateless curator call.
 
@@ -339,7 +340,9 @@ def build_request(
     4,096, so today none is set). ``shared``: how many requests share this prefix (a
     Message Batch's, built from one snapshot): when growing it over the floor with files.md's
     disk listing (``inventory``, read from the disk: revisions hold the notes alone) pays
-    (caching.py), the listing is added and the breakpoint set.
+    (caching.py), the listing is added and the breakpoint set. ``warm``: the request just
+    before sent this same prefix grown and marked (requests curated back to back), so it
+    is in the cache already and each request only reads it.
     """
     # Only the four curated files: soul.md and os.md are deploy-managed, never curated,
     # and would add ~40% to every call's input for nothing. Of files.md only the notes:
@@ -366,14 +369,17 @@ def build_request(
     )
     system = [{"type": "text", "text": SYSTEM_PROMPT}]
     plain = len(SYSTEM_PROMPT) + len(memory_block)
-    listing = _listing(inventory) if shared > 1 else ""
+    listing = _listing(inventory) if shared > 1 or warm else ""
     grown = plain + len(listing)
     # Grown only from under the floor to over it: a prefix over it already caches as it is.
     under, over = not worth_marking(plain, model), worth_marking(grown, model)
-    if listing and under and over and pays(shared, plain, grown):
+    if listing and under and over and pays(shared, plain, grown, written=warm):
         memory_block += listing
     memory: dict[str, Any] = {"type": "text", "text": memory_block}
-    if worth_marking(len(SYSTEM_PROMPT) + len(memory_block), model):
+    # Marked only where a read can follow: a write costs 1.25x, so a lone request (a flush,
+    # a batch of a rebuild whose files the batch before changed) is sent plain even when
+    # its files alone pass the floor.
+    if (shared > 1 or warm) and worth_marking(len(SYSTEM_PROMPT) + len(memory_block), model):
         memory["cache_control"] = {"type": "ephemeral"}
     messages = [{"role": "user", "content": [memory, {"type": "text", "text": batch_block}]}]
     return system, messages

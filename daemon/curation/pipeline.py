@@ -57,6 +57,9 @@ from wsd.schema.layout import CURATED_FILES
 #: addenda to a turn that a direct write joined and closed (found by the soak). ``wsd
 #: rebuild`` leaves such turns to the daemon by the same measure.
 LATE_SETTLE_SECONDS = 5.0
+#: How long after a marked request the next one counts on its prefix being cached (the
+#: API keeps it 5 minutes from its last use; a minute is left for the call itself).
+WARM_SECONDS = 240.0
 
 
 class NoBatch(StrEnum):
@@ -146,6 +149,8 @@ class Prepared:
     messages: list[dict[str, Any]]
     seen: Seen
     chars: int
+    #: Whether its prefix carries a cache breakpoint.
+    marked: bool = False
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,11 @@ class Pipeline:
         self.log = log
         #: Every request is booked in the charges ledger as it happens (the daily cap).
         self.meter = StoreMeter(store, config, clock, purpose, log)
+        #: The memory files the last request of :meth:`curate` showed (see its ``following``),
+        #: and when it was sent with its prefix marked for the cache (None: not marked).
+        self._last_base: dict[str, str] | None = None
+        self._marked_at: float | None = None
+        self._clock = clock
 
     def take(
         self, identity: str, now: float, spool_waiting: bool, lane: Lane = Lane.URGENT
@@ -270,11 +280,24 @@ class Pipeline:
         identity: str,
         on_commit: OnCommit,
         replaces: Sequence[int] = (),
+        following: int = 0,
     ) -> list[Committed]:
         """Curate ``batch`` through the prompt lane, splitting on rejection; every commit in
         order, each handed to ``on_commit`` as it is made. ``replaces``: the parked batches
-        this one runs again (``wsd retry``)."""
-        prepared = self.prepare(batch)
+        this one runs again (``wsd retry``). ``following``: how many requests are to come
+        right after this one (a rebuild's batches, a backlog's): when the last request
+        showed the same memory files, the next ones likely will too, and their common
+        prefix may be cached (:func:`~wsd.daemon.curation.curator.build_request`)."""
+        base = dict(self.files())
+        same = base == self._last_base
+        run = 1 + following if following and same else 1
+        now = self._clock()
+        # Within the cache's lifetime of the last marked request (5 minutes, refreshed by
+        # each read; a minute of margin for the call itself): its prefix is there to read.
+        warm = same and self._marked_at is not None and 0 <= now - self._marked_at < WARM_SECONDS
+        self._last_base = base
+        prepared = self.prepare(batch, base, shared=run, warm=warm)
+        self._marked_at = now if prepared.marked else None
         try:
             reply = self.bridge.call(prepared.system, prepared.messages, meter=self.meter)
         except BatchRejected as exc:
@@ -295,6 +318,7 @@ class Pipeline:
         base: Mapping[str, str] | None = None,
         actions: Sequence[tuple[int, int, str]] | None = None,
         shared: int = 1,
+        warm: bool = False,
     ) -> Prepared:
         """The request for ``batch`` and what it showed the curator: the memory files
         (``base``: the disk's now, unless given, as every request of one Message Batch is
@@ -311,7 +335,8 @@ class Pipeline:
             related,
             self.config.model,
             shared,
-            self._inventory() if shared > 1 else "",
+            self._inventory() if shared > 1 or warm else "",
+            warm,
         )
         seen = Seen(
             base=dict(base),
@@ -322,7 +347,8 @@ class Pipeline:
             shown=batch.shown,
         )
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
-        return Prepared(system, messages, seen, chars)
+        marked = any("cache_control" in block for block in messages[0]["content"])
+        return Prepared(system, messages, seen, chars, marked)
 
     def _inventory(self) -> str:
         """files.md's disk listing as the watcher keeps it ("" when it cannot be read: a

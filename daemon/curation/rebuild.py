@@ -212,6 +212,9 @@ def _recurate(
         purpose="rebuild",
     )
     done = 0
+    # Batches still to go, for the prompt cache (Pipeline.curate's ``following``): a plan is
+    # about one batch of batch_turns turns, so this is an estimate, which is all it needs.
+    left = -(-len(ids) // max(1, config.batch_turns))
     for group in groups:
         _record_spooled(layout, built)  # hooks spool on while we run: before every claim
         turns = built.turns.claim_turns(group.turn_ids, time.time())
@@ -221,7 +224,8 @@ def _recurate(
             learnings, parked = report.learnings, report.parked
             edits.until(started(batch.turns))  # what people did before this batch began
             try:
-                pipeline.curate(batch, identity, counted)
+                left = max(0, left - 1)
+                pipeline.curate(batch, identity, counted, following=left)
             except (Outage, Shutdown) as exc:  # nothing of the rebuild is kept
                 raise RebuildError(f"curator call failed, rebuild abandoned: {exc}") from exc
             done += len(batch.turns)

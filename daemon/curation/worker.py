@@ -246,7 +246,9 @@ class Worker:
             return PassResult(Step.WAITING)
         # The one state written inside a pass: the call may take minutes.
         self.status.update(state=State.CURATING, force=True)
-        outcome, ids = self._curate(batch, reason, now)
+        # Batches of the backlog still to come right after this one (the prompt cache).
+        following = max(0, backlog.pending - len(batch.turns)) // self.config.batch_turns
+        outcome, ids = self._curate(batch, reason, now, following)
         return PassResult(outcome, more=outcome == Step.CURATED, batches=ids)
 
     def _submit(self, now: float) -> PassResult:
@@ -289,11 +291,16 @@ class Worker:
 
     # -- curating ----------------------------------------------------------------
 
-    def _curate(self, batch: Batch, reason: str, now: float) -> tuple[Step, list[int]]:
-        """Curate one batch (split on rejection, a lone failing turn parked): the outcome."""
+    def _curate(
+        self, batch: Batch, reason: str, now: float, following: int = 0
+    ) -> tuple[Step, list[int]]:
+        """Curate one batch (split on rejection, a lone failing turn parked): the outcome.
+        ``following``: batches of the backlog to come right after it."""
         self.book.reason = reason
         try:
-            done = self.pipeline.curate(batch, self.identity, on_commit=self.book.committed)
+            done = self.pipeline.curate(
+                batch, self.identity, on_commit=self.book.committed, following=following
+            )
         except Shutdown:
             self.log.info("batch_abandoned", turns=len(batch.turns), reason="shutdown")
             return Step.STOPPED, []
