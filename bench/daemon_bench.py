@@ -77,8 +77,9 @@ class Timed:
             self.samples.append(time.perf_counter() - started)
 
 
-#: A pass's median over the commit floor's (drain).
-DRAIN_TARGET = 0.0
+#: A pass's median over the commit floor's (drain): 5.03 to 5.34 over five runs of this tree
+#: (issue 36), so 5.9 fails a 20 % regression.
+DRAIN_TARGET = 5.9
 
 
 def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
@@ -320,8 +321,11 @@ def flush_latency(runs: int = 30, bridge_latency: float = 0.2) -> list[Row]:
     ]
 
 
-#: wsd run's flush latency over the same flush curated in-process (median, p95).
-FLUSH_TARGETS = {50: 0.0, 95: 0.0}
+#: wsd run's flush latency over the same flush curated in-process (median, p95), 30 flushes:
+#: the medians measured 5.26 and 5.78 on this tree (issue 36), so 6.3 fails a 20 %
+#: regression; the p95 5.7 and 5.9, but over 12 flushes it once read 19.8: 8 is there for a
+#: stall (the nudge missed: a 2 s poll is a ratio near 100), not for 20 %.
+FLUSH_TARGETS = {50: 6.3, 95: 8.0}
 
 
 def _flush_row(

@@ -53,7 +53,10 @@ def _events(i: int) -> dict[str, object]:
 
 
 #: Hook write over a bare WAL insert of the same event (p50, p99), SDK callbacks (hook_write).
-HOOK_WRITE_TARGETS = (0.0, 0.0)
+#: p50 measured 15.97 to 16.51 over seven runs of this tree (issue 36): 18.5 fails a 20 %
+#: regression. p99 measured 11.5 to 18.9 (the 30 slowest of 3,000 writes, against a reader
+#: polling): 24 catches a 50 % one, no less without failing on noise.
+HOOK_WRITE_TARGETS = (18.5, 24.0)
 
 
 def hook_write(n: int = 3000) -> list[Row]:

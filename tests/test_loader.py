@@ -237,7 +237,9 @@ def test_a_learning_is_left_out_only_when_one_line_holds_all_its_words() -> None
     files (its words spread over two lines, or none at all, keep it in the boot context)."""
     from wsd.daemon.memory.boot import _lines_by_word, reflected
 
-    lines = _lines_by_word(["# User\n- Prefers tabs for Python\n- Uses spaces in YAML", "x"])
+    files = ["# User\n- Prefers tabs for Python\n- Uses spaces in YAML", "x"]
+    asked = ["The person prefers tabs", "Prefers spaces", "Prefers tabs for Go", "the of and"]
+    lines = _lines_by_word(files, asked)
     assert reflected("The person prefers tabs", lines)
     assert not reflected("Prefers spaces", lines)  # each word is there, on different lines
     assert not reflected("Prefers tabs for Go", lines)

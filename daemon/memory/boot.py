@@ -170,7 +170,7 @@ def load_memory(
         if text:
             files[name] = text
     recent, actions = _from_db(layout, now - window_hours * 3600, max_learnings, max_actions)
-    lines = _lines_by_word(files.values())
+    lines = _lines_by_word(files.values(), (text for _kind, _ts, text in recent))
     learnings = [
         f"- ({kind}, {_when(ts)}) {_one_line(text, LEARNING_MAX_CHARS)}"
         for kind, ts, text in recent
@@ -180,14 +180,20 @@ def load_memory(
     return _fit(files, learnings, _digest(layout), actions, max(budget_chars, 2000), closing)
 
 
-def _lines_by_word(texts: Iterable[str]) -> dict[str, set[int]]:
-    """Each word of ``texts`` (lower case) and the lines, numbered across them, holding it."""
+def _lines_by_word(texts: Iterable[str], learnings: Iterable[str]) -> dict[str, set[int]]:
+    """Each content word of ``learnings`` (lower case) and the lines of ``texts``, numbered
+    across them, holding it (the files' other words are never asked for)."""
+    wanted = {w for text in learnings for w in _content_words(text)}
     out: dict[str, set[int]] = {}
     lines = (line for text in texts for line in text.splitlines())
     for n, line in enumerate(lines):
-        for word in _WORD.findall(line.lower()):
+        for word in wanted.intersection(_WORD.findall(line.lower())):
             out.setdefault(word, set()).add(n)
     return out
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS}
 
 
 def reflected(learning: str, lines: Mapping[str, set[int]]) -> bool:
@@ -195,7 +201,7 @@ def reflected(learning: str, lines: Mapping[str, set[int]]) -> bool:
     (the agent reads that line already; the learning would only say it twice). ``lines``:
     :func:`_lines_by_word` of the files. (The lines holding its rarest word are narrowed
     by the others: testing each learning against each of 1,150 lines was half of a boot.)"""
-    words = {w for w in _WORD.findall(learning.lower()) if w not in _FUNCTION_WORDS}
+    words = _content_words(learning)
     if not words:
         return False
     holding = sorted((lines.get(w, set()) for w in words), key=len)
