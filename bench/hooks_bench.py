@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -185,12 +186,8 @@ def redaction() -> list[Row]:
     # A typical field: 2,000 characters of ordinary output, no secret (was a timed assert in
     # tests/test_hygiene.py, which failed under parallel test workers: timing is the bench's).
     field = ("\n".join(ORDINARY_TEXT) * 40)[:2000]
-    per_field = []
-    for _ in range(9):
-        started = time.perf_counter()
-        for _ in range(50):
-            clean_text(field)
-        per_field.append((time.perf_counter() - started) * 1000 / 50)
+    tokens = re.compile(r"\S+")
+    per_field, per_scan = alternated([field] * 450, clean_text, tokens.findall, warm=50)
     forms, lines = len(SECRETS), len(ORDINARY_TEXT)
     return [
         Row("redaction: secret forms caught", 100 * caught / forms, "%", "100", caught == forms,
@@ -198,6 +195,11 @@ def redaction() -> list[Row]:
         Row("redaction: ordinary lines kept", 100 * kept / lines, "%", "100", kept == lines,
             f"{kept}/{lines} lines unchanged"),
         Row("redaction: clean_text per form", per_form, "ms", "-", None, "warm, compiled"),
-        Row("redaction: a 2,000-char ordinary field", median(per_field), "ms", "<= 2",
-            median(per_field) <= 2, "median of 9 x 50, no secret"),
+        ratio_row("redaction: a 2,000-char ordinary field / one regex scan of it", per_field,
+                  per_scan, REDACTION_TARGET, "re.findall(r'\\S+') over the field", pct=50,
+                  note="no secret; the target was 2 ms"),
     ]  # fmt: skip
+
+
+#: Redaction of an ordinary field over one regex scan of it (redaction): TBD
+REDACTION_TARGET = 0.0

@@ -88,15 +88,22 @@ def mcp_start(runs: int = 9) -> list[Row]:
             whole.append(_until_tools(ours, env))
             sdk.append(_until_tools(reference, env))
     added = median(whole) - median(sdk)
+    ratio = median(whole) / median(sdk)
     return [
         Row("wsd mcp: start -> tools/list answered", median(whole), "s", "-", None, f"n={runs}"),
         Row("  the SDK's smallest server, alike", median(sdk), "s", "-", None, "stays"),
         Row(
-            "  what the project adds",
-            added,
-            "s",
-            "<= 0.25",
-            added <= 0.25,
-            "our imports, the workspace check, the server's set-up",
+            "  wsd mcp / the SDK's smallest server",
+            ratio,
+            "x",
+            f"<= {MCP_TARGET:g}",
+            ratio <= MCP_TARGET,
+            f"what the project adds: {added * 1000:.0f} ms (our imports, the workspace check,"
+            " the server's set-up)",
         ),
     ]
+
+
+#: wsd mcp's start over the SDK's smallest server's, alternated (mcp_start): 1.10 and 1.10
+#: on this tree (issue 36), so 1.25 fails a 20 % regression (it was 250 ms, 1.47x).
+MCP_TARGET = 1.25
