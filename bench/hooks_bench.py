@@ -201,5 +201,6 @@ def redaction() -> list[Row]:
     ]  # fmt: skip
 
 
-#: Redaction of an ordinary field over one regex scan of it (redaction): TBD
-REDACTION_TARGET = 0.0
+#: Redaction of an ordinary field over one regex scan of it (redaction): 33.6 and 34.1 on
+#: this tree (issue 36), so 37 fails a 20 % regression.
+REDACTION_TARGET = 37.0

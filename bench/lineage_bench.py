@@ -167,6 +167,8 @@ def _row(
     return row
 
 
-#: blame and why WORDS over their data read raw (medians of RUNS, lineage): TBD
-BLAME_TARGET = 0.0
-WHY_TARGET = 0.0
+#: blame and why WORDS over their data read raw (medians of RUNS, lineage): 4.67 and 4.68,
+#: 4.23 and 4.17 on this tree (issue 36), so these fail a 20 % regression (the targets were
+#: 100 and 200 ms).
+BLAME_TARGET = 5.2
+WHY_TARGET = 4.7
