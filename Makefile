@@ -47,7 +47,7 @@ run: $(STAMP)
 	$(BIN)/wsd run
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(NAMES)
 
 # The chaos soak: SOAK_MINUTES of combined faults, then every invariant (python -m soak --help).
 SOAK_MINUTES ?= 10
