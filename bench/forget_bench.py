@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 import time
 
+import apsw
+
 from bench import Row
 from bench.memory_bench import _sentence, _vocabulary
 from bench.procs import WSD, count_rows, daemon_env, running_daemon, wait_for
@@ -25,11 +27,13 @@ from wsd import schema
 from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store
+from wsd.schema.layout import Layout
 
 #: The workspace's size (the issue's figure); WSD_BENCH_FORGET_TURNS sizes a quicker look.
 TURNS = int(os.environ.get("WSD_BENCH_FORGET_TURNS", "100000"))
 WORDS = "Lincoln Elementary"
-TARGET_SECONDS = 10.0
+#: The erasure over the bare scan (forget): TBD
+TARGET_RATIO = 0.0
 PLANTED_TURNS = 40
 PLANTED_LEARNINGS = 20
 
@@ -47,6 +51,7 @@ def forget() -> list[Row]:
         setup = time.monotonic()
         _fill(layout, rng)
         built = time.monotonic() - setup
+        scan = _bare_scan(layout)
         env = daemon_env(layout, standin, WSD_SEMANTIC="false", WSD_BATCH_TURNS="2")
         log = os.path.join(tmp, "wsd.log")
         with running_daemon(env, log) as daemon:
@@ -61,14 +66,16 @@ def forget() -> list[Row]:
             )
             alive = daemon.poll() is None
     note = f"{TURNS:,} turns + {TURNS:,} learnings, daemon running; set-up {built:.0f} s"
+    ratio = erase_s / scan
     return [
         Row(
-            "forget --yes (erase everything holding the words)",
-            round(erase_s, 2),
-            "s",
-            f"<= {TARGET_SECONDS:g}",
-            done == 0 and erase_s <= TARGET_SECONDS,
-            note,
+            "forget --yes (erase everything holding the words) / a bare scan for them",
+            ratio,
+            "x",
+            f"<= {TARGET_RATIO:g}",
+            done == 0 and ratio <= TARGET_RATIO,
+            f"{erase_s:.2f} s / {scan:.2f} s (every turn, indexed turn and learning read for"
+            f" the words, bare SQL, median of 3); {note}; the target was 10 s",
         ),
         Row("forget dry run", round(dry_s, 2), "s", "-", dry == 0 and None, note),
         Row(
@@ -80,6 +87,35 @@ def forget() -> list[Row]:
             "a new batch committed within 60 s",
         ),
     ]
+
+
+def _bare_scan(layout: Layout) -> float:
+    """Seconds to read every text that may hold the words (the transcript's turns, the turn
+    index, the learnings) and find them, bare SQL: what no erasure can do without. The
+    median of three."""
+    queries = (
+        (
+            layout.transcript_db,
+            "SELECT count(*) FROM observations WHERE instr(lower(coalesce(user_message, '')"
+            " || tool_calls_json || coalesce(agent_response, '')), lower(?))",
+        ),
+        (
+            layout.memory_db,
+            "SELECT count(*) FROM turns WHERE instr(lower(prompt || response || tools), lower(?))",
+        ),
+        (layout.memory_db, "SELECT count(*) FROM learnings WHERE instr(lower(content), lower(?))"),
+    )
+    samples = []
+    for _ in range(3):
+        started = time.monotonic()
+        for path, sql in queries:
+            conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                conn.execute(sql, (WORDS,)).fetchall()
+            finally:
+                conn.close()
+        samples.append(time.monotonic() - started)
+    return sorted(samples)[1]
 
 
 def _timed(env: dict[str, str], args: list[str]) -> tuple[float, int]:

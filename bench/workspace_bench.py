@@ -69,6 +69,33 @@ def _generate(root: str, n: int) -> None:
             fh.write(f"file {i}\n" + "x" * (i % 997))
 
 
+def _bare_walk(root: str) -> float:
+    """Seconds to list ``root``'s tree with os.scandir and lstat every entry (what an index
+    cannot do without), the median of three."""
+
+    def walk() -> int:
+        count, stack = 0, [root]
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    entry.stat(follow_symlinks=False)
+                    count += 1
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        return count
+
+    samples = []
+    for _ in range(3):
+        started = time.perf_counter()
+        walk()
+        samples.append(time.perf_counter() - started)
+    return median(samples)
+
+
+#: The watcher's initial index over a bare walk of the same tree (workspace): TBD
+INDEX_TARGET = 0.0
+
+
 def _memory_kb(pid: int) -> dict[str, int]:
     out = {}
     with open(f"/proc/{pid}/status") as fh:
@@ -168,6 +195,7 @@ def workspace(n: int = FILES) -> list[Row]:
         started = time.perf_counter()
         _generate(layout.root, n)
         generated = time.perf_counter() - started
+        walk = _bare_walk(layout.root)
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, layout.root],
             stdout=subprocess.PIPE,
@@ -194,14 +222,17 @@ def workspace(n: int = FILES) -> list[Row]:
     label = f"{n // 1000}k files"
     rss = max(steady["VmRSS"], final["VmRSS"]) / 1024
     peak = final["VmHWM"] / 1024
+    index_ratio = ready / walk
     return [
         Row(
-            f"initial index ({label})",
-            ready,
-            "s",
-            "<= 10",
-            ready <= 10,
-            f"generated in {generated:.0f} s",
+            f"initial index ({label}) / a bare walk of the tree",
+            index_ratio,
+            "x",
+            f"<= {INDEX_TARGET:g}",
+            index_ratio <= INDEX_TARGET,
+            f"{ready:.2f} s / {walk:.2f} s (os.scandir and lstat of every entry, no link"
+            f" followed, the median of 3, just before); generated in {generated:.0f} s;"
+            " the target was 10 s",
         ),
         Row(
             f"watcher RSS ({label})", rss, "MB", "<= 150", rss <= 150, f"peak (VmHWM) {peak:.0f} MB"

@@ -297,9 +297,10 @@ class Pipeline:
         warm = same and self._marked_at is not None and 0 <= now - self._marked_at < WARM_SECONDS
         self._last_base = base
         prepared = self.prepare(batch, base, shared=run, warm=warm)
-        self._marked_at = now if prepared.marked else None
+        self._marked_at = None  # a request that fails caches nothing
         try:
             reply = self.bridge.call(prepared.system, prepared.messages, meter=self.meter)
+            self._marked_at = now if prepared.marked else None
         except BatchRejected as exc:
             if len(batch.turns) == 1:
                 record = BatchRecord.parked(batch.turns, exc, exc.attempts, prepared.seen.started)
