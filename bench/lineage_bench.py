@@ -20,7 +20,7 @@ from collections.abc import Callable
 import apsw
 
 from bench import Row
-from bench.floors import alternated, bare_fts, ratio_row
+from bench.floors import alternated, bare_fts, ratio_row, warm_file
 from bench.workload_files import make_workspace
 from wsd import schema
 from wsd.daemon.ops.cli import main as wsd_main
@@ -134,6 +134,7 @@ def lineage() -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp:
         layout = make_workspace(tmp, files=False)
         _fill(layout, rng)
+        warm_file(layout.memory_db)
         base = ["--workspace", layout.root, "memory"]
         revisions, fts = _revisions(layout.memory_db), bare_fts(layout.memory_db)
         blame = _time([*base, "blame", "user.md"], revisions)

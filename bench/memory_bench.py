@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from bench import Row, median
-from bench.floors import alternated, bare_fts, ratio_row, raw_read
+from bench.floors import alternated, bare_fts, ratio_row, raw_read, warm_file
 from bench.workload_turns import record_turns, typical_turn
 from wsd import schema
 from wsd.daemon.memory.boot import load_memory
@@ -181,6 +181,7 @@ def search_latency() -> list[Row]:
         started = time.perf_counter()
         path = synthetic_memory(count)
         built = time.perf_counter() - started
+        warm_file(path)
         # 400 questions at 100k (its p95 moved by 15 % over 200 between runs); 200 at 1M,
         # where the bare query alone takes a minute over them.
         mine, bare = alternated(
@@ -239,6 +240,7 @@ def search_tail_latency() -> list[Row]:
             if not tail:
                 while Store(layout).archive.index_new_turns():
                     pass
+            warm_file(layout.memory_db)
             mine, bare = alternated(
                 queries,
                 lambda q: search_memory(layout, q, semantic=False),

@@ -41,8 +41,12 @@ TURN_CHARS = 600
 #: A tool call's input says what was done to what; its output is excerpted like an answer,
 #: within a budget the cost target leaves: 100 characters would add 0.01 to the agent
 #: turns' coverage and ~440 characters (~$0.00006) to a typical session, over the target.
-TOOL_INPUT_CHARS = 90
-TOOL_OUTPUT_CHARS = 70
+#: Issue 36, measured without the turn headings (their clock matched fact numbers by
+#: chance): inputs 90, outputs 70 gave 0.8865; inputs 80, outputs 80 give 0.892 (inputs
+#: under 90 changed no fact word, outputs 75 0.888, 78 0.890) at the same typical session's
+#: cost ($0.009898, the instructions 152 characters shorter).
+TOOL_INPUT_CHARS = 80
+TOOL_OUTPUT_CHARS = 80
 #: Calls shown of a turn (the first and last halves beyond it): 4 -> 6 added 0.007 on the
 #: agent turns and nothing to the typical session.
 TOOLS_SHOWN = 6
@@ -116,9 +120,9 @@ FACT: <text> - a durable fact (names, numbers, decisions, where things are)
 PATTERN: <text> - a recurring behaviour or workflow
 CORRECTION: <text> - the person corrected the agent: the right way
 PREFERENCE: <text> - how the person wants things done
-TOOL_INSTALL: <text> - a tool or package installed or configured, and how
-ACTION: [urgent|high|normal] <text> - for the agent to follow up later
-ACTION_DONE: <id> - an open action the turns show was handled
+TOOL_INSTALL: <text> - a tool or package set up, and how
+ACTION: [urgent|high|normal] <text> - a follow-up for the agent
+ACTION_DONE: <id> - an open action the turns show done
 FORGET: <words> [turn N] - the person asked in turn N to forget these words (theirs, as said)
 user.md +3: <line> - add a line after line 3 (+0 top, +$ end)
 user.md ~5: <line> - replace line 5
@@ -139,7 +143,7 @@ Rules:
 - Priority: corrections > active tasks > preferences > key facts > history.
 - Never copy secrets, passwords or tokens.
 - When the person asks to forget something, name it in a FORGET line with the words they
-  used, and write no learning or line that repeats it.
+  used, and write nothing that repeats it.
 """
 
 
