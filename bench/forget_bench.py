@@ -32,8 +32,9 @@ from wsd.schema.layout import Layout
 #: The workspace's size (the issue's figure); WSD_BENCH_FORGET_TURNS sizes a quicker look.
 TURNS = int(os.environ.get("WSD_BENCH_FORGET_TURNS", "100000"))
 WORDS = "Lincoln Elementary"
-#: The erasure over the bare scan (forget): TBD
-TARGET_RATIO = 0.0
+#: The erasure over the bare scan (forget): 5.19 and 5.03 on this tree (issue 36), so 5.7
+#: fails a 20 % regression.
+TARGET_RATIO = 5.7
 PLANTED_TURNS = 40
 PLANTED_LEARNINGS = 20
 

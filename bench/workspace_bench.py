@@ -92,8 +92,9 @@ def _bare_walk(root: str) -> float:
     return median(samples)
 
 
-#: The watcher's initial index over a bare walk of the same tree (workspace): TBD
-INDEX_TARGET = 0.0
+#: The watcher's initial index over a bare walk of the same tree (workspace): 4.43 and 4.70
+#: on this tree (issue 36), so 5.2 fails a 20 % regression.
+INDEX_TARGET = 5.2
 
 
 def _memory_kb(pid: int) -> dict[str, int]:
