@@ -232,6 +232,17 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
 # -- 3. flush latency ----------------------------------------------------------------------------
 
 
+def _ask_flush(layout: Layout) -> float:
+    """Ask for a flush as a hook does; when it was asked."""
+    conn = schema.connect(layout.transcript_db, "transcript")
+    try:
+        asked = time.time()
+        request_flush(conn, "bench", asked)
+    finally:
+        conn.close()
+    return asked
+
+
 def _max_batch(layout: Layout) -> int:
     # A fresh read-only connection per poll: a long-lived one would stop the daemon's own
     # checkpoint-on-close and so change what is measured.
@@ -256,12 +267,7 @@ def flush_latency(runs: int = 30, bridge_latency: float = 0.2) -> list[Row]:
                 time.sleep(0.6)  # the writes' nudge runs a pass that finds 3 < 25 turns: waiting
                 before = _max_batch(layout)
                 seen = len(standin.requests)
-                conn = schema.connect(layout.transcript_db, "transcript")
-                try:
-                    asked = time.time()
-                    request_flush(conn, "bench", asked)
-                finally:
-                    conn.close()
+                asked = _ask_flush(layout)
                 if not wait_for(lambda b=before: _max_batch(layout) > b, timeout=15):
                     failures += 1
                     continue
@@ -357,12 +363,7 @@ def _flush_in_process(
         capture_turns(layout, [typical_turn(rng, "inproc", 3 * i + k) for k in range(3)])
         worker.run_once()  # what the writes' nudge runs: 3 < 25 turns, waiting
         before = _max_batch(layout)
-        conn = schema.connect(layout.transcript_db, "transcript")
-        try:
-            asked = time.time()
-            request_flush(conn, "bench", asked)
-        finally:
-            conn.close()
+        asked = _ask_flush(layout)
         for _ in range(10):
             worker.run_once()
             if _max_batch(layout) > before:

@@ -24,7 +24,15 @@ from bench.curator_bench import (
     pending_turns,
     run_until_settled,
 )
-from bench.procs import count_rows, daemon_env, fact_per_turn, quiet_logs, running_daemon, wait_for
+from bench.procs import (
+    count_rows,
+    daemon_env,
+    fact_per_turn,
+    prompt_config,
+    quiet_logs,
+    running_daemon,
+    wait_for,
+)
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, record_turns, typical_turn
 from wsd.daemon.memory.boot import load_memory
@@ -357,16 +365,7 @@ def _rebuild_cost(layout: Layout, responder: Any, cache_shared_prefix: bool) -> 
     from wsd.daemon.curation.rebuild import rebuild
 
     with BridgeStandin(responder=responder, latency=0.0) as standin:
-        config = Config(
-            workspace=layout.root,
-            bridge_url=standin.url,
-            api_key="bench",
-            watch=False,
-            curation="prompt",
-            daily_budget_usd=0.0,
-            request_timeout=60.0,
-            cache_shared_prefix=cache_shared_prefix,
-        )
+        config = prompt_config(layout.root, standin.url, cache_shared_prefix=cache_shared_prefix)
         started = time.time()
         report = rebuild(config, progress=lambda _line: None, wait_seconds=5.0)
         wall = time.time() - started
@@ -401,20 +400,8 @@ def _rebuilt(tmp: str, responder: Any, turns: int) -> dict[bool, dict[str, float
     live = make_workspace(os.path.join(tmp, "live"))
     record_turns(live, templates, turns)
     with BridgeStandin(responder=responder, latency=0.0) as standin:
-        config = Config(
-            workspace=live.root,
-            bridge_url=standin.url,
-            api_key="bench",
-            watch=False,
-            curation="prompt",
-            daily_budget_usd=0.0,
-            request_timeout=60.0,
-        )
-        worker = build_worker(config, Store(live), threading.Event())
-        for _ in range(turns):
-            result = worker.run_once()
-            if not result.more and worker.store.turns.backlog().pending == 0:
-                break
+        worker = build_worker(prompt_config(live.root, standin.url), Store(live), threading.Event())
+        run_until_settled(worker, live, timeout=600)
     runs = {}
     for cached in (True, False):
         copy = Layout(os.path.join(tmp, f"copy-{cached}"))

@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from wsd.daemon.runtime import log as wsd_log
+from wsd.daemon.runtime.config import Config
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.schema.layout import Layout
 
@@ -58,6 +59,21 @@ def realistic_reply(body: dict[str, Any]) -> Reply:
         "- Last monthly report: 2026-10 (sent 02/11/2026).",
     ]
     return Reply.text("\n".join(lines), usage={"output_tokens": OUTPUT_TOKENS})
+
+
+def prompt_config(root: str, url: str, **overrides: Any) -> Config:
+    """An in-process worker's settings against the stand-in at ``url``, on the prompt lane,
+    the watcher off and the daily cap off (a bench's backlog costs more than $1)."""
+    settings: dict[str, Any] = {
+        "workspace": root,
+        "bridge_url": url,
+        "api_key": "bench",
+        "watch": False,
+        "curation": "prompt",
+        "daily_budget_usd": 0.0,
+        "request_timeout": 60.0,
+    }
+    return Config(**(settings | overrides))
 
 
 def daemon_env(layout: Layout, standin: BridgeStandin, **extra: str) -> dict[str, str]:

@@ -274,11 +274,12 @@ class _Known:
     padded: tuple[tuple[str, tuple[str, int]], ...]
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=1)
 def _known(base: tuple[tuple[str, str], ...]) -> _Known:
-    """The lines of ``base`` as :class:`_Known`, kept for the next batches: in a backlog
-    the files seldom change between batches, and reading every line of them again was a
-    tenth of a drained pass (the profile of issue 36)."""
+    """The lines of ``base`` as :class:`_Known`, kept for the next batch: in a backlog the
+    files seldom change between batches, and reading every line of them again was a tenth
+    of a drained pass (the profile of issue 36). One entry: the files as they are, never an
+    older copy of them (a line the person has had forgotten is not kept here)."""
     lines = {
         plain(line): (name, i + 1)
         for name, text in base

@@ -149,8 +149,11 @@ class Prepared:
     messages: list[dict[str, Any]]
     seen: Seen
     chars: int
-    #: Whether its prefix carries a cache breakpoint.
-    marked: bool = False
+
+    @property
+    def marked(self) -> bool:
+        """Whether its prefix carries a cache breakpoint."""
+        return any("cache_control" in block for block in self.messages[0]["content"])
 
 
 @dataclass(frozen=True)
@@ -348,8 +351,7 @@ class Pipeline:
             shown=batch.shown,
         )
         chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
-        marked = any("cache_control" in block for block in messages[0]["content"])
-        return Prepared(system, messages, seen, chars, marked)
+        return Prepared(system, messages, seen, chars)
 
     def _inventory(self) -> str:
         """files.md's disk listing as the watcher keeps it ("" when it cannot be read: a
