@@ -35,7 +35,7 @@ from bench import Row
 from bench.locomo import CONVERSATIONS, DATA, dia_ids
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns
-from wsd.daemon.curation.curator import (
+from wsd.daemon.curation.request.rendering import (
     ECONOMY_RENDERING,
     PROMPT_RENDERING,
     Rendering,

@@ -20,13 +20,15 @@ from bench.procs import count_rows, quiet_logs
 from bench.workload_files import make_workspace
 from bench.workload_turns import capture_turns, typical_turn
 from wsd import schema
-from wsd.daemon.curation.curator import ECONOMY_RENDERING, PROMPT_RENDERING, build_request
-from wsd.daemon.curation.pipeline import plan
-from wsd.daemon.curation.reply import parse_reply
-from wsd.daemon.curation.worker import Worker
-from wsd.daemon.memory import files_md_parts, md_files
-from wsd.daemon.memory.edits import Limits, apply
-from wsd.daemon.memory.md_files import canonical
+from wsd.daemon.curation.judging.edits import Limits, apply
+from wsd.daemon.curation.judging.reply import parse_reply
+from wsd.daemon.curation.loop.worker import Worker
+from wsd.daemon.curation.request.batch import plan
+from wsd.daemon.curation.request.prompt import build_request
+from wsd.daemon.curation.request.rendering import ECONOMY_RENDERING, PROMPT_RENDERING
+from wsd.daemon.memory.md import files as md_files
+from wsd.daemon.memory.md import files_md
+from wsd.daemon.memory.md.files import canonical
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import (
     DEFAULT_BATCH_CHARS,
@@ -249,7 +251,7 @@ def curator_cost(batch: int = 25) -> list[Row]:
     def sent_lines(name: str, text: str) -> str:
         if name != "files.md":
             return str(len(text.splitlines()))
-        notes = len(files_md_parts.notes_of(text).splitlines())
+        notes = len(files_md.notes_of(text).splitlines())
         return f"{notes} (+{len(text.splitlines()) - notes} of inventory kept back)"
 
     def share(chars: int) -> str:

@@ -362,7 +362,7 @@ def _rebuild_cost(layout: Layout, responder: Any, cache_shared_prefix: bool) -> 
     """``wsd rebuild`` of ``layout`` (in-process, no daemon running) against a fresh stand-in
     (an empty cache) curating with ``responder``: what the rebuilt ledger booked, and how
     many of its batches changed a file."""
-    from wsd.daemon.curation.rebuild import rebuild
+    from wsd.daemon.curation.rebuild.rebuild import rebuild
 
     with BridgeStandin(responder=responder, latency=0.0) as standin:
         config = prompt_config(layout.root, standin.url, cache_shared_prefix=cache_shared_prefix)

@@ -33,7 +33,7 @@ from tests.grounding_corpus import (
     honest_reply,
 )
 from wsd import schema
-from wsd.daemon.curation import grounding
+from wsd.daemon.curation.judging import grounding
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import Config

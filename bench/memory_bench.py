@@ -290,7 +290,7 @@ def boot_context() -> list[Row]:
     """load_memory() with every file at its line limit, 50 recent learnings and a backlog of
     BOOT_PENDING typical turns not yet curated (the daemon down for a day or two, or a long
     queue of economy results: the section reads the newest 20 and counts the rest)."""
-    from wsd.daemon.memory.md_files import LINE_LIMITS
+    from wsd.daemon.memory.md.files import LINE_LIMITS
 
     with tempfile.TemporaryDirectory() as tmp:
         layout = Layout(tmp)

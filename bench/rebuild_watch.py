@@ -18,7 +18,7 @@ from typing import Any
 from bench.procs import count_rows, wait_for
 from wsd import schema
 from wsd.daemon.runtime.heartbeat import read_status
-from wsd.daemon.store import pause_path
+from wsd.daemon.runtime.pause import pause_path
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import request_flush
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from wsd.daemon.memory import files_md_parts
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.workspace.inventory import render_inventory
 from wsd.schema.layout import Layout
@@ -253,8 +253,8 @@ def memory_files() -> dict[str, str]:
         for folder in folders
     }
     notes = "\n".join(files)
-    files = files_md_parts.compose(
-        notes, render_inventory(tree, files_md_parts.inventory_budget(notes))
+    files = files_md.compose(
+        notes, render_inventory(tree, files_md.inventory_budget(notes))
     ).splitlines()
     out = {
         "soul.md": soul,

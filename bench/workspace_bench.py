@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from bench import Row, median, percentile
-from wsd.daemon.memory import files_md_parts
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.schema.layout import USER_FOLDERS, Layout
@@ -122,7 +122,7 @@ def _wait_for(path: str, test: Callable[[str], bool], timeout: float = 10.0) -> 
 
 
 def _heading_count(text: str) -> int:
-    for line in files_md_parts.split(text)[1].splitlines():
+    for line in files_md.split(text)[1].splitlines():
         if line.startswith("## Workspace files:"):
             return int(line.split(":", 1)[1].split()[0].replace(",", ""))
     return -1

@@ -19,7 +19,7 @@ import apsw
 import pytest
 
 from wsd import schema
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import Config

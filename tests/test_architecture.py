@@ -30,13 +30,14 @@ LAYERS = {
     "wsd.hooks": 2,
     "wsd.daemon.runtime": 3,
     "wsd.daemon.store": 4,
-    "wsd.daemon.memory": 5,
+    # Below memory: every erasure holds litestream off (memory/forget/hold.py).
     "wsd.daemon.replica": 5,
-    "wsd.daemon.curation": 6,
-    "wsd.daemon.workspace": 6,
-    "wsd.daemon.ops": 7,
-    "wsd.daemon.standin": 8,
-    "wsd.daemon": 9,  # __main__: `python -m wsd.daemon` is `wsd`
+    "wsd.daemon.memory": 6,
+    "wsd.daemon.curation": 7,
+    "wsd.daemon.workspace": 7,
+    "wsd.daemon.ops": 8,
+    "wsd.daemon.standin": 9,
+    "wsd.daemon": 10,  # __main__: `python -m wsd.daemon` is `wsd`
 }
 SQL = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|ATTACH|DETACH|BEGIN"
@@ -358,7 +359,7 @@ def test_the_door_check_sees_imports_of_the_stores_modules() -> None:
         "import wsd.daemon.store.ledger\n"
         "from wsd.daemon.store.records import Turn\n"
         "from wsd.daemon.store import Store, actions\n"
-        "from . import aside\n"
+        "from . import rebuild\n"
         "from .store import Store\n"
     )
     seen = [m for _line, m in _store_submodule_imports("wsd.daemon.store.x", ast.parse(code))]
@@ -366,7 +367,7 @@ def test_the_door_check_sees_imports_of_the_stores_modules() -> None:
         "wsd.daemon.store.ledger",
         "wsd.daemon.store.records",
         "wsd.daemon.store.actions",
-        "wsd.daemon.store.aside",
+        "wsd.daemon.store.rebuild",
         "wsd.daemon.store.store",
     ]
 
@@ -402,7 +403,8 @@ def test_no_protected_member_of_the_store_is_used_outside_it() -> None:
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
 def test_layers(module: str) -> None:
-    """runtime < store < memory < curation | workspace < ops < standin, schema < redact < hooks
+    """runtime < store < replica < memory < curation | workspace < ops < standin, schema < redact <
+    hooks
     below them all: a module imports its own layer or lower ones only."""
     mine = LAYERS[_layer(module)]
     for imported in GRAPH[module]:

@@ -639,7 +639,8 @@ def test_agent_sdk_side_requests_and_compaction_do_not_eat_turns(
 
 def test_rule_curator_keeps_file_names_and_versions_inside_a_sentence() -> None:
     """The demo curator ends a sentence at '.' + space or end, not at the dot of report.pdf."""
-    from wsd.daemon.curation.curator import build_request, render_turn
+    from wsd.daemon.curation.request.prompt import build_request
+    from wsd.daemon.curation.request.rendering import render_turn
     from wsd.daemon.standin import rule_curator
     from wsd.daemon.store import Turn
 

@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 from tests.conftest import flush, make_worker, write_turns
 from tests.conftest import query as q
 from tests.test_capture import prompt, stop, tool
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
 from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig, build_event

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import query as _rows
 from tests.conftest import venv_script
-from wsd.daemon.memory import md_files
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.heartbeat import read_status
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Store

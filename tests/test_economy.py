@@ -14,8 +14,8 @@ from structlog.testing import capture_logs
 
 from tests.conftest import drain, make_worker, write_turns
 from tests.conftest import query as q
-from wsd.daemon.curation.message_batches import parse_results
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.curation.economy.wire import parse_results
+from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
@@ -437,7 +437,7 @@ def test_a_message_batch_stays_within_its_size_cap(
 ) -> None:
     """A backlog larger than the size cap of one Message Batch goes in several, one after
     the other (the body is held several times over while it is sent: the daemon's RSS)."""
-    from wsd.daemon.curation import economy as lane
+    from wsd.daemon.curation.economy import lane
 
     monkeypatch.setattr(lane, "MAX_SUBMISSION_CHARS", 1)
     write_turns(layout, 9)
@@ -451,7 +451,7 @@ def test_a_message_batch_stays_within_its_size_cap(
 def test_a_garbled_lane_state_reads_as_on(layout: Layout) -> None:
     """An ``economy_off`` state row that is not what the daemon writes (not JSON, a probe time
     that is not a number) leaves the lane on and ``wsd status``'s report whole."""
-    from wsd.daemon.curation.economy import report
+    from wsd.daemon.curation.economy.lane import report
 
     store = Store(layout)
     for raw in ("not json", '{"probe_at": "tomorrow"}', "[1]"):
@@ -487,7 +487,7 @@ def test_the_lane_says_which_turns_a_call_takes(
 ) -> None:
     """lanes.choose answers a Lane member (a typo cannot reach next_turns' lookup), and
     each lane reads its own share of the pending turns."""
-    from wsd.daemon.curation import lanes
+    from wsd.daemon.curation.loop import trigger as lanes
     from wsd.daemon.store import Backlog, Lane
 
     backlog = Backlog(3, 1.0, 1.0, None, urgent_flush=urgent, waiting_flush=urgent)

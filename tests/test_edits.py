@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from wsd.daemon.memory.edits import (
+from wsd.daemon.curation.judging.edits import (
     MAX_LINE_CHARS,
     Edit,
     Limits,
@@ -209,8 +209,8 @@ def test_property_random_edits_and_rewrites_never_break_the_guards() -> None:
 def test_an_add_of_a_line_the_file_already_holds_is_refused() -> None:
     """The guards drop an add that repeats a line of the file (or of the same reply), so a
     careless curator cannot fill a file with the same line; the refusal is recorded."""
-    from wsd.daemon.curation.guards import Caps, review
-    from wsd.daemon.curation.reply import parse_reply
+    from wsd.daemon.curation.judging.guards import Caps, review
+    from wsd.daemon.curation.judging.reply import parse_reply
 
     text = "# User\n- Prefers tabs\n"
     parsed = parse_reply(

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from wsd.daemon.curation import curator
-from wsd.daemon.curation.curator import render_turn
-from wsd.daemon.curation.excerpt import GAP, excerpt, score, units
+from wsd.daemon.curation.request import rendering
+from wsd.daemon.curation.request.excerpt import GAP, excerpt, score, units
+from wsd.daemon.curation.request.rendering import render_turn
 from wsd.daemon.store import Turn
 
 ANSWER = """Done — here's what I found.
@@ -120,7 +120,7 @@ def test_a_long_report_reaches_the_curator_by_its_facts() -> None:
     report = ANSWER + "\n\n" + "Some more explanation of how I worked through it all. " * 40
     line = render_turn(_turn(report)).split("\nagent: ")[1]
     assert "F-2026-118" in line and "2026-03-reconciliation" in line and "14 of 17" in line
-    assert "Let me know" not in line and len(line) <= curator.ASSISTANT_CHARS
+    assert "Let me know" not in line and len(line) <= rendering.ASSISTANT_CHARS
 
 
 def test_tool_results_are_shown_as_their_text() -> None:

@@ -25,7 +25,7 @@ from tests.conftest import (
     write_turns,
     wsd,
 )
-from wsd.daemon.curation import rebuild
+from wsd.daemon.curation.rebuild.rebuild import rebuild
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store
@@ -139,7 +139,7 @@ def test_a_jsonl_export_imported_into_a_fresh_workspace_is_the_same_memory(
     assert "imported 0 learning(s)" in wsd(_env(fresh), "import", str(out)).stdout
     # A rebuild remakes what this workspace's batches made (none): the import stays whole.
     files = {n: Path(fresh.md(n)).read_text() for n in ("user.md", "context.md", "tools.md")}
-    rebuild.rebuild(make_config(fresh, standin), progress=lambda _line: None)
+    rebuild(make_config(fresh, standin), progress=lambda _line: None)
     assert query(fresh.memory_db, LEARNINGS) == query(layout.memory_db, LEARNINGS)
     assert {n: Path(fresh.md(n)).read_text() for n in files} == files
     assert sorted(query(fresh.memory_db, ACTIONS)) == sorted(query(layout.memory_db, ACTIONS))

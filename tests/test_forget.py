@@ -510,7 +510,8 @@ def test_one_forget_at_a_time_and_never_beside_a_rebuild_or_a_backup(
     """A forget while another forget or a rebuild holds the pause file, or while a backup
     copies, is refused with a line naming it, and erases nothing; a backup while a forget
     runs is refused too."""
-    from wsd.daemon.curation import pause
+    from wsd.daemon.memory.forget import hold
+    from wsd.daemon.runtime import pause
 
     _curated(layout, standin)
     env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
@@ -524,7 +525,7 @@ def test_one_forget_at_a_time_and_never_beside_a_rebuild_or_a_backup(
                 assert backup.returncode == 2 and "forget is running" in backup.stderr
         finally:
             pause.release(layout, fd)
-    with pause.backing_up(layout):
+    with hold.backing_up(layout):
         refused = wsd(env, "forget", SECRET, "--yes", check=False)
         assert refused.returncode == 2 and "backup is running" in refused.stderr
     assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
@@ -564,13 +565,13 @@ def test_the_daemon_erases_nothing_while_a_backup_copies_and_everything_after(
     copy then holds the words, and is recorded): the daemon curates nothing meanwhile (wsd
     doctor says why), and once the backup is done erases the words from the workspace and
     from the copy."""
-    from wsd.daemon.curation import pause
-    from wsd.daemon.curation.passes import Step
+    from wsd.daemon.curation.loop.outcome import Step
+    from wsd.daemon.memory.forget import hold
 
     worker = make_worker(layout, standin, batch_turns=1)
     _say(layout, worker, 0, PROMPTS[0])
     env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
-    with pause.backing_up(layout):
+    with hold.backing_up(layout):
         _say(layout, worker, 1, f"Please forget {SECRET}.")
         assert scalar(layout.memory_db, "SELECT count(*) FROM forget_requests") == 1
         worker.run_once()

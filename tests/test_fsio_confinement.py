@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import daemon_env, running_daemon, venv_script, wait_for
 from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
-from wsd.daemon.memory import md_files
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.fsio import TEMP_PREFIX, UnsafeFile, atomic_write, read_regular
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store

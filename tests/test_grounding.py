@@ -13,8 +13,8 @@ from bench.grounding_bench import kept, run_injections, run_statements
 from tests.conftest import drain, make_worker, venv_script
 from tests.conftest import query as q
 from tests.grounding_corpus import INJECTIONS, STATEMENTS
-from wsd.daemon.curation.grounding import THRESHOLD, Grounds, ground, unmarked, words
-from wsd.daemon.curation.reply import parse_reply
+from wsd.daemon.curation.judging.grounding import THRESHOLD, Grounds, ground, unmarked, words
+from wsd.daemon.curation.judging.reply import parse_reply
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Turn
 from wsd.hooks.capture import Capture, CaptureConfig
@@ -246,7 +246,7 @@ def test_the_tools_are_read_as_the_request_showed_them() -> None:
     """Grounding reads a rendered turn's tool lines (the prompt lane, no excerpt again) and
     finds the same words as excerpting each call anew (an economy result): the curator's
     view either way, not the whole output it was never shown."""
-    from wsd.daemon.curation.curator import render_turn
+    from wsd.daemon.curation.request.rendering import render_turn
 
     long_output = "filler line\n" * 3000 + PAGE
     turns = [_turn(1, "Summarize it", long_output), _turn(2, "ok", PAGE)]

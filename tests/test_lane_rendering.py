@@ -10,14 +10,14 @@ from typing import Any
 from tests.conftest import drain, flush, make_worker
 from tests.conftest import query as q
 from tests.test_economy import economy, pending, run_until
-from wsd.daemon.curation.curator import (
+from wsd.daemon.curation.rebuild.replay import plan_groups
+from wsd.daemon.curation.request.batch import plan
+from wsd.daemon.curation.request.rendering import (
     ECONOMY_RENDERING,
     PROMPT_RENDERING,
     render_turn,
     rendering_for,
 )
-from wsd.daemon.curation.pipeline import plan
-from wsd.daemon.curation.replay import plan_groups
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import Reply
 from wsd.daemon.store import Store, Turn

@@ -21,7 +21,7 @@ from tests.conftest import (
     wsd,
 )
 from tests.conftest import query as q
-from wsd.daemon.curation import rebuild
+from wsd.daemon.curation.rebuild.rebuild import rebuild
 from wsd.daemon.memory.lineage import blame
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Revision
@@ -125,7 +125,7 @@ def test_a_rebuilt_memory_traces_the_same_way(layout: Layout, standin: BridgeSta
     _curated(layout, standin)
     number = _line_of(layout, "venv, 3")
     before = _why(layout, standin, f"user.md:{number}")["lines"][0]
-    rebuild.rebuild(make_config(layout, standin, batch_turns=2), progress=lambda _line: None)
+    rebuild(make_config(layout, standin, batch_turns=2), progress=lambda _line: None)
     after = _why(layout, standin, f"user.md:{_line_of(layout, 'venv, 3')}")["lines"][0]
     assert after["source"] == "curator" and after["traced"]
     key = [(t["observation_id"], t["said"]) for t in after["turns"]]
@@ -175,7 +175,7 @@ def test_an_import_names_its_turns_and_a_rebuild_keeps_them(
     assert out.returncode == 0 and "T999999" in out.stderr
     learning = _why(layout, standin, "studio Lyon")["learnings"][0]
     assert learning["batch_id"] is None and [t["turn"] for t in learning["turns"]] == [f"T{tid}"]
-    rebuild.rebuild(make_config(layout, standin, batch_turns=2), progress=lambda _line: None)
+    rebuild(make_config(layout, standin, batch_turns=2), progress=lambda _line: None)
     again = _why(layout, standin, "studio Lyon")["learnings"][0]
     assert [t["said"] for t in again["turns"]] == [t["said"] for t in learning["turns"]]
 

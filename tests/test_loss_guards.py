@@ -21,8 +21,8 @@ from tests.conftest import (
     wsd,
 )
 from tests.conftest import query as q
-from wsd.daemon.curation.worker import Worker
-from wsd.daemon.memory.edits import lost_lines
+from wsd.daemon.curation.judging.edits import lost_lines
+from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout

@@ -12,14 +12,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_config
-from wsd.daemon.curation.answer import BadReply
-from wsd.daemon.curation.bridge import BridgeClient
-from wsd.daemon.curation.message_batches import (
-    Lines,
-    MessageBatchesClient,
-    line_limit,
-    parse_results,
-)
+from wsd.daemon.curation.bridge.answer import BadReply
+from wsd.daemon.curation.bridge.client import BridgeClient
+from wsd.daemon.curation.economy.wire import Lines, MessageBatchesClient, line_limit, parse_results
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import Reply
 from wsd.schema.layout import Layout

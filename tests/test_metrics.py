@@ -141,7 +141,7 @@ def test_the_daemon_writes_the_metrics_file_every_pass_paused_or_not(
     pause holds it off the file says paused at once and is still rewritten each heartbeat
     period; a folder that is missing is logged once (the daemon goes on curating) and the
     file written once it is back; a graceful stop leaves it saying down."""
-    from wsd.daemon.curation import pause
+    from wsd.daemon.runtime import pause
 
     folder = tmp_path / "textfile"
     target = folder / "wsd.prom"

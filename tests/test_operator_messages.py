@@ -352,7 +352,7 @@ def test_wsd_retry_runs_parked_batches_without_a_worker(layout: Layout) -> None:
     store.ledger.commit_batch(store.transcript_identity(), record, time.time())
     script = (
         "import sys\n"
-        "from wsd.daemon.curation import worker\n"
+        "from wsd.daemon.curation.loop import worker\n"
         "def refuse(*a, **k): raise AssertionError('wsd retry built a Worker')\n"
         "worker.Worker.__init__ = refuse\n"
         "from wsd.daemon.ops.cli import main\n"

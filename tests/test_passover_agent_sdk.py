@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import drain, flush, make_worker, run_async, sdk_env, venv_script
 from tests.conftest import query as _rows
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.memory.agent import ALLOWED_TOOLS, agent_memory
 from wsd.daemon.standin.bridge import BridgeStandin, ConversationScript, Reply
 from wsd.daemon.store import Store

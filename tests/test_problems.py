@@ -10,7 +10,7 @@ import anthropic
 import httpx2
 import pytest
 
-from wsd.daemon.curation.problems import problem
+from wsd.daemon.curation.bridge.failure import problem
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
 
 

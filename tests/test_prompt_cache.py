@@ -8,9 +8,9 @@ from typing import Any
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
 from tests.test_economy import economy, pending, run_until
-from wsd.daemon.curation.caching import min_cacheable, pays, worth_marking
-from wsd.daemon.curation.curator import SYSTEM_PROMPT, build_request
-from wsd.daemon.memory import files_md_parts
+from wsd.daemon.curation.request.caching import min_cacheable, pays, worth_marking
+from wsd.daemon.curation.request.prompt import SYSTEM_PROMPT, build_request
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.cache import PromptCache
@@ -157,7 +157,7 @@ def test_economy_lane_cache_reads_stack_with_the_batch_discount(tmp_path: Any) -
 
 
 INVENTORY = (
-    files_md_parts.MARKER
+    files_md.MARKER
     + "\n"
     + "".join(
         f"- documents/invoices/2026-{i % 12 + 1:02}/invoice-{i:04}.pdf (PDF, 84 KB)\n"

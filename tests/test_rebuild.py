@@ -18,10 +18,10 @@ import pytest
 from tests.conftest import flush, make_config, make_worker, venv_script, write_turns
 from tests.conftest import query as q
 from wsd import schema
-from wsd.daemon.curation import rebuild
-from wsd.daemon.curation.rebuild import RebuildError, pause_path
+from wsd.daemon.curation.rebuild.rebuild import RebuildError, rebuild
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.runtime.heartbeat import status_path
+from wsd.daemon.runtime.pause import pause_path
 from wsd.daemon.standin.bridge import BridgeStandin, Fault
 from wsd.daemon.store import Store, aside_path
 from wsd.schema.layout import Layout
@@ -62,14 +62,14 @@ def test_a_rebuild_gives_the_memory_the_live_run_gave(
     live_actions = q(layout.memory_db, actions)
     config = make_config(layout, standin, batch_turns=4)  # the live run's batches win
     lines: list[str] = []
-    report = rebuild.rebuild(config, progress=lines.append)
+    report = rebuild(config, progress=lines.append)
     assert report.turns == 7 and report.batches == 3 and report.parked == 0
     assert lines[0] == "batch 1: turns 1-3 (3/7), +6 learnings" and "swapping" in lines[-1]
     first = learnings(layout)
     assert first == live and q(layout.memory_db, actions) == live_actions
     assert Store(layout).revisions.latest_md() == live_files
     files = {n: Path(layout.md(n)).read_text() for n in ("user.md", "tools.md", "context.md")}
-    rebuild.rebuild(config, progress=lambda _line: None)
+    rebuild(config, progress=lambda _line: None)
     assert learnings(layout) == first
     for name, text in files.items():
         assert (
@@ -88,7 +88,7 @@ def test_a_rebuild_of_turns_no_batch_covers_dates_them_by_their_turns(
     WSD_BATCH_TURNS, each dated by its last turn: the history keeps its timeline."""
     write_turns(layout, 7, prompt=REBUILD_PROMPT)
     lines: list[str] = []
-    rebuild.rebuild(make_config(layout, standin, batch_turns=4), progress=lines.append)
+    rebuild(make_config(layout, standin, batch_turns=4), progress=lines.append)
     assert lines[0] == "batch 1: turns 1-4 (4/7), +8 learnings"
     last_turn_ts = q(layout.transcript_db, "SELECT timestamp FROM observations WHERE id = 4")
     assert learnings(layout)[0][2] == last_turn_ts[0][0]
@@ -116,7 +116,7 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     )
     conn.close()
     open_before = len(store.actions.open_actions())
-    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    rebuild(make_config(layout, standin), progress=lambda _line: None)
     assert q(layout.memory_db, "SELECT content, ref FROM learnings WHERE ref IS NOT NULL") == [
         ("Imported note", "r9")
     ]
@@ -160,7 +160,7 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
         )
         conn.close()
 
-    rebuild.rebuild(make_config(layout, standin, batch_turns=3), progress=meanwhile)
+    rebuild(make_config(layout, standin, batch_turns=3), progress=meanwhile)
     assert done and "kept your edits of user.md" in lines
     latest = Store(layout).revisions.latest_md()
     assert "my cat is called Rebuild" in latest["user.md"]
@@ -192,7 +192,7 @@ def test_a_hand_edit_made_while_the_rebuild_swaps_is_kept(
         if said.startswith("swapping"):  # said after the last adoption, right before the swap
             user.write_text(user.read_text() + line + "\n")
 
-    rebuild.rebuild(make_config(layout, standin), progress=meanwhile)
+    rebuild(make_config(layout, standin), progress=meanwhile)
     assert line in user.read_text()
     (last,) = Store(layout).revisions.md_history("user.md")[-1:]
     assert last.source == "hand" and line in last.content
@@ -212,7 +212,7 @@ def test_a_rebuild_counts_its_spend_and_the_days_spend_never_goes_down(
     today = time.time() // 86400 * 86400
     before = Store(layout).charges.spent_since(today)
     assert before > 0
-    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    rebuild(make_config(layout, standin), progress=lambda _line: None)
     ((rebuilt,),) = q(
         layout.transcript_db, "SELECT sum(usd) FROM charges WHERE purpose = 'rebuild'"
     )
@@ -221,7 +221,7 @@ def test_a_rebuild_counts_its_spend_and_the_days_spend_never_goes_down(
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(layout.memory_db + suffix)
-    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    rebuild(make_config(layout, standin), progress=lambda _line: None)
     ((both,),) = q(layout.transcript_db, "SELECT sum(usd) FROM charges WHERE purpose = 'rebuild'")
     assert both > rebuilt
     assert Store(layout).charges.spent_since(today) == pytest.approx(before + both)
@@ -239,7 +239,7 @@ def test_failed_rebuild_leaves_memory_untouched(layout: Layout, standin: BridgeS
     standin.script(*[Fault.server_error()] * 10)
     config = make_config(layout, standin, retry_attempts=1, batch_turns=2)
     with pytest.raises(RebuildError) as failed:
-        rebuild.rebuild(config, progress=lambda _line: None)
+        rebuild(config, progress=lambda _line: None)
     assert str(failed.value) == (
         "curator call failed, rebuild abandoned:"
         " HTTP 500 from the Bridge (api_error: Internal server error)"
@@ -257,7 +257,7 @@ def _holding_pause(layout: Layout) -> subprocess.Popen[str]:
     """A process that holds the pause file as a live ``wsd rebuild`` does."""
     code = (
         "import sys; from wsd.schema.layout import Layout\n"
-        "from wsd.daemon.store import take_pause\n"
+        "from wsd.daemon.runtime.pause import take_pause\n"
         "assert take_pause(Layout(sys.argv[1])) is not None\n"
         "print('held', flush=True); sys.stdin.read()\n"
     )
@@ -280,7 +280,7 @@ def test_one_rebuild_at_a_time_and_stale_pause_files(
     holder = _holding_pause(layout)  # a live rebuild: its pause file is locked
     try:
         with pytest.raises(RebuildError, match="another wsd rebuild"):
-            rebuild.rebuild(config, progress=lambda _line: None)
+            rebuild(config, progress=lambda _line: None)
     finally:
         holder.kill()
         holder.wait()
@@ -292,7 +292,7 @@ def test_one_rebuild_at_a_time_and_stale_pause_files(
         check=True,
     ).stdout.strip()
     Path(pause_path(layout)).write_text(f"{dead} 0\n")
-    assert rebuild.rebuild(config, progress=lambda _line: None).turns == 2
+    assert rebuild(config, progress=lambda _line: None).turns == 2
 
 
 def test_rebuild_pauses_a_running_daemon_which_resumes_unharmed(
@@ -344,7 +344,7 @@ def test_rebuild_pauses_a_running_daemon_which_resumes_unharmed(
     )
     lines: list[str] = []
     writer.start()
-    report = rebuild.rebuild(make_config(layout, standin), progress=lines.append, wait_seconds=20)
+    report = rebuild(make_config(layout, standin), progress=lines.append, wait_seconds=20)
     writer.join()
     standin.latency = 0.0
     assert "daemon paused" in lines and report.turns >= 6
@@ -433,7 +433,7 @@ def test_rebuild_clips_an_oversized_turn_exactly_as_the_loop_does(
     worker.status.update(state="stopped", force=True)
     by_loop = _turns_sent(standin)
     standin.clear_requests()
-    rebuild.rebuild(make_config(layout, standin, **budget), progress=lambda _line: None)
+    rebuild(make_config(layout, standin, **budget), progress=lambda _line: None)
     by_rebuild = _turns_sent(standin)
     assert len(by_loop) >= 3 and any("huge" in block for block in by_loop)
     huge = next(block for block in by_loop if "huge" in block)

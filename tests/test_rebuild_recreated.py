@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import drain, flush, make_config, make_worker, write_turns
 from tests.conftest import query as q
-from wsd.daemon.curation import rebuild
-from wsd.daemon.curation.passes import Step
-from wsd.daemon.curation.rebuild import RebuildError, pause_path
+from wsd.daemon.curation.loop.outcome import Step
+from wsd.daemon.curation.rebuild.rebuild import RebuildError, rebuild
+from wsd.daemon.runtime.pause import pause_path
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import MemoryReplaced, Store, aside_path, finish, open_aside, swap
 from wsd.schema.layout import Layout
@@ -71,7 +71,7 @@ def test_a_memory_db_recreated_during_a_rebuild_keeps_every_hand_edit(
         _append(layout, lines[3])  # adopted by the rebuild itself, into the fresh memory.db
 
     try:
-        rebuild.rebuild(make_config(layout, standin, batch_turns=3), progress=meanwhile)
+        rebuild(make_config(layout, standin, batch_turns=3), progress=meanwhile)
         outcome = "swapped"
     except RebuildError as exc:
         outcome = str(exc)

@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import daemon_env, drain, flush, make_config, make_worker, write_turns, wsd
 from tests.conftest import query as q
-from wsd.daemon.curation import rebuild
-from wsd.daemon.curation.worker import Worker
+from wsd.daemon.curation.loop.worker import Worker
+from wsd.daemon.curation.rebuild.rebuild import rebuild
 from wsd.daemon.memory import semantic
 from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.runtime.log import get_logger
@@ -75,7 +75,7 @@ def test_a_rebuild_replays_hand_edits_restores_and_forgets_where_they_happened(
     live = _memory(layout)
     assert any("bullet points" in row[1] for row in live[0])
 
-    report = rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    report = rebuild(make_config(layout, standin), progress=lambda _line: None)
     assert report.batches == 3 and report.parked == 0
     rebuilt = _memory(layout)
     assert rebuilt == live
@@ -105,7 +105,7 @@ def test_a_hand_edit_replayed_onto_a_different_curation_keeps_only_its_change(
         return type(reply).text(text)
 
     standin.responder = reworded
-    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    rebuild(make_config(layout, standin), progress=lambda _line: None)
     assert user.read_text() == (
         "# User\n- Likes answers in bullet points\n- My daughter is called Mia\n"
     )
@@ -137,7 +137,7 @@ def test_a_rebuild_reuses_vectors_and_leaves_the_rest_to_the_daemon(
         return type(original(body)).text(text + "\nFACT: The school is on Elm Street")
 
     standin.responder = one_more
-    rebuild.rebuild(make_config(layout, standin, semantic=True), progress=lambda _line: None)
+    rebuild(make_config(layout, standin, semantic=True), progress=lambda _line: None)
     assert q(layout.memory_db, "SELECT count(*) FROM learnings")[0][0] == learned + 1
     assert q(layout.memory_db, vectors)[0] == live  # reused; nothing embedded by the rebuild
     Embedder(Store(layout), get_logger()).run_to_end(lambda _line: None)  # the daemon, after

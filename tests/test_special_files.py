@@ -27,8 +27,9 @@ from tests.conftest import (
 from tests.test_canvas import CREATE, UPDATE, create, open_actions, update
 from tests.test_spool_damage import _hook
 from wsd.daemon.runtime.heartbeat import status_path
+from wsd.daemon.runtime.pause import pause_path
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store import Store, pause_path
+from wsd.daemon.store import Store
 from wsd.daemon.workspace.canvas import CanvasSync
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.watcher import Watcher

@@ -23,7 +23,7 @@ from tests.conftest import (
     wsd,
 )
 from tests.conftest import query as q
-from wsd.daemon.curation.answer import usage_of
+from wsd.daemon.curation.bridge.answer import usage_of
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout

@@ -26,7 +26,8 @@ from tests.conftest import (
     wsd,
 )
 from tests.conftest import query as q
-from wsd.daemon.curation.curator import build_request, render_turn
+from wsd.daemon.curation.request.prompt import build_request
+from wsd.daemon.curation.request.rendering import render_turn
 from wsd.daemon.memory.agent import agent_memory
 from wsd.daemon.memory.boot import Tools, load_memory
 from wsd.daemon.ops.deploy import PLUGIN_TOOL_PREFIX, render_plugin

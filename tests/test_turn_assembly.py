@@ -31,7 +31,7 @@ from tests.conftest import (
 )
 from tests.test_spool_damage import _hook, _prompt, _spool_through_locked_db, _stop
 from wsd import schema
-from wsd.daemon.curation import rebuild
+from wsd.daemon.curation.rebuild.rebuild import rebuild
 from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig, build_event
@@ -228,7 +228,7 @@ def test_a_rebuild_records_spooled_events_before_it_claims_turns(
     assert taken is not None
     for event in spooled[1:]:
         spool.append(layout.spool, event.to_json())
-    rebuild.rebuild(make_config(layout, standin, batch_turns=10), progress=lambda _line: None)
+    rebuild(make_config(layout, standin, batch_turns=10), progress=lambda _line: None)
     assert _turns(layout) == _WHOLE
     assert not spool.waiting(layout.spool)
     covered = query(layout.memory_db, "SELECT observation_id, count(*) FROM batch_turns GROUP BY 1")
@@ -257,7 +257,7 @@ def test_a_rebuild_records_what_hooks_spool_while_it_ingests(
         return report
 
     monkeypatch.setattr(spool, "ingest_file", ingest_while_a_hook_spools)
-    rebuild.rebuild(make_config(layout, standin, batch_turns=10), progress=lambda _line: None)
+    rebuild(make_config(layout, standin, batch_turns=10), progress=lambda _line: None)
     assert _turns(layout, "s") == _WHOLE
 
 

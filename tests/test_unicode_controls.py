@@ -10,7 +10,7 @@ from pathlib import Path
 import apsw
 
 from tests.conftest import drain, flush, make_worker, write_turns
-from wsd.daemon.curation.reply import parse_reply
+from wsd.daemon.curation.judging.reply import parse_reply
 from wsd.daemon.memory.boot import load_memory, visible
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.schema.layout import Layout

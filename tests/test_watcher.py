@@ -18,7 +18,7 @@ import apsw
 import pytest
 from watchfiles import Change
 
-from wsd.daemon.memory import files_md_parts
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.workspace.inventory import is_noise, render_inventory
 from wsd.daemon.workspace.producers import is_write
@@ -59,7 +59,7 @@ def inventory(layout: Layout) -> tuple[set[str], int, int]:
     except FileNotFoundError:
         return set(), -1, -1
     out, group, total, summed = set(), "", -1, 0
-    for line in files_md_parts.split(text)[1].splitlines():
+    for line in files_md.split(text)[1].splitlines():
         if line.startswith("## Workspace files:"):
             words = line.split(":", 1)[1].split()
             total = 0 if words[0] == "none" else int(words[0].replace(",", ""))
@@ -341,14 +341,10 @@ def test_curator_notes_cannot_overwrite_the_inventory(layout: Layout, running: W
     """A FILES_MD_UPDATE (even one echoing a stale inventory) replaces only the notes part."""
     write(layout.root, "documents/real.txt", "r")
     assert wait_until(lambda: consistent(layout))
-    stale = (
-        f"{files_md_parts.MARKER}\n## Workspace files: 1 file in 1 folder\n- fake.txt (1 B, x)\n"
-    )
-    files_md_parts.write_notes(
-        layout.md("files.md"), "# Notes\n- invoices go to documents/\n" + stale
-    )
+    stale = f"{files_md.MARKER}\n## Workspace files: 1 file in 1 folder\n- fake.txt (1 B, x)\n"
+    files_md.write_notes(layout.md("files.md"), "# Notes\n- invoices go to documents/\n" + stale)
     text = Path(layout.md("files.md")).read_text(encoding="utf-8")
-    assert text.startswith("# Notes\n- invoices go to documents/\n\n" + files_md_parts.MARKER)
+    assert text.startswith("# Notes\n- invoices go to documents/\n\n" + files_md.MARKER)
     assert "fake.txt" not in text and consistent(layout)
     write(layout.root, "ocr/real.txt", "r")
     assert wait_until(lambda: consistent(layout))
@@ -364,7 +360,7 @@ def test_new_notes_get_an_inventory_sized_to_them(layout: Layout) -> None:
     with Running(layout, settings):
         assert wait_until(lambda: consistent(layout) and len(listed(layout)) == 60)
         notes = "\n".join(f"- note {i}" for i in range(140))  # 59 lines left: 60 files do not fit
-        files_md_parts.write_notes(layout.md("files.md"), notes)
+        files_md.write_notes(layout.md("files.md"), notes)
         # write_notes trims the inventory at once and says it is being refreshed ...
         assert "being refreshed" in Path(layout.md("files.md")).read_text(encoding="utf-8")
         # ... and the watcher notices the new notes and renders the inventory to its budget.
@@ -375,7 +371,7 @@ def test_new_notes_get_an_inventory_sized_to_them(layout: Layout) -> None:
             )
         )
         text = Path(layout.md("files.md")).read_text(encoding="utf-8")
-        assert text.startswith("- note 0\n") and len(text.splitlines()) <= files_md_parts.LINE_LIMIT
+        assert text.startswith("- note 0\n") and len(text.splitlines()) <= files_md.LINE_LIMIT
 
 
 def test_transcript_writes_nudge_the_loop(layout: Layout) -> None:
@@ -422,13 +418,11 @@ def test_inventory_rolls_up_within_the_line_limit() -> None:
     tree[""] = {"top.txt": (1, now)}
     total = sum(len(f) for f in tree.values())
     notes = "\n".join(f"note {i}" for i in range(200))
-    kept = files_md_parts.notes_of(notes)
-    text = files_md_parts.compose(
-        kept, render_inventory(tree, files_md_parts.inventory_budget(kept))
-    )
+    kept = files_md.notes_of(notes)
+    text = files_md.compose(kept, render_inventory(tree, files_md.inventory_budget(kept)))
     lines = text.splitlines()
-    assert len(lines) <= files_md_parts.LINE_LIMIT
-    assert len(kept.splitlines()) == files_md_parts.NOTES_LINE_LIMIT
+    assert len(lines) <= files_md.LINE_LIMIT
+    assert len(kept.splitlines()) == files_md.NOTES_LINE_LIMIT
     heads = [ln for ln in lines if ln.startswith("### ")]
     assert sum(int(h.split(" — ")[1].split()[0].replace(",", "")) for h in heads) == total
     assert f"{total:,} files" in text and "- top.txt (" in text
@@ -485,7 +479,7 @@ def test_a_failed_inventory_write_is_retried_without_waiting_for_a_change(
     once did) is written at the next step, with events off and no rescan due: files.md is
     never left without its inventory until something else changes."""
     write(layout.root, "documents/before.txt", "b")
-    real = files_md_parts.write_inventory
+    real = files_md.write_inventory
     failures: list[str] = []
 
     def fails_once(path: str, render: Callable[[int], list[str]]) -> str:
@@ -494,7 +488,7 @@ def test_a_failed_inventory_write_is_retried_without_waiting_for_a_change(
             raise FileNotFoundError(2, "No such file or directory", path)
         return real(path, render)
 
-    monkeypatch.setattr(files_md_parts, "write_inventory", fails_once)
+    monkeypatch.setattr(files_md, "write_inventory", fails_once)
     settings = WatchSettings(use_events=False, rescan_seconds=3600, tick_seconds=0.05)
     with Running(layout, settings):
         assert wait_until(lambda: "documents/before.txt" in listed(layout))

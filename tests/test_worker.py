@@ -18,7 +18,8 @@ from structlog.testing import capture_logs
 from tests.conftest import drain, flush, make_worker, write_turns
 from tests.conftest import query as q
 from wsd import schema
-from wsd.daemon.memory import files_md_parts, md_files
+from wsd.daemon.memory.md import files as md_files
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store import Store
@@ -104,14 +105,12 @@ def test_curator_sees_the_notes_of_files_md_but_not_the_watchers_inventory(
     """files.md is sent as its notes part only: the daemon's disk inventory never costs input."""
     inventory = [f"- documents/invoice-{i}.pdf (12 kB, 2026-11-0{i % 9 + 1})" for i in range(120)]
     notes = "# Files\n- documents/ holds the person's originals"
-    Path(layout.md("files.md")).write_text(
-        files_md_parts.compose(notes, [files_md_parts.MARKER, *inventory])
-    )
+    Path(layout.md("files.md")).write_text(files_md.compose(notes, [files_md.MARKER, *inventory]))
     write_turns(layout, 1)
     memory, _turns = _curate_now(layout, standin)
     assert '<file name="files.md" max_lines="150">' in memory
     assert "documents/ holds the person's originals" in memory
-    assert "invoice-7.pdf" not in memory and files_md_parts.MARKER not in memory
+    assert "invoice-7.pdf" not in memory and files_md.MARKER not in memory
     assert "invoice-7.pdf" in Path(layout.md("files.md")).read_text()  # still on disk
 
 
@@ -660,9 +659,9 @@ def test_the_heartbeats_state_is_the_passs_and_written_when_it_changes(
     """Issue 31: the heartbeat's state is written once per pass from what the pass did (idle,
     backoff, idle again on recovery, paused), at once when it changes, and on every paused
     pass (a rebuild waits for a paused heartbeat written after it asked)."""
-    from wsd.daemon.curation.passes import Step
+    from wsd.daemon.curation.loop.outcome import Step
     from wsd.daemon.runtime.heartbeat import State, read_status
-    from wsd.daemon.store import pause_path, take_pause
+    from wsd.daemon.runtime.pause import pause_path, take_pause
 
     wall, mono = [time.time()], [1000.0]
     worker = make_worker(

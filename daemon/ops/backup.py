@@ -58,9 +58,9 @@ def backup(layout: Layout, dest: str) -> dict[str, Any]:
     Raises :class:`BackupRefused` for a destination :func:`check_destination` refuses, and
     PauseRefused while a forget (or another backup) runs."""
     check_destination(layout, dest)
-    from wsd.daemon.curation import pause
+    from wsd.daemon.memory.forget import hold
 
-    with pause.backing_up(layout):
+    with hold.backing_up(layout):
         store = Store(layout)
         os.makedirs(dest, mode=0o700, exist_ok=True)
         # Recorded before a byte is copied, so that a forget reaches this copy (or names it

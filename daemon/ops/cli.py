@@ -226,8 +226,8 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def cmd_backup(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from wsd.daemon.curation.pause import PauseRefused
     from wsd.daemon.ops.backup import BackupRefused, backup
+    from wsd.daemon.runtime.pause import PauseRefused
 
     layout = Layout(_config(args, env).workspace)
     dest = os.path.abspath(args.dest)

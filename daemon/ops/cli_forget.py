@@ -85,9 +85,9 @@ def register(subparsers: Any) -> None:
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) -> int:
     """``wsd forget ...`` (see the module)."""
-    from wsd.daemon.curation import pause
-    from wsd.daemon.memory.forget import erase
+    from wsd.daemon.memory.forget import erase, hold
     from wsd.daemon.memory.forget.words import BadWords
+    from wsd.daemon.runtime import pause
     from wsd.daemon.store import Store
 
     store = Store(layout)
@@ -147,7 +147,7 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
                 words,
                 scope=scope,
                 all_matches=args.all_matches,
-                pause=lambda: pause.held(layout, "forget", args.wait, say),
+                pause=lambda: hold.erasing(layout, args.wait, say),
                 say=say,
             )
     except (BadWords, erase.ForgetRefused, pause.PauseRefused) as exc:

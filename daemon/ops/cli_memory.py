@@ -168,7 +168,7 @@ def cmd_pending(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def cmd_rebuild(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd rebuild``: re-curate everything into a fresh memory.db, progress on stderr."""
-    from wsd.daemon.curation.rebuild import RebuildError, rebuild
+    from wsd.daemon.curation.rebuild.rebuild import RebuildError, rebuild
     from wsd.daemon.ops.deployed import deployed_env
     from wsd.daemon.runtime.config import Config
 

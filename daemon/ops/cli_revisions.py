@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from wsd.daemon.memory import md_files
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store import Revision, Store
 from wsd.schema.layout import CURATED_FILES, Layout

@@ -33,8 +33,8 @@ def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
 
 
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from wsd.daemon.curation import economy
-    from wsd.daemon.memory import erosion
+    from wsd.daemon.curation.economy import lane as economy
+    from wsd.daemon.curation.judging import erosion
     from wsd.daemon.replica import position
     from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
     from wsd.daemon.store import Store
@@ -193,7 +193,7 @@ def _readable(key: str, value: Any, now: float) -> str:
 def _spent_today(store: Any, beat: Mapping[str, Any] | None, now: float) -> float:
     """The UTC day's spend as the daemon counts it (its Budget: the ledgers', never below what
     its heartbeat last saw that day, which a restore from a backup cannot take back)."""
-    from wsd.daemon.curation.health import Budget
+    from wsd.daemon.curation.bridge.spend import Budget
 
     budget = Budget(store, 0.0)
     budget.remember((beat or {}).get("spent_today"))

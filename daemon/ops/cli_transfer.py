@@ -56,9 +56,9 @@ def register(subparsers: Any) -> None:
 
 def cmd_import(args: argparse.Namespace, env: Mapping[str, str], layout: Any) -> int:
     """``wsd import PATH`` (see the module)."""
-    from wsd.daemon.curation import pause
     from wsd.daemon.memory.transfer import importer
     from wsd.daemon.memory.transfer.inputs import BadInput
+    from wsd.daemon.runtime import pause
     from wsd.daemon.store import Store
 
     store = Store(layout)
@@ -72,7 +72,7 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     # A large import holds memory.db's write lock for seconds: the daemon is held off for it
     # (it finishes the batch in hand), as for wsd forget, so that no reply of its is lost.
     held = (
-        pause.held(layout, "import", args.wait, say)
+        pause.paused(layout, "import", args.wait, say)
         if importer.needs_pause(path)
         else contextlib.nullcontext()
     )

@@ -22,8 +22,8 @@ import re
 import sys
 from typing import Any
 
-from wsd.daemon.memory import md_files
 from wsd.daemon.memory.lineage import Blamed, blame, likely_turns
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store import BatchTrace, LearningTrace, Revision, SourceTurn, Store, Turn
 from wsd.schema.layout import CURATED_FILES
@@ -258,7 +258,7 @@ def _held_by(x: LearningTrace) -> dict[str, float] | None:
     """How much of the learning each part of its turns holds (issue 32): the person's
     prompt, the agent's answer, the tools (what the index keeps of them); None when none of
     its turns is in the index (imported, or gone)."""
-    from wsd.daemon.curation.grounding import Grounds, unmarked
+    from wsd.daemon.curation.judging.grounding import Grounds, unmarked
 
     turns = [
         Turn(i, "", 0, 0.0, t.prompt, [{"output": t.tools}] if t.tools else [], t.response, "")

@@ -19,7 +19,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from wsd.daemon.memory.md_files import LINE_LIMITS
+from wsd.daemon.memory.md.files import LINE_LIMITS
 from wsd.daemon.ops import deploy_paths
 from wsd.daemon.ops.bootstrap import init_workspace, render_template
 from wsd.daemon.ops.deploy_paths import shell_word

@@ -30,13 +30,14 @@ import apsw
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from wsd.daemon.memory import files_md_parts
-from wsd.daemon.memory.md_files import line_limits, read_text
+from wsd.daemon.memory.md import files_md
+from wsd.daemon.memory.md.files import line_limits, read_text
 from wsd.daemon.replica import position
 from wsd.daemon.replica.position import Replication
 from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.runtime.heartbeat import State, beats, package_version, read_status
-from wsd.daemon.store import Store, pause_requested
+from wsd.daemon.runtime.pause import pause_requested
+from wsd.daemon.store import Store
 from wsd.schema import KINDS
 from wsd.schema.errors import describe
 from wsd.schema.layout import CURATED_FILES, Layout
@@ -106,8 +107,8 @@ class Snapshotter:
         return snap
 
     def _read(self, snap: Snapshot, beat: dict[str, Any] | None, now: float) -> None:
-        from wsd.daemon.curation import economy
-        from wsd.daemon.curation.health import Budget
+        from wsd.daemon.curation.bridge.spend import Budget
+        from wsd.daemon.curation.economy import lane as economy
 
         store, layout = self.store, self.store.layout
         backlog = store.turns.backlog()
@@ -136,7 +137,7 @@ class Snapshotter:
         for name in CURATED_FILES:
             text = read_text(layout.md(name)) or ""
             if name == "files.md":  # its limit is its notes' (the inventory is the watcher's)
-                text = files_md_parts.notes_of(text)
+                text = files_md.notes_of(text)
             snap.md[name] = (len(text.splitlines()), limits[name])
 
 

@@ -14,17 +14,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wsd.daemon.curation.bookkeeping import Bookkeeper
-from wsd.daemon.curation.bridge import BridgeClient
-from wsd.daemon.curation.economy import Economy
-from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
-from wsd.daemon.curation.intake import SpoolIntake
-from wsd.daemon.curation.message_batches import MessageBatchesClient
-from wsd.daemon.curation.passes import PassResult, Step
+from wsd.daemon.curation.bridge.client import BridgeClient
+from wsd.daemon.curation.bridge.outage import Backoff
+from wsd.daemon.curation.bridge.spend import Budget
+from wsd.daemon.curation.economy.lane import Economy
+from wsd.daemon.curation.economy.wire import MessageBatchesClient
+from wsd.daemon.curation.loop.after_commit import Bookkeeper
+from wsd.daemon.curation.loop.failures import Failures
+from wsd.daemon.curation.loop.intake import SpoolIntake
+from wsd.daemon.curation.loop.outcome import PassResult, Step
+from wsd.daemon.curation.loop.shedding import MemoryShedder
+from wsd.daemon.curation.loop.wake import WakeDetector
+from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.curation.pipeline import Pipeline
-from wsd.daemon.curation.reporting import Failures
-from wsd.daemon.curation.worker import Worker
-from wsd.daemon.memory.md_sync import MdSync
+from wsd.daemon.memory.md.sync import MdSync
 from wsd.daemon.memory.semantic import missing
 from wsd.daemon.memory.semantic.embedding import Embedder
 from wsd.daemon.memory.semantic.server import SemanticServer

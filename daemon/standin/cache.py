@@ -2,7 +2,7 @@
 
 Each ``cache_control`` breakpoint names a prefix of the request (tools, then system, then the
 messages' content blocks, in order). A prefix shorter than the model's minimum
-(:func:`wsd.daemon.curation.caching.min_cacheable`, configurable here per model) is never
+(:func:`wsd.daemon.curation.request.caching.min_cacheable`, configurable here per model) is never
 cached. The longest breakpoint prefix seen within the TTL is read
 (``cache_read_input_tokens``); every longer eligible breakpoint prefix is written
 (``cache_creation_input_tokens``, the tokens past what was read); the rest of the request is
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from wsd.daemon.curation.caching import min_cacheable
+from wsd.daemon.curation.request.caching import min_cacheable
 
 TTL_SECONDS = 300.0
 JSON = dict[str, Any]

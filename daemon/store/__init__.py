@@ -17,36 +17,31 @@ from wsd.daemon.store.actions import ActionRequest
 # Pure functions of the rows they are given, exported as such: the text the turn index
 # stores for a turn (search's tail ranks the turns not indexed yet as the index would).
 from wsd.daemon.store.archive import INDEX_BATCH, as_turns, turn_text
-
-# The rebuild's files beside memory.db (the aside database, the pause file the daemon's loop
-# and watcher honour): functions of the workspace's Layout, not verbs on a connection.
-from wsd.daemon.store.aside import (
-    PAUSE_NAME,
-    MemoryReplaced,
-    aside_path,
-    finish,
-    leftovers,
-    open_aside,
-    pause_path,
-    pause_requested,
-    rebuild_pid,
-    remove,
-    swap,
-    take_pause,
-)
 from wsd.daemon.store.charges import BILLED, ESTIMATED, VOID
+from wsd.daemon.store.claude_mem import ForeignError, claude_mem_rows
 from wsd.daemon.store.connections import Opener
 
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.erasure import Found, Kind, Scope
-from wsd.daemon.store.foreign import ForeignError, claude_mem_rows
 from wsd.daemon.store.learnings import ImportReport, parse_import_line
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
 # constant and a pure function of two strings (doctor, status and the CLI say them).
 from wsd.daemon.store.maintenance import MADE_BY, Maintenance, remedy
+
+# The database ``wsd rebuild`` builds beside memory.db and swaps in: functions of the
+# workspace's Layout, not verbs on a connection.
+from wsd.daemon.store.rebuild import (
+    MemoryReplaced,
+    aside_path,
+    finish,
+    leftovers,
+    open_aside,
+    remove,
+    swap,
+)
 from wsd.daemon.store.records import (
     LEARNING_TYPES,
     AlreadyCovered,
@@ -85,7 +80,6 @@ __all__ = [
     "INDEX_BATCH",
     "LEARNING_TYPES",
     "MADE_BY",
-    "PAUSE_NAME",
     "RELEASED",
     "VECTOR_KINDS",
     "VOID",
@@ -130,15 +124,11 @@ __all__ = [
     "leftovers",
     "open_aside",
     "parse_import_line",
-    "pause_path",
-    "pause_requested",
     "priority_name",
-    "rebuild_pid",
     "remedy",
     "remove",
     "sha256",
     "sources_of",
     "swap",
-    "take_pause",
     "turn_text",
 ]

@@ -25,7 +25,7 @@ def priority_name(value: object) -> str:
 
 class Lane(StrEnum):
     """Which pending turns a curator call may take (:func:`~wsd.daemon.store.turns.next_turns`;
-    :func:`~wsd.daemon.curation.lanes.choose` picks one). A turn is *held* while a request of
+    :func:`~wsd.daemon.curation.loop.trigger.choose` picks one). A turn is *held* while a request of
     a Message Batch in flight carries it, and *released* when the economy lane handed it back
     to the prompt lane (its request failed)."""
 

@@ -48,7 +48,7 @@ def known_revision(m: apsw.Connection, name: str, digest: str) -> int | None:
 
 def baseline_revision(m: apsw.Connection, name: str, since: float) -> Revision | None:
     """The version of ``name`` that erosion is measured against (see
-    :mod:`wsd.daemon.memory.erosion`): the latest a person made (a hand edit adopted, a
+    :mod:`wsd.daemon.curation.judging.erosion`): the latest a person made (a hand edit adopted, a
     restore) after ``since``; else the latest at ``since``; else the first after it."""
     row = schema.first(
         m,

@@ -1,6 +1,6 @@
 """files.md's inventory: what counts as a workspace file, read from the disk, and rendered.
 
-The watcher keeps the inventory part of files.md (see :mod:`wsd.daemon.memory.files_md_parts` for
+The watcher keeps the inventory part of files.md (see :mod:`wsd.daemon.memory.md.files_md` for
 how the two parts share the file). What is never indexed is :func:`is_noise`: any path with a
 hidden component such as ``.os/`` or ``.git/``, :data:`NOISE_DIRS`, editor and daemon temp
 files. :func:`scan` reads the tree without following links; :func:`render_inventory` turns
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from wsd.daemon.memory.files_md_parts import HEADING, MARKER
+from wsd.daemon.memory.md.files_md import HEADING, MARKER
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 
 #: Display cap of one name (middle elided); a line stays readable whatever the disk holds.

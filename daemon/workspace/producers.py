@@ -25,7 +25,7 @@ from wsd.daemon.runtime.config import (
     DEFAULT_RESCAN_SECONDS,
     DEFAULT_WATCH_POLL_MS,
 )
-from wsd.daemon.store import PAUSE_NAME
+from wsd.daemon.runtime.pause import PAUSE_NAME
 from wsd.daemon.workspace.inventory import is_noise
 from wsd.schema.layout import Layout
 

@@ -36,10 +36,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wsd.daemon.memory import files_md_parts
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.log import ErrorThrottle, get_logger
-from wsd.daemon.store import Store, pause_requested
+from wsd.daemon.runtime.pause import pause_requested
+from wsd.daemon.store import Store
 from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.inventory import Tree, diff, is_noise, render_inventory, scan
@@ -316,7 +317,7 @@ class Watcher:
         """Re-render files.md's inventory. A files.md that cannot be written (a FIFO or a
         link in its place, disk full) is logged (rate-limited): the index is still kept."""
         try:
-            self._notes = files_md_parts.write_inventory(
+            self._notes = files_md.write_inventory(
                 self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
             )
         except OSError as exc:
@@ -347,10 +348,7 @@ class Watcher:
             return False
         self._files_md_stat = seen
         try:
-            return (
-                files_md_parts.notes_of(files_md_parts.read(self.layout.md("files.md")))
-                != self._notes
-            )
+            return files_md.notes_of(files_md.read(self.layout.md("files.md"))) != self._notes
         except OSError:  # not a regular file: _render says so (rate-limited)
             return True
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from soak.faults import Record
 from soak.invariants.check import Check, query
 from soak.world import World
-from wsd.daemon.memory.files_md_parts import NOTES_LINE_LIMIT
-from wsd.daemon.memory.md_files import LINE_LIMITS, canonical, read_text
+from wsd.daemon.memory.md.files import LINE_LIMITS, canonical, read_text
+from wsd.daemon.memory.md.files_md import NOTES_LINE_LIMIT
 from wsd.daemon.runtime.config import DEFAULT_FILE_CHARS
 from wsd.schema.layout import CURATED_FILES
 
@@ -55,7 +55,7 @@ def loss(memory_db: str) -> Check:
     lines no line of its revision says any more, against the revision before it, are at most
     a quarter (one at least) of the lines that said something (issue 20's replace-every-line
     fault, careless rewrites, truncated replies)."""
-    from wsd.daemon.memory.edits import Limits, lost_lines, plain
+    from wsd.daemon.curation.judging.edits import Limits, lost_lines, plain
 
     rows = query(memory_db, "SELECT file, source, content FROM md_revisions ORDER BY file, id")
     over, batches = [], 0

@@ -27,7 +27,6 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.memory import files_md_parts, md_files
 from wsd.daemon.memory.forget.words import (
     MARK,
     RETENTION_MARK,
@@ -35,6 +34,8 @@ from wsd.daemon.memory.forget.words import (
     Everything,
     Forget,
 )
+from wsd.daemon.memory.md import files as md_files
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.runtime.fsio import atomic_write, read_text
 from wsd.daemon.store import Found, Kind, Scope, Store
 from wsd.schema import spool
@@ -310,7 +311,7 @@ def _erase_backups(
 
 def _own_part(name: str, text: str) -> str:
     """The part of a curated file the memory owns (files.md: its notes, not the inventory)."""
-    return files_md_parts.notes_of(text) if name == "files.md" else text
+    return files_md.notes_of(text) if name == "files.md" else text
 
 
 def _cut_md_on_disk(layout: Layout, match: Forget, report: Report) -> None:
@@ -320,11 +321,11 @@ def _cut_md_on_disk(layout: Layout, match: Forget, report: Report) -> None:
         if not text:
             continue
         if name == "files.md":
-            notes, _inventory = files_md_parts.split(text)
+            notes, _inventory = files_md.split(text)
             hit = match.lines_holding(notes)
             if hit:
                 kept = [ln for i, ln in enumerate(notes.splitlines()) if i not in set(hit)]
-                files_md_parts.write_notes(path, "\n".join(kept))
+                files_md.write_notes(path, "\n".join(kept))
             continue
         doomed = set(match.lines_holding(text))
         if doomed:

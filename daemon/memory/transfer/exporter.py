@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from wsd.daemon.memory import md_files
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.transfer import markdown, wsd_format
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
 from wsd.daemon.store import Store, sources_of

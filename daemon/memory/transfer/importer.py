@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from wsd.daemon.memory import md_files
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.transfer import claude_code, claude_mem, mcp_memory, wsd_format
 from wsd.daemon.memory.transfer.detect import FORMATS, detect
 from wsd.daemon.memory.transfer.inputs import BadInput, Source, examine, stream_lines

@@ -19,7 +19,7 @@ SUBMITTING_STUCK_SECONDS = 600.0
 def economy(doctor: Reporter) -> None:
     """The economy lane: off (the Bridge has no batches endpoint), a Message Batch out past
     the wait limit, or one stuck in its create call."""
-    from wsd.daemon.curation import economy as lane
+    from wsd.daemon.curation.economy import lane
 
     now = time.time()
     report = lane.report(doctor.store, doctor.lane, now)

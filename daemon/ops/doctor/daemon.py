@@ -15,7 +15,8 @@ from wsd.daemon.ops.doctor.program import not_running
 from wsd.daemon.runtime import instance
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
-from wsd.daemon.store import aside_path, leftovers, pause_path, rebuild_pid, remove
+from wsd.daemon.runtime.pause import holder_pid, pause_path
+from wsd.daemon.store import aside_path, leftovers, remove
 
 STALE_PENDING_SECONDS = 3600.0
 HEARTBEAT_STALE_SECONDS = 60.0
@@ -95,9 +96,9 @@ def _pids(pids: list[int], none: str) -> str:
 
 def rebuild_leftovers(doctor: Reporter) -> None:
     """A live rebuild or forget (the daemon waits for it), or what one that died left."""
-    from wsd.daemon.curation.pause import holder
+    from wsd.daemon.runtime.pause import holder
 
-    pid = rebuild_pid(doctor.layout)
+    pid = holder_pid(doctor.layout)
     what = holder(doctor.layout)  # rebuild or forget: the pause file says which
     if pid is not None:
         doctor.add("warn", "rebuild", f"wsd {what} (pid {pid}) running: curation is paused")

@@ -9,7 +9,8 @@ import os
 import stat
 import time
 
-from wsd.daemon.memory import erosion, md_files
+from wsd.daemon.curation.judging import erosion
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.ops.doctor.findings import Reporter
 from wsd.daemon.runtime.fsio import kind_of
 from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
@@ -175,7 +176,7 @@ def forgets(doctor: Reporter) -> None:
     pending = doctor.store.erasure.journal_pending()
     if not pending:
         return
-    from wsd.daemon.curation.pause import backup_running
+    from wsd.daemon.memory.forget.hold import backup_running
 
     with_words = [fid for fid, _by, _words in pending]
     started = doctor.store.erasure.started_at(with_words[0])

@@ -11,8 +11,8 @@ file), and a line a person had taken out with ``wsd memory restore`` came back. 
 * **Each batch sees the files as they stood then.** Every revision a person made (a hand edit
   adopted, a restore) is replayed before the first batch that started after it
   (:class:`PersonEdits`), as the change it made: its difference from the revision before it,
-  re-anchored by content on the rebuilt file (:mod:`wsd.daemon.memory.edits`), not a copy of
-  the whole file, which would overwrite what the rebuilt batches wrote.
+  re-anchored by content on the rebuilt file (:mod:`wsd.daemon.curation.judging.edits`), not a copy
+  of the whole file, which would overwrite what the rebuilt batches wrote.
 
 Retractions (``wsd forget``) need no timeline: they are carried at the start, so a retracted
 learning is never stored again.
@@ -21,7 +21,7 @@ The revisions made while the rebuild runs are read after the last id seen: a cur
 holds only in the memory.db it was read from. Found by the soak (issue 30): memory.db deleted
 mid-rebuild, the fresh one's hand revisions (ids 2 and 4: its ids start again from 1, below
 the last one seen) were never read, and the swap took them away. So the memory.db's identity
-is checked with every read (:class:`~wsd.daemon.store.aside.MemoryReplaced` when it changed).
+is checked with every read (:class:`~wsd.daemon.store.rebuild.MemoryReplaced` when it changed).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from wsd.daemon.memory.edits import Limits, apply, edits_from_rewrite
+from wsd.daemon.curation.judging.edits import Limits, apply, edits_from_rewrite
 from wsd.daemon.store import MemoryReplaced, Revision, Store
 
 #: A person's change is theirs: replayed with no loss or size limit.

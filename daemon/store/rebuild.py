@@ -14,9 +14,7 @@ stays consistent (renaming a file under a WAL database would not be safe).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,9 +22,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.runtime.fsio import read_small
-from wsd.daemon.runtime.heartbeat import pid_alive
-from wsd.daemon.runtime.instance import flock_holders
+from wsd.daemon.runtime.pause import pause_path, pause_requested
 from wsd.daemon.store import actions
 from wsd.daemon.store.connections import Connections, Opener
 from wsd.daemon.store.store import Store
@@ -34,7 +30,6 @@ from wsd.daemon.store.workspace import CANVAS_CURSOR_KEY
 from wsd.schema.layout import Layout
 
 ASIDE_NAME = "memory.rebuild.db"
-PAUSE_NAME = "rebuild.pause"
 #: Tables (or their rows) that curation does not produce, copied from the live database.
 CARRY_SQL = (
     "INSERT INTO main.meta SELECT * FROM live.meta WHERE key NOT IN (SELECT key FROM main.meta)",
@@ -89,46 +84,6 @@ def aside_path(layout: Layout) -> str:
     return os.path.join(layout.memory_dir, ASIDE_NAME)
 
 
-def pause_path(layout: Layout) -> str:
-    return os.path.join(layout.memory_dir, PAUSE_NAME)
-
-
-def rebuild_pid(layout: Layout) -> int | None:
-    """The pid of the live ``wsd rebuild`` holding the pause file; None when there is no
-    pause file or the rebuild that made it is gone (its flock died with it, so a reused pid
-    cannot keep the daemon paused)."""
-    path = pause_path(layout)
-    text = read_small(path)
-    if text is None:
-        return None
-    try:
-        recorded: int | None = int(text.split()[0])
-    except (ValueError, IndexError):
-        recorded = None
-    held = flock_holders(path)
-    if held is None:  # no /proc/locks here: the recorded pid is all there is to go on
-        return recorded if pid_alive(recorded) else None
-    return held[0] if held else None
-
-
-def pause_requested(layout: Layout) -> bool:
-    """True while a live ``wsd rebuild`` holds the pause file (a stale one is ignored)."""
-    return rebuild_pid(layout) is not None
-
-
-def take_pause(layout: Layout, purpose: str = "rebuild") -> int | None:
-    """Create the pause file exclusively and lock it (the descriptor, to keep open for the
-    whole rebuild or forget); None if another file is there (live or stale: the caller
-    decides)."""
-    try:
-        fd = os.open(pause_path(layout), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return None
-    fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: a reader's probe never makes us fail
-    os.write(fd, f"{os.getpid()} {time.time()} {purpose}\n".encode())
-    return fd
-
-
 def leftovers(layout: Layout) -> list[str]:
     """Files a rebuild that died left behind (none while a rebuild is alive)."""
     if pause_requested(layout):
@@ -170,7 +125,7 @@ def _aside(layout: Layout) -> Connections:
 #: What people and the CLI wrote to the live database while the rebuild ran (``wsd import``,
 #: ``wsd forget``, a watcher action): carried right before the swap. (A person's revisions,
 #: a hand edit or a restore, are replayed as changes by the rebuild itself: see
-#: :mod:`wsd.daemon.curation.replay`.)
+#: :mod:`wsd.daemon.curation.rebuild.replay`.)
 LATE_CARRY_SQL = (
     # Learnings imported meanwhile (the rebuild may have curated the same one: kept once).
     "INSERT INTO main.learnings (created_at, session_id, type, content, content_key,"

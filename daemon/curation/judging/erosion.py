@@ -1,14 +1,14 @@
 """Erosion: what a curated file has lost over a day of batches, not just in one.
 
-One batch may lose at most a quarter of a file's lines (:mod:`wsd.daemon.memory.edits`), but
-that is per batch: found by an attack, four careless batches in a row took a 120-line user.md
-to 39 lines, each within its cap. So every batch is also measured against the file as it was
-a day ago (its *baseline*, :meth:`~wsd.daemon.store.revisions.Revisions.baseline_revision`):
-once more than ``fraction`` of the baseline's lines is gone (no line says them any more, as
-:func:`~wsd.daemon.memory.edits.plain` reads lines), further removals of them wait. Adds go
-on, and so do removals of lines written since. A person's hand edit or ``wsd memory restore``
-resets the baseline to their version (a person who cut the file meant it); otherwise it moves
-on by itself as the day rolls, so the file can change again at the pace of half a day's worth.
+One batch may lose at most a quarter of a file's lines (:mod:`wsd.daemon.curation.judging.edits`),
+but that is per batch: found by an attack, four careless batches in a row took a 120-line user.md to
+39 lines, each within its cap. So every batch is also measured against the file as it was a day ago
+(its *baseline*, :meth:`~wsd.daemon.store.revisions.Revisions.baseline_revision`): once more than
+``fraction`` of the baseline's lines is gone (no line says them any more, as
+:func:`~wsd.daemon.curation.judging.edits.plain` reads lines), further removals of them wait. Adds
+go on, and so do removals of lines written since. A person's hand edit or ``wsd memory restore``
+resets the baseline to their version (a person who cut the file meant it); otherwise it moves on by
+itself as the day rolls, so the file can change again at the pace of half a day's worth.
 
 When a removal waits, the batch records it (state key ``held:<file>``), and ``wsd status`` and
 ``wsd doctor`` name the file, what it lost, and the revision that restores it.
@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from wsd.daemon.memory.edits import plain
+from wsd.daemon.curation.judging.edits import plain
 from wsd.daemon.store import Store
 from wsd.schema.layout import CURATED_FILES
 

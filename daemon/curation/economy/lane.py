@@ -31,19 +31,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wsd.daemon.curation.answer import Unanswered
-from wsd.daemon.curation.bridge import BatchRejected, Outage, Shutdown
-from wsd.daemon.curation.curator import ECONOMY_RENDERING
-from wsd.daemon.curation.message_batches import (
+from wsd.daemon.curation.bridge.answer import Unanswered
+from wsd.daemon.curation.bridge.client import BatchRejected, Outage, Shutdown
+from wsd.daemon.curation.bridge.failure import problem, status_of
+from wsd.daemon.curation.bridge.spend import StoreMeter
+from wsd.daemon.curation.commit.committed import OnCommit
+from wsd.daemon.curation.economy.wire import (
     Gone,
     MessageBatchesClient,
     RemoteState,
     Result,
     Unsupported,
 )
-from wsd.daemon.curation.pipeline import Batch, OnCommit, Pipeline, Prepared, Seen
-from wsd.daemon.curation.problems import problem, status_of
-from wsd.daemon.curation.spend import StoreMeter
+from wsd.daemon.curation.pipeline import Pipeline
+from wsd.daemon.curation.request.batch import Batch
+from wsd.daemon.curation.request.prompt import Prepared, Seen
+from wsd.daemon.curation.request.rendering import ECONOMY_RENDERING
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.store import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest, Store
 

@@ -41,9 +41,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from wsd.daemon.curation.curator import PROMPT_RENDERING, Rendering, shown_input, shown_result
-from wsd.daemon.curation.reply import ParsedReply
-from wsd.daemon.memory.edits import Edit
+from wsd.daemon.curation.judging.edits import Edit
+from wsd.daemon.curation.judging.reply import ParsedReply
+from wsd.daemon.curation.request.rendering import (
+    PROMPT_RENDERING,
+    Rendering,
+    shown_input,
+    shown_result,
+)
 from wsd.daemon.store import Learning, Turn
 from wsd.schema.stems import stems
 

@@ -3,12 +3,11 @@
 :func:`review` takes what a reply asks for and returns what may be committed, and a line for
 everything refused (stored on the batch's ledger row and logged). Whatever the reply says:
 
-* md files change only through :func:`wsd.daemon.memory.edits.apply` (line limit, byte
-  budget, at most a quarter of a file's lines lost per batch whatever the reply's form, no
-  more of what it had a day ago than :mod:`wsd.daemon.memory.erosion` allows, edits that no
-  longer point at their line refused); a reply cut short (``max_tokens``) changes no file; a
-  file that got both a full rewrite and edits in one reply gets neither (which was meant is
-  unclear);
+* md files change only through :func:`wsd.daemon.curation.judging.edits.apply` (line limit, byte
+  budget, at most a quarter of a file's lines lost per batch whatever the reply's form, no more of
+  what it had a day ago than :mod:`wsd.daemon.curation.judging.erosion` allows, edits that no longer
+  point at their line refused); a reply cut short (``max_tokens``) changes no file; a file that got
+  both a full rewrite and edits in one reply gets neither (which was meant is unclear);
 * at most ``caps.learnings_for(turns)`` learnings and ``caps.actions`` actions per batch;
 * a learning that only restates a line the memory files already hold, or repeats another
   of the same reply, is not kept (repeats of stored learnings are refused by the store:
@@ -24,9 +23,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from wsd.daemon.curation.reply import ParsedReply
-from wsd.daemon.memory import files_md_parts
-from wsd.daemon.memory.edits import (
+from wsd.daemon.curation.judging.edits import (
     LOSS_REASON,
     Edit,
     Limits,
@@ -34,8 +31,10 @@ from wsd.daemon.memory.edits import (
     edits_from_rewrite,
     plain,
 )
-from wsd.daemon.memory.erosion import Erosion
-from wsd.daemon.memory.md_files import LINE_LIMITS
+from wsd.daemon.curation.judging.erosion import Erosion
+from wsd.daemon.curation.judging.reply import ParsedReply
+from wsd.daemon.memory.md import files_md
+from wsd.daemon.memory.md.files import LINE_LIMITS
 from wsd.daemon.runtime.config import DEFAULT_EROSION, DEFAULT_FILE_CHARS, DEFAULT_MAX_LOSS
 from wsd.daemon.store import Learning, learning_key
 from wsd.schema.layout import CURATED_FILES
@@ -68,7 +67,7 @@ class Caps:
         return max(self.min_learnings, self.learnings_per_turn * turns)
 
     def limits(self, name: str, erosion: Erosion | None = None) -> Limits:
-        lines = files_md_parts.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        lines = files_md.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
         if erosion is None:
             return Limits(lines, self.file_chars, self.max_loss)
         return Limits(

@@ -1,13 +1,13 @@
 """Reading a Messages API answer, the same in both lanes: the direct call
-(:mod:`wsd.daemon.curation.bridge`) and a Message Batch's result
-(:mod:`wsd.daemon.curation.message_batches`).
+(:mod:`wsd.daemon.curation.bridge.client`) and a Message Batch's result
+(:mod:`wsd.daemon.curation.economy.wire`).
 
 :func:`usage_of` checks the usage an answer reports before anything is booked: figures that
 are not non-negative integers within what the request could cost are replaced by an estimate
 (found by an attack: ``output_tokens: -2000000`` was booked as -$10, and six $1.50 calls then
 passed under a $1 cap). :func:`to_reply` takes the text out: :class:`BadReply` when there is
 none, or more than ``max_tokens`` tokens can carry. (What the text asks for, the curator's
-format, is :mod:`wsd.daemon.curation.reply`.)
+format, is :mod:`wsd.daemon.curation.judging.reply`.)
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ the abandoned batch is simply curated again later.
 Every request is booked with a :class:`Meter` (the caller's) as it happens: before it is
 sent, and again as soon as an answer arrives, before anything reads it, or when none comes.
 The usage an answer reports is checked first, and the answer read, as a Message Batch's
-result is (:mod:`wsd.daemon.curation.answer`).
+result is (:mod:`wsd.daemon.curation.bridge.answer`).
 
 ``anthropic`` is imported on first use, not at start-up: the SDK costs ~0.8 s
 and ~60 MB to import, which a daemon that starts, finds nothing to do and
@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import tenacity
 
-from wsd.daemon.curation.answer import BadReply, Reply, Unanswered, Usage, to_reply, usage_of
-from wsd.daemon.curation.problems import problem, status_of
+from wsd.daemon.curation.bridge.answer import BadReply, Reply, Unanswered, Usage, to_reply, usage_of
+from wsd.daemon.curation.bridge.failure import problem, status_of
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.config import Config
 
@@ -73,7 +73,7 @@ class BatchRejected(Exception):
 
 
 class Meter(Protocol):
-    """Books what each request costs as it happens (see :mod:`wsd.daemon.curation.spend`)."""
+    """Books what each request costs as it happens (see :mod:`wsd.daemon.curation.bridge.spend`)."""
 
     def ask(self, request_chars: int) -> int | None:
         """A request of this size is about to be sent; a ticket for it."""

@@ -1,6 +1,7 @@
-"""What curation spends: prices, and the meter that books every request as it happens.
+"""What curation spends: prices, the meter that books every request as it happens, and the
+daily cap over the booked spend (:class:`Budget`).
 
-:class:`StoreMeter` is the :class:`~wsd.daemon.curation.bridge.Meter` the pipeline hands the
+:class:`StoreMeter` is the :class:`~wsd.daemon.curation.bridge.client.Meter` the pipeline hands the
 Bridge client, so every curator request of the loop, ``wsd retry`` and ``wsd rebuild`` lands
 in the charges ledger (:mod:`wsd.daemon.store.charges`):
 
@@ -27,8 +28,9 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.curation.answer import Unanswered, Usage
+from wsd.daemon.curation.bridge.answer import Unanswered, Usage
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.store import BILLED, ESTIMATED, VOID, Store
 
 #: Characters of a request per token, for a floor of what it costs (the Bridge bills about
@@ -139,3 +141,76 @@ class StoreMeter:
         except (apsw.Error, OSError) as exc:
             if self.log is not None:
                 self.log.warning("charge_not_booked", charge=ticket, usd=usd, error=str(exc))
+
+
+class Budget:
+    """The daily spend cap: no curator call once the UTC day's cost reaches ``cap``.
+
+    Read from the ledgers (charges booked before each call, the cost of every batch finished
+    today), never below what was seen earlier that day (the heartbeat keeps it across a
+    restore from a backup); ``cap`` 0 turns the cap off.
+    """
+
+    def __init__(self, store: Store, cap: float) -> None:
+        self.store = store
+        self.cap = cap
+        self.spent = 0.0
+        #: The UTC day the cap was last reached on, while it still holds.
+        self.reached_on: int | None = None
+        #: (UTC day, spent) as last seen, kept in the heartbeat file: restoring transcript.db
+        #: and memory.db from a backup takes the day's charges back with them (a new user's
+        #: restore took $0.0098 down to $0.0044), and the day's spend must never go down.
+        self.floor: tuple[int, float] = (-1, 0.0)
+
+    def remember(self, seen: object, paused: object = None) -> None:
+        """What the previous process's heartbeat said: the floor from ``spent_today``
+        ({"day", "usd"}), and whether curation was paused by the cap (``budget``, with
+        ``resumes_at``), so a restart with a higher cap logs ``budget_resumed`` (it logged
+        nothing). Anything else (missing, damaged, not a finite amount) is ignored."""
+        if isinstance(seen, dict):
+            day, usd = seen.get("day"), seen.get("usd")
+            if isinstance(day, int) and isinstance(usd, int | float) and 0 <= usd <= 1e6:
+                self.floor = (day, float(usd))
+        resumes = paused.get("resumes_at") if isinstance(paused, dict) else None
+        if isinstance(resumes, int | float) and 0 < resumes < 1e11:
+            self.reached_on = int(resumes // 86400) - 1
+
+    def spent_today(self, now: float) -> float:
+        """The UTC day's spend: the ledgers', never less than was seen earlier that day."""
+        day = int(now // 86400)
+        spent = self.store.charges.spent_since(day * 86400.0)
+        if self.floor[0] == day:
+            spent = max(spent, self.floor[1])
+        self.floor = (day, spent)
+        return spent
+
+    def exhausted(self, now: float) -> bool:
+        """True if today's curator cost has reached the cap (``now``: wall clock)."""
+        if self.cap <= 0:
+            return False
+        self.spent = self.spent_today(now)
+        return self.spent >= self.cap
+
+    @staticmethod
+    def resumes_at(now: float) -> float:
+        """When a cap reached at ``now`` stops holding: the next UTC midnight."""
+        return (int(now // 86400) + 1) * 86400.0
+
+
+def budget(log: Any, status: StatusFile, cap: Budget, exhausted: bool, now: float) -> None:
+    """One line when the daily cap is reached, one when curation resumes; the heartbeat
+    says so meanwhile (``wsd status``; its state is the pass's, ``budget``)."""
+    day = int(now // 86400)
+    if exhausted and cap.reached_on != day:
+        cap.reached_on = day
+        resumes = cap.resumes_at(now)
+        log.warning(
+            "budget_reached", spent_usd=round(cap.spent, 6), cap_usd=cap.cap, resumes_at=resumes
+        )
+        status.update(
+            budget={"spent_usd": round(cap.spent, 6), "cap_usd": cap.cap, "resumes_at": resumes}
+        )
+    elif not exhausted and cap.reached_on is not None:
+        cap.reached_on = None
+        log.info("budget_resumed", spent_usd=round(cap.spent, 6), cap_usd=cap.cap)
+        status.update(budget=None)

@@ -14,11 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wsd.daemon.curation import reporting
-from wsd.daemon.curation.curator import rendering_for
-from wsd.daemon.curation.health import Backoff, Budget
-from wsd.daemon.curation.pipeline import Batch, Committed, Pipeline
-from wsd.daemon.memory.md_sync import MdSync
+from wsd.daemon.curation.bridge import outage
+from wsd.daemon.curation.bridge.outage import Backoff
+from wsd.daemon.curation.bridge.spend import Budget
+from wsd.daemon.curation.commit.committed import Committed
+from wsd.daemon.curation.loop.failures import Failures
+from wsd.daemon.curation.pipeline import Pipeline
+from wsd.daemon.curation.request.batch import Batch
+from wsd.daemon.curation.request.rendering import rendering_for
+from wsd.daemon.memory.md.sync import MdSync
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.store import Store
 
@@ -35,7 +39,7 @@ class Bookkeeper:
     log: Any
     budget: Budget
     backoff: Backoff
-    failures: reporting.Failures
+    failures: Failures
     clock: Callable[[], float]
     #: What triggered the batch in hand (``threshold``, ``flush``, ``economy``...: its log line).
     reason: str = ""
@@ -63,18 +67,18 @@ class Bookkeeper:
                 last_batch={"id": done.batch_id, "turns": len(ids), "at": now, "outcome": "parked"}
             )
             return
-        reporting.reply_problems(self.log, done)
+        reply_problems(self.log, done)
         if done.result.files_updated:
             self.md.write(done.result.files_updated)
         self.store.turns.mark_processed(ids)
         self._remember_spend(now)
         self.recovered()
-        reporting.batch(self.log, self.status, done, self.reason, now)
+        batch(self.log, self.status, done, self.reason, now)
 
     def recovered(self) -> None:
         """A call went through: end the outage, if there was one (one "recovered" line)."""
         throttle = self.failures.throttle
-        if reporting.recovered(self.log, self.status, throttle, self.backoff.active):
+        if outage.recovered(self.log, self.status, throttle, self.backoff.active):
             self.backoff.clear(self.clock())
 
     def flush_error(self) -> str | None:
@@ -105,3 +109,48 @@ class Bookkeeper:
         """The day's spend into the heartbeat, where a restore from a backup cannot lower it."""
         spent = self.budget.spent_today(now)
         self.status.update(spent_today={"day": int(now // 86400), "usd": spent})
+
+
+def batch(log: Any, status: StatusFile, done: Committed, reason: str, now: float) -> None:
+    """The summary line of one committed batch, and the heartbeat's counters."""
+    result, record, turns = done.result, done.record, done.turns
+    assert result is not None
+    log.info(
+        "batch",
+        batch_id=result.batch_id,
+        reason=reason,
+        turns=len(turns),
+        first_turn=turns[0].id,
+        last_turn=turns[-1].id,
+        learnings=result.learnings_added,
+        learnings_repeated=result.learnings_repeated,
+        superseded=result.superseded,
+        actions=result.actions_added,
+        actions_closed=result.actions_closed,
+        files_updated=list(result.files_updated),
+        refused=len(record.refused),
+        ungrounded=record.ungrounded,
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cached_tokens=record.cache_read_tokens,
+        cost_usd=round(record.cost_usd, 6),
+        latency_ms=round(record.latency_ms, 1),
+        attempts=record.attempts,
+        stop_reason=record.stop_reason,
+    )
+    status.count(batches=1, turns=len(turns), learnings=result.learnings_added)
+    status.update(
+        last_batch={"id": result.batch_id, "turns": len(turns), "at": now, "outcome": "done"}
+    )
+
+
+def reply_problems(log: Any, done: Committed) -> None:
+    """What of the reply was not understood, and what the guards refused: counted, never
+    quoted. A reply's lines and the refusals (which quote what they refused) hold the
+    person's words and the curator's; the log is the operator's, the ledger row the person's
+    (``wsd memory history``, the batch's ``refused``)."""
+    parsed = done.parsed
+    if parsed is not None and parsed.unknown_lines:
+        log.warning("reply_lines_ignored", batch_id=done.batch_id, count=len(parsed.unknown_lines))
+    if done.record.refused:
+        log.warning("reply_refused", batch_id=done.batch_id, count=len(done.record.refused))

@@ -3,7 +3,7 @@ adopted, failures in view.
 
 A person's edit of a curated file is adopted as a new revision (source ``hand``) as soon as
 the loop sees a curated file changed on disk (one lstat each per pass), and again before a
-request and a commit use the files (see :mod:`wsd.daemon.memory.md_files` for how an edit is
+request and a commit use the files (see :mod:`wsd.daemon.memory.md.files` for how an edit is
 told from a version the daemon wrote). A curated file deleted meanwhile is no edit: the same
 look writes it back from its latest revision (an emptied file is an edit, and is adopted).
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wsd.daemon.memory import md_files
-from wsd.daemon.memory.md_files import DiskWatch
+from wsd.daemon.memory.md import files as md_files
+from wsd.daemon.memory.md.files import DiskWatch
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.runtime.log import ErrorThrottle
 from wsd.daemon.store import Store

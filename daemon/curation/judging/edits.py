@@ -10,15 +10,15 @@ same edits (:func:`edits_from_rewrite`), so both pass the same guards in :func:`
   each base line is looked up in the current file through the lines both share (difflib's
   matching blocks); an edit whose line is no longer there is refused, never applied to
   whatever line now has that number.
-* **Bounded loss, judged by effect.** A line of the current file is *lost* when no line of
-  the result says it any more (case, markup and punctuation aside): deleted, replaced by other
-  words, or rewritten away in a full-file reply alike (a line moved or repeated elsewhere is not
-  lost). One batch may lose at most ``floor(lines * max_loss)`` of the file's lines, and at
-  least one of a small file; with :attr:`Limits.kept` set (the lines the file had a day ago,
-  see :mod:`wsd.daemon.memory.erosion`), at most :attr:`Limits.kept_allowance` of those. The
-  removing edits (deletions and replacements) that go past either are refused, last first.
-  Found by an attack: a reply replacing every line (``user.md ~1: .`` ... ``~52: .``) left a
-  file of dots when only deletions were counted.
+* **Bounded loss, judged by effect.** A line of the current file is *lost* when no line of the
+  result says it any more (case, markup and punctuation aside): deleted, replaced by other words, or
+  rewritten away in a full-file reply alike (a line moved or repeated elsewhere is not lost). One
+  batch may lose at most ``floor(lines * max_loss)`` of the file's lines, and at least one of a
+  small file; with :attr:`Limits.kept` set (the lines the file had a day ago, see
+  :mod:`wsd.daemon.curation.judging.erosion`), at most :attr:`Limits.kept_allowance` of those. The
+  removing edits (deletions and replacements) that go past either are refused, last first. Found by
+  an attack: a reply replacing every line (``user.md ~1: .`` ... ``~52: .``) left a file of dots
+  when only deletions were counted.
 * **Bounded size.** The result never exceeds the file's line limit or byte budget, and no
   line is longer than :data:`MAX_LINE_CHARS`: the adds (then replacements) that would pass
   them are refused, last first.

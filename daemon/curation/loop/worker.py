@@ -17,22 +17,29 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.curation import lanes, pause, reporting
-from wsd.daemon.curation.bookkeeping import Bookkeeper
-from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
-from wsd.daemon.curation.economy import Economy
-from wsd.daemon.curation.health import Backoff, Budget, MemoryShedder, WakeDetector
-from wsd.daemon.curation.intake import SpoolIntake
-from wsd.daemon.curation.passes import STATE_AFTER, PassResult, Step
-from wsd.daemon.curation.pipeline import Batch, NoBatch, Pipeline
-from wsd.daemon.curation.reporting import Failures
+from wsd.daemon.curation.bridge import outage, spend
+from wsd.daemon.curation.bridge.client import BridgeClient, Outage, Shutdown
+from wsd.daemon.curation.bridge.outage import Backoff
+from wsd.daemon.curation.bridge.spend import Budget
+from wsd.daemon.curation.economy.lane import Economy
+from wsd.daemon.curation.loop import trigger as lanes
+from wsd.daemon.curation.loop.after_commit import Bookkeeper
+from wsd.daemon.curation.loop.failures import Failures
+from wsd.daemon.curation.loop.intake import SpoolIntake
+from wsd.daemon.curation.loop.outcome import STATE_AFTER, PassResult, Step
+from wsd.daemon.curation.loop.shedding import MemoryShedder
+from wsd.daemon.curation.loop.wake import WakeDetector
+from wsd.daemon.curation.pipeline import Pipeline
+from wsd.daemon.curation.request.batch import Batch, NoBatch
 from wsd.daemon.memory.forget import erase as forgetting
+from wsd.daemon.memory.forget import hold
 from wsd.daemon.memory.forget import requests as forget_requests
-from wsd.daemon.memory.md_sync import MdSync
+from wsd.daemon.memory.md.sync import MdSync
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import State, StatusFile, package_version
-from wsd.daemon.store import INDEX_BATCH, Lane, Maintenance, Store, pause_requested
+from wsd.daemon.runtime.pause import PauseRefused, pause_requested
+from wsd.daemon.store import INDEX_BATCH, Lane, Maintenance, Store
 from wsd.schema.layout import Layout
 
 
@@ -184,7 +191,7 @@ class Worker:
             try:
                 # No backup copies during an erasure: each is recorded before the erasure
                 # looks for backups, or copied after it (found by the soak).
-                with pause.no_backup(self.layout):
+                with hold.no_backup(self.layout):
                     if unfinished:
                         # A forget killed midway (issue 33): finished before anything else
                         # is curated, so nothing this pass does can see (or keep) its words.
@@ -192,7 +199,7 @@ class Worker:
                         self.log.info("forget_finished", erasures=finished)
                     if asked:
                         forget_requests.handle(self.store, self.log)
-            except pause.PauseRefused:
+            except PauseRefused:
                 if unfinished:  # a wsd backup is copying: curate nothing until it is done
                     return PassResult(Step.WAITING)
         now = self.clock() if now is None else now
@@ -239,11 +246,12 @@ class Worker:
             return PassResult(Step.BUDGET)
         if lane == Lane.ECONOMY:
             return self._submit(now)
-        batch = self.pipeline.take(self.identity, now, self.intake.waiting(), lane)
-        if batch == NoBatch.REMARKED:
+        taken = self.pipeline.take(self.identity, now, self.intake.waiting(), lane)
+        if taken == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)
-        if isinstance(batch, NoBatch):
+        if isinstance(taken, NoBatch):
             return PassResult(Step.WAITING)
+        batch = taken[0]
         # The one state written inside a pass: the call may take minutes.
         self.status.update(state=State.CURATING, force=True)
         # Batches of the backlog still to come right after this one (the prompt cache).
@@ -253,12 +261,12 @@ class Worker:
 
     def _submit(self, now: float) -> PassResult:
         """Claim the backlog (up to one Message Batch of batches) and submit it."""
-        taken = self.pipeline.take_many(
+        taken = self.pipeline.take(
             self.identity,
             now,
             self.intake.waiting(),
-            self.config.economy_max_requests,
             Lane.ECONOMY,
+            self.config.economy_max_requests,
         )
         if taken == NoBatch.REMARKED:
             return PassResult(Step.REMARKED, more=True)
@@ -312,7 +320,7 @@ class Worker:
 
     def _over_budget(self, now: float) -> bool:
         exhausted = self.budget.exhausted(now)
-        reporting.budget(self.log, self.status, self.budget, exhausted, now)
+        spend.budget(self.log, self.status, self.budget, exhausted, now)
         return exhausted
 
     # -- health ----------------------------------------------------------------------
@@ -342,16 +350,16 @@ class Worker:
             erased = None
             try:
                 if forgetting.retention_due(self.store, days, now):
-                    with pause.no_backup(self.layout):
+                    with hold.no_backup(self.layout):
                         erased = forgetting.retain(self.store, days, now)
-            except pause.PauseRefused:  # a wsd backup is copying: the next period erases
+            except PauseRefused:  # a wsd backup is copying: the next period erases
                 pass
             if erased is not None:
                 self.log.info("transcript_retention", turns=erased.counts().get("turns", 0))
 
     def _enter_backoff(self, now: float, exc: Outage) -> None:
         delay = self.backoff.enter(now, exc.retry_after)
-        reporting.outage(self.log, self.status, self.failures.throttle, exc, delay, now)
+        outage.outage(self.log, self.status, self.failures.throttle, exc, delay, now)
 
     def _close_orphans(self, now: float) -> list[int]:
         """Close turns quiet for the orphan timeout, counting only quiet this process has

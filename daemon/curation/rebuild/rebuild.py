@@ -6,9 +6,9 @@ How it stays safe next to a running daemon:
    worker checks it at the top of each pass (:func:`pause_requested`): it finishes the batch
    in hand, writes ``state: paused`` to its heartbeat and does nothing more until the file is
    gone. The rebuild waits for that acknowledgement (or finds no live daemon) before it starts.
-2. The new database is built aside (``memory.rebuild.db``, see :mod:`wsd.daemon.store.aside`)
+2. The new database is built aside (``memory.rebuild.db``, see :mod:`wsd.daemon.store.rebuild`)
    by the loop's own batch pipeline (:mod:`wsd.daemon.curation.pipeline`: the same clipping,
-   splitting and parking), replaying the live run (:mod:`wsd.daemon.curation.replay`): its
+   splitting and parking), replaying the live run (:mod:`wsd.daemon.curation.rebuild.replay`): its
    batches, dated as they were, and the revisions people made, each before the first batch
    that started after it. The curator sees the files as the rebuild has made them so far (not
    the live ones), so the same transcript and a deterministic curator give the memory the
@@ -42,32 +42,27 @@ from dataclasses import dataclass
 
 import apsw
 
-from wsd.daemon.curation import pause
-from wsd.daemon.curation.bridge import BridgeClient, Outage, Shutdown
-from wsd.daemon.curation.curator import rendering_for
-from wsd.daemon.curation.pipeline import (
-    LATE_SETTLE_SECONDS,
-    Committed,
-    Pipeline,
-    Timeline,
-    plan,
-)
-from wsd.daemon.curation.replay import PersonEdits, plan_groups, replayed
-from wsd.daemon.memory import files_md_parts, md_files
+from wsd.daemon.curation.bridge.client import BridgeClient, Outage, Shutdown
+from wsd.daemon.curation.commit.committed import Committed
+from wsd.daemon.curation.pipeline import Pipeline, Timeline
+from wsd.daemon.curation.rebuild.replay import PersonEdits, plan_groups, replayed
+from wsd.daemon.curation.request.batch import LATE_SETTLE_SECONDS, plan
+from wsd.daemon.curation.request.rendering import rendering_for
+from wsd.daemon.memory.md import files as md_files
+from wsd.daemon.memory.md import files_md
+from wsd.daemon.runtime import pause
 from wsd.daemon.runtime.config import Config
+from wsd.daemon.runtime.pause import pause_path
 from wsd.daemon.store import (
     MemoryReplaced,
+    Store,
+    Turn,
     aside_path,
     finish,
     open_aside,
-    pause_path,
-    pause_requested,
     remove,
     swap,
 )
-
-__all__ = ["RebuildError", "RebuildReport", "pause_path", "pause_requested", "rebuild"]
-from wsd.daemon.store import Store, Turn
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, DEPLOY_FILES, Layout
 
@@ -174,7 +169,7 @@ def _recurate(
     say: Callable[[str], None],
 ) -> RebuildReport:
     """Every turn through the loop's pipeline into the aside store, in the live run's batches
-    with the people's revisions between them (see :mod:`wsd.daemon.curation.replay`). A turn
+    with the people's revisions between them (see :mod:`wsd.daemon.curation.rebuild.replay`). A turn
     still settling (spooled events just in) is left to the daemon; each group is claimed as it
     is read, so a late event becomes an addendum instead of changing a turn the curator was
     already sent."""
@@ -287,7 +282,7 @@ def _rewrite_md(layout: Layout, latest: dict[str, str]) -> tuple[tuple[str, ...]
     removed = []
     files = md_files.curated_path(layout, "files.md")
     # No notes in the rebuilt memory: they go, the watcher's inventory below them stays.
-    if "files.md" not in latest and files_md_parts.write_notes(files, ""):
+    if "files.md" not in latest and files_md.write_notes(files, ""):
         written.append("files.md")
     for name in CURATED_FILES:
         if name not in latest and name != "files.md":

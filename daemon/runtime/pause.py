@@ -1,7 +1,8 @@
-"""Holding the daemon off: the pause file that ``wsd rebuild`` and ``wsd forget`` take.
+"""Pausing the daemon: the pause file that ``wsd rebuild``, ``wsd forget`` and a large ``wsd
+import`` take.
 
 One pause file (``.os/memory/rebuild.pause``, its holder's pid, time and purpose, flocked for
-the holder's life) serialises the two: a forget during a rebuild, or two forgets, are refused
+the holder's life) serialises them: a forget during a rebuild, or two forgets, are refused
 with a message naming who holds it. The worker checks the file at the top of each pass: it
 finishes the batch in hand, writes ``state: paused`` to its heartbeat and does nothing more
 until the file is gone; the holder waits for that acknowledgement (or finds no live daemon)
@@ -17,19 +18,57 @@ import os
 import time
 from collections.abc import Callable, Iterator
 
-from wsd.daemon.replica import hold
 from wsd.daemon.runtime.fsio import read_small
 from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
 from wsd.daemon.runtime.instance import flock_holders
-from wsd.daemon.store import pause_path, pause_requested, take_pause
 from wsd.schema.layout import Layout
+
+#: The pause file, beside memory.db (its old name: a rebuild took it first).
+PAUSE_NAME = "rebuild.pause"
+
+
+def pause_path(layout: Layout) -> str:
+    return os.path.join(layout.memory_dir, PAUSE_NAME)
+
+
+def holder_pid(layout: Layout) -> int | None:
+    """The pid of the live holder of the pause file (``wsd rebuild``, ``wsd forget``, a large
+    ``wsd import``); None when there is no pause file or the process that made it is gone (its flock
+    died with it, so a reused pid cannot keep the daemon paused)."""
+    path = pause_path(layout)
+    text = read_small(path)
+    if text is None:
+        return None
+    try:
+        recorded: int | None = int(text.split()[0])
+    except (ValueError, IndexError):
+        recorded = None
+    held = flock_holders(path)
+    if held is None:  # no /proc/locks here: the recorded pid is all there is to go on
+        return recorded if pid_alive(recorded) else None
+    return held[0] if held else None
+
+
+def pause_requested(layout: Layout) -> bool:
+    """True while a live holder has the pause file (a stale one is ignored)."""
+    return holder_pid(layout) is not None
+
+
+def take_pause(layout: Layout, purpose: str = "rebuild") -> int | None:
+    """Create the pause file exclusively and lock it (the descriptor, to keep open for the
+    whole rebuild or forget); None if another file is there (live or stale: the caller
+    decides)."""
+    try:
+        fd = os.open(pause_path(layout), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: a reader's probe never makes us fail
+    os.write(fd, f"{os.getpid()} {time.time()} {purpose}\n".encode())
+    return fd
+
 
 #: A heartbeat older than this is a daemon that is gone (it beats every 10 s while alive).
 STALE = 60.0
-#: Held (flock) by a running ``wsd backup`` (exclusive) and by every erasure (shared): a
-#: forget during a copy would erase the live copy while the backup copies it, and look for
-#: backups before this one was recorded.
-BACKUP_LOCK = "backup.lock"
 
 
 class PauseRefused(Exception):
@@ -98,70 +137,15 @@ def wait_for_daemon(
         time.sleep(0.1)
 
 
-def _backup_lock(layout: Layout) -> int:
-    return os.open(
-        os.path.join(layout.memory_dir, BACKUP_LOCK),
-        os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
-        0o600,
-    )
-
-
 @contextlib.contextmanager
-def backing_up(layout: Layout) -> Iterator[None]:
-    """Held by ``wsd backup`` for its copy; PauseRefused while a forget runs (or another
-    backup)."""
-    fd = _backup_lock(layout)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise PauseRefused("another wsd backup is running") from None
-        if pause_requested(layout) and holder(layout) == "forget":
-            raise PauseRefused("a wsd forget is running: back up when it is done")
-        yield
-    finally:
-        os.close(fd)
-
-
-def backup_running(layout: Layout) -> list[int]:
-    """Pids of a running ``wsd backup`` (the exclusive holder of the backup lock), read
-    without touching the lock; [] when none (or /proc/locks cannot be read)."""
-    return flock_holders(os.path.join(layout.memory_dir, BACKUP_LOCK), exclusive_only=True) or []
-
-
-@contextlib.contextmanager
-def no_backup(layout: Layout) -> Iterator[None]:
-    """Held (shared) for a whole erasure, whoever runs it (``wsd forget``, or the daemon
-    finishing one, answering a person's "forget X", applying the transcript retention): no
-    ``wsd backup`` copies meanwhile, so every backup is either recorded before the erasure
-    looks for backups or copied after it; and no litestream runs (:func:`hold.quiet`).
-    PauseRefused while a backup runs, or when litestream does not stop."""
-    fd = _backup_lock(layout)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise PauseRefused("a wsd backup is running: forget when it is done") from None
-        # litestream stopped too, and its local copies of the pages gone (replica/hold.py).
-        try:
-            with hold.quiet(layout):
-                yield
-        except hold.StillRunning as exc:
-            raise PauseRefused(str(exc)) from None
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def held(
+def paused(
     layout: Layout, purpose: str, seconds: float, say: Callable[[str], None]
 ) -> Iterator[None]:
-    """The daemon held off for the block (see the module); a forget is refused while a
-    backup runs."""
+    """The daemon paused for the block (see the module): the pause file taken for
+    ``purpose``, and a live daemon's acknowledgement waited for."""
     fd = take(layout, purpose)
     try:
-        with no_backup(layout) if purpose == "forget" else contextlib.nullcontext():
-            wait_for_daemon(layout, seconds, say, f"wsd {purpose}")
-            yield
+        wait_for_daemon(layout, seconds, say, f"wsd {purpose}")
+        yield
     finally:
         release(layout, fd)

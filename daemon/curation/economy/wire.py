@@ -1,6 +1,6 @@
 """The economy lane's wire: Message Batches through the Bridge (create, retrieve, results).
 
-Every call goes through the :class:`~wsd.daemon.curation.bridge.BridgeClient` the prompt
+Every call goes through the :class:`~wsd.daemon.curation.bridge.client.BridgeClient` the prompt
 lane uses: the same anthropic client aimed at the Bridge (its retries off), the same helper
 thread abandoned on stop, the same error sorting. ``create`` runs under the one retry layer;
 a poll is not retried here, since the next poll is its retry (the economy lane's backoff).
@@ -20,7 +20,7 @@ Hostile by default:
 * Each results line is checked on its own: a line that is not JSON, names no request of the
   batch, repeats one, is cut short or too long is skipped and reported; the requests it leaves
   without a result are fetched again, then handed to the prompt lane (the economy lane decides).
-* A message is read as a prompt answer is (:mod:`wsd.daemon.curation.answer`): its usage
+* A message is read as a prompt answer is (:mod:`wsd.daemon.curation.bridge.answer`): its usage
   checked (:func:`usage_of`), its text taken out (:func:`to_reply`).
 """
 
@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from wsd.daemon.curation.answer import (
+from wsd.daemon.curation.bridge.answer import (
     MAX_CHARS_PER_TOKEN,
     BadReply,
     Reply,
@@ -41,8 +41,8 @@ from wsd.daemon.curation.answer import (
     to_reply,
     usage_of,
 )
-from wsd.daemon.curation.bridge import BridgeClient
-from wsd.daemon.curation.problems import problem, status_of
+from wsd.daemon.curation.bridge.client import BridgeClient
+from wsd.daemon.curation.bridge.failure import problem, status_of
 
 #: Statuses that mean "this Bridge has no Message Batches endpoint".
 UNSUPPORTED_STATUS = frozenset({404, 405, 501})

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wsd.daemon.memory import files_md_parts
+from wsd.daemon.memory.md import files_md
 from wsd.daemon.runtime import fsio
 from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.store import Store, sha256
@@ -47,7 +47,7 @@ LINE_LIMITS = {
 def line_limits() -> dict[str, int]:
     """The line limit of each curated file's part a revision holds (files.md: its notes)."""
     return {
-        name: files_md_parts.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
+        name: files_md.NOTES_LINE_LIMIT if name == "files.md" else LINE_LIMITS[name]
         for name in CURATED_FILES
     }
 
@@ -89,7 +89,7 @@ def read_all(layout: Layout) -> dict[str, str]:
 def canonical(name: str, text: str) -> str:
     """The part of a curated file a revision holds, in one form: files.md's notes (the
     inventory is the watcher's), no trailing blank lines, one final newline ("" if empty)."""
-    body = files_md_parts.notes_of(text) if name == "files.md" else text
+    body = files_md.notes_of(text) if name == "files.md" else text
     body = body.rstrip("\n")
     return body + "\n" if body.strip() else ""
 
@@ -161,7 +161,7 @@ def materialise_each(layout: Layout, latest: Mapping[str, str]) -> tuple[list[st
 def _materialise_one(layout: Layout, name: str, content: str) -> bool:
     path = curated_path(layout, name)
     if name == "files.md":  # the notes part only: the inventory belongs to the watcher
-        return files_md_parts.write_notes(path, content)
+        return files_md.write_notes(path, content)
     disk, why = look(path)
     if why is not None:
         # Something is there that we cannot read (mode 000, a huge file): it may hold a

@@ -27,8 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from wsd.daemon.curation.judging.edits import MAX_LINE_CHARS, Edit
 from wsd.daemon.memory.boot import visible
-from wsd.daemon.memory.edits import MAX_LINE_CHARS, Edit
 from wsd.daemon.store import Learning
 from wsd.redact import clean_text
 

@@ -1,0 +1,62 @@
+"""Giving the SDK's memory back once the work is done: the process re-executed in place."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+from wsd.daemon.curation.bridge.client import sdk_loaded
+from wsd.daemon.memory.semantic import model_loaded
+from wsd.daemon.runtime.signals import HELD_ACROSS_EXEC
+
+
+class MemoryShedder:
+    """Re-executes the program in place (same PID) to give back the SDK's memory.
+
+    The anthropic SDK costs ~55 MB resident once imported and Python cannot unload
+    it; a daemon with nothing to curate should not carry it. The loop calls
+    :meth:`busy` whenever work is pending or done, and :meth:`due` between passes.
+    """
+
+    def __init__(self, seconds: float, monotonic: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.monotonic = monotonic
+        self._busy_at = monotonic()
+
+    def busy(self) -> None:
+        self._busy_at = self.monotonic()
+
+    def due(self) -> bool:
+        """The SDK or the embedding model is loaded and nothing was pending for ``seconds``
+        (0 disables)."""
+        return (
+            bool(self.seconds)
+            and (sdk_loaded() or model_loaded())
+            and self.monotonic() - self._busy_at >= self.seconds
+        )
+
+    def reexec(self, stopping: Callable[[], bool], before: Callable[[], None]) -> OSError | None:
+        """Replace this process image; returns only if it did not (the error, or None when
+        ``stopping()`` turned true). ``before`` runs just before, with no way back.
+
+        Nothing may be held at this point (no database or HTTP connection);
+        supervisord sees the same process throughout.
+        """
+        # A SIGTERM between execv and the new image's handlers would kill it by the default
+        # action (exit -15, not 0); so would a SIGUSR1 asking for a stack dump. Blocked
+        # signals stay pending across execv; the new image unblocks them once its handlers
+        # are in (daemon/runtime/signals.py), then stops cleanly or dumps its stacks.
+        signal.pthread_sigmask(signal.SIG_BLOCK, HELD_ACROSS_EXEC)
+        if stopping():  # a signal came just before the block: stop instead
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
+            return None
+        before()
+        try:
+            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+        except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
+            self.busy()
+            return exc
+        return None  # pragma: no cover - execv does not return
