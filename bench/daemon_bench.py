@@ -106,7 +106,7 @@ def drain(turns: int = 10_000, batch_turns: int = 25) -> list[Row]:
             )
             stop = threading.Event()
             worker = build_worker(config, Store(layout), stop)
-            call = worker.bridge.call = Timed(worker.bridge.call)  # type: ignore[method-assign]
+            call = worker.pipeline.bridge.call = Timed(worker.pipeline.bridge.call)  # type: ignore[method-assign]
             commit = worker.store.ledger.commit_batch = Timed(worker.store.ledger.commit_batch)  # type: ignore[method-assign]
             mark = worker.store.turns.mark_processed = Timed(worker.store.turns.mark_processed)  # type: ignore[method-assign]
             passes: list[float] = []

@@ -339,7 +339,7 @@ def test_flush_wait_says_when_its_turn_was_parked(layout: Layout, tmp_path: Path
 
 
 def test_wsd_retry_runs_parked_batches_without_a_worker(layout: Layout) -> None:
-    """Issue 31: `wsd retry` builds the commit bookkeeping alone (wiring.build_bookkeeper):
+    """Issue 31: `wsd retry` builds the commit bookkeeping alone (wiring.build_after_commit):
     with Worker unbuildable it still curates a parked batch and marks its turn processed."""
     from tests.conftest import query
     from wsd.daemon.store import BatchRecord, Store

@@ -364,7 +364,7 @@ def test_rebuild_pauses_a_running_daemon_which_resumes_unharmed(
     done.set()
     reader.join()
     stop.set()
-    worker.nudge.set()
+    worker.seams.nudge.set()
     daemon.join(10)
     assert problems == [] and "paused" in states
     observations = [r[0] for r in q(layout.transcript_db, "SELECT id FROM observations")]

@@ -184,7 +184,7 @@ print(semantic.missing())
 print([h.id for h in search_memory(Layout({layout.root!r}), "jellyfish")])
 config, stop = Config(workspace={layout.root!r}), threading.Event()
 daemon = build_daemon(config, Store(Layout({layout.root!r})), stop)
-print(daemon.semantic, daemon.worker.after_pass)
+print(daemon.semantic, daemon.worker.seams.after_pass)
 print(daemon.worker.status.data["semantic"])
 """
     _import(layout, NOTES)
@@ -235,7 +235,7 @@ def test_rebuild_embeds_nothing_and_the_daemon_embeds_the_new_memory_after_the_s
     live = build_daemon(make_config(layout, standin), Store(layout), threading.Event())
     server = live.semantic
     try:
-        (after_pass,) = live.worker.after_pass
+        (after_pass,) = live.worker.seams.after_pass
         after_pass(PassResult(Step.PAUSED))  # the rebuild's pause, then the first pass after it
         for _ in range(100):
             if not after_pass(PassResult(Step.IDLE)):

@@ -224,7 +224,7 @@ def test_a_restore_from_a_backup_does_not_lower_the_days_spend(
     calls = len(standin.requests)
     assert drain(restarted, now=now)[-1] == "budget"
     assert len(standin.requests) == calls  # the cap held: no call was made
-    assert restarted.budget.spent == spent
+    assert restarted.gate.budget.spent == spent
 
 
 def test_a_restart_with_a_higher_cap_logs_that_curation_resumed(

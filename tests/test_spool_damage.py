@@ -210,7 +210,7 @@ def test_a_long_spool_ingest_keeps_the_heartbeat_fresh(
     for i in range(300):
         event = Event(f"uid-{i}", 10.0 + i, "s", "UserPromptSubmit", None, {"prompt": f"p{i}"})
         spool.append(layout.spool, event.to_json())
-    worker.intake.run(worker.identity)
+    worker.chores.intake.run()
     beat = read_status(layout)
     assert beat is not None and beat["state"] == started["state"]
     assert beat["heartbeat_at"] >= started["heartbeat_at"] + 250

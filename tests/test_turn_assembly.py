@@ -198,14 +198,14 @@ def test_no_turn_is_claimed_while_spooled_events_wait(
     ingests the spool first, so each turn reaches the curator whole, once, without addenda."""
     spooled = _split_session(layout)
     worker = make_worker(layout, standin, batch_turns=10)
-    real_run = worker.intake.run
+    real_run = worker.chores.intake.run
 
-    def intake_then_spool(identity: str) -> None:
-        real_run(identity)
+    def intake_then_spool() -> None:
+        real_run()
         while spooled:  # as a hook whose write timed out would, right after the intake
             spool.append(layout.spool, spooled.pop(0).to_json())
 
-    worker.intake.run = intake_then_spool  # type: ignore[method-assign]
+    worker.chores.intake.run = intake_then_spool  # type: ignore[method-assign]
     flush(layout)
     assert worker.run_once().action == "waiting" and not standin.requests
     drain(worker)

@@ -438,7 +438,7 @@ def test_rejected_batch_is_split_then_a_lone_turn_parked(
     assert q(layout.transcript_db, "SELECT count(*) FROM observations WHERE processed = 0") == [
         (0,)
     ]
-    assert worker.book.retry_parked(worker.identity) != []
+    assert worker.after.retry_parked() != []
     rows = q(layout.memory_db, "SELECT status FROM batches ORDER BY id")
     assert rows == [("retried",), ("done",), ("done",), ("done",)]
     covering = q(
@@ -535,7 +535,7 @@ def test_wake_is_detected_and_resets_backoff(layout: Layout, standin: BridgeStan
         monotonic=lambda: mono[0],
     )
     wakes: list[int] = []
-    worker.on_wake = [lambda: wakes.append(1)]
+    worker.chores.on_wake = [lambda: wakes.append(1)]
     write_turns(layout, 1)
     standin.script(Fault.overloaded())
     now = time.time()

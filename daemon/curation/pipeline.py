@@ -75,8 +75,12 @@ class Pipeline:
         log: Any = None,
         clock: Callable[[], float] = time.time,
         purpose: str = "curate",
+        identity: str = "",
     ) -> None:
         self.config = config
+        #: The transcript.db the turns come from (its identity): the loop sets it when it
+        #: notices a new one, a rebuild and ``wsd retry`` when they start.
+        self.identity = identity
         self.store = store
         self.bridge = bridge
         self.files = files
@@ -95,7 +99,6 @@ class Pipeline:
 
     def take(
         self,
-        identity: str,
         now: float,
         spool_waiting: bool,
         lane: Lane = Lane.URGENT,
@@ -103,12 +106,11 @@ class Pipeline:
     ) -> list[Batch] | NoBatch:
         """The next batch, or up to ``most`` of them (a backlog for one Message Batch),
         taken as :func:`wsd.daemon.curation.request.take.take` says."""
-        return take.take(self.store, self.config, identity, now, spool_waiting, most, lane)
+        return take.take(self.store, self.config, self.identity, now, spool_waiting, most, lane)
 
     def curate(
         self,
         batch: Batch,
-        identity: str,
         on_commit: OnCommit,
         replaces: Sequence[int] = (),
         following: int = 0,
@@ -136,14 +138,16 @@ class Pipeline:
             if len(batch.turns) == 1:
                 made = BatchRecord.parked(batch.turns, exc, exc.attempts, prepared.seen.started)
                 finished = self.timeline.finished(batch.turns)
-                return [committed.commit(self.store, identity, made, finished, on_commit, replaces)]
+                return [
+                    committed.commit(self.store, self.identity, made, finished, on_commit, replaces)
+                ]
             if self.log is not None:
                 self.log.warning("batch_split", turns=len(batch.turns), error=str(exc))
             first, second = batch.halves()
-            return self.curate(first, identity, on_commit, replaces) + self.curate(
-                second, identity, on_commit, replaces
+            return self.curate(first, on_commit, replaces) + self.curate(
+                second, on_commit, replaces
             )
-        return [self.apply(batch.turns, prepared.seen, reply, identity, on_commit, replaces)]
+        return [self.apply(batch.turns, prepared.seen, reply, on_commit, replaces)]
 
     def prepare(
         self,
@@ -164,7 +168,6 @@ class Pipeline:
         turns: Sequence[Turn],
         seen: Seen,
         reply: Reply,
-        identity: str,
         on_commit: OnCommit,
         replaces: Sequence[int] = (),
         remote: tuple[str, str] | None = None,
@@ -173,11 +176,11 @@ class Pipeline:
         as they are now (a person may have edited one while the call was out), and commit
         what may be committed (the exactly-once point). ``remote``: (Message Batch id,
         custom id) of an economy-lane result."""
-        indexed = self.store.archive.index_ids(identity, [t.id for t in turns])
+        indexed = self.store.archive.index_ids(self.identity, [t.id for t in turns])
         names = {obs: f"T{tid}" for obs, tid in indexed.items()}
         judged = judge(self.store, turns, seen, reply, self.files(), self.caps, names)
         made = committed.record(turns, judged, reply, seen.started, self.config, remote)
         finished = self.timeline.finished(turns)
         return committed.commit(
-            self.store, identity, made, finished, on_commit, replaces, judged, reply
+            self.store, self.identity, made, finished, on_commit, replaces, judged, reply
         )

@@ -108,9 +108,9 @@ def cmd_retry(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     store = Store(layout)
     store.migrate()
-    book = wiring.build_bookkeeper(config, store, threading.Event())
-    book.md.repair()  # the curator sees the files as a daemon's start would leave them
-    done = book.retry_parked(store.transcript_identity())
+    after = wiring.build_after_commit(config, store, threading.Event())
+    after.md.repair()  # the curator sees the files as a daemon's start would leave them
+    done = after.retry_parked()
     again = [c for c in done if c.parked]
     print(f"retried parked batches: {len(done) - len(again)} curated, {len(again)} parked again")
     if again:  # not done: say why, and exit 1 (it exited 0 with every batch parked again)

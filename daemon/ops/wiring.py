@@ -1,6 +1,6 @@
 """The composition root of ``wsd run``: every object the loop uses is built here and handed
 in once (the worker only runs the loop), with the workspace watcher and semantic matching;
-``wsd retry`` builds its commit bookkeeping here too, without a loop.
+``wsd retry`` builds its commit follow-up here too, without a loop.
 
 Tests and benchmarks build their workers here too, so what they drive is wired as the daemon
 is; they pass their own clocks.
@@ -19,13 +19,15 @@ from wsd.daemon.curation.bridge.outage import Backoff
 from wsd.daemon.curation.bridge.spend import Budget
 from wsd.daemon.curation.economy.lane import Economy
 from wsd.daemon.curation.economy.wire import MessageBatchesClient
-from wsd.daemon.curation.loop.after_commit import Bookkeeper
+from wsd.daemon.curation.loop.after_commit import AfterCommit
+from wsd.daemon.curation.loop.chores import Between
 from wsd.daemon.curation.loop.failures import Failures
+from wsd.daemon.curation.loop.gate import Gate
 from wsd.daemon.curation.loop.intake import SpoolIntake
 from wsd.daemon.curation.loop.outcome import PassResult, Step
 from wsd.daemon.curation.loop.shedding import MemoryShedder
 from wsd.daemon.curation.loop.wake import WakeDetector
-from wsd.daemon.curation.loop.worker import Worker
+from wsd.daemon.curation.loop.worker import Seams, Worker
 from wsd.daemon.curation.pipeline import Pipeline
 from wsd.daemon.memory.md.sync import MdSync
 from wsd.daemon.memory.semantic import missing
@@ -66,13 +68,13 @@ def build_daemon(
     return _assemble(config, store, stop, None, time.time, time.monotonic, daemon=True, env=env)
 
 
-def build_bookkeeper(config: Config, store: Store, stop: threading.Event) -> Bookkeeper:
-    """The commit bookkeeping alone (``wsd retry``: parked batches run again beside the
-    daemon, or without it). No heartbeat of its own: the daemon's file is the daemon's (a
-    retry's pid in it once took the daemon for gone)."""
+def build_after_commit(config: Config, store: Store, stop: threading.Event) -> AfterCommit:
+    """The commit follow-up alone (``wsd retry``: parked batches run again beside the daemon,
+    or without it). No heartbeat of its own: the daemon's file is the daemon's (a retry's pid
+    in it once took the daemon for gone)."""
     parts = _Parts.build(config, store, stop, None, time.time, time.monotonic, heartbeat=False)
-    parts.backoff.load(time.time())  # a batch that goes through ends the daemon's outage
-    return parts.book
+    parts.gate.backoff.load(time.time())  # a batch that goes through ends the daemon's outage
+    return parts.after
 
 
 @dataclass
@@ -88,16 +90,16 @@ class Daemon:
 
 @dataclass
 class _Parts:
-    """Everything a worker is built from (one place builds them: :meth:`build`)."""
+    """Everything the commit follow-up is built from (one place builds them: :meth:`build`);
+    the worker is built on top of them."""
 
-    bridge: BridgeClient
     log: Any
     status: StatusFile
     failures: Failures
     md: MdSync
     pipeline: Pipeline
-    backoff: Backoff
-    book: Bookkeeper
+    gate: Gate
+    after: AfterCommit
 
     @classmethod
     def build(
@@ -119,8 +121,9 @@ class _Parts:
         pipeline = Pipeline(config, store, bridge, files=md.current, log=log, clock=clock)
         backoff = Backoff(store, config.outage_backoff, config.outage_backoff_max, monotonic)
         budget = Budget(store, config.daily_budget_usd)
-        book = Bookkeeper(store, pipeline, md, status, log, budget, backoff, failures, clock)
-        return cls(bridge, log, status, failures, md, pipeline, backoff, book)
+        gate = Gate(backoff, budget, status, log, failures.throttle, clock)
+        after = AfterCommit(store, pipeline, md, status, log, gate, clock)
+        return cls(log, status, failures, md, pipeline, gate, after)
 
 
 def _assemble(
@@ -142,30 +145,44 @@ def _assemble(
     server, after_pass = (None, None)
     if daemon:
         server, after_pass = semantic(config, store, p.log, p.status, shedder)
+    economy = Economy(
+        config, store, MessageBatchesClient(p.pipeline.bridge), p.pipeline, log=p.log, clock=clock
+    )
+    chores = Between(
+        config,
+        store,
+        p.pipeline,
+        economy,
+        p.after,
+        p.gate,
+        p.md,
+        SpoolIntake(store, stop, p.log, p.failures.record, p.status),
+        WakeDetector(config.wake_jump_seconds, config.orphan_seconds, monotonic),
+        shedder,
+        p.status,
+        p.log,
+        clock,
+        on_wake=[watcher.wake] if watcher is not None else [],
+    )
+    seams = Seams(
+        clock,
+        nudge,
+        after_pass=[after_pass] if after_pass is not None else [],
+        reporters=[_metrics_file(config, store, p.log)] if daemon and config.metrics_file else [],
+    )
     worker = Worker(
         config,
         store,
-        p.bridge,
         stop,
-        p.log,
         p.status,
+        p.log,
         p.failures,
-        p.backoff,
-        WakeDetector(config.wake_jump_seconds, config.orphan_seconds),
-        store.maintenance,
-        p.md,
-        SpoolIntake(store, stop, p.log, p.failures.record, p.status),
-        shedder,
-        p.book.budget,
         p.pipeline,
-        Economy(config, store, MessageBatchesClient(p.bridge), p.pipeline, log=p.log, clock=clock),
-        p.book,
-        clock=clock,
-        monotonic=monotonic,
-        nudge=nudge,
-        on_wake=[watcher.wake] if watcher is not None else [],
-        after_pass=[after_pass] if after_pass is not None else [],
-        reporters=[_metrics_file(config, store, p.log)] if daemon and config.metrics_file else [],
+        economy,
+        p.after,
+        p.gate,
+        chores,
+        seams,
     )
     replica = None
     if daemon and config.replica_url:

@@ -219,11 +219,12 @@ class Archive:
             found = as_turns(observations_by_id(t, [observation_id]))
             return schema.identity(t), found[0] if found else None
 
-    def reindex_turns(self, ids: Iterable[int], identity: str) -> int:
-        """Index these turns again (a late event folded into them changed their text); how
-        many."""
+    def reindex_turns(self, ids: Iterable[int]) -> int:
+        """Index these turns again (a late event folded into them changed their text), as
+        turns of the transcript.db they were read from; how many."""
         wanted = sorted(set(ids))
         with self._db.transcript() as t:
+            identity = schema.identity(t)
             rows = observations_by_id(t, wanted)
         with self._db.memory() as m:
             return replace_turns(m, identity, wanted, rows)

@@ -133,7 +133,7 @@ class Economy:
 
     # -- submitting ------------------------------------------------------------------------
 
-    def submit(self, batches: Sequence[Batch], identity: str, now: float) -> Submitted:
+    def submit(self, batches: Sequence[Batch], now: float) -> Submitted:
         """Send ``batches`` as one Message Batch, each request built from the same memory
         snapshot. Raises Outage (the Bridge is down: back off) and Shutdown."""
         base = self.pipeline.files()
@@ -172,7 +172,9 @@ class Economy:
                     },
                 }
             )
-        rid = self.store.remote.record(identity, json.dumps(dict(base)), requests, now)
+        rid = self.store.remote.record(
+            self.pipeline.identity, json.dumps(dict(base)), requests, now
+        )
         try:
             remote_id = self.client.create(bodies)
         except Unsupported as exc:
@@ -219,7 +221,6 @@ class Economy:
 
     def poll(
         self,
-        identity: str,
         now: float,
         on_commit: OnCommit,
         *,
@@ -250,7 +251,7 @@ class Economy:
             # set back (a thaw, an NTP step): look now, not a day later.
             if not force and wait is not None and 0 < wait <= self._wait(10**6):
                 continue
-            settled += self._poll_one(batch, identity, now, on_commit)
+            settled += self._poll_one(batch, now, on_commit)
         self.purge(now)
         return settled
 
@@ -300,7 +301,6 @@ class Economy:
     def _poll_one(
         self,
         batch: RemoteBatch,
-        identity: str,
         now: float,
         on_commit: OnCommit,
     ) -> int:
@@ -322,13 +322,12 @@ class Economy:
         if state.status != "ended":
             self.store.remote.polled(batch.id, next_poll=later)
             return 0
-        return self._collect(batch, state, identity, now, on_commit)
+        return self._collect(batch, state, now, on_commit)
 
     def _collect(
         self,
         batch: RemoteBatch,
         state: RemoteState,
-        identity: str,
         now: float,
         on_commit: OnCommit,
     ) -> int:
@@ -361,7 +360,7 @@ class Economy:
             result = results.by_id.get(request.custom_id)
             if result is None and not last_read:
                 break  # read again before going on: results are applied in claim order
-            self._settle(request, result, base, batch, remote_id, identity, on_commit)
+            self._settle(request, result, base, batch, remote_id, on_commit)
             settled += 1
         left = len(pending) - settled
         error = f"{left} result(s) missing; reading again" if left else None
@@ -377,7 +376,6 @@ class Economy:
         base: dict[str, str],
         batch: RemoteBatch,
         remote_id: str,
-        identity: str,
         on_commit: OnCommit,
     ) -> None:
         """Book the request's charge, then apply its reply or hand its turns to the prompt
@@ -416,7 +414,6 @@ class Economy:
             turns,
             seen,
             replace(result.reply, latency_ms=max(0.0, waited)),
-            identity,
             on_commit,
             remote=(remote_id, request.custom_id),
         )

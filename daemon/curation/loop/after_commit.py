@@ -1,12 +1,11 @@
-"""What follows each commit, and the parked batches: the loop's bookkeeping, in an object of
-its own so that ``wsd retry`` runs the parked batches again without a loop.
+"""What follows each commit in the loop, and the parked batches: in an object of its own so
+that ``wsd retry`` runs the parked batches again without a loop.
 
-After a commit (:class:`~wsd.daemon.curation.pipeline.Committed`) the md files it updated are
-written, its turns marked processed, the day's spend put in the heartbeat and one log line
-written; a batch parked for good is remembered until the next flush is answered (a flush
-waiting on it did not curate it: ``wsd flush --wait`` must say so); a batch that went through
-ends an outage (one "recovered" line).
-"""
+After a commit (:class:`~wsd.daemon.curation.commit.committed.Committed`) the md files it
+updated are written, its turns marked processed, the day's spend put in the heartbeat and one
+log line written; a batch parked for good is remembered until the next flush is answered (a
+flush waiting on it did not curate it: ``wsd flush --wait`` must say so); a batch that went
+through ends an outage (one "recovered" line)."""
 
 from __future__ import annotations
 
@@ -14,11 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wsd.daemon.curation.bridge import outage
-from wsd.daemon.curation.bridge.outage import Backoff
-from wsd.daemon.curation.bridge.spend import Budget
 from wsd.daemon.curation.commit.committed import Committed
-from wsd.daemon.curation.loop.failures import Failures
+from wsd.daemon.curation.loop.gate import Gate
 from wsd.daemon.curation.pipeline import Pipeline
 from wsd.daemon.curation.request.batch import Batch
 from wsd.daemon.curation.request.rendering import rendering_for
@@ -28,18 +24,17 @@ from wsd.daemon.store import Store
 
 
 @dataclass(eq=False)
-class Bookkeeper:
-    """Commit, park and retry bookkeeping; every dependency is handed in
-    (:mod:`wsd.daemon.ops.wiring`)."""
+class AfterCommit:
+    """The follow-up of each commit, the parked batches and their retry; every dependency is
+    handed in (:mod:`wsd.daemon.ops.wiring`)."""
 
     store: Store
     pipeline: Pipeline
     md: MdSync
     status: StatusFile
     log: Any
-    budget: Budget
-    backoff: Backoff
-    failures: Failures
+    #: The outage backoff a commit ends, and the day's spend it puts in the heartbeat.
+    gate: Gate
     clock: Callable[[], float]
     #: What triggered the batch in hand (``threshold``, ``flush``, ``economy``...: its log line).
     reason: str = ""
@@ -59,7 +54,7 @@ class Bookkeeper:
         if done.parked:
             self.parked.append((done.batch_id, done.record.error or "rejected"))
             self.store.turns.mark_processed(ids)
-            self._remember_spend(now)  # a rejected call may still be billed
+            self.gate.remember_spend(now)  # a rejected call may still be billed
             self.log.error(
                 "batch_parked", batch_id=done.batch_id, turn=ids[0], error=done.record.error
             )
@@ -71,15 +66,9 @@ class Bookkeeper:
         if done.result.files_updated:
             self.md.write(done.result.files_updated)
         self.store.turns.mark_processed(ids)
-        self._remember_spend(now)
-        self.recovered()
+        self.gate.remember_spend(now)
+        self.gate.recovered()
         batch(self.log, self.status, done, self.reason, now)
-
-    def recovered(self) -> None:
-        """A call went through: end the outage, if there was one (one "recovered" line)."""
-        throttle = self.failures.throttle
-        if outage.recovered(self.log, self.status, throttle, self.backoff.active):
-            self.backoff.clear(self.clock())
 
     def flush_error(self) -> str | None:
         """What a flush answered now could not do: md files not written, batches parked."""
@@ -93,22 +82,19 @@ class Bookkeeper:
             )
         return "; ".join(problems) or None
 
-    def retry_parked(self, identity: str) -> list[Committed]:
-        """Re-run every parked batch (``wsd retry``); what each retry committed (a batch the
-        Bridge still rejects is parked again, in place of the old one)."""
+    def retry_parked(self) -> list[Committed]:
+        """Re-run every parked batch (``wsd retry``) from the transcript.db there is now;
+        what each retry committed (a batch the Bridge still rejects is parked again, in
+        place of the old one)."""
         self.reason = "retry"
+        self.pipeline.identity = self.store.transcript_identity()
         done: list[Committed] = []
         for batch_id, ids, _error, lane in self.store.ledger.failed_batches():
             turns = self.store.turns.turns_by_id(ids)
             if turns:  # rendered as its lane rendered it
                 batch = Batch.of(turns, rendering_for(lane))
-                done += self.pipeline.curate(batch, identity, self.committed, [batch_id])
+                done += self.pipeline.curate(batch, self.committed, [batch_id])
         return done
-
-    def _remember_spend(self, now: float) -> None:
-        """The day's spend into the heartbeat, where a restore from a backup cannot lower it."""
-        spent = self.budget.spent_today(now)
-        self.status.update(spent_today={"day": int(now // 86400), "usd": spent})
 
 
 def batch(log: Any, status: StatusFile, done: Committed, reason: str, now: float) -> None:

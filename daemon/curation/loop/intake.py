@@ -36,11 +36,11 @@ class SpoolIntake:
         self.failed = failed
         self.status = status
 
-    def run(self, identity: str) -> None:
+    def run(self) -> None:
         """Ingest every spool file waiting (older taken ones first, then the live spool)."""
         for taken in spool.to_ingest(self.path):
             if not self.stop.is_set():
-                self.ingest(taken, identity)
+                self.ingest(taken)
 
     def waiting(self) -> bool:
         """True while spooled events wait to be recorded (see :func:`spool.waiting`)."""
@@ -55,7 +55,7 @@ class SpoolIntake:
         self.status.update()  # written at most once per heartbeat
         return self.stop.is_set()
 
-    def ingest(self, taken: str, identity: str) -> None:
+    def ingest(self, taken: str) -> None:
         """Record one taken spool file; a failure is logged and the pass goes on."""
         refolded: list[int] = []
         try:
@@ -67,7 +67,7 @@ class SpoolIntake:
             return
         finally:
             if refolded:  # late events changed these turns' text: search must see it
-                self.store.archive.reindex_turns(refolded, identity)
+                self.store.archive.reindex_turns(refolded)
         self.log.info(
             "spool_ingested",
             recorded=report.recorded,

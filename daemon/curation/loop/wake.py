@@ -3,6 +3,9 @@ much wall time the freeze took (the orphan timeout does not count it)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from wsd.daemon.runtime.config import DEFAULT_ORPHAN_SECONDS
 
 
@@ -16,8 +19,12 @@ class WakeDetector:
     """
 
     def __init__(
-        self, jump_seconds: float, remember_seconds: float = DEFAULT_ORPHAN_SECONDS
+        self,
+        jump_seconds: float,
+        remember_seconds: float = DEFAULT_ORPHAN_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.monotonic = monotonic
         self.jump = jump_seconds
         self.remember = remember_seconds
         self._wall: float | None = None
@@ -30,8 +37,10 @@ class WakeDetector:
         """The loop is about to wait this long: not a sign of sleep."""
         self._expected = seconds
 
-    def check(self, wall: float, mono: float) -> tuple[float, float] | None:
-        """(wall gap, monotonic gap) if a wake happened since the last check, else None."""
+    def check(self, wall: float) -> tuple[float, float] | None:
+        """(wall gap, monotonic gap) if a wake happened since the last check (the wall clock
+        read ``wall``), else None."""
+        mono = self.monotonic()
         woke = None
         if self._wall is not None:
             wall_gap, mono_gap = wall - self._wall, mono - self._mono
@@ -61,7 +70,7 @@ class WakeDetector:
                 self._jumps.append((seen, leap - back))
             back -= leap
 
-    def suspended(self, mono: float) -> float:
+    def suspended(self) -> float:
         """Wall seconds the machine spent suspended (or its clock stepped forward) within
         the last ``remember_seconds`` of monotonic time, net of the steps back that undid them.
 
@@ -69,5 +78,6 @@ class WakeDetector:
         hours quiet although its agent is about to carry on; the loop adds this to its
         orphan timeout (found by the soak: each forward jump closed every open turn, and
         their remaining tool calls became turns of their own)."""
+        mono = self.monotonic()
         self._jumps = [(m, s) for m, s in self._jumps if mono - m <= self.remember]
         return sum(s for _, s in self._jumps)

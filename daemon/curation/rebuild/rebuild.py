@@ -205,6 +205,7 @@ def _recurate(
         files=lambda: {**deploy, **built.revisions.latest_md()},
         timeline=Timeline(started, finished),
         purpose="rebuild",
+        identity=identity,
     )
     done = 0
     # Batches still to go, for the prompt cache (Pipeline.curate's ``following``): a plan is
@@ -220,7 +221,7 @@ def _recurate(
             edits.until(started(batch.turns))  # what people did before this batch began
             try:
                 left = max(0, left - 1)
-                pipeline.curate(batch, identity, counted, following=left)
+                pipeline.curate(batch, counted, following=left)
             except (Outage, Shutdown) as exc:  # nothing of the rebuild is kept
                 raise RebuildError(f"curator call failed, rebuild abandoned: {exc}") from exc
             done += len(batch.turns)
