@@ -10,6 +10,7 @@ this data set: this adapter is the only code that reads it.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from typing import Any
 from wsd import schema
 from wsd.daemon.memory.search.core import Hit, search_memory
 from wsd.daemon.memory.search.text import STOP_WORDS, clean_query, spans, tokenizer
+from wsd.daemon.memory.transfer import importer
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.store import Store
 from wsd.hooks.capture import Capture, CaptureConfig
@@ -112,9 +114,8 @@ def load_facts(layout: Layout, sample: dict[str, Any]) -> None:
                 if when is not None:
                     line["created_at"] = when
                 lines.append(json.dumps(line))
-    report = Store(layout).learnings.import_lines(lines)
-    if report.errors:
-        raise RuntimeError(f"import errors: {report.errors[:3]}")
+    data = io.BytesIO("".join(line + "\n" for line in lines).encode())
+    importer.run(layout, Store(layout), "-", stdin=data)  # raises on a bad line
 
 
 @dataclass

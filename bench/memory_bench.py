@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -24,6 +25,7 @@ from bench.workload_turns import record_turns, typical_turn
 from wsd import schema
 from wsd.daemon.memory.boot import load_memory
 from wsd.daemon.memory.search.core import search_memory
+from wsd.daemon.memory.transfer import importer
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
@@ -310,7 +312,8 @@ def boot_context() -> list[Row]:
             )
             for i in range(50)
         ]
-        Store(layout).learnings.import_lines(lines)
+        data = io.BytesIO("".join(line + "\n" for line in lines).encode())
+        importer.run(layout, Store(layout), "-", stdin=data)
         rng = random.Random(7)
         turns = [typical_turn(rng, "bench", i) for i in range(50)]
         record_turns(layout, turns, BOOT_PENDING)

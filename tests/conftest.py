@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import re
 import signal
@@ -20,6 +21,7 @@ import pytest
 
 from wsd import schema
 from wsd.daemon.curation.loop.worker import Worker
+from wsd.daemon.memory.transfer import importer
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.wiring import build_worker
 from wsd.daemon.runtime.config import Config
@@ -211,6 +213,13 @@ def write_turns(
             }
         )
     cap.close()
+
+
+def import_lines(layout: Layout, lines: list[str] | list[bytes]) -> importer.Imported:
+    """JSON lines of learnings stored through ``wsd import -``'s importer (the one importer:
+    every line read, or none stored)."""
+    data = b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in lines)
+    return importer.run(Layout(layout.root), Store(layout), "-", stdin=io.BytesIO(data))
 
 
 def flush(layout: Layout) -> None:

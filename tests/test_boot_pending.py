@@ -18,6 +18,7 @@ from tests.conftest import (
     daemon_env,
     drain,
     flush,
+    import_lines,
     make_worker,
     query,
     running_daemon,
@@ -88,12 +89,13 @@ def test_a_turn_not_yet_curated_appears_with_its_date(layout: Layout) -> None:
     """A captured, uncurated turn shows its words and minute, between learnings and actions."""
     Path(layout.md("user.md")).write_text("# User\n- likes tea\n", encoding="utf-8")
     store = Store(layout)
-    store.learnings.import_lines(
+    import_lines(
+        store.layout,
         [
             json.dumps(
                 {"type": "fact", "content": "The boiler was serviced", "created_at": time.time()}
             )
-        ]
+        ],
     )
     conn = apsw.Connection(layout.memory_db)
     conn.execute(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import drain, flush, make_worker, query, venv_script
+from tests.conftest import drain, flush, import_lines, make_worker, query, venv_script
 from tests.test_search import run_wsd
 from wsd import schema
 from wsd.daemon.memory.agent import SEARCH_DESCRIPTION, SEARCH_SCHEMA, run_search
@@ -230,11 +230,12 @@ def test_bad_turn_ids_are_one_clear_error(cited: Layout, args: dict[str, Any], s
 
 def test_an_imported_learning_still_formats_with_its_ref_or_as_imported(cited: Layout) -> None:
     """An imported learning (no batch) still says its ref or "imported" and names no turn."""
-    Store(cited).learnings.import_lines(
+    import_lines(
+        cited,
         [
             json.dumps({"type": "preference", "content": "Tabs in the Makefile", "ref": "n:7"}),
             json.dumps({"type": "preference", "content": "Tabs in the Go code too"}),
-        ]
+        ],
     )
     hits = search_memory(cited, "tabs", type="preference")
     by_source = {h.source: h for h in hits}

@@ -34,7 +34,7 @@ from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
-from .conftest import scalar, venv_script
+from .conftest import import_lines, scalar, venv_script
 from .test_first_contact import unprivileged
 
 #: A failure spelled for Python, not for a person.
@@ -136,7 +136,7 @@ def _workspace(short: Path, tmp_path: Path) -> Layout:
     store = Store(layout)
     store.revisions.add_revision("user.md", "# User\n- likes tea\n", "curator", 1.0)
     Path(layout.md("user.md")).write_text("# User\n- likes tea\n")
-    store.learnings.import_lines([b'{"type": "fact", "content": "The person likes green tea"}'])
+    import_lines(store.layout, [b'{"type": "fact", "content": "The person likes green tea"}'])
     (tmp_path / "one.jsonl").write_text('{"type": "fact", "content": "The boiler is a Vaillant"}\n')
     return layout
 

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import (
     daemon_env,
+    import_lines,
     query,
     running_daemon,
     scalar,
@@ -413,7 +414,7 @@ def test_a_large_file_is_parsed_on_every_core_and_still_all_or_nothing(
     # the index is whole, and what comes after is indexed by the trigger as before.
     assert query(layout.memory_db, trigger) == indexing
     query(layout.memory_db, "INSERT INTO learnings_fts (learnings_fts) VALUES ('integrity-check')")
-    Store(layout).learnings.import_lines([json.dumps({"type": "fact", "content": "Quince jam"})])
+    import_lines(layout, [json.dumps({"type": "fact", "content": "Quince jam"})])
     for words in ("Note number 4321", "Quince jam"):
         hits = json.loads(wsd(_env(layout), "search", words, "--json").stdout)
         assert hits and hits[0]["snippet"] == words

@@ -15,7 +15,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.conftest import flush, make_config, make_worker, venv_script, write_turns
+from tests.conftest import flush, import_lines, make_config, make_worker, venv_script, write_turns
 from tests.conftest import query as q
 from wsd import schema
 from wsd.daemon.curation.rebuild.rebuild import RebuildError, rebuild
@@ -100,8 +100,8 @@ def test_rebuild_keeps_what_curation_cannot_recreate(
     """Imported learnings, other sources' actions and state stay; closed actions stay closed."""
     curated(layout, standin)
     store = Store(layout)
-    store.learnings.import_lines(
-        [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})]
+    import_lines(
+        store.layout, [json.dumps({"type": "fact", "content": "Imported note", "ref": "r9"})]
     )
     first, *_ = store.actions.open_actions()
     store.actions.set_action_status(first[0], "dismissed", time.time())
@@ -151,7 +151,7 @@ def test_what_people_do_during_a_rebuild_survives_the_swap(
         store.revisions.add_revision(
             "context.md", context + "- Adopted by a restarted daemon\n", "hand", 1.0
         )
-        store.learnings.import_lines([json.dumps({"type": "fact", "content": "Imported midway"})])
+        import_lines(store.layout, [json.dumps({"type": "fact", "content": "Imported midway"})])
         assert store.learnings.retract(int(forgotten[0]), time.time(), "test")
         conn = apsw.Connection(layout.memory_db)
         conn.execute(

@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 import pytest
 
-from tests.conftest import drain, flush, make_worker, scalar, venv_script, write_turns
+from tests.conftest import drain, flush, import_lines, make_worker, scalar, venv_script, write_turns
 from tests.conftest import query as rows_of
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
@@ -87,7 +87,8 @@ def memory(layout: Layout, standin: BridgeStandin) -> Layout:
     turn(cap, "s2", "What is the capital of Australia?", "Canberra, not Sydney.")
     cap.close()
     curate(layout, standin)
-    report = Store(layout).learnings.import_lines(
+    report = import_lines(
+        layout,
         [
             json.dumps(
                 {
@@ -107,7 +108,7 @@ def memory(layout: Layout, standin: BridgeStandin) -> Layout:
             ),
         ],
     )
-    assert report.added == 2 and not report.errors
+    assert report.added.learnings == 2
     return layout
 
 
@@ -489,10 +490,7 @@ FILLER = [f"note {i}: the team met on day {i} and the plan was as it always is" 
 
 def _notes(layout: Layout, notes: list[str], turns: tuple[tuple[str, str], ...] = ()) -> None:
     """Import ``notes`` as facts (no session: no neighbours) and capture ``turns``."""
-    report = Store(layout).learnings.import_lines(
-        [json.dumps({"type": "fact", "content": c}) for c in FILLER + notes]
-    )
-    assert not report.errors
+    import_lines(layout, [json.dumps({"type": "fact", "content": c}) for c in FILLER + notes])
     cap = Capture(CaptureConfig(workspace=layout.root))
     for session, prompt in turns:
         cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt})
@@ -687,7 +685,8 @@ def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStand
     "curated". Imported ones say ``imported`` (or their ref); curated ones the turn they came
     from."""
     store = Store(layout)
-    store.learnings.import_lines(
+    import_lines(
+        store.layout,
         [
             json.dumps({"type": "fact", "content": "The boiler is serviced in May."}),
             json.dumps(

@@ -19,6 +19,7 @@ np = pytest.importorskip("numpy", reason="the [semantic] extra is not installed"
 from tests.conftest import (
     daemon_env,
     flush,
+    import_lines,
     make_config,
     make_worker,
     running_daemon,
@@ -55,10 +56,7 @@ def _patient(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _import(layout: Layout, notes: list[str]) -> None:
-    report = Store(layout).learnings.import_lines(
-        [json.dumps({"type": "fact", "content": n}) for n in notes]
-    )
-    assert not report.errors
+    import_lines(layout, [json.dumps({"type": "fact", "content": n}) for n in notes])
 
 
 def _vectors(layout: Layout) -> int:

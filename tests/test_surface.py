@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import (
     daemon_env,
+    import_lines,
     run_async,
     running_daemon,
     sdk_env,
@@ -41,9 +42,7 @@ FACT = "The shared drive password hint is kept in the red notebook"
 
 
 def _learn(layout: Layout, *facts: str) -> None:
-    Store(layout).learnings.import_lines(
-        [json.dumps({"type": "fact", "content": f}) for f in facts]
-    )
+    import_lines(layout, [json.dumps({"type": "fact", "content": f}) for f in facts])
 
 
 def _tool_results(body: dict[str, Any]) -> list[str]:

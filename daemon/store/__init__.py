@@ -24,7 +24,6 @@ from wsd.daemon.store.connections import Opener
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.erasure import Found, Kind, Scope
-from wsd.daemon.store.learnings import ImportReport, parse_import_line
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
@@ -95,7 +94,6 @@ __all__ = [
     "CommitResult",
     "ForeignError",
     "Found",
-    "ImportReport",
     "Incoming",
     "Kind",
     "Lane",
@@ -123,7 +121,6 @@ __all__ = [
     "learning_key",
     "leftovers",
     "open_aside",
-    "parse_import_line",
     "priority_name",
     "remedy",
     "remove",

@@ -23,7 +23,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, reads, uses, writes
 
 #: What an action can be closed as.
 CLOSED_STATUSES = ("completed", "dismissed")
@@ -122,7 +122,7 @@ def open_keys(m: apsw.Connection, prefix: str) -> dict[str, int]:
     return {str(k): int(i) for k, i in rows}
 
 
-def open_list(m: apsw.Connection, limit: int) -> list[tuple[int, int, str]]:
+def open_list(m: apsw.Connection, limit: int = 50) -> list[tuple[int, int, str]]:
     """Open actions as (id, priority, content), most urgent first."""
     rows = schema.rows(
         m,
@@ -138,7 +138,7 @@ def open_count(m: apsw.Connection) -> int:
     return int(count)
 
 
-def listing(m: apsw.Connection, include_closed: bool) -> list[dict[str, Any]]:
+def listing(m: apsw.Connection, include_closed: bool = False) -> list[dict[str, Any]]:
     """Actions as dicts, open ones most urgent first (with ``include_closed``, closed after)."""
     where = "" if include_closed else " WHERE status = 'pending'"
     rows = schema.rows(
@@ -197,25 +197,10 @@ def carry_closed_status(m: apsw.Connection) -> None:
     )
 
 
-class Actions:
+class Actions(Facet):
     """Pending actions as the loop, the boot context and ``wsd pending`` see and close them
     (``store.actions``; the workspace checks raise theirs through ``store.workspace``)."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
-
-    def open_actions(self, limit: int = 50) -> list[tuple[int, int, str]]:
-        """Open pending actions as (id, priority, content), most urgent first (read-only:
-        the boot context reads them too, and never writes)."""
-        with self._db.memory(readonly=True) as m:
-            return open_list(m, limit)
-
-    def list_actions(self, include_closed: bool = False) -> list[dict[str, Any]]:
-        """Pending actions, most urgent first (with ``include_closed``, closed ones after)."""
-        with self._db.memory() as m:
-            return listing(m, include_closed)
-
-    def set_action_status(self, action_id: int, status: str, now: float) -> bool:
-        """Close an open action as ``completed`` or ``dismissed``; False if none was open."""
-        with self._db.memory() as m, schema.write_txn(m):
-            return set_status(m, action_id, status, now)
+    open_actions = reads("memory", open_list)
+    list_actions = uses("memory", listing)
+    set_action_status = writes("memory", set_status)

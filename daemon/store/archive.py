@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet
 from wsd.hooks.capture import is_memory_call
 
 #: Turns copied per call (one short write transaction each).
@@ -165,11 +165,8 @@ def _compact(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class Archive:
+class Archive(Facet):
     """The turn index (``store.archive``): what search reaches of the turns."""
-
-    def __init__(self, db: Connections) -> None:
-        self._db = db
 
     def index_new_turns(self, batch: int = INDEX_BATCH, identity: str | None = None) -> int:
         """Copy up to ``batch`` closed turns not yet in the turn index; returns how many (the

@@ -12,7 +12,7 @@ from __future__ import annotations
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, reads, uses
 
 #: A charge row's states (see the migration).
 ASKED, BILLED, ESTIMATED, VOID = "asked", "billed", "estimated", "void"
@@ -33,10 +33,10 @@ def settle_charge(
     charge: int,
     status: str,
     usd: float,
-    at: float | None,
-    tokens: tuple[int, int, int],
-    message_id: str | None,
-    note: str | None,
+    at: float | None = None,
+    tokens: tuple[int, int, int] = (0, 0, 0),
+    message_id: str | None = None,
+    note: str | None = None,
 ) -> None:
     """Settle a booked request: ``billed`` at the answer's usage, ``estimated`` (kept at
     ``usd``, an estimate), or ``void`` (nothing was billed). ``tokens`` is (input,
@@ -79,40 +79,19 @@ def charge_totals(t: apsw.Connection, since: float) -> dict[str, float]:
     return {str(status): float(usd) for status, usd in rows}
 
 
-class Charges:
+def newest_charge(t: apsw.Connection) -> int:
+    """The newest charge's id (0: none): a call asked for since changes it."""
+    return int(schema.one(t, "SELECT coalesce(max(id), 0) FROM charges")[0])
+
+
+class Charges(Facet):
     """The charges ledger and the daily cap's reading of it (``store.charges``)."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
+    ask_charge = uses("transcript", ask_charge)
+    settle_charge = uses("transcript", settle_charge)
+    booked_usd = reads("transcript", booked_usd)
 
-    def ask_charge(self, at: float, usd: float, purpose: str) -> int:
-        """Book a request about to be sent, at its estimate; the charge's id."""
-        with self._db.transcript() as t:
-            return ask_charge(t, at, usd, purpose)
-
-    def settle_charge(
-        self,
-        charge: int,
-        status: str,
-        usd: float,
-        at: float | None = None,
-        tokens: tuple[int, int, int] = (0, 0, 0),
-        message_id: str | None = None,
-        note: str | None = None,
-    ) -> None:
-        """Settle a booked request (see :func:`settle_charge`)."""
-        with self._db.transcript() as t:
-            settle_charge(t, charge, status, usd, at, tokens, message_id, note)
-
-    def booked_usd(self, charge: int) -> float | None:
-        """What a booked request is counted at now (None: no such charge)."""
-        with self._db.transcript(readonly=True) as t:
-            return booked_usd(t, charge)
-
-    def newest_id(self) -> int:
-        """The newest charge's id (0: none): a call asked for since changes it."""
-        with self._db.transcript(readonly=True) as t:
-            return int(schema.one(t, "SELECT coalesce(max(id), 0) FROM charges")[0])
+    newest_id = reads("transcript", newest_charge)
 
     def spent_since(self, since: float) -> float:
         """What the curator's requests since ``since`` cost, in USD (the daily cap).
@@ -127,7 +106,4 @@ class Charges:
             batches = batches_cost_since(m, since)
         return max(charged, batches)
 
-    def charge_totals(self, since: float) -> dict[str, float]:
-        """USD per charge status since ``since`` (``wsd status``, the soak's ledger check)."""
-        with self._db.transcript(readonly=True) as t:
-            return charge_totals(t, since)
+    charge_totals = reads("transcript", charge_totals)

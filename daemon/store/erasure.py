@@ -37,8 +37,8 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.store import remote
-from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.records import sha256
+from wsd.daemon.store.verbs import Facet, reads, uses
 from wsd.schema.stems import stems
 
 #: How many samples of each kind a dry run shows.
@@ -635,6 +635,7 @@ def last_forget(m: apsw.Connection) -> dict[str, Any] | None:
 
 
 def record_backup(m: apsw.Connection, path: str, now: float) -> None:
+    """A backup taken (in transcript.db: memory.db may be deleted and re-derived)."""
     with schema.write_txn(m):
         m.execute(
             "INSERT INTO backups (path, taken_at) VALUES (?, ?)"
@@ -664,11 +665,42 @@ def backups_in(path: str) -> list[tuple[str, float]]:
         conn.close()
 
 
-class Erasure:
-    """``store.erasure``: the verbs of forgetting over one workspace's databases."""
+def requests(m: apsw.Connection) -> list[tuple[int, str, str, str | None]]:
+    """FORGETs the person asked for in conversation, waiting: (id, words, status, the
+    status of the action that asks them to confirm, if any)."""
+    rows = schema.rows(
+        m,
+        "SELECT r.id, r.words, r.status, a.status FROM forget_requests r"
+        " LEFT JOIN pending_actions a ON a.id = r.action_id ORDER BY r.id",
+    )
+    return [(int(i), str(w), str(s), None if a is None else str(a)) for i, w, s, a in rows]
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
+
+def learnings_matching(m: apsw.Connection, match: Matcher) -> int:
+    """How many learnings hold the words."""
+    return sum(
+        1
+        for (content,) in m.execute(
+            "SELECT l.content FROM learnings_fts f JOIN learnings l ON l.id = f.rowid"
+            " WHERE learnings_fts MATCH ?",
+            (match.fts_query(),),
+        )
+        if match.holds(content)
+    )
+
+
+def learnings_count(m: apsw.Connection) -> int:
+    """How many learnings memory.db holds."""
+    return int(schema.one(m, "SELECT count(*) FROM learnings")[0])
+
+
+def workspace_paths(m: apsw.Connection, maybe: Callable[[str], bool]) -> list[str]:
+    """Indexed workspace paths that may hold the words (their names)."""
+    return [str(p) for (p,) in m.execute("SELECT path FROM workspace_files") if maybe(p)]
+
+
+class Erasure(Facet):
+    """``store.erasure``: the verbs of forgetting over one workspace's databases."""
 
     def find(self, match: Matcher, scope: Scope | None = None) -> tuple[Found, Found]:
         """(memory.db, transcript.db) rows holding the words; nothing written."""
@@ -704,13 +736,8 @@ class Erasure:
             scrub(m, ())
             return dropped
 
-    def journal_open(self, phrases: Any, by: str, now: float) -> int:
-        with self._db.memory() as m:
-            return journal_open(m, phrases, by, now)
-
-    def journal_pending(self) -> list[tuple[int, str, Any]]:
-        with self._db.memory(readonly=True) as m:
-            return journal_pending(m)
+    journal_open = uses("memory", journal_open)
+    journal_pending = reads("memory", journal_pending)
 
     def journal_close(
         self, fid: int, phrases: Sequence[Sequence[str]], counts: dict[str, Any], now: float
@@ -773,18 +800,7 @@ class Erasure:
             )
         return (bool(row[0]), bool(row[1])) if row else (False, False)
 
-    def requests(self) -> list[tuple[int, str, str, str | None]]:
-        """FORGETs the person asked for in conversation, waiting: (id, words, status, the
-        status of the action that asks them to confirm, if any)."""
-        with self._db.memory(readonly=True) as m:
-            return [
-                (int(i), str(w), str(s), None if a is None else str(a))
-                for i, w, s, a in schema.rows(
-                    m,
-                    "SELECT r.id, r.words, r.status, a.status FROM forget_requests r"
-                    " LEFT JOIN pending_actions a ON a.id = r.action_id ORDER BY r.id",
-                )
-            ]
+    requests = reads("memory", requests)
 
     def ask_to_confirm(self, request_id: int, text: str, now: float) -> None:
         """Open the pending action that asks the person to confirm a large FORGET."""
@@ -829,46 +845,18 @@ class Erasure:
             row = schema.first(m, "SELECT started_at FROM forgets WHERE id = ?", (forget_id,))
         return None if row is None else float(row[0])
 
-    def marks(self) -> tuple[bytes, dict[int, set[str]]]:
-        with self._db.memory(readonly=True) as m:
-            return marks(m)
-
-    def last_forget(self) -> dict[str, Any] | None:
-        with self._db.memory(readonly=True) as m:
-            return last_forget(m)
-
-    def record_backup(self, path: str, now: float) -> None:
-        """A backup taken (in transcript.db: memory.db may be deleted and re-derived)."""
-        with self._db.transcript() as t:
-            record_backup(t, path, now)
-
-    def backups(self) -> list[tuple[str, float]]:
-        with self._db.transcript(readonly=True) as t:
-            return backups(t)
+    marks = reads("memory", marks)
+    last_forget = reads("memory", last_forget)
+    record_backup = uses("transcript", record_backup)
+    backups = reads("transcript", backups)
 
     @staticmethod
     def backups_in(path: str) -> list[tuple[str, float]]:
         """The backups another transcript.db recorded (``wsd restore`` carries them over)."""
         return backups_in(path)
 
-    def learnings_matching(self, match: Matcher) -> int:
-        """How many learnings hold the words."""
-        with self._db.memory(readonly=True) as m:
-            return sum(
-                1
-                for (content,) in m.execute(
-                    "SELECT l.content FROM learnings_fts f JOIN learnings l ON l.id = f.rowid"
-                    " WHERE learnings_fts MATCH ?",
-                    (match.fts_query(),),
-                )
-                if match.holds(content)
-            )
+    learnings_matching = reads("memory", learnings_matching)
 
-    def learnings_count(self) -> int:
-        with self._db.memory(readonly=True) as m:
-            return int(schema.first(m, "SELECT count(*) FROM learnings")[0])  # type: ignore[index]
+    learnings_count = reads("memory", learnings_count)
 
-    def workspace_paths(self, maybe: Callable[[str], bool]) -> list[str]:
-        """Indexed workspace paths that may hold the words (their names)."""
-        with self._db.memory(readonly=True) as m:
-            return [str(p) for (p,) in m.execute("SELECT path FROM workspace_files") if maybe(p)]
+    workspace_paths = reads("memory", workspace_paths)

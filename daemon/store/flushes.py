@@ -9,7 +9,7 @@ from __future__ import annotations
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, reads, uses
 from wsd.schema.transcript import request_flush
 
 
@@ -30,7 +30,7 @@ WAITS_ON_TURNS = (
 )
 
 
-def answer_flushes(t: apsw.Connection, now: float, error: str | None) -> None:
+def answer_flushes(t: apsw.Connection, now: float, error: str | None = None) -> None:
     """Answer every open flush request whose turns are all curated (or parked: ``error`` says
     so). Answered by its own turns, never by an empty backlog: under steady writing the
     backlog may never be empty, and ``wsd flush --wait`` waited it out."""
@@ -42,24 +42,10 @@ def answer_flushes(t: apsw.Connection, now: float, error: str | None) -> None:
         )
 
 
-class Flushes:
+class Flushes(Facet):
     """Flush requests (``store.flushes``): asked by ``wsd flush``, answered by the loop."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
+    request_flush = uses("transcript", request_flush)
 
-    def request_flush(self, reason: str, now: float) -> int:
-        """Ask the loop to curate everything pending now (``wsd flush``); the request's id."""
-        with self._db.transcript() as t:
-            return request_flush(t, reason, now)
-
-    def flush_outcome(self, flush_id: int) -> tuple[bool, str | None]:
-        """(handled, what went wrong) of flush request ``flush_id`` (read-only)."""
-        with self._db.transcript(readonly=True) as t:
-            return flush_outcome(t, flush_id)
-
-    def answer_flushes(self, now: float, error: str | None = None) -> None:
-        """Answer every open flush request whose turns are all curated; ``error`` says what
-        failed."""
-        with self._db.transcript() as t:
-            answer_flushes(t, now, error)
+    flush_outcome = reads("transcript", flush_outcome)
+    answer_flushes = uses("transcript", answer_flushes)

@@ -18,7 +18,6 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.store import actions
-from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.erasure import Marks
 from wsd.daemon.store.records import (
     AlreadyCovered,
@@ -28,6 +27,7 @@ from wsd.daemon.store.records import (
     learning_key,
     sha256,
 )
+from wsd.daemon.store.verbs import Facet, reads, uses, writes
 
 
 def get_state(m: apsw.Connection, key: str) -> str | None:
@@ -65,7 +65,7 @@ def covered(m: apsw.Connection, identity: str, ids: Sequence[int]) -> set[int]:
 
 
 def commit_batch(
-    m: apsw.Connection, identity: str, batch: BatchRecord, now: float, replaces: Sequence[int]
+    m: apsw.Connection, identity: str, batch: BatchRecord, now: float, replaces: Sequence[int] = ()
 ) -> CommitResult:
     """Commit one batch and all it produced atomically (the exactly-once point).
 
@@ -354,60 +354,23 @@ def _add_learnings(
     return added, repeated, superseded
 
 
-class Ledger:
+def newest_batch(m: apsw.Connection) -> int:
+    """The newest batch's id (0: none); a new batch, a retry's too, changes it."""
+    return int(schema.one(m, "SELECT coalesce(max(id), 0) FROM batches")[0])
+
+
+class Ledger(Facet):
     """The batch ledger and the daemon's state in memory.db (``store.ledger``)."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
+    get_state = uses("memory", get_state)
+    set_state = writes("memory", set_state)
+    covered = uses("memory", covered)
+    commit_batch = uses("memory", commit_batch)
+    batch_groups = uses("memory", batch_groups)
+    parked_since = reads("memory", parked_since)
+    failed_batches = uses("memory", failed_batches)
+    stats = uses("memory", stats)
 
-    def get_state(self, key: str) -> str | None:
-        with self._db.memory() as m:
-            return get_state(m, key)
+    newest_id = reads("memory", newest_batch)
 
-    def set_state(self, values: dict[str, str | None], now: float) -> None:
-        """Set (or, for None, delete) state keys in one transaction."""
-        with self._db.memory() as m, schema.write_txn(m):
-            set_state(m, values, now)
-
-    def covered(self, identity: str, ids: Sequence[int]) -> set[int]:
-        with self._db.memory() as m:
-            return covered(m, identity, ids)
-
-    def commit_batch(
-        self, identity: str, batch: BatchRecord, now: float, replaces: Sequence[int] = ()
-    ) -> CommitResult:
-        """Commit one batch and all it produced atomically (the exactly-once point; see
-        :func:`commit_batch`)."""
-        with self._db.memory() as m:
-            return commit_batch(m, identity, batch, now, replaces)
-
-    def batch_groups(self, identity: str) -> list[tuple[float, float, list[int], str]]:
-        """(started_at, finished_at, turn ids, lane) per batch of ``identity``, in curation
-        order."""
-        with self._db.memory() as m:
-            return batch_groups(m, identity)
-
-    def parked_since(self, since: float) -> list[tuple[int, str | None]]:
-        """Batches parked that ended at or after ``since``, as (batch id, error)."""
-        with self._db.memory(readonly=True) as m:
-            return parked_since(m, since)
-
-    def failed_batches(self) -> list[tuple[int, list[int], str | None, str]]:
-        """Parked batches as (batch id, turn ids, error, lane)."""
-        with self._db.memory() as m:
-            return failed_batches(m)
-
-    def stats(self) -> dict[str, Any]:
-        """Ledger totals for ``wsd status``."""
-        with self._db.memory() as m:
-            return stats(m)
-
-    def newest_id(self) -> int:
-        """The newest batch's id (0: none); a new batch, a retry's too, changes it."""
-        with self._db.memory(readonly=True) as m:
-            return int(schema.one(m, "SELECT coalesce(max(id), 0) FROM batches")[0])
-
-    def metrics(self) -> dict[str, Any]:
-        """See :func:`metrics` (read-only)."""
-        with self._db.memory(readonly=True) as m:
-            return metrics(m)
+    metrics = reads("memory", metrics)

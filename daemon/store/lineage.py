@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, uses
 
 #: Learnings a text query returns at most.
 MATCH_LIMIT = 10
@@ -180,16 +180,8 @@ def learnings_matching(
     return learnings
 
 
-class Lineage:
+class Lineage(Facet):
     """Where memory came from, for ``wsd memory why|blame`` (see the module docstring)."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
-
-    def batch(self, batch_id: int) -> BatchTrace | None:
-        with self._db.memory() as m:
-            return batch_trace(m, batch_id)
-
-    def learnings_matching(self, text: str, limit: int = MATCH_LIMIT) -> list[LearningTrace]:
-        with self._db.memory() as m:
-            return learnings_matching(m, text, limit)
+    batch = uses("memory", batch_trace)
+    learnings_matching = uses("memory", learnings_matching)

@@ -15,6 +15,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store import remote
 from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, uses
 from wsd.schema.errors import describe
 
 DAY = 86_400.0
@@ -135,12 +136,12 @@ def _fts_tables(conn: apsw.Connection) -> list[str]:
     return [str(name) for name, sql in found if sql and _FTS5.search(str(sql))]
 
 
-class Maintenance:
+class Maintenance(Facet):
     """Data hygiene and health checks of both databases (used by the worker and ``wsd
     doctor``; see :mod:`wsd.daemon.store.maintenance`)."""
 
     def __init__(self, db: Connections) -> None:
-        self._db = db
+        super().__init__(db)
         self._maintained_at = 0.0
         #: Off while litestream replicates (WSD_REPLICA_URL): its read transaction makes a
         #: TRUNCATE wait out the busy timeout holding the write lock (5 s of every hook's
@@ -223,10 +224,7 @@ class Maintenance:
         with self._db.open(kind) as conn:
             return integrity(conn)
 
-    def rebuild_fts(self) -> list[str]:
-        """Rebuild every FTS index of memory.db from its content table."""
-        with self._db.memory() as m:
-            return rebuild_fts(m)
+    rebuild_fts = uses("memory", rebuild_fts)
 
     def backup(self, dest_dir: str) -> dict[str, int]:
         """Consistent online copies of both databases into ``dest_dir`` (SQLite backup API)."""

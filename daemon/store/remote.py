@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, reads, uses
 
 #: Request outcomes (see the migration).
 APPLIED, COVERED, RELEASED = "applied", "covered", "released"
@@ -306,87 +306,20 @@ def _ids(raw: object) -> tuple[int, ...]:
     return tuple(int(x) for x in parsed if type(x) is int)
 
 
-class RemoteBatches:
+class RemoteBatches(Facet):
     """The economy lane's Message Batches at the Bridge (this module's verbs):
     all in transcript.db."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
-
-    def record(
-        self, identity: str, base_json: str, requests: Sequence[RemoteRequest], now: float
-    ) -> int:
-        """Record a batch about to be created, holding its requests' turns; its row id."""
-        with self._db.transcript() as t:
-            return record(t, identity, base_json, requests, now)
-
-    def submitted(self, rid: int, remote_id: str, now: float, next_poll: float) -> None:
-        with self._db.transcript() as t:
-            submitted(t, rid, remote_id, now, next_poll)
-
-    def forget(self, rid: int) -> None:
-        """Drop a batch whose create call got no id: its turns are free again."""
-        with self._db.transcript() as t:
-            forget(t, rid)
-
-    def open_batches(self) -> list[RemoteBatch]:
-        with self._db.transcript() as t:
-            return open_batches(t)
-
-    def pending_requests(self, rid: int) -> list[RemoteRequest]:
-        with self._db.transcript() as t:
-            return pending_requests(t, rid)
-
-    def custom_ids(self, rid: int) -> set[str]:
-        with self._db.transcript(readonly=True) as t:
-            return custom_ids(t, rid)
-
-    def polled(
-        self,
-        rid: int,
-        *,
-        next_poll: float,
-        error: str | None = None,
-        missing: bool = False,
-        ended_at: float | None = None,
-        fetched: bool = False,
-    ) -> None:
-        """One poll done (see :func:`polled`)."""
-        with self._db.transcript() as t:
-            polled(
-                t,
-                rid,
-                next_poll=next_poll,
-                error=error,
-                missing=missing,
-                ended_at=ended_at,
-                fetched=fetched,
-            )
-
-    def settle_request(
-        self, rid: int, custom_id: str, outcome: str, detail: str | None, now: float
-    ) -> None:
-        with self._db.transcript() as t:
-            settle_request(t, rid, custom_id, outcome, detail, now)
-
-    def prompt_only_pending(self) -> bool:
-        with self._db.transcript(readonly=True) as t:
-            return prompt_only_pending(t)
-
-    def to_purge(self) -> list[tuple[int, str]]:
-        """Settled batches whose results must be deleted at the Bridge (issue 33)."""
-        with self._db.transcript(readonly=True) as t:
-            return to_purge(t)
-
-    def purged(self, rid: int) -> None:
-        with self._db.transcript() as t:
-            purged(t, rid)
-
-    def prune(self, before: float) -> int:
-        with self._db.transcript() as t:
-            return prune(t, before)
-
-    def summary(self) -> list[dict[str, object]]:
-        """Open batches for ``wsd status`` / ``wsd doctor`` (read-only)."""
-        with self._db.transcript(readonly=True) as t:
-            return summary(t)
+    record = uses("transcript", record)
+    submitted = uses("transcript", submitted)
+    forget = uses("transcript", forget)
+    open_batches = uses("transcript", open_batches)
+    pending_requests = uses("transcript", pending_requests)
+    custom_ids = reads("transcript", custom_ids)
+    polled = uses("transcript", polled)
+    settle_request = uses("transcript", settle_request)
+    prompt_only_pending = reads("transcript", prompt_only_pending)
+    to_purge = reads("transcript", to_purge)
+    purged = uses("transcript", purged)
+    prune = uses("transcript", prune)
+    summary = reads("transcript", summary)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.records import (
     Revision,
     sha256,
 )
+from wsd.daemon.store.verbs import Facet, uses
 
 _COLUMNS = "id, file, created_at, source, batch_id, sha256, content"
 
@@ -63,7 +63,7 @@ def baseline_revision(m: apsw.Connection, name: str, since: float) -> Revision |
     return None if row is None else Revision(*row)
 
 
-def person_revisions(m: apsw.Connection, after: int) -> list[tuple[Revision, str]]:
+def person_revisions(m: apsw.Connection, after: int = 0) -> list[tuple[Revision, str]]:
     """Every revision a person made (a hand edit adopted, a restore) with an id above
     ``after``, oldest first, each with the content of the revision before it ("" for a
     file's first): what they changed, for ``wsd rebuild`` to replay."""
@@ -95,40 +95,13 @@ def add_revision(
     return int(m.last_insert_rowid())
 
 
-class Revisions:
+class Revisions(Facet):
     """The md revisions of the curated files (``store.revisions``)."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
+    latest_md = uses("memory", latest_md)
+    md_history = uses("memory", md_history)
+    known_revision = uses("memory", known_revision)
+    baseline_revision = uses("memory", baseline_revision)
+    person_revisions = uses("memory", person_revisions)
 
-    def latest_md(self) -> dict[str, str]:
-        """The latest revision of each curated file that has one."""
-        with self._db.memory() as m:
-            return latest_md(m)
-
-    def md_history(self, name: str) -> list[Revision]:
-        """Every revision of one curated file, oldest first."""
-        with self._db.memory() as m:
-            return md_history(m, name)
-
-    def known_revision(self, name: str, digest: str) -> int | None:
-        """The newest revision of ``name`` with this sha256, if any."""
-        with self._db.memory() as m:
-            return known_revision(m, name, digest)
-
-    def baseline_revision(self, name: str, since: float) -> Revision | None:
-        """The version of ``name`` that erosion is measured against (see
-        :func:`baseline_revision`)."""
-        with self._db.memory() as m:
-            return baseline_revision(m, name, since)
-
-    def person_revisions(self, after: int = 0) -> list[tuple[Revision, str]]:
-        """Every revision a person made with an id above ``after``, oldest first, each with
-        the content before it (see :func:`person_revisions`)."""
-        with self._db.memory() as m:
-            return person_revisions(m, after)
-
-    def add_revision(self, name: str, content: str, source: str, now: float) -> int:
-        """Record a revision no batch produced (a hand edit adopted, a restore); its id."""
-        with self._db.memory() as m:
-            return add_revision(m, name, content, source, now)
+    add_revision = uses("memory", add_revision)

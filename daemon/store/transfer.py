@@ -23,10 +23,10 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.erasure import Marks
 from wsd.daemon.store.records import learning_key
 from wsd.daemon.store.revisions import add_revision, latest_md
+from wsd.daemon.store.verbs import Facet
 
 #: The source an imported action gets when its own was the curator: curation in this
 #: workspace did not make it, and ``wsd rebuild`` carries only what curation does not make.
@@ -442,11 +442,8 @@ def sources_of(value: Any) -> tuple[tuple[str, int, bool], ...]:
     return tuple((str(i), int(o), bool(c)) for i, o, c in json.loads(value))
 
 
-class Transfer:
+class Transfer(Facet):
     """``wsd import`` and ``wsd export`` (``store.transfer``)."""
-
-    def __init__(self, db: Connections) -> None:
-        self._db = db
 
     def add(
         self,

@@ -14,9 +14,9 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.flushes import WAITS_ON_TURNS
 from wsd.daemon.store.records import Backlog, Lane, Turn, Uncurated
+from wsd.daemon.store.verbs import Facet, reads, uses
 from wsd.schema.transcript import Event, close_stale_turns, record
 
 #: A turn still settling: it holds a spooled event and its newest event is newer than ?n.
@@ -161,7 +161,7 @@ def turns_by_id(t: apsw.Connection, ids: Sequence[int]) -> list[Turn]:
     return [_turn(r) for r in rows]
 
 
-def turn_ids(t: apsw.Connection, settled_before: float | None) -> list[int]:
+def turn_ids(t: apsw.Connection, settled_before: float | None = None) -> list[int]:
     """Every turn's id, oldest first (``wsd rebuild`` re-curates them all); with
     ``settled_before``, a turn not curated yet that holds a spooled event newer than that
     is left out (as :func:`next_turns` tells the loop: the daemon curates it once settled)."""
@@ -227,13 +227,10 @@ def _turn(row: tuple[Any, ...]) -> Turn:
     )
 
 
-class Turns:
+class Turns(Facet):
     """The loop's turns in transcript.db: what waits, claiming it, the ``processed`` markers
     (``store.turns``; the markers' re-derivation from the ledger spans both databases and is
     :meth:`~wsd.daemon.store.store.Store.rederive_processed`)."""
-
-    def __init__(self, db: Connections) -> None:
-        self._db = db
 
     def record_event(
         self, event: Event, via: str = "spool", refolded: list[int] | None = None
@@ -242,46 +239,17 @@ class Turns:
         with self._db.transcript() as t:
             return record(t, event, via=via, refolded=refolded)
 
-    def close_stale_turns(self, quiet_before: float) -> list[int]:
-        with self._db.transcript() as t:
-            return close_stale_turns(t, quiet_before)
+    close_stale_turns = uses("transcript", close_stale_turns)
 
-    def backlog(self) -> Backlog:
-        with self._db.transcript() as t:
-            return backlog(t)
-
-    def uncurated(self, limit: int, chars: int) -> Uncurated:
-        """The turns not yet curated, as the boot context tells of them (read-only; see
-        :func:`uncurated`)."""
-        with self._db.transcript(readonly=True) as t:
-            return uncurated(t, limit, chars)
+    backlog = uses("transcript", backlog)
+    uncurated = reads("transcript", uncurated)
 
     def pending_turns(self, limit: int) -> list[Turn]:
         """The oldest unprocessed turns, in id order."""
         return self.next_turns(limit, float("inf"))[0]
 
-    def next_turns(
-        self, limit: int, settled_before: float, lane: Lane = Lane.URGENT
-    ) -> tuple[list[Turn], bool]:
-        """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
-        of them is still settling; ``lane`` says which (see :func:`next_turns`)."""
-        with self._db.transcript() as t:
-            return next_turns(t, limit, settled_before, lane)
-
-    def claim_turns(self, ids: Sequence[int], now: float) -> list[Turn]:
-        """Mark these turns as taken into a batch and read them, in one transaction."""
-        with self._db.transcript() as t:
-            return claim_turns(t, ids, now)
-
-    def turns_by_id(self, ids: Sequence[int]) -> list[Turn]:
-        with self._db.transcript() as t:
-            return turns_by_id(t, ids)
-
-    def turn_ids(self, settled_before: float | None = None) -> list[int]:
-        """Every turn's id, oldest first (see :func:`turn_ids`)."""
-        with self._db.transcript() as t:
-            return turn_ids(t, settled_before)
-
-    def mark_processed(self, ids: Sequence[int]) -> None:
-        with self._db.transcript() as t:
-            mark_processed(t, ids)
+    next_turns = uses("transcript", next_turns)
+    claim_turns = uses("transcript", claim_turns)
+    turns_by_id = uses("transcript", turns_by_id)
+    turn_ids = uses("transcript", turn_ids)
+    mark_processed = uses("transcript", mark_processed)

@@ -18,7 +18,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.daemon.store.connections import Connections
+from wsd.daemon.store.verbs import Facet, reads, uses
 
 KINDS = ("L", "T")
 _TABLE = {"L": ("learning_vectors", "learning_id"), "T": ("turn_vectors", "turn_id")}
@@ -169,55 +169,14 @@ def fetch(
     return [(int(i), bytes(v)) for i, v in m.execute(sql, args)]
 
 
-class Vectors:
+class Vectors(Facet):
     """The vectors of semantic matching (see :mod:`wsd.daemon.store.vectors`)."""
 
-    def __init__(self, db: Connections) -> None:
-        self._db = db
-
-    def use_model(self, model: str) -> bool:
-        """Make ``model`` the one stored vectors belong to; vectors of another are deleted.
-        False when memory.db predates the vector tables."""
-        with self._db.memory() as m:
-            return use_model(m, model)
-
-    def pending(self, limit: int) -> list[tuple[str, int, str]]:
-        """Up to ``limit`` memories without a vector, learnings first, newest first."""
-        with self._db.memory(readonly=True) as m:
-            return pending(m, limit)
-
-    def texts(self, kind: str, limit: int) -> list[str]:
-        """Up to ``limit`` texts of memories of ``kind`` as they are embedded (the bench's
-        reference of what one vector costs)."""
-        with self._db.memory(readonly=True) as m:
-            return texts(m, kind, limit)
-
-    def counts(self) -> tuple[int, int]:
-        """(memories with a vector, memories) over learnings and turns."""
-        with self._db.memory(readonly=True) as m:
-            return counts(m)
-
-    def newest(self) -> tuple[str, int, int]:
-        """The vectors' epoch and the newest learning and turn ids (see
-        :func:`newest`)."""
-        with self._db.memory(readonly=True) as m:
-            return newest(m)
-
-    def write(self, rows: Sequence[tuple[str, int, bytes]]) -> int:
-        """Store vectors (kind, id, 384 int8 bytes); a memory deleted meanwhile is skipped."""
-        with self._db.memory() as m:
-            return write(m, rows)
-
-    def newer(
-        self, after: dict[str, int]
-    ) -> tuple[str, dict[str, tuple[int, list[tuple[int, bytes]]]]]:
-        """What a cache of the vectors needs, in one read (see :func:`newer`)."""
-        with self._db.memory(readonly=True) as m:
-            return newer(m, after)
-
-    def fetch(
-        self, kind: str, ids: Sequence[int], kind_filter: str | None, since_ts: float | None
-    ) -> list[tuple[int, bytes]]:
-        """(id, vector) of ``ids`` that still exist and pass the search filters."""
-        with self._db.memory(readonly=True) as m:
-            return fetch(m, kind, ids, kind_filter, since_ts)
+    use_model = uses("memory", use_model)
+    pending = reads("memory", pending)
+    texts = reads("memory", texts)
+    counts = reads("memory", counts)
+    newest = reads("memory", newest)
+    write = uses("memory", write)
+    newer = reads("memory", newer)
+    fetch = reads("memory", fetch)

@@ -17,8 +17,8 @@ import apsw
 from wsd import schema
 from wsd.daemon.store import actions
 from wsd.daemon.store.actions import ActionRequest
-from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.ledger import put_state
+from wsd.daemon.store.verbs import Facet, reads, uses, writes
 
 #: state key of the canvas cursor: the last transcript event id looked at.
 CANVAS_CURSOR_KEY = "canvas_event_cursor"
@@ -147,7 +147,9 @@ def open_cards(m: apsw.Connection) -> list[Card]:
     return [Card(*r) for r in rows]
 
 
-def save_card(m: apsw.Connection, card: Card, now: float, cursor: tuple[str, int] | None) -> None:
+def save_card(
+    m: apsw.Connection, card: Card, now: float, cursor: tuple[str, int] | None = None
+) -> None:
     """Insert or update one card row, and advance the event cursor in the same commit."""
     with schema.write_txn(m):
         m.execute(
@@ -192,7 +194,7 @@ def set_canvas_cursor(m: apsw.Connection, identity: str, last_id: int, now: floa
 
 
 def tool_events(
-    t: apsw.Connection, after_id: int, tool_names: Sequence[str], limit: int
+    t: apsw.Connection, after_id: int, tool_names: Sequence[str], limit: int = 200
 ) -> tuple[str, list[ToolEvent], int]:
     """PostToolUse events of ``tool_names`` with id > ``after_id``, in id order (read from a
     read-only transcript.db connection: the agent's database is never written from here).
@@ -217,12 +219,9 @@ def tool_events(
     return identity, events, upto
 
 
-class Workspace:
+class Workspace(Facet):
     """The file index, the checks' actions, the canvas map and the canvas tool events (see
     :mod:`wsd.daemon.store.workspace`)."""
-
-    def __init__(self, db: Connections) -> None:
-        self._db = db
 
     def index_rows(self) -> Iterator[tuple[str, int, int]]:
         """Stream (path, size, mtime_ns) of the stored index (no list of 100k tuples)."""
@@ -239,10 +238,7 @@ class Workspace:
             with self._db.memory() as m:
                 apply_index(m, upserts, gone, now)
 
-    def files_under(self, prefixes: Sequence[str]) -> list[tuple[str, float]]:
-        """(path, first_seen) of indexed files under any of ``prefixes`` (``"ocr/"``...)."""
-        with self._db.memory() as m:
-            return files_under(m, prefixes)
+    files_under = uses("memory", files_under)
 
     def size_groups(self, min_size: int) -> Iterator[list[tuple[str, int, int, str | None, float]]]:
         """Files sharing their size with another, one size at a time (streamed), each as
@@ -264,48 +260,14 @@ class Workspace:
         with self._db.memory() as m, schema.write_txn(m):
             return actions.raise_requests(m, requests, source, now)
 
-    def open_action_keys(self, prefix: str) -> dict[str, int]:
-        """Open actions whose key starts with ``prefix``: key -> id."""
-        with self._db.memory() as m:
-            return actions.open_keys(m, prefix)
+    open_action_keys = uses("memory", actions.open_keys)
 
-    def close_actions(self, keys: Iterable[str], now: float) -> int:
-        """Mark the open actions with these keys completed (the problem is resolved)."""
-        with self._db.memory() as m, schema.write_txn(m):
-            return actions.close_keys(m, keys, now)
+    close_actions = writes("memory", actions.close_keys)
 
-    def card(self, card_id: str) -> Card | None:
-        with self._db.memory() as m:
-            return card(m, card_id)
-
-    def card_paths(self) -> dict[str, str]:
-        """path -> card id of every mapped card (open or closed)."""
-        with self._db.memory(readonly=True) as m:
-            return card_paths(m)
-
-    def open_cards(self) -> list[Card]:
-        with self._db.memory(readonly=True) as m:  # (wsd doctor reads it: never create the file)
-            return open_cards(m)
-
-    def save_card(self, card: Card, now: float, cursor: tuple[str, int] | None = None) -> None:
-        """Insert or update one card row, and advance the event cursor in the same commit."""
-        with self._db.memory() as m:
-            save_card(m, card, now, cursor)
-
-    def canvas_cursor(self) -> tuple[str, int]:
-        """(transcript identity, last event id handled); ("", 0) before the first event."""
-        with self._db.memory() as m:
-            return canvas_cursor(m)
-
-    def set_canvas_cursor(self, identity: str, last_id: int, now: float) -> None:
-        with self._db.memory() as m:
-            set_canvas_cursor(m, identity, last_id, now)
-
-    def tool_events(
-        self, after_id: int, tool_names: Sequence[str], limit: int = 200
-    ) -> tuple[str, list[ToolEvent], int]:
-        """PostToolUse events of ``tool_names`` with id > ``after_id``, in id order, and how
-        far the caller may move its cursor (see :func:`tool_events`). Read-only:
-        the agent's database is never written from here."""
-        with self._db.transcript(readonly=True) as t:
-            return tool_events(t, after_id, tool_names, limit)
+    card = uses("memory", card)
+    card_paths = reads("memory", card_paths)
+    open_cards = reads("memory", open_cards)
+    save_card = uses("memory", save_card)
+    canvas_cursor = uses("memory", canvas_cursor)
+    set_canvas_cursor = uses("memory", set_canvas_cursor)
+    tool_events = reads("transcript", tool_events)

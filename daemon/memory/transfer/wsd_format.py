@@ -30,18 +30,21 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any, TextIO
 
 from wsd.daemon.memory.transfer import parallel
 from wsd.daemon.memory.transfer.inputs import BadInput, json_object, lines
+from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.store import (
+    LEARNING_TYPES,
     ActionIn,
     Incoming,
     LearningIn,
     RevisionIn,
-    parse_import_line,
     sources_of,
 )
 from wsd.redact import clean_text
@@ -293,3 +296,81 @@ def export_lines(
             yield md_line(*row)
         elif kind == "revision":
             yield revision_line(row)
+
+
+#: An imported learning may be longer than a curated one (1,000): it may be a whole note.
+IMPORT_MAX_CHARS = 4000
+
+
+#: Turns one imported learning may name as its sources.
+IMPORT_MAX_TURNS = 100
+
+
+def parse_import_line(raw: str | dict[str, Any]) -> LearningIn:
+    """One JSON line (or the object it holds) as a learning to import; raises ValueError
+    saying what is wrong."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    kind = data.get("type")
+    if kind not in LEARNING_TYPES:
+        raise ValueError(f"type must be one of {', '.join(LEARNING_TYPES)} (got {kind!r:.40})")
+    content = data.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError("content must be a non-empty string")
+    content = clean_text(content, IMPORT_MAX_CHARS).strip()
+    if not content:  # it was all markup the capture hooks strip (a <workspace-memory> echo)
+        raise ValueError("content holds nothing once cleaned")
+    created = data.get("created_at")
+    if created is None:
+        created_at = time.time()
+    elif isinstance(created, bool) or not isinstance(created, int | float | str):
+        raise ValueError("created_at must be an epoch number or an ISO date/time")
+    else:
+        try:
+            created_at = float(parse_since(created) or 0.0)
+        except ValueError:
+            raise ValueError(f"created_at {str(created)[:40]!r} is not a date") from None
+    session = data.get("session_id")
+    if session is not None and not isinstance(session, str | int):
+        raise ValueError("session_id must be a string")
+    confidence = data.get("confidence", 1.0)
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0.0 <= float(confidence) <= 1.0
+    ):
+        raise ValueError("confidence must be a number from 0 to 1")
+    ref = data.get("ref")
+    if ref is not None and not isinstance(ref, str):
+        ref = json.dumps(ref, ensure_ascii=False)  # a list of ids is a fine reference too
+    turns = _import_turns(data.get("turns"))
+    return LearningIn(
+        type=kind,
+        content=content,
+        created_at=created_at,
+        ref=None if ref is None else clean_text(ref, 1000),
+        session_id=None if session is None else clean_text(str(session), 256),
+        confidence=float(confidence),
+        turns=turns,
+    )
+
+
+def _import_turns(value: Any) -> tuple[int, ...]:
+    """An import line's ``turns``: the turns (``T12`` or 12, as search_memory names them) the
+    learning came from; ValueError saying what is wrong."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > IMPORT_MAX_TURNS:
+        raise ValueError(f"turns must be a list of at most {IMPORT_MAX_TURNS} turn ids")
+    out = []
+    for item in value:
+        text = str(item) if isinstance(item, int) and not isinstance(item, bool) else item
+        match = re.fullmatch(r"[Tt]?([0-9]{1,18})", text) if isinstance(text, str) else None
+        if match is None or int(match.group(1)) < 1:
+            raise ValueError(f"turns: {str(item)[:40]!r} is not a turn id (T12 or 12)")
+        out.append(int(match.group(1)))
+    return tuple(dict.fromkeys(out))
