@@ -38,7 +38,7 @@ def write(layout: Layout, rel: str, text: str) -> None:
 @pytest.fixture
 def index(layout: Layout) -> Watcher:
     """A watcher used synchronously: ``index.rescan()`` brings memory.db's index up to date."""
-    return Watcher(layout, threading.Event(), WatchSettings(use_events=False))
+    return Watcher(layout, threading.Event(), WatchSettings(watch=False))
 
 
 def checks(layout: Layout, **settings: object) -> Checks:

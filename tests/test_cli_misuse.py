@@ -439,6 +439,34 @@ def test_a_wrong_value_is_one_plain_line(ws: Layout, argv: list[str]) -> None:
     )
 
 
+def _takes_wait(leaf: tuple[str, ...]) -> bool:
+    """Whether the subcommand ``leaf`` has a ``--wait`` option."""
+    parser = build_parser()
+    for name in leaf:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return any("--wait" in a.option_strings for a in parser._actions)
+
+
+WAITING = [leaf for leaf in LEAVES if _takes_wait(leaf)]
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "inf", "1e9", "soon"])
+@pytest.mark.parametrize("leaf", WAITING, ids=_name)
+def test_every_wait_is_read_one_way(
+    ws: Layout, leaf: tuple[str, ...], value: str, tmp_path: Path
+) -> None:
+    """Every command's --wait is the same number of seconds from 0 to a day: nan, -5,
+    infinity, more than a day or a word is the same one usage line, exit 2 (two of them
+    took nan and -5 as a bare float)."""
+    assert {("flush",), ("import",), ("forget",), ("rebuild",)} <= set(WAITING)
+    argv = [*_argv(leaf, VALID[leaf].args, tmp_path), "--wait", value]
+    done = _run(["--workspace", ws.root, *argv], _env())
+    plain(done)
+    assert done.returncode == 2
+    assert "is not a number of seconds from 0 to 86400" in done.stderr
+
+
 def test_a_stopped_daemon_is_said_by_every_command_that_needs_it(ws: Layout) -> None:
     """A heartbeat left by a daemon that is gone: status says not running, doctor says how
     to start it, flush --wait says nobody will curate it (each one line, no repr)."""

@@ -89,3 +89,42 @@ def test_wsd_run_exits_2_naming_a_setting_it_cannot_mean(
     }
     result = wsd(env, "run", check=False, timeout=30)
     assert result.returncode == 2 and f"{var}={value!r}" in result.stderr
+
+
+def test_each_part_gets_its_settings_from_the_config_by_name() -> None:
+    """config.section(): the watcher's, the checks', the canvas tools' and the guards'
+    settings are the config's values of the same names (set away from their defaults here),
+    the rest at the part's own defaults; no setting of a part is left behind."""
+    from wsd.daemon.curation.judging.guards import Caps
+    from wsd.daemon.workspace.canvas import CanvasTools
+    from wsd.daemon.workspace.checks import CheckSettings
+    from wsd.daemon.workspace.producers import WatchSettings
+
+    env = {
+        "WSD_WATCH": "false",
+        "WSD_WATCH_POLLING": "true",
+        "WSD_WATCH_POLL_MS": "321",
+        "WSD_RESCAN_SECONDS": "77",
+        "WSD_CHECK_SECONDS": "66",
+        "WSD_UNPROCESSED_SECONDS": "55",
+        "WSD_CANVAS_CREATE_TOOL": "mk",
+        "WSD_CANVAS_UPDATE_TOOL": "ed",
+        "WSD_CANVAS_CLOSE_TOOL": "rm",
+        "WSD_CANVAS_FOLDER": "cards",
+        "WSD_MAX_LOSS": "0.5",
+        "WSD_EROSION": "0.25",
+        "WSD_FILE_CHARS": "9999",
+    }
+    config = Config.from_env(env)
+    names = {f.name for f in dataclasses.fields(config)}
+    shared = set()
+    for cls in (WatchSettings, CheckSettings, CanvasTools, Caps):
+        part = config.section(cls)  # type: ignore[type-var]
+        for f in dataclasses.fields(cls):
+            if f.name in names:
+                shared.add(f.name)
+                assert getattr(part, f.name) == getattr(config, f.name), (cls, f.name)
+                assert getattr(part, f.name) != getattr(Config(), f.name), (cls, f.name)
+            else:
+                assert getattr(part, f.name) == getattr(cls(), f.name), (cls, f.name)
+    assert len(shared) == len(env)

@@ -199,7 +199,7 @@ def test_changes_while_stopped_are_reconciled_at_start(layout: Layout) -> None:
 
 def test_events_disabled_reconciled_by_periodic_rescan(layout: Layout) -> None:
     """With watching disabled (no events at all), the periodic rescan still catches up."""
-    settings = WatchSettings(use_events=False, rescan_seconds=0.5, tick_seconds=0.05)
+    settings = WatchSettings(watch=False, rescan_seconds=0.5, tick_seconds=0.05)
     with Running(layout, settings):
         write(layout.root, "documents/a.txt")
         write(layout.root, "artifacts/x/y/z.md", "zz")
@@ -210,7 +210,7 @@ def test_events_disabled_reconciled_by_periodic_rescan(layout: Layout) -> None:
 
 def test_wake_triggers_a_full_rescan(layout: Layout) -> None:
     """The worker's on_wake callback (Watcher.wake) reconciles changes no event reported."""
-    settings = WatchSettings(use_events=False, rescan_seconds=3600, tick_seconds=0.05)
+    settings = WatchSettings(watch=False, rescan_seconds=3600, tick_seconds=0.05)
     with Running(layout, settings) as watcher:
         write(layout.root, "documents/after-sleep.txt")
         time.sleep(0.3)
@@ -221,7 +221,7 @@ def test_wake_triggers_a_full_rescan(layout: Layout) -> None:
 
 def test_force_polling_keeps_the_index_exact(layout: Layout) -> None:
     """watchfiles in polling mode (the fallback) keeps index and files.md exact too."""
-    settings = WatchSettings(force_polling=True, poll_delay_ms=100, rescan_seconds=3600)
+    settings = WatchSettings(watch_polling=True, watch_poll_ms=100, rescan_seconds=3600)
     with Running(layout, settings):
         write(layout.root, "documents/polled/a.txt")
         assert wait_until(lambda: consistent(layout) and len(index_rows(layout)) == 1)
@@ -324,7 +324,7 @@ def test_exhausted_watch_limit_falls_back_to_polling(layout: Layout, share: floa
     prefix = _unshare_prefix(8)
     for i in range(30):
         write(layout.root, f"documents/folder-{i:02d}/file.txt", str(i))
-    settings = {"watch_limit_share": share, "rescan_seconds": 3600, "poll_delay_ms": 200}
+    settings = {"watch_limit_share": share, "rescan_seconds": 3600, "watch_poll_ms": 200}
     child = Child(layout, settings, prefix)
     try:
         assert wait_until(lambda: child.saw("child_ready"), 20), (child.close(), child.lines)
@@ -356,7 +356,7 @@ def test_new_notes_get_an_inventory_sized_to_them(layout: Layout) -> None:
     lines left, without any workspace event and with events off: every file still counted."""
     for i in range(60):
         write(layout.root, f"documents/f{i:02}.txt", "x")
-    settings = WatchSettings(use_events=False, rescan_seconds=3600, tick_seconds=0.05)
+    settings = WatchSettings(watch=False, rescan_seconds=3600, tick_seconds=0.05)
     with Running(layout, settings):
         assert wait_until(lambda: consistent(layout) and len(listed(layout)) == 60)
         notes = "\n".join(f"- note {i}" for i in range(140))  # 59 lines left: 60 files do not fit
@@ -436,7 +436,7 @@ def test_folders_past_the_watch_limit_are_noticed(layout: Layout) -> None:
     prefix = _unshare_prefix(9)
     for i in range(3):
         write(layout.root, f"documents/folder-{i}/file.txt", str(i))
-    settings = {"watch_limit_share": 1e9, "rescan_seconds": 4, "poll_delay_ms": 200}
+    settings = {"watch_limit_share": 1e9, "rescan_seconds": 4, "watch_poll_ms": 200}
     child = Child(layout, settings, prefix)
     try:
         assert wait_until(lambda: child.saw("child_ready"), 20), (child.close(), child.lines)
@@ -489,7 +489,7 @@ def test_a_failed_inventory_write_is_retried_without_waiting_for_a_change(
         return real(path, render)
 
     monkeypatch.setattr(files_md, "write_inventory", fails_once)
-    settings = WatchSettings(use_events=False, rescan_seconds=3600, tick_seconds=0.05)
+    settings = WatchSettings(watch=False, rescan_seconds=3600, tick_seconds=0.05)
     with Running(layout, settings):
         assert wait_until(lambda: "documents/before.txt" in listed(layout))
     assert failures == [layout.md("files.md")]

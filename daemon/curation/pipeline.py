@@ -85,9 +85,7 @@ class Pipeline:
         self.bridge = bridge
         self.files = files
         self.timeline = timeline or Timeline.now(clock)
-        self.caps = caps or Caps(
-            max_loss=config.max_loss, erosion=config.erosion, file_chars=config.file_chars
-        )
+        self.caps = caps or config.section(Caps)
         self.log = log
         #: Every request is booked in the charges ledger as it happens (the daily cap).
         self.meter = StoreMeter(store, config, clock, purpose, log)

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, TextIO
 import apsw
 
 from wsd import schema
-from wsd.daemon.ops import cli_memory, cli_replica, cli_revisions, cli_status
+from wsd.daemon.ops import arguments, cli_memory, cli_replica, cli_status
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli_memory import no_memory
 from wsd.daemon.runtime.config import ConfigError
@@ -283,13 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="openmetrics (default) or the Prometheus text format (node_exporter's textfile)",
     )
     flush = sub.add_parser("flush", help="ask the daemon to curate everything pending now")
-    flush.add_argument(
-        "--wait",
-        type=cli_revisions.seconds(86400),
-        default=0.0,
-        metavar="SECONDS",
-        help="wait up to SECONDS for the flush to complete",
-    )
+    arguments.add_wait(flush, 0.0, "wait up to SECONDS for the flush to complete")
     sub.add_parser("retry", help="re-run parked (failed) batches")
     cli_memory.register(sub)
     boot = sub.add_parser("bootstrap", help="deploy: layout, databases, templates, supervisord")

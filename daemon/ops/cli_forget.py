@@ -15,13 +15,15 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from wsd.daemon.ops import arguments
+
 
 def _what(arg: str) -> str | tuple[str, int, str]:
     """An argparse type: a word, or an id parsed as one: a learning (L12, #12, 12), an
     indexed turn (T88) or a turn not indexed yet (N12), as ``("L", 12)``. A wrong id (L0,
     L1e3, ², a number past SQLite's integers) is a one-line error naming the argument, not a
     search for the word "L1e3"."""
-    from wsd.daemon.ops.cli_revisions import whole
+    from wsd.daemon.ops.arguments import whole
 
     if re.match(r"^[TtNn]\d", arg):
         kind = arg[0].upper()
@@ -78,9 +80,7 @@ def register(subparsers: Any) -> None:
         help="erase even when the words match most of the memory",
     )
     forget.add_argument("--json", action="store_true", help="machine-readable output")
-    forget.add_argument(
-        "--wait", type=float, default=120.0, help="seconds to wait for the daemon to pause"
-    )
+    arguments.add_wait(forget, 120.0, "seconds to wait for the daemon to pause (default 120)")
 
 
 def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) -> int:

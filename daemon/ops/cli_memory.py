@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from wsd.daemon.ops import arguments
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
 
 Handler = Callable[[argparse.Namespace, Mapping[str, str]], int]
@@ -224,7 +225,7 @@ def register(subparsers: Any) -> None:
     search.add_argument("query", nargs="*", help="a question or keywords")
     search.add_argument(
         "--limit",
-        type=cli_revisions.whole("a number of results", 1, SEARCH_MAX_LIMIT, prefixes=""),
+        type=arguments.whole("a number of results", 1, SEARCH_MAX_LIMIT, prefixes=""),
         default=10,
         help=f"how many results (default 10, at most {SEARCH_MAX_LIMIT})",
     )
@@ -242,27 +243,22 @@ def register(subparsers: Any) -> None:
     pending.add_argument(
         "id",
         nargs="?",
-        type=cli_revisions.whole("an action id"),
+        type=arguments.whole("an action id"),
         help="the action id (complete, dismiss)",
     )
     pending.add_argument("--all", action="store_true", help="list closed actions too")
     pending.add_argument("--json", action="store_true", help="machine-readable output")
     rebuild = subparsers.add_parser("rebuild", help="re-curate all turns into a fresh memory")
-    rebuild.add_argument(
-        "--wait",
-        type=cli_revisions.seconds(86400),
-        default=120.0,
-        metavar="SECONDS",
-        help="how long to wait for a running daemon to pause (default 120)",
+    arguments.add_wait(
+        rebuild, 120.0, "how long to wait for a running daemon to pause (default 120)"
     )
 
 
 def turn_ref(text: str) -> str:
     """An argparse type: a turn id as a hit names it (``T88``, ``88``; ``N12`` a turn not
     indexed yet), as ``T88`` or ``N12``."""
-    from wsd.daemon.ops import cli_revisions
 
-    number = cli_revisions.whole("a turn id (like 88, T88 or N12)", prefixes="#TtNn")(text)
+    number = arguments.whole("a turn id (like 88, T88 or N12)", prefixes="#TtNn")(text)
     return ("N" if text.strip()[:1] in "Nn" else "T") + str(number)
 
 

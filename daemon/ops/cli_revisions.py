@@ -11,12 +11,6 @@
 
 FILE is one of the four curated files (``user.md`` or ``user``). Exit codes: 0 done, 1 no
 such revision, 2 bad usage.
-
-The argument types every ``wsd`` command checks its numbers with live here too (the lowest
-of the cli modules, so each can import them): :func:`whole` for ids and counts, within the
-range their use can hold (an id SQLite can store: found by an attack, when
-``wsd forget 99999999999999999999999`` ended in an OverflowError traceback), and
-:func:`seconds` for waits. A bad one is a one-line usage error, exit 2.
 """
 
 from __future__ import annotations
@@ -24,63 +18,16 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import math
-import re
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from wsd.daemon.memory.md import files as md_files
+from wsd.daemon.ops.arguments import whole
 from wsd.daemon.runtime.dates import iso_time
 from wsd.daemon.store import Revision, Store
 from wsd.schema.layout import CURATED_FILES, Layout
-
-#: The largest id SQLite stores (a signed 64-bit integer): past it a number is no id at all.
-MAX_ID = 2**63 - 1
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-def _shown(text: str) -> str:
-    return repr(text if len(text) <= 32 else text[:31] + "…")
-
-
-def whole(what: str, low: int = 1, high: int = MAX_ID, prefixes: str = "#") -> Callable[[str], int]:
-    """An argparse type: ``what`` (e.g. "a learning id") as a whole number from ``low`` to
-    ``high``, written in ASCII digits after at most one of ``prefixes`` (``#12``)."""
-
-    def parse(text: str) -> int:
-        raw = text.strip()
-        if raw[:1] and raw[0] in prefixes:
-            raw = raw[1:]
-        if not _INTEGER.fullmatch(raw):
-            raise argparse.ArgumentTypeError(f"{_shown(text)} is not {what}")
-        if len(raw) > 24 or not low <= int(raw) <= high:
-            raise argparse.ArgumentTypeError(
-                f"{_shown(text)} is out of range: {what} is from {low} to {high}"
-            )
-        return int(raw)
-
-    parse.__name__ = what
-    return parse
-
-
-def seconds(high: float) -> Callable[[str], float]:
-    """An argparse type: a number of seconds from 0 to ``high`` (no nan, no infinity)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and 0 <= value <= high):
-            raise argparse.ArgumentTypeError(
-                f"{_shown(text)} is not a number of seconds from 0 to {high:g}"
-            )
-        return value
-
-    parse.__name__ = "seconds"
-    return parse
 
 
 def _file(value: str) -> str:

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from wsd.daemon.ops import arguments
+
 IMPORT_FORMATS = ("auto", "wsd", "mcp-memory", "claude-code", "claude-mem")
 
 
@@ -41,12 +43,8 @@ def register(subparsers: Any) -> None:
         "--dry-run", action="store_true", help="say what would be added; change nothing"
     )
     imp.add_argument("--json", action="store_true", help="machine-readable output")
-    imp.add_argument(
-        "--wait",
-        type=float,
-        default=120.0,
-        metavar="SECONDS",
-        help="a large import: how long to wait for a running daemon to pause (default 120)",
+    arguments.add_wait(
+        imp, 120.0, "a large import: how long to wait for a running daemon to pause (default 120)"
     )
     exp = subparsers.add_parser("export", help="export the memory (jsonl: lossless; markdown)")
     exp.add_argument("dest", metavar="DEST", help="a new file (jsonl; - for stdout) or folder")

@@ -214,20 +214,9 @@ def _watcher(
     config: Config, store: Store, stop: threading.Event, nudge: threading.Event
 ) -> Watcher:
     """The workspace watcher, set to nudge the loop on every transcript write."""
-    settings = WatchSettings(
-        use_events=config.watch,
-        force_polling=config.watch_polling,
-        poll_delay_ms=config.watch_poll_ms,
-        rescan_seconds=config.rescan_seconds,
-        check_seconds=config.check_seconds,
-    )
-    tools = CanvasTools(
-        config.canvas_create_tool,
-        config.canvas_update_tool,
-        config.canvas_close_tool,
-        config.canvas_folder,
-    )
-    checks = CheckSettings(unprocessed_seconds=config.unprocessed_seconds)
+    settings = config.section(WatchSettings)
+    tools = config.section(CanvasTools)
+    checks = config.section(CheckSettings)
     return workspace_watcher(store.layout, stop, settings, checks, tools, nudge=nudge)
 
 

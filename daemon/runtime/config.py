@@ -7,6 +7,7 @@ the value (supervisord shows it in the log), instead of running half-broken.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -106,6 +107,7 @@ DEFAULT_CANVAS_CLOSE_TOOL = "mcp__canvas__close_card"
 DEFAULT_CANVAS_FOLDER = "artifacts/canvas"
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 class ConfigError(ValueError):
@@ -309,6 +311,14 @@ class Config:
     #: A backlog's Message Batch grows its shared prefix over the model's caching floor when
     #: that pays (daemon/curation/caching.py); false sends every request plain.
     cache_shared_prefix: bool = True
+
+    def section(self, cls: type[S]) -> S:
+        """A settings object of dataclass ``cls`` built from this config: each of its fields
+        that is a setting of the same name, the rest at ``cls``'s defaults (the one place the
+        daemon's settings are copied into a part's own)."""
+        mine = {f.name for f in dataclasses.fields(self)}
+        wanted = dataclasses.fields(cls)  # type: ignore[arg-type]
+        return cls(**{f.name: getattr(self, f.name) for f in wanted if f.name in mine})
 
     def reported(self) -> dict[str, object]:
         """The settings as the daemon reports them in its heartbeat (``wsd status``): every

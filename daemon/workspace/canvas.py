@@ -61,13 +61,13 @@ _ID_IN_TEXT = re.compile(r"card[_ ]?id[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_.:-]{1,2
 class CanvasTools:
     """Which tool names are canvas calls, and where unnamed cards go (configurable)."""
 
-    create: str = DEFAULT_CANVAS_CREATE_TOOL
-    update: str = DEFAULT_CANVAS_UPDATE_TOOL
-    close: str = DEFAULT_CANVAS_CLOSE_TOOL
-    folder: str = DEFAULT_CANVAS_FOLDER
+    canvas_create_tool: str = DEFAULT_CANVAS_CREATE_TOOL
+    canvas_update_tool: str = DEFAULT_CANVAS_UPDATE_TOOL
+    canvas_close_tool: str = DEFAULT_CANVAS_CLOSE_TOOL
+    canvas_folder: str = DEFAULT_CANVAS_FOLDER
 
     def names(self) -> tuple[str, str, str]:
-        return (self.create, self.update, self.close)
+        return (self.canvas_create_tool, self.canvas_update_tool, self.canvas_close_tool)
 
 
 class Refused(ValueError):
@@ -284,7 +284,7 @@ class CanvasSync:
         response = payload.get("tool_response") if isinstance(payload, dict) else None
         now = self.clock()
         given = _clean_id(str(inp["card_id"])) if inp.get("card_id") else None
-        if event.tool_name == self.tools.create:  # the id comes back in the response
+        if event.tool_name == self.tools.canvas_create_tool:  # the id comes back in the response
             card_id = find_card_id(response) or given
         else:
             card_id = given or find_card_id(response)
@@ -292,7 +292,7 @@ class CanvasSync:
             card_id = f"unidentified-{event.id}"
             self.log.warning("canvas_card_id_missing", event_id=event.id, tool=event.tool_name)
         card = self.store.workspace.card(card_id)
-        if event.tool_name == self.tools.close:
+        if event.tool_name == self.tools.canvas_close_tool:
             if card is not None and card.status != "closed":
                 self.store.workspace.save_card(replace(card, status="closed"), now, cursor)
             return []
@@ -332,7 +332,7 @@ class CanvasSync:
                 return rel
             except Refused as why:
                 self._refused(card_id, title, named, str(why), ts)
-        base = f"{self.tools.folder.strip('/')}/{slug(title, card_id)}"
+        base = f"{self.tools.canvas_folder.strip('/')}/{slug(title, card_id)}"
         want = _sha(text.encode("utf-8"))
         for n in range(1, 1000):
             rel = f"{base}.md" if n == 1 else f"{base}-{n}.md"
@@ -359,7 +359,7 @@ class CanvasSync:
         self.log.warning("canvas_path_refused", card_id=card_id, path=shown, reason=why)
         content = (
             f"Canvas card “{shown_title(title)}” asked to be saved at {shown}, which the daemon"
-            f" refused ({why}); it is mirrored under {self.tools.folder}/ instead."
+            f" refused ({why}); it is mirrored under {self.tools.canvas_folder}/ instead."
         )
         req = ActionRequest(f"canvas_refused:{card_id}", content, 1, ts)
         self.store.workspace.raise_actions([req], "canvas", self.clock())

@@ -84,9 +84,9 @@ class _AnyOf:
 class WatchSettings:
     """Tunables (the daemon's Config supplies them; defaults suit a Sprite)."""
 
-    use_events: bool = True
-    force_polling: bool = False
-    poll_delay_ms: int = DEFAULT_WATCH_POLL_MS
+    watch: bool = True
+    watch_polling: bool = False
+    watch_poll_ms: int = DEFAULT_WATCH_POLL_MS
     rescan_seconds: float = DEFAULT_RESCAN_SECONDS
     check_seconds: float = DEFAULT_CHECK_SECONDS
     canvas_poll_seconds: float = 2.0
@@ -116,7 +116,7 @@ class Producers:
         self.stop = stop
         self.nudge = nudge
         self.monotonic = monotonic
-        self.polling = settings.force_polling
+        self.polling = settings.watch_polling
         self._running: dict[str, tuple[threading.Thread, threading.Event]] = {}
 
     def watching(self, name: str) -> bool:
@@ -138,7 +138,7 @@ class Producers:
 
     def sync(self) -> None:
         """One producer for the root (+ .os/memory) and one per top-level folder, no more."""
-        if not self.settings.use_events or self.stop.is_set():
+        if not self.settings.watch or self.stop.is_set():
             return
         root = self.layout.root
         wanted = {"": [root, self.layout.memory_dir]}
@@ -186,7 +186,7 @@ class Producers:
         # ignore_permission_denied=True would also swallow "watch limit reached" (and the
         # folders past it would silently go unwatched): only the polling fallback uses it.
         try:
-            with RustNotify(paths, False, polling, s.poll_delay_ms, recursive, polling) as notify:
+            with RustNotify(paths, False, polling, s.watch_poll_ms, recursive, polling) as notify:
                 ready.set()
                 while not stop.is_set():
                     raw = notify.watch(s.debounce_ms, s.step_ms, 1000, stop)

@@ -169,9 +169,7 @@ class Watcher:
             self._due["canvas"] = self._due["checks"] = now
         if self.canvas is not None and not paused and (canvas_now or now >= self._due["canvas"]):
             # With events, transcript writes trigger the sync: the poll is only a safety net.
-            every = s.canvas_poll_seconds * (
-                1 if self.producers.polling or not s.use_events else 15
-            )
+            every = s.canvas_poll_seconds * (1 if self.producers.polling or not s.watch else 15)
             self._due["canvas"] = now + every
             self._refresh(self.canvas.sync())
         if self._render_failed or self._notes_changed():
