@@ -116,7 +116,7 @@ def pending_turns(layout: Layout) -> int:
 
 def batches_in_flight(layout: Layout) -> int:
     return count_rows(
-        layout.transcript_db, "SELECT count(*) FROM remote_batches WHERE status != 'settled'"
+        layout.transcript_db, "SELECT count(*) FROM message_batches WHERE status != 'settled'"
     )
 
 

@@ -444,3 +444,70 @@ def test_functions_stay_readable() -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 assert length <= 80, f"{name}.{node.name}: {length} lines"
+
+
+#: The stages of a batch inside curation/, lowest first: a stage imports only lower ones
+#: (taking and rendering the request, and the Bridge, are the ground; judging reads what the
+#: request showed; committing records what was judged; the pipeline strings them together;
+#: the economy lane and the loop use the pipeline, and the rebuild runs it over the history).
+CURATION_FLOORS = {
+    "wsd.daemon.curation.request": 0,
+    "wsd.daemon.curation.bridge": 0,
+    "wsd.daemon.curation.judging": 1,
+    "wsd.daemon.curation.commit": 2,
+    "wsd.daemon.curation.pipeline": 3,
+    "wsd.daemon.curation.economy": 4,
+    "wsd.daemon.curation.loop": 5,
+    "wsd.daemon.curation.rebuild": 5,
+}
+
+
+def _stage(module: str) -> str | None:
+    return next((s for s in CURATION_FLOORS if module == s or module.startswith(s + ".")), None)
+
+
+def test_every_curation_module_is_in_a_stage() -> None:
+    """curation/ holds the stages of a batch and nothing beside them (its __init__ is the map)."""
+    loose = [m for m in GRAPH if m.startswith("wsd.daemon.curation.") and _stage(m) is None]
+    assert loose == []
+
+
+def _climbs(module: str, graph: dict[str, set[str]]) -> list[str]:
+    """What ``module`` imports from a stage not below its own (a sibling or a higher one)."""
+    mine = _stage(module)
+    assert mine is not None
+    out = []
+    for imported in sorted(graph[module]):
+        theirs = _stage(imported)
+        if (
+            theirs is not None
+            and theirs != mine
+            and CURATION_FLOORS[theirs] >= CURATION_FLOORS[mine]
+        ):
+            out.append(imported)
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _stage(m)))
+def test_the_stages_of_a_batch_stack(module: str) -> None:
+    """request | bridge < judging < commit < pipeline < economy < loop | rebuild: a stage
+    imports its own folder or lower stages only, never a sibling of its floor."""
+    assert _climbs(module, GRAPH) == []
+
+
+def test_the_stage_check_sees_a_stage_importing_upward() -> None:
+    """The check above is not vacuous: a judging module importing the loop, or the bridge
+    importing the request (a sibling), is found; the pipeline importing its stages is not."""
+    fake = {
+        "wsd.daemon.curation.judging.x": {"wsd.daemon.curation.loop.worker"},
+        "wsd.daemon.curation.bridge.x": {"wsd.daemon.curation.request.batch"},
+        "wsd.daemon.curation.pipeline": set(GRAPH["wsd.daemon.curation.pipeline"]),
+    }
+    assert _climbs("wsd.daemon.curation.judging.x", fake) == ["wsd.daemon.curation.loop.worker"]
+    assert _climbs("wsd.daemon.curation.bridge.x", fake) == ["wsd.daemon.curation.request.batch"]
+    assert _climbs("wsd.daemon.curation.pipeline", fake) == []
+    assert {_stage(m) for m in fake["wsd.daemon.curation.pipeline"]} >= {
+        "wsd.daemon.curation.request",
+        "wsd.daemon.curation.judging",
+        "wsd.daemon.curation.commit",
+    }

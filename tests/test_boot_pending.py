@@ -28,7 +28,7 @@ from tests.conftest import (
 from wsd.daemon.memory import uncurated
 from wsd.daemon.memory.boot import hook_output, load_memory
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.store import RemoteRequest, Store
+from wsd.daemon.store import BatchRequest, Store
 from wsd.hooks.capture import Capture, CaptureConfig
 from wsd.redact import clean_text
 from wsd.schema.layout import Layout
@@ -297,10 +297,10 @@ def test_turns_an_economy_request_holds_stay_until_they_are_curated(
     write_turns(layout, 3, prompt="Reconcile the bank statement for month {i}")
     store = Store(layout)
     now = time.time()
-    held = RemoteRequest("t1-3-0", 0, (1, 2, 3), (), (), 1_000, now)
-    rid = store.remote.record(store.transcript_identity(), "{}", [held], now)
-    store.remote.submitted(rid, "msgbatch_x", now, now + 3600)
-    assert query(layout.transcript_db, "SELECT count(*) FROM remote_turns") == [(3,)]
+    held = BatchRequest("t1-3-0", 0, (1, 2, 3), (), (), 1_000, now)
+    rid = store.message_batches.record(store.transcript_identity(), "{}", [held], now)
+    store.message_batches.submitted(rid, "msgbatch_x", now, now + 3600)
+    assert query(layout.transcript_db, "SELECT count(*) FROM in_flight_turns") == [(3,)]
     assert len(request_lines(load_memory(layout))) == 3
     # `wsd flush`: the prompt lane takes held turns too (the later result is then covered).
     store.flushes.request_flush("cli", time.time())

@@ -67,8 +67,8 @@ def pending(layout: Layout) -> int:
 def ledger(layout: Layout) -> list[tuple[Any, ...]]:
     return q(
         layout.memory_db,
-        "SELECT lane, remote_id, custom_id, first_observation_id, last_observation_id, status"
-        " FROM batches ORDER BY id",
+        "SELECT lane, message_batch_id, custom_id, first_observation_id, last_observation_id,"
+        " status FROM batches ORDER BY id",
     )
 
 
@@ -81,16 +81,16 @@ def test_a_full_batch_goes_as_a_message_batch_and_is_applied_at_half_price(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """The default lane sends a full batch as one Message Batch (no Messages call), applies
-    its result once, and the ledger names the remote batch, its custom_id and half the price."""
+    its result once, and the ledger names the Message Batch, its custom_id and half the price."""
     worker = economy(layout, standin)
     write_turns(layout, 3)
     run_until(worker, lambda: pending(layout) == 0)
     assert creates(standin) == 1 and calls(standin) == 0
-    [(lane, remote_id, custom_id, first, last, status)] = ledger(layout)
+    [(lane, message_batch_id, custom_id, first, last, status)] = ledger(layout)
     assert (lane, first, last, status) == ("economy", 1, 3, "done")
-    assert remote_id and remote_id.startswith("msgbatch_") and custom_id == "t1-3-0"
+    assert message_batch_id and message_batch_id.startswith("msgbatch_") and custom_id == "t1-3-0"
     [billed] = standin.batches.billed
-    assert billed.batch_id == remote_id and billed.custom_id == custom_id
+    assert billed.batch_id == message_batch_id and billed.custom_id == custom_id
     tin, tout = billed.usage["input_tokens"], billed.usage["output_tokens"]
     half = (tin * DEFAULT_PRICE_INPUT + tout * DEFAULT_PRICE_OUTPUT) / 1e6 / 2
     [(cost, tokens_in, tokens_out)] = q(
@@ -100,7 +100,7 @@ def test_a_full_batch_goes_as_a_message_batch_and_is_applied_at_half_price(
     charges = q(layout.transcript_db, "SELECT status, usd, purpose FROM charges")
     assert charges == [("billed", cost, "curate-batch")]
     covered_once(layout)
-    assert q(layout.transcript_db, "SELECT status FROM remote_batches") == [("settled",)]
+    assert q(layout.transcript_db, "SELECT status FROM message_batches") == [("settled",)]
 
 
 def test_one_message_batch_in_flight_at_a_time(layout: Layout, standin: BridgeStandin) -> None:
@@ -165,14 +165,14 @@ def test_wsd_flush_takes_the_prompt_lane_and_the_late_result_is_not_applied_twic
     with capture_logs() as logs:
         run_until(
             worker,
-            lambda: q(layout.transcript_db, "SELECT status FROM remote_batches") == [("settled",)],
+            lambda: q(layout.transcript_db, "SELECT status FROM message_batches") == [("settled",)],
         )
     assert [r[0] for r in ledger(layout)] == ["prompt"]
     covered_once(layout)
     # how many turns in all beside the first ten ids (a cut list read as the whole batch)
     (discarded,) = [e["reason"] for e in logs if e["event"] == "batch_discarded"]
     assert discarded.startswith("3 turns already curated: [")
-    [(outcome,)] = q(layout.transcript_db, "SELECT outcome FROM remote_requests")
+    [(outcome,)] = q(layout.transcript_db, "SELECT outcome FROM message_batch_requests")
     assert outcome == "covered"
 
 
@@ -349,7 +349,7 @@ def test_a_restarted_worker_resumes_polling_the_batch_in_flight(
     layout: Layout, standin: BridgeStandin
 ) -> None:
     """A worker gone while its Message Batch is out (kill -9, a thaw): the next one polls the
-    same remote batch, creates none, and applies the result once."""
+    same Message Batch, creates none, and applies the result once."""
     standin.batches.delay = 3600
     first = economy(layout, standin)
     write_turns(layout, 3)
@@ -373,13 +373,13 @@ def test_a_submission_cut_before_its_id_was_recorded_is_sent_again_once(
     worker = economy(layout, standin)
     write_turns(layout, 3)
     store = Store(layout)
-    from wsd.daemon.store import RemoteRequest
+    from wsd.daemon.store import BatchRequest
 
     ticket = store.charges.ask_charge(time.time(), 0.001, "curate-batch")
-    store.remote.record(
+    store.message_batches.record(
         store.transcript_identity(),
         "{}",
-        [RemoteRequest("t1-3-0", 0, (1, 2, 3), (), (), 100, time.time(), ticket)],
+        [BatchRequest("t1-3-0", 0, (1, 2, 3), (), (), 100, time.time(), ticket)],
         time.time(),
     )
     with capture_logs() as logs:
@@ -418,7 +418,7 @@ def test_only_the_turns_handed_back_take_the_prompt_lane(
     write_turns(layout, 9)
     conn = apsw.Connection(layout.transcript_db)
     conn.execute(
-        "INSERT INTO prompt_only_turns (observation_id, reason, at)"
+        "INSERT INTO released_turns (observation_id, reason, at)"
         " VALUES (4, 'expired', 0), (5, 'expired', 0), (6, 'expired', 0)"
     )
     conn.close()
@@ -468,28 +468,29 @@ class _Economy:
     def usable(self, now: float) -> bool:
         return self._usable
 
-    def prompt_only_pending(self) -> bool:
+    def released_pending(self) -> bool:
         return self._released
 
 
 @pytest.mark.parametrize(
-    ("reason", "urgent", "usable", "released", "lane"),
+    ("reason", "urgent", "usable", "released", "take", "lane"),
     [
-        ("flush", 7, True, True, "urgent"),  # PreCompact or wsd flush: everything, now
-        ("flush", None, True, False, "economy"),  # a flush with no urgent turn: as usual
-        ("threshold", None, False, True, "free"),  # economy off: a direct call, held left out
-        ("idle", None, True, True, "released"),  # the economy lane's handed-back turns first
-        ("threshold", None, True, False, "economy"),
+        ("flush", 7, True, True, "urgent", "prompt"),  # PreCompact or wsd flush: all, now
+        ("flush", None, True, False, "new", "economy"),  # a flush with no urgent turn: as usual
+        ("threshold", None, False, True, "free", "prompt"),  # economy off: in flight left out
+        ("idle", None, True, True, "released", "prompt"),  # the released turns first
+        ("threshold", None, True, False, "new", "economy"),
     ],
 )
-def test_the_lane_says_which_turns_a_call_takes(
-    reason: str, urgent: int | None, usable: bool, released: bool, lane: str
+def test_the_take_says_which_turns_a_call_takes_and_its_lane(
+    reason: str, urgent: int | None, usable: bool, released: bool, take: str, lane: str
 ) -> None:
-    """lanes.choose answers a Lane member (a typo cannot reach next_turns' lookup), and
-    each lane reads its own share of the pending turns."""
-    from wsd.daemon.curation.loop import trigger as lanes
-    from wsd.daemon.store import Backlog, Lane
+    """trigger.choose answers a Take member (a typo cannot reach next_turns' lookup), and
+    each take goes through its lane (only new turns through the economy lane)."""
+    from wsd.daemon.curation.loop import trigger
+    from wsd.daemon.store import Backlog, Lane, Take
 
     backlog = Backlog(3, 1.0, 1.0, None, urgent_flush=urgent, waiting_flush=urgent)
-    chosen = lanes.choose(backlog, reason, _Economy(usable, released), 0.0)
-    assert isinstance(chosen, Lane) and chosen == Lane(lane)
+    chosen = trigger.choose(backlog, reason, _Economy(usable, released), 0.0)
+    assert isinstance(chosen, Take) and chosen == Take(take)
+    assert chosen.lane == Lane(lane)

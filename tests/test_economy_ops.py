@@ -32,7 +32,9 @@ def _creates(standin: BridgeStandin) -> int:
 
 
 def _in_flight(layout: Layout) -> int:
-    rows = q(layout.transcript_db, "SELECT count(*) FROM remote_batches WHERE status = 'in_flight'")
+    rows = q(
+        layout.transcript_db, "SELECT count(*) FROM message_batches WHERE status = 'in_flight'"
+    )
     return int(rows[0][0])
 
 
@@ -51,10 +53,10 @@ def test_status_and_doctor_show_a_batch_in_flight_and_flush_wait_curates_now(
         curation = status["curation"]
         assert curation["lane"] == "economy" and curation["economy_off"] is None
         [batch] = curation["in_flight"]
-        assert batch["remote_id"].startswith("msgbatch_") and batch["turns"] == 3
+        assert batch["message_batch_id"].startswith("msgbatch_") and batch["turns"] == 3
         assert batch["age_s"] >= 0
         readable = wsd(env, "status").stdout
-        assert batch["remote_id"] in readable and "3 turn(s)" in readable
+        assert batch["message_batch_id"] in readable and "3 turn(s)" in readable
         doctor = wsd(env, "doctor").stdout
         assert "economy lane: 1 Message Batch(es) in flight" in doctor
         late = wsd(env | {"WSD_ECONOMY_WAIT_LIMIT_SECONDS": "0.001"}, "doctor", check=False)

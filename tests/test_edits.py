@@ -121,8 +121,8 @@ def test_a_day_allowance_holds_only_the_lines_of_a_day_ago() -> None:
     limits = Limits(200, 12_000, kept=frozenset(plain(x) for x in old), kept_allowance=1)
     edits = [Edit("delete", 1), Edit("delete", 2), Edit("delete", 9), Edit("add", None, "- x")]
     out = apply(old + new, old + new, edits, limits)
-    assert out.held and out.lines == [*old[1:], *new[1:], "- x"]
-    assert [why for _e, why in out.refused] == [limits.held_reason]
+    assert out.eroding and out.lines == [*old[1:], *new[1:], "- x"]
+    assert [why for _e, why in out.refused] == [limits.erosion_reason]
 
 
 def test_rewrite_to_edits_round_trips() -> None:

@@ -267,18 +267,18 @@ def test_a_message_batch_out_at_the_bridge_is_released_and_deleted_there(
     write_turns(layout, 1, start=0, prompt=f"I prefer the {SECRET} newsletter as a PDF.")
     write_turns(layout, 1, start=1, prompt=PROMPTS[1])
     drain(worker)
-    [remote_id] = [
-        r for (r,) in query(layout.transcript_db, "SELECT remote_id FROM remote_batches")
+    [message_batch_id] = [
+        r for (r,) in query(layout.transcript_db, "SELECT message_batch_id FROM message_batches")
     ]
     report = forget(Store(layout), [SECRET])
     assert report.counts()["at_bridge"] == 1
-    outcomes = query(layout.transcript_db, "SELECT outcome FROM remote_requests")
+    outcomes = query(layout.transcript_db, "SELECT outcome FROM message_batch_requests")
     assert outcomes == [("released",)]
-    purged = "SELECT purge FROM remote_batches"
+    purged = "SELECT purge FROM message_batches"
     run_until(worker, lambda: scalar(layout.transcript_db, purged) == 2 and pending(layout) == 0)
     # Not ended when the forget released it: canceled, then deleted.
-    assert set(_deletes(standin)) == {f"/v1/messages/batches/{remote_id}"}
-    assert any(r.path.endswith(f"{remote_id}/cancel") for r in standin.requests)
+    assert set(_deletes(standin)) == {f"/v1/messages/batches/{message_batch_id}"}
+    assert any(r.path.endswith(f"{message_batch_id}/cancel") for r in standin.requests)
     assert calls(standin) >= 1  # the prompt lane curated what was left of the turns
     assert scalar(layout.memory_db, "SELECT count(*) FROM learnings") > 0
     assert words_anywhere(layout.os_dir, SECRET) == []

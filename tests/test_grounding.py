@@ -217,7 +217,7 @@ def test_the_loop_records_ungrounded_items_on_the_ledger_and_the_log(
     )
     [learning] = json.loads(why.stdout)["learnings"]
     assert learning["content"].endswith("(from a tool result in T1)")
-    assert learning["held_by"]["tool"] == 1.0 and learning["held_by"]["person"] < 0.55
+    assert learning["found_in"]["tool"] == 1.0 and learning["found_in"]["person"] < 0.55
 
 
 def test_the_corpora_are_as_large_and_as_varied_as_promised() -> None:

@@ -73,7 +73,7 @@ def test_replacing_every_line_loses_a_quarter_per_batch_and_half_a_day(
     assert originals == [90, 68, 60, 60]
     refused = [json.loads(r) for (r,) in q(layout.memory_db, "SELECT refused FROM batches")[-2:]]
     assert all(any("removals wait" in line for line in batch) for batch in refused)
-    held = json.loads(Store(layout).ledger.get_state("held:user.md") or "{}")
+    held = json.loads(Store(layout).ledger.get_state("eroding:user.md") or "{}")
     assert held["revision"] == 1 and held["had"] == 120
     standin.script(Reply.text("user.md +$: - A new line is still added"))
     _batch(layout, worker, 5, DAY + 3700)

@@ -295,3 +295,57 @@ def test_wsd_init_refuses_newer_schema(tmp_path: Path) -> None:
     result = subprocess.run([venv_script("wsd"), "init"], env=env, capture_output=True, text=True)
     assert result.returncode == 2
     assert "schema version 42, newer than this code" in result.stderr
+
+
+def _at(path: Path, kind: schema.Kind, version: int) -> apsw.Connection:
+    """A database of ``kind`` as the migrations up to ``version`` left it."""
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    for step in schema.migrations(kind):
+        if step.version <= version:
+            conn.execute(Path(step.path).read_text())
+    conn.execute(f"PRAGMA user_version = {version:d}")
+    return conn
+
+
+def test_the_renames_of_issue_42_keep_every_row(tmp_path: Path) -> None:
+    """Migrations transcript 008 and memory 013 rename (one word for one thing) and lose
+    nothing: a Message Batch in flight with its request, its turn in flight and a released
+    turn keep their rows and links; a batch's Message Batch id and a file's erosion state
+    come through under their new names."""
+    t = _at(tmp_path / "t.db", "transcript", 7)
+    t.execute(
+        "INSERT INTO remote_batches (id, remote_id, transcript_identity, status, created_at,"
+        " base_json) VALUES (1, 'msgbatch_1', 'x', 'in_flight', 1.0, '{}')"
+    )
+    t.execute(
+        "INSERT INTO remote_requests (remote_batch_id, custom_id, position, turn_ids,"
+        " offered_json, actions_json, request_chars, started_at) VALUES"
+        " (1, 't1-1-0', 0, '[1]', '[]', '[]', 10, 1.0)"
+    )
+    t.execute("INSERT INTO remote_turns VALUES (1, 1, 't1-1-0')")
+    t.execute("INSERT INTO prompt_only_turns VALUES (2, 'errored', 1.0)")
+    schema.migrate(t, "transcript")
+    got = t.execute(
+        "SELECT b.message_batch_id, r.custom_id, f.observation_id FROM message_batches b"
+        " JOIN message_batch_requests r ON r.message_batch_row = b.id"
+        " JOIN in_flight_turns f ON f.message_batch_row = b.id"
+    ).fetchall()
+    assert got == [("msgbatch_1", "t1-1-0", 1)]
+    assert t.execute("SELECT observation_id FROM released_turns").fetchall() == [(2,)]
+    t.execute("DELETE FROM message_batches")  # the foreign keys followed the rename
+    assert t.execute("SELECT count(*) FROM message_batch_requests").fetchall() == [(0,)]
+    m = _at(tmp_path / "m.db", "memory", 12)
+    m.execute(
+        "INSERT INTO batches (id, transcript_identity, first_observation_id,"
+        " last_observation_id, turns, status, started_at, finished_at, lane, remote_id,"
+        " custom_id) VALUES (1, 'x', 1, 1, 1, 'done', 1.0, 1.0, 'economy', 'msgbatch_1', 'c')"
+    )
+    m.execute("INSERT INTO state VALUES ('held:user.md', '{\"revision\": 3}', 1.0)")
+    m.execute("INSERT INTO state VALUES ('replica_held', 'x', 1.0)")
+    schema.migrate(m, "memory")
+    assert m.execute("SELECT message_batch_id FROM batches").fetchall() == [("msgbatch_1",)]
+    keys = {k for (k,) in m.execute("SELECT key FROM state")}
+    assert {"eroding:user.md", "replica_held"} <= keys and "held:user.md" not in keys
+    t.close()
+    m.close()

@@ -37,7 +37,7 @@ from wsd.daemon.curation.request import prompt, take
 from wsd.daemon.curation.request.batch import Batch, NoBatch
 from wsd.daemon.curation.request.prompt import Prepared, Seen
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import BatchRecord, Lane, Store, Turn
+from wsd.daemon.store import BatchRecord, Store, Take, Turn
 
 #: How long after a marked request the next one counts on its prefix being cached (the
 #: API keeps it 5 minutes from its last use; a minute is left for the call itself).
@@ -99,12 +99,12 @@ class Pipeline:
         self,
         now: float,
         spool_waiting: bool,
-        lane: Lane = Lane.URGENT,
+        which: Take = Take.URGENT,
         most: int = 1,
     ) -> list[Batch] | NoBatch:
         """The next batch, or up to ``most`` of them (a backlog for one Message Batch),
         taken as :func:`wsd.daemon.curation.request.take.take` says."""
-        return take.take(self.store, self.config, self.identity, now, spool_waiting, most, lane)
+        return take.take(self.store, self.config, self.identity, now, spool_waiting, most, which)
 
     def curate(
         self,
@@ -168,16 +168,16 @@ class Pipeline:
         reply: Reply,
         on_commit: OnCommit,
         replaces: Sequence[int] = (),
-        remote: tuple[str, str] | None = None,
+        message_batch: tuple[str, str] | None = None,
     ) -> Committed:
         """Judge ``reply`` to a request that showed the curator ``seen`` against the files
         as they are now (a person may have edited one while the call was out), and commit
-        what may be committed (the exactly-once point). ``remote``: (Message Batch id,
+        what may be committed (the exactly-once point). ``message_batch``: (its id,
         custom id) of an economy-lane result."""
         indexed = self.store.archive.index_ids(self.identity, [t.id for t in turns])
         names = {obs: f"T{tid}" for obs, tid in indexed.items()}
         judged = judge(self.store, turns, seen, reply, self.files(), self.caps, names)
-        made = committed.record(turns, judged, reply, seen.started, self.config, remote)
+        made = committed.record(turns, judged, reply, seen.started, self.config, message_batch)
         finished = self.timeline.finished(turns)
         return committed.commit(
             self.store, self.identity, made, finished, on_commit, replaces, judged, reply

@@ -206,7 +206,7 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         bridge_url if isinstance(bridge_url, str) else None,
         fix=args.fix,
         erosion_fraction=float(erosion) if isinstance(erosion, int | float) else config.erosion,
-        lane=str(deployed.get("curation", config.curation)),
+        curation=str(deployed.get("curation", config.curation)),
         batch_wait_limit=float(limit) if isinstance(limit, int | float) else None,
         replica=position.settings_of(deployed or config.reported()),
     ).run()

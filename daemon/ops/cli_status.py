@@ -161,7 +161,7 @@ def _curation_lines(curation: Mapping[str, Any]) -> dict[str, str]:
             f"{_ago(float(age)) if isinstance(age, int | float) else '?'} old,"
             f" {b.get('polls')} poll(s)"
         )
-        out[str(b.get("remote_id") or f"#{b.get('id')} (submitting)")] = line + (
+        out[str(b.get("message_batch_id") or f"#{b.get('id')} (submitting)")] = line + (
             f"; last problem: {b['error']}" if b.get("error") else ""
         )
     return out

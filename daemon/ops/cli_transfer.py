@@ -67,15 +67,15 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
         if not args.json:
             print(line, file=sys.stderr, flush=True)
 
-    # A large import holds memory.db's write lock for seconds: the daemon is held off for it
+    # A large import holds memory.db's write lock for seconds: the daemon is paused for it
     # (it finishes the batch in hand), as for wsd forget, so that no reply of its is lost.
-    held = (
+    paused = (
         pause.paused(layout, "import", args.wait, say)
         if importer.needs_pause(path)
         else contextlib.nullcontext()
     )
     try:
-        with held:
+        with paused:
             done = importer.run(
                 layout,
                 store,

@@ -254,7 +254,7 @@ def _turn_json(t: SourceTurn) -> dict[str, Any]:
     }
 
 
-def _held_by(x: LearningTrace) -> dict[str, float] | None:
+def _found_in(x: LearningTrace) -> dict[str, float] | None:
     """How much of the learning each part of its turns holds (issue 32): the person's
     prompt, the agent's answer, the tools (what the index keeps of them); None when none of
     its turns is in the index (imported, or gone)."""
@@ -283,7 +283,7 @@ def _learning_json(x: LearningTrace) -> dict[str, Any]:
         "ref": x.ref,
         "turns": [_turn_json(t) for t in x.sources[:5]],
         "more_turns": max(0, len(x.sources) - 5),
-        "held_by": _held_by(x),
+        "found_in": _found_in(x),
     }
 
 
@@ -317,8 +317,8 @@ def _say(
         how = f"batch {x['batch_id']}" if x["batch_id"] else "imported"
         print(f"{x['learning']} {x['type']} · {x['created_at'][:16]} · {how}{replaced}")
         print(f"  {x['content']}")
-        if x["held_by"] is not None:
-            print(f"  {_held_words(x['held_by'])}")
+        if x["found_in"] is not None:
+            print(f"  {_words_found(x['found_in'])}")
         for t in x["turns"]:
             _say_turn(t, "  from ")
         if x["more_turns"]:
@@ -329,10 +329,10 @@ def _say(
 PART_NAMES = {"person": "the person's words", "agent": "the agent's answer", "tool": "tool results"}
 
 
-def _held_words(held: dict[str, float]) -> str:
+def _words_found(found: dict[str, float]) -> str:
     """``its words: the person's words 100 %, tool results 20 %, the agent's answer 0 %``."""
-    parts = sorted(held, key=lambda p: -held[p])
-    return "its words are in: " + ", ".join(f"{PART_NAMES[p]} {held[p]:.0%}" for p in parts)
+    parts = sorted(found, key=lambda p: -found[p])
+    return "its words are in: " + ", ".join(f"{PART_NAMES[p]} {found[p]:.0%}" for p in parts)
 
 
 def _came(x: dict[str, Any]) -> str:

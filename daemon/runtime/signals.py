@@ -47,7 +47,7 @@ class SignalPolicy:
 DUMP_SIGNAL = signal.SIGUSR1
 #: Held back across the memory-shedding re-exec: each would kill by its default action
 #: before the new image handles it; pending, it is delivered once :func:`install` ran.
-HELD_ACROSS_EXEC = STOP_SIGNALS | {DUMP_SIGNAL}
+BLOCKED_ACROSS_EXEC = STOP_SIGNALS | {DUMP_SIGNAL}
 
 
 def install(request_stop: Callable[[], None]) -> SignalPolicy:
@@ -58,13 +58,13 @@ def install(request_stop: Callable[[], None]) -> SignalPolicy:
     policy = SignalPolicy(request_stop)
     for signum in STOP_SIGNALS:
         signal.signal(signum, policy)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_EXEC)
     return policy
 
 
 @contextmanager
-def held() -> Iterator[None]:
-    """Stop signals held back in this thread for the block (then delivered as usual).
+def blocked() -> Iterator[None]:
+    """Stop signals blocked in this thread for the block (then delivered as usual).
 
     For work in the main thread that may start native threads (numpy's BLAS pool,
     tokenizers' Rust pool): they inherit this mask, so they never take a stop signal either,

@@ -23,12 +23,13 @@ from wsd.daemon.store.connections import Opener
 
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
-from wsd.daemon.store.erasure import Found, Kind, Scope
+from wsd.daemon.store.erasure import Found, Items, Scope
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
 # constant and a pure function of two strings (doctor, status and the CLI say them).
 from wsd.daemon.store.maintenance import MADE_BY, Maintenance, remedy
+from wsd.daemon.store.message_batches import APPLIED, COVERED, RELEASED, BatchRequest, MessageBatch
 
 # The database ``wsd rebuild`` builds beside memory.db and swaps in: functions of the
 # workspace's Layout, not verbs on a connection.
@@ -46,18 +47,17 @@ from wsd.daemon.store.records import (
     AlreadyCovered,
     Backlog,
     BatchRecord,
-    CallKind,
     CommitResult,
     Lane,
     Learning,
     Revision,
+    Take,
     Turn,
     Uncurated,
     learning_key,
     priority_name,
     sha256,
 )
-from wsd.daemon.store.remote import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest
 from wsd.daemon.store.store import Store
 from wsd.daemon.store.transfer import (
     ActionIn,
@@ -88,28 +88,28 @@ __all__ = [
     "AlreadyCovered",
     "Backlog",
     "BatchRecord",
+    "BatchRequest",
     "BatchTrace",
-    "CallKind",
     "Card",
     "CommitResult",
     "ForeignError",
     "Found",
     "Incoming",
-    "Kind",
+    "Items",
     "Lane",
     "Learning",
     "LearningIn",
     "LearningTrace",
     "Maintenance",
     "MemoryReplaced",
+    "MessageBatch",
     "Opener",
-    "RemoteBatch",
-    "RemoteRequest",
     "Revision",
     "RevisionIn",
     "Scope",
     "SourceTurn",
     "Store",
+    "Take",
     "TooLong",
     "ToolEvent",
     "Turn",

@@ -42,16 +42,16 @@ class Connections:
         each once, and still holds none between passes. A unit of work that starts while
         another holds the session's connection (nested) gets its own, as outside one;
         other threads never share it. A session inside a session is the outer one."""
-        if getattr(self._local, "held", None) is not None:
+        if getattr(self._local, "kept", None) is not None:
             yield
             return
-        held: dict[str, list[Any]] = {}
-        self._local.held = held
+        kept: dict[str, list[Any]] = {}
+        self._local.kept = kept
         try:
             yield
         finally:
-            self._local.held = None
-            for conn, _busy in held.values():
+            self._local.kept = None
+            for conn, _busy in kept.values():
                 conn.close()
 
     def transcript(self, readonly: bool = False) -> AbstractContextManager[apsw.Connection]:
@@ -66,21 +66,21 @@ class Connections:
     def open(self, kind: schema.Kind, readonly: bool = False) -> Iterator[apsw.Connection]:
         """A connection to the ``kind`` database for one unit of work, closed after it (in a
         :meth:`session`, the session's, kept open)."""
-        held: dict[str, list[Any]] | None = getattr(self._local, "held", None)
+        kept: dict[str, list[Any]] | None = getattr(self._local, "kept", None)
         entry: list[Any] | None = None
-        if held is not None:
-            entry = held.get(kind)
+        if kept is not None:
+            entry = kept.get(kind)
             if entry is None:  # read-only units share it too: it sees what they would
-                entry = held[kind] = [self.opener(self.path(kind), kind), False]
+                entry = kept[kind] = [self.opener(self.path(kind), kind), False]
             elif entry[1]:  # in use by an enclosing unit of work: one of its own
                 entry = None
-        if held is not None and entry is not None:
+        if kept is not None and entry is not None:
             entry[1] = True
             try:
                 yield entry[0]
             except BaseException:
                 if not entry[0].get_autocommit():  # a transaction left open: not reused
-                    del held[kind]
+                    del kept[kind]
                     entry[0].close()
                 raise
             finally:

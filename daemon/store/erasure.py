@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import remote
+from wsd.daemon.store import message_batches
 from wsd.daemon.store.records import sha256
 from wsd.daemon.store.verbs import Facet, reads, uses
 from wsd.schema.stems import stems
@@ -59,7 +59,7 @@ class Matcher(Protocol):
 
 
 @dataclass
-class Kind:
+class Items:
     """What one kind of item a forget reaches: the ids, and a few samples to show."""
 
     ids: list[Any] = field(default_factory=list)
@@ -76,10 +76,10 @@ class Kind:
 class Found:
     """Everything one database holds of the words (a dry run, and what an erasure erases)."""
 
-    kinds: dict[str, Kind] = field(default_factory=dict)
+    kinds: dict[str, Items] = field(default_factory=dict)
 
-    def kind(self, name: str) -> Kind:
-        return self.kinds.setdefault(name, Kind())
+    def kind(self, name: str) -> Items:
+        return self.kinds.setdefault(name, Items())
 
     def counts(self) -> dict[str, int]:
         return {name: len(k.ids) for name, k in self.kinds.items() if k.ids}
@@ -342,11 +342,11 @@ _TRANSCRIPT_TEXT: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] 
         ("tool_calls_json",),
     ),
     ("events", "id", ("payload",), ("payload",)),
-    ("remote_batches", "id", ("base_json", "error"), ("base_json",)),
-    ("remote_requests", "rowid", ("detail",), ()),
+    ("message_batches", "id", ("base_json", "error"), ("base_json",)),
+    ("message_batch_requests", "rowid", ("detail",), ()),
     ("charges", "id", ("note",), ()),
     ("flush_requests", "id", ("reason", "error"), ()),
-    ("prompt_only_turns", "observation_id", ("reason",), ()),
+    ("released_turns", "observation_id", ("reason",), ()),
     ("sessions", "id", ("cwd",), ()),
 )
 
@@ -428,25 +428,30 @@ def erase_transcript(
         cut = json.dumps(found.kind("turns").ids)
         for rid, custom_id in schema.rows(
             t,
-            "SELECT DISTINCT r.remote_batch_id, r.custom_id FROM remote_requests r,"
+            "SELECT DISTINCT r.message_batch_row, r.custom_id FROM message_batch_requests r,"
             " json_each(r.turn_ids) j WHERE r.outcome IS NULL AND j.value IN"
             " (SELECT value FROM json_each(?))",
             (cut,),
         ):
-            remote.settle_request_in(
-                t, rid, custom_id, remote.RELEASED, "its turns held words now forgotten", now
+            message_batches.settle_request_in(
+                t,
+                rid,
+                custom_id,
+                message_batches.RELEASED,
+                "its turns held words now forgotten",
+                now,
             )
         # A Message Batch whose requests held the words (its turns, or the files it was
         # built on): its results are deleted at the Bridge once it has ended.
         t.execute(
-            "UPDATE remote_batches SET purge = 1 WHERE purge = 0 AND (id IN"
-            " (SELECT value FROM json_each(?)) OR id IN (SELECT r.remote_batch_id FROM"
-            " remote_requests r, json_each(r.turn_ids) j WHERE j.value IN"
+            "UPDATE message_batches SET purge = 1 WHERE purge = 0 AND (id IN"
+            " (SELECT value FROM json_each(?)) OR id IN (SELECT r.message_batch_row FROM"
+            " message_batch_requests r, json_each(r.turn_ids) j WHERE j.value IN"
             " (SELECT value FROM json_each(?))))",
-            (json.dumps(found.kind("remote_batches").ids), cut),
+            (json.dumps(found.kind("message_batches").ids), cut),
         )
         at_bridge = found.kind("at_bridge")
-        for (rid,) in schema.rows(t, "SELECT id FROM remote_batches WHERE purge = 1"):
+        for (rid,) in schema.rows(t, "SELECT id FROM message_batches WHERE purge = 1"):
             at_bridge.add(rid, f"Message Batch {rid}")
     return found
 

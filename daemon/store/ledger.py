@@ -232,7 +232,7 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
         "INSERT INTO batches (transcript_identity, first_observation_id,"
         " last_observation_id, turns, status, attempts, error, model, stop_reason,"
         " input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,"
-        " latency_ms, started_at, finished_at, lane, remote_id, custom_id, ungrounded,"
+        " latency_ms, started_at, finished_at, lane, message_batch_id, custom_id, ungrounded,"
         " refusal_kinds)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
@@ -253,8 +253,8 @@ def _insert_batch(m: apsw.Connection, identity: str, batch: BatchRecord, now: fl
             batch.latency_ms,
             batch.started_at or now,
             now,
-            batch.call,
-            batch.remote_id,
+            batch.lane,
+            batch.message_batch_id,
             batch.custom_id,
             batch.ungrounded,
             _kinds_json(batch.refusal_kinds),

@@ -13,7 +13,7 @@ import re
 import apsw
 
 from wsd import schema
-from wsd.daemon.store import remote
+from wsd.daemon.store import message_batches
 from wsd.daemon.store.connections import Connections
 from wsd.daemon.store.verbs import Facet, uses
 from wsd.schema.errors import describe
@@ -182,7 +182,7 @@ class Maintenance(Facet):
         :func:`prune_events`); how many. Settled Message Batches as old go too."""
         with self._db.transcript() as t:
             pruned = prune_events(t, before, charges_before)
-            remote.prune(t, before)
+            message_batches.prune(t, before)
             return pruned
 
     def vacuum_if_sparse(self, min_free_ratio: float = 0.5, min_pages: int = 2048) -> list[str]:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 LEARNING_TYPES = ("fact", "pattern", "correction", "preference", "tool_install")
 #: A pending action's priority in words, as every view shows it (SPEC.md section 3).
@@ -24,20 +24,29 @@ def priority_name(value: object) -> str:
 
 
 class Lane(StrEnum):
+    """How a batch goes to the curator (the ledger's ``lane`` column, ``WSD_CURATION``, as
+    ``wsd status`` shows it): the prompt lane, a direct Messages call; the economy lane, a
+    request in a Message Batch at half price."""
+
+    PROMPT = "prompt"
+    ECONOMY = "economy"
+
+
+class Take(StrEnum):
     """Which pending turns a curator call may take (:func:`~wsd.daemon.store.turns.next_turns`;
-    :func:`~wsd.daemon.curation.loop.trigger.choose` picks one). A turn is *held* while a request of
-    a Message Batch in flight carries it, and *released* when the economy lane handed it back
-    to the prompt lane (its request failed)."""
+    :func:`~wsd.daemon.curation.loop.trigger.choose` picks one). A turn is *in flight* while a
+    request of a Message Batch carries it, and *released* when the economy lane handed it
+    back to the prompt lane (its request failed)."""
 
-    URGENT = "urgent"  # every pending turn, held ones too (PreCompact, `wsd flush`: now)
-    FREE = "free"  # the turns not held (a direct call: WSD_CURATION=prompt, economy lane off)
-    ECONOMY = "economy"  # the turns neither held nor released (a new Message Batch's)
-    RELEASED = "released"  # the released turns alone (a direct call: the prompt lane's share)
+    URGENT = "urgent"  # every pending turn, in flight too (PreCompact, `wsd flush`: now)
+    FREE = "free"  # the turns not in flight (WSD_CURATION=prompt, the economy lane off)
+    NEW = "new"  # the turns neither in flight nor released (a new Message Batch's)
+    RELEASED = "released"  # the released turns alone (the prompt lane's share)
 
-
-#: How a batch went to the curator (the ledger's ``lane`` column, as ``wsd status`` shows
-#: it): ``prompt``, a direct Messages call; ``economy``, a request in a Message Batch.
-CallKind = Literal["prompt", "economy"]
+    @property
+    def lane(self) -> Lane:
+        """The lane a call taking these turns goes through."""
+        return Lane.ECONOMY if self is Take.NEW else Lane.PROMPT
 
 
 class AlreadyCovered(Exception):
@@ -71,8 +80,9 @@ class Backlog:
     #: The transcript's identity and its newest turn id (read in the same pass).
     identity: str = ""
     last_turn_id: int = 0
-    #: Pending turns an economy request in flight holds (counted in ``pending`` too).
-    held: int = 0
+    #: Pending turns in flight (a request of a Message Batch carries them; counted in
+    #: ``pending`` too).
+    in_flight: int = 0
     #: The newest open flush that wants the prompt lane (PreCompact, ``wsd flush``): one
     #: with a pending turn that closed before it was asked for.
     urgent_flush: int | None = None
@@ -140,12 +150,12 @@ class BatchRecord:
     ungrounded: int = 0
     #: What was refused, counted by kind (see schema 012_refusal_kinds.sql); zeros left out.
     refusal_kinds: dict[str, int] = field(default_factory=dict)
-    #: State rows written in the batch's transaction (a file's removals held back by it).
+    #: State rows written in the batch's transaction (a file whose removals now wait).
     state: dict[str, str] = field(default_factory=dict)
-    #: How it was curated: ``prompt`` (a Messages call) or ``economy`` (a request in the
-    #: Message Batch ``remote_id``, named ``custom_id`` there).
-    call: CallKind = "prompt"
-    remote_id: str | None = None
+    #: The lane it was curated through (the economy lane: a request in the Message Batch
+    #: ``message_batch_id``, named ``custom_id`` there).
+    lane: Lane = Lane.PROMPT
+    message_batch_id: str | None = None
     custom_id: str | None = None
 
     @classmethod

@@ -6,15 +6,14 @@ are ready, which files they are, a session of connections); every other verb is 
 facets it builds with the same connections, each defined at the end of its table module:
 ``store.turns`` (the turns waiting, claiming them), ``store.ledger`` (the batch ledger and
 state), ``store.actions`` (pending actions), ``store.revisions`` (md revisions),
-``store.charges`` (what the Bridge cost), ``store.flushes`` (flush requests),
-``store.archive`` (the turn index), ``store.learnings`` (``wsd import``, ``wsd forget``, the
-learnings a new session and the curator are shown), ``store.vectors`` (semantic
-vectors), ``store.workspace`` (file index, canvas map, the checks' actions),
-``store.maintenance`` (checkpoints, retention, integrity, backup), ``store.remote`` (Message
-Batches in flight), ``store.lineage`` (what memory came from: ``wsd memory why``) and
-``store.erasure`` (``wsd forget``: every copy of some words, and erasing them) and
-``store.transfer`` (``wsd import`` and ``wsd export``). The SQL
-lives in a module per table family, each verb a function taking a connection, so that verbs
+``store.charges`` (what the Bridge cost), ``store.flushes`` (flush requests), ``store.archive``
+(the turn index), ``store.learnings`` (``wsd import``, ``wsd forget``, the learnings a new
+session and the curator are shown), ``store.vectors`` (semantic vectors), ``store.workspace``
+(file index, canvas map, the checks' actions), ``store.maintenance`` (checkpoints, retention,
+integrity, backup), ``store.message_batches`` (Message Batches in flight), ``store.lineage``
+(what memory came from: ``wsd memory why``) and ``store.erasure`` (``wsd forget``: every copy of
+some words, and erasing them) and ``store.transfer`` (``wsd import`` and ``wsd export``). The
+SQL lives in a module per table family, each verb a function taking a connection, so that verbs
 share a transaction where they must (a batch's actions commit with its ledger row).
 
 A connection is opened per unit of work and closed straight after (see
@@ -38,7 +37,7 @@ from wsd.daemon.store.learnings import Learnings
 from wsd.daemon.store.ledger import Ledger
 from wsd.daemon.store.lineage import Lineage
 from wsd.daemon.store.maintenance import Maintenance
-from wsd.daemon.store.remote import RemoteBatches
+from wsd.daemon.store.message_batches import MessageBatches
 from wsd.daemon.store.revisions import Revisions
 from wsd.daemon.store.transfer import Transfer
 from wsd.daemon.store.turns import Turns
@@ -65,7 +64,7 @@ class Store:
         self.vectors = Vectors(self._db)
         self.workspace = Workspace(self._db)
         self.maintenance = Maintenance(self._db)
-        self.remote = RemoteBatches(self._db)
+        self.message_batches = MessageBatches(self._db)
         self.lineage = Lineage(self._db)
         self.erasure = Erasure(self._db)
         self.transfer = Transfer(self._db)

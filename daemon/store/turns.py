@@ -15,7 +15,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.store.flushes import WAITS_ON_TURNS
-from wsd.daemon.store.records import Backlog, Lane, Turn, Uncurated
+from wsd.daemon.store.records import Backlog, Take, Turn, Uncurated
 from wsd.daemon.store.verbs import Facet, reads, uses
 from wsd.schema.transcript import Event, close_stale_turns, record
 
@@ -43,9 +43,9 @@ def backlog(t: apsw.Connection) -> Backlog:
     (flush_upto,) = schema.one(t, "SELECT max(id) FROM flush_requests WHERE handled_at IS NULL")
     (last_turn,) = schema.one(t, "SELECT coalesce(max(id), 0) FROM observations")
     identity = schema.identity(t)
-    (held,) = schema.one(
+    (in_flight,) = schema.one(
         t,
-        "SELECT count(*) FROM remote_turns r JOIN observations o ON o.id = r.observation_id"
+        "SELECT count(*) FROM in_flight_turns r JOIN observations o ON o.id = r.observation_id"
         " WHERE o.processed = 0",
     )
     # A flush wants the turns pending when it was asked for, no more: the turns closed after
@@ -68,7 +68,7 @@ def backlog(t: apsw.Connection) -> Backlog:
         flush_upto,
         identity,
         int(last_turn),
-        held=int(held),
+        in_flight=int(in_flight),
         urgent_flush=urgent,
         waiting_flush=waiting,
         answerable_flushes=int(answerable),
@@ -82,7 +82,7 @@ def uncurated(t: apsw.Connection, limit: int, chars: int) -> Uncurated:
     Read in one snapshot, and cheap on any backlog: every statement walks the partial index
     on pending turns (the count reads nothing else; the words are read for at most ``limit``
     rows, plus the tool-only turns met on the way). Turns an economy request in flight holds
-    (``remote_turns``), or a batch has claimed, count like any other: until their result has
+    (``in_flight_turns``), or a batch has claimed, count like any other: until their result has
     landed (``processed = 1``) they are not memory yet.
     """
     with t:  # a savepoint: one read snapshot for the three reads (writes nothing)
@@ -103,32 +103,33 @@ def uncurated(t: apsw.Connection, limit: int, chars: int) -> Uncurated:
     )
 
 
-#: Turns a pending economy request holds, and turns handed back to the prompt lane.
-_HELD = "o.id NOT IN (SELECT observation_id FROM remote_turns)"
-_NOT_PROMPT_ONLY = "o.id NOT IN (SELECT observation_id FROM prompt_only_turns)"
+#: Turns in flight (a pending request of a Message Batch carries them), and turns released
+#: (handed back to the prompt lane).
+_NOT_IN_FLIGHT = "o.id NOT IN (SELECT observation_id FROM in_flight_turns)"
+_NOT_RELEASED = "o.id NOT IN (SELECT observation_id FROM released_turns)"
 
 
-#: What each lane leaves out of the pending turns.
-_LANE_WHERE = {
-    Lane.URGENT: "",
-    Lane.FREE: f" AND {_HELD}",
-    Lane.ECONOMY: f" AND {_HELD} AND {_NOT_PROMPT_ONLY}",
-    Lane.RELEASED: f" AND {_HELD} AND NOT {_NOT_PROMPT_ONLY}",
+#: What each take leaves out of the pending turns.
+_TAKE_WHERE = {
+    Take.URGENT: "",
+    Take.FREE: f" AND {_NOT_IN_FLIGHT}",
+    Take.NEW: f" AND {_NOT_IN_FLIGHT} AND {_NOT_RELEASED}",
+    Take.RELEASED: f" AND {_NOT_IN_FLIGHT} AND NOT {_NOT_RELEASED}",
 }
 
 
 def next_turns(
-    t: apsw.Connection, limit: int, settled_before: float, lane: Lane = Lane.URGENT
+    t: apsw.Connection, limit: int, settled_before: float, take: Take = Take.URGENT
 ) -> tuple[list[Turn], bool]:
     """The oldest ``limit`` unprocessed turns in id order, in one read, and whether any
     of them is still settling (holds a spooled event newer than ``settled_before``: the
-    rest of a burst spooled with it may still be on its way). ``lane``: ``URGENT`` reads
-    every pending turn (a flush takes those an economy request holds too: the later result
-    is then discarded as covered); ``ECONOMY`` leaves out the turns a pending request holds
-    and those handed back to the prompt lane; ``FREE`` leaves out only the held ones;
-    ``RELEASED`` reads only those handed back (the prompt lane takes them, the economy lane
+    rest of a burst spooled with it may still be on its way). ``take``: ``URGENT`` reads
+    every pending turn (a flush takes those in flight too: the later result is then
+    discarded as covered); ``NEW`` leaves out the turns in flight and those released to the
+    prompt lane; ``FREE`` leaves out only those in flight; ``RELEASED`` reads only those
+    released (the prompt lane takes them, the economy lane
     the rest: found by the soak, stale marks sent a whole re-pended backlog direct)."""
-    where = _LANE_WHERE[lane]
+    where = _TAKE_WHERE[take]
     rows = schema.rows(
         t,
         f"SELECT {_TURN_COLS}, {_SETTLING.format(n=2)} FROM observations o"

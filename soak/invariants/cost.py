@@ -23,7 +23,7 @@ def cost(world: World, batch_billed: list[Billed]) -> Check:
     """The ledger's cost of each done batch is the cost of the answer the Bridge gave for
     exactly that batch's turns: a direct call's (the prompt lane) at the price, a Message
     Batch result's (the economy lane) at WSD_ECONOMY_PRICE_FACTOR (half) of it, and that result
-    is the one the stand-in billed under the batch's remote id and custom_id. An answer whose
+    is the one the stand-in billed under the batch's Message Batch id and custom_id. An answer whose
     usage was a lie is priced at the daemon's estimate (halved on the economy lane), never
     below zero. Checked in memory.db and in every backup the soak took (a rebuild or the
     deleted memory.db re-curates every turn, so the ledger at the end may hold few economy
@@ -41,12 +41,12 @@ def cost(world: World, batch_billed: list[Billed]) -> Check:
         where = "memory.db" if db == Path(world.layout.memory_db) else "backups"
         rows = query(
             str(db),
-            "SELECT b.id, b.cost_usd, b.input_tokens, b.output_tokens, b.lane, b.remote_id,"
+            "SELECT b.id, b.cost_usd, b.input_tokens, b.output_tokens, b.lane, b.message_batch_id,"
             " b.custom_id, json_group_array(t.observation_id)"
             " FROM batches b JOIN batch_turns t ON t.batch_id = b.id"
             " WHERE b.status = 'done' GROUP BY b.id",
         )
-        for batch_id, cost, tin, tout, lane, remote_id, custom_id, turns_json in rows:
+        for batch_id, cost, tin, tout, lane, message_batch_id, custom_id, turns_json in rows:
             if where == "memory.db":
                 ledger += float(cost)
             lanes[where][lane] += 1
@@ -55,7 +55,7 @@ def cost(world: World, batch_billed: list[Billed]) -> Check:
             factor = 1.0
             if lane == "economy":
                 factor = DEFAULT_ECONOMY_PRICE_FACTOR
-                result = billed.get((remote_id, custom_id))  # None: a result nobody billed
+                result = billed.get((message_batch_id, custom_id))  # None: a result nobody billed
                 usages = [(u, m) for u, m in usages if result is not None and _same(u, result)]
             expected = factor * _price(tin, tout)
             exact = any(u["input_tokens"] == tin and u["output_tokens"] == tout for u, _m in usages)
@@ -66,7 +66,7 @@ def cost(world: World, batch_billed: list[Billed]) -> Check:
             if not (exact or lied) or abs(expected - float(cost)) > 1e-9 or cost < 0:
                 modes = sorted({m for _u, m in usages})
                 mismatched.append(
-                    f"{db.parent.name}/{db.name} #{batch_id} {lane} {remote_id or ''}/"
+                    f"{db.parent.name}/{db.name} #{batch_id} {lane} {message_batch_id or ''}/"
                     f"{custom_id or ''} {tin}/{tout} ${float(cost):.6f} answers {modes}"
                 )
     return Check(
@@ -148,8 +148,9 @@ def spend(world: World, batch_billed: list[Billed], logged: Counter[str]) -> Che
         (str(rid), str(cid)): (outcome, None if charge is None else int(charge))
         for rid, cid, outcome, charge in query(
             t,
-            "SELECT b.remote_id, r.custom_id, r.outcome, r.charge_id FROM remote_requests r"
-            " JOIN remote_batches b ON b.id = r.remote_batch_id WHERE b.remote_id IS NOT NULL",
+            "SELECT b.message_batch_id, r.custom_id, r.outcome, r.charge_id"
+            " FROM message_batch_requests r JOIN message_batches b ON b.id = r.message_batch_row"
+            " WHERE b.message_batch_id IS NOT NULL",
         )
     }
     named = {charge for _o, charge in requests.values()}

@@ -44,7 +44,7 @@ def learnings_once(memory: str) -> Check:
 
 
 def batches_settled(world: World, batch_billed: list[Billed], logged: Counter[str]) -> Check:
-    """After the final drain no Message Batch is left in flight: every remote batch settled,
+    """After the final drain no Message Batch is left in flight: every Message Batch settled,
     every request given an outcome (applied, covered: discarded as curated meanwhile, or
     released to the prompt lane), no turn held. A create cut before the daemon recorded the
     Bridge's id (kill -9, a full disk) was forgotten at the next pass (logged
@@ -53,13 +53,16 @@ def batches_settled(world: World, batch_billed: list[Billed], logged: Counter[st
     batch_turns keeps them from being applied)."""
     t = world.layout.transcript_db
     unsettled = query(
-        t, "SELECT id, remote_id, status, error FROM remote_batches WHERE status != 'settled'"
+        t,
+        "SELECT id, message_batch_id, status, error FROM message_batches WHERE status != 'settled'",
     )
-    (total,) = query(t, "SELECT count(*) FROM remote_batches")[0]
-    pending = query(t, "SELECT count(*) FROM remote_requests WHERE outcome IS NULL")[0][0]
-    held = query(t, "SELECT count(*) FROM remote_turns")[0][0]
-    outcomes = dict(query(t, "SELECT outcome, count(*) FROM remote_requests GROUP BY outcome"))
-    known = {str(r) for (r,) in query(t, "SELECT remote_id FROM remote_batches")}
+    (total,) = query(t, "SELECT count(*) FROM message_batches")[0]
+    pending = query(t, "SELECT count(*) FROM message_batch_requests WHERE outcome IS NULL")[0][0]
+    held = query(t, "SELECT count(*) FROM in_flight_turns")[0][0]
+    outcomes = dict(
+        query(t, "SELECT outcome, count(*) FROM message_batch_requests GROUP BY outcome")
+    )
+    known = {str(r) for (r,) in query(t, "SELECT message_batch_id FROM message_batches")}
     duplicates = {b.batch_id for b in batch_billed} - known
     creates = sum(1 for r in world.bridge.requests if r.method == "POST" and r.path == BATCHES_PATH)
     return Check(

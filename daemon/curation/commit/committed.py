@@ -13,7 +13,7 @@ from wsd.daemon.curation.bridge.spend import price
 from wsd.daemon.curation.judging import Judged, erosion
 from wsd.daemon.curation.judging.reply import ParsedReply
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Store, Turn
+from wsd.daemon.store import AlreadyCovered, BatchRecord, CommitResult, Lane, Store, Turn
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,11 @@ def record(
     reply: Reply,
     started: float,
     config: Config,
-    remote: tuple[str, str] | None = None,
+    message_batch: tuple[str, str] | None = None,
 ) -> BatchRecord:
     """The ledger record of a judged reply to a request started at ``started``: what may be
     committed, every refusal, the call's usage and price (half for an economy-lane result:
-    ``remote`` is its Message Batch id and custom id)."""
+    ``message_batch`` is its Message Batch id and custom id)."""
     checked = judged.checked
     cost = price(
         config,
@@ -76,13 +76,13 @@ def record(
         output_tokens=reply.output_tokens,
         cache_read_tokens=reply.cache_read_tokens,
         cache_write_tokens=reply.cache_write_tokens,
-        cost_usd=cost if remote is None else cost * config.economy_price_factor,
+        cost_usd=cost if message_batch is None else cost * config.economy_price_factor,
         latency_ms=reply.latency_ms,
         started_at=started,
-        state=dict(erosion.held_state(e, started) for e in judged.eroding),
-        call="prompt" if remote is None else "economy",
-        remote_id=None if remote is None else remote[0],
-        custom_id=None if remote is None else remote[1],
+        state=dict(erosion.state_row(e, started) for e in judged.eroding),
+        lane=Lane.PROMPT if message_batch is None else Lane.ECONOMY,
+        message_batch_id=None if message_batch is None else message_batch[0],
+        custom_id=None if message_batch is None else message_batch[1],
     )
 
 

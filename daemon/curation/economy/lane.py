@@ -37,9 +37,9 @@ from wsd.daemon.curation.bridge.failure import problem, status_of
 from wsd.daemon.curation.bridge.spend import StoreMeter
 from wsd.daemon.curation.commit.committed import OnCommit
 from wsd.daemon.curation.economy.wire import (
+    BatchState,
     Gone,
     MessageBatchesClient,
-    RemoteState,
     Result,
     Unsupported,
 )
@@ -48,7 +48,7 @@ from wsd.daemon.curation.request.batch import Batch
 from wsd.daemon.curation.request.prompt import Prepared, Seen
 from wsd.daemon.curation.request.rendering import ECONOMY_RENDERING
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import APPLIED, COVERED, RELEASED, RemoteBatch, RemoteRequest, Store
+from wsd.daemon.store import APPLIED, COVERED, RELEASED, BatchRequest, MessageBatch, Store
 
 #: Reads of an ended batch's results before the requests still without one are released.
 MAX_FETCHES = 3
@@ -71,10 +71,10 @@ OFF_KEY = "economy_off"
 
 @dataclass(frozen=True)
 class Submitted:
-    """What :meth:`Economy.submit` did: ``remote_id`` of the new batch, or ``fallback``
+    """What :meth:`Economy.submit` did: ``message_batch_id`` of the new batch, or ``fallback``
     (the prompt lane should take these turns now) with why."""
 
-    remote_id: str | None = None
+    message_batch_id: str | None = None
     fallback: str | None = None
 
 
@@ -110,7 +110,7 @@ class Economy:
             factor=config.economy_price_factor,
             expect_output=EXPECTED_OUTPUT_TOKENS,
         )
-        self._warned: set[str] = set()  # remote ids whose foreign results_url was logged
+        self._warned: set[str] = set()  # Message Batch ids whose foreign results_url was logged
         self._forced_at = float("-inf")  # the last forced poll (see poll)
         self._purge_due = 0.0  # a Bridge that refused a delete is asked again after a while
 
@@ -124,12 +124,12 @@ class Economy:
         """Whether new batches may go to the economy lane now."""
         return self.config.curation == "economy" and self.off(now) is None
 
-    def in_flight(self) -> list[RemoteBatch]:
-        return self.store.remote.open_batches()
+    def in_flight(self) -> list[MessageBatch]:
+        return self.store.message_batches.open_batches()
 
-    def prompt_only_pending(self) -> bool:
+    def released_pending(self) -> bool:
         """Whether turns handed back to the prompt lane wait to be curated."""
-        return self.store.remote.prompt_only_pending()
+        return self.store.message_batches.released_pending()
 
     # -- submitting ------------------------------------------------------------------------
 
@@ -144,13 +144,13 @@ class Economy:
                 break
             prepared.append(self.pipeline.prepare(batch, base, actions, shared=len(batches)))
         batches = batches[: len(prepared)]
-        requests: list[RemoteRequest] = []
+        requests: list[BatchRequest] = []
         bodies: list[dict[str, Any]] = []
         for position, (batch, ready) in enumerate(zip(batches, prepared, strict=True)):
             ids = [t.id for t in batch.turns]
             custom_id = f"t{ids[0]}-{ids[-1]}-{position}"
             requests.append(
-                RemoteRequest(
+                BatchRequest(
                     custom_id=custom_id,
                     position=position,
                     turn_ids=tuple(ids),
@@ -172,11 +172,11 @@ class Economy:
                     },
                 }
             )
-        rid = self.store.remote.record(
+        rid = self.store.message_batches.record(
             self.pipeline.identity, json.dumps(dict(base)), requests, now
         )
         try:
-            remote_id = self.client.create(bodies)
+            message_batch_id = self.client.create(bodies)
         except Unsupported as exc:
             self._void(requests, rid)
             self._turn_off(str(exc), now)
@@ -187,30 +187,32 @@ class Economy:
             why = f"the Bridge rejected the Message Batch: {exc}"[:300]
             for r in requests:
                 self.meter.unanswered(r.charge_id, "void")
-                self.store.remote.settle_request(rid, r.custom_id, RELEASED, why, now)
+                self.store.message_batches.settle_request(rid, r.custom_id, RELEASED, why, now)
             self.log.warning("economy_rejected", requests=len(bodies), error=why)
             return Submitted(fallback=why)
         except (Outage, Shutdown):
             # It may have reached the Bridge: the estimates stay booked (a duplicate is paid).
-            self.store.remote.forget(rid)
+            self.store.message_batches.discard(rid)
             raise
-        self.store.remote.submitted(rid, remote_id, self.clock(), now + self._wait(0))
+        self.store.message_batches.submitted(
+            rid, message_batch_id, self.clock(), now + self._wait(0)
+        )
         if self.store.ledger.get_state(OFF_KEY):
             self.store.ledger.set_state({OFF_KEY: None}, now)
-            self.log.info("economy_available", remote_id=remote_id)
+            self.log.info("economy_available", message_batch_id=message_batch_id)
         self.log.info(
             "economy_submitted",
-            remote_id=remote_id,
+            message_batch_id=message_batch_id,
             requests=len(bodies),
             turns=sum(len(b.turns) for b in batches),
         )
-        return Submitted(remote_id=remote_id)
+        return Submitted(message_batch_id=message_batch_id)
 
-    def _void(self, requests: Sequence[RemoteRequest], rid: int) -> None:
+    def _void(self, requests: Sequence[BatchRequest], rid: int) -> None:
         """A create the Bridge refused: nothing billed, nothing held."""
         for r in requests:
             self.meter.unanswered(r.charge_id, "void")
-        self.store.remote.forget(rid)
+        self.store.message_batches.discard(rid)
 
     def _turn_off(self, why: str, now: float) -> None:
         off = {"since": now, "reason": why[:300], "probe_at": now + PROBE_SECONDS}
@@ -236,15 +238,15 @@ class Economy:
             self._forced_at = now
         settled = 0
         for batch in self.in_flight():
-            if batch.status == "submitting" or batch.remote_id is None:
+            if batch.status == "submitting" or batch.message_batch_id is None:
                 # Cut by a crash between recording it and the Bridge's answer: it may have
                 # been created (and billed) all the same, so each request keeps its estimate;
                 # its turns go again.
-                lost = self.store.remote.pending_requests(batch.id)
+                lost = self.store.message_batches.pending_requests(batch.id)
                 for request in lost:
                     self.meter.unanswered(request.charge_id, "lost")
                 self.log.warning("economy_submission_lost", batch=batch.id, requests=len(lost))
-                self.store.remote.forget(batch.id)
+                self.store.message_batches.discard(batch.id)
                 continue
             wait = None if batch.next_poll_at is None else batch.next_poll_at - now
             # A look planned further off than the longest wait was planned by a clock since
@@ -263,9 +265,9 @@ class Economy:
         if now < self._purge_due:
             return 0
         done = 0
-        for rid, remote_id in self.store.remote.to_purge():
+        for rid, message_batch_id in self.store.message_batches.to_purge():
             try:
-                self.client.delete(remote_id)
+                self.client.delete(message_batch_id)
             except Shutdown:
                 raise
             except Gone:
@@ -274,24 +276,24 @@ class Economy:
                 if status_of(exc) == 400:
                     # Not ended (its requests were released by the forget while it was out):
                     # canceled, so the Bridge ends it; deleted on a later pass.
-                    self._cancel(remote_id)
+                    self._cancel(message_batch_id)
                     self._purge_due = now + self.config.economy_poll_seconds
                 else:
                     self._purge_due = now + PURGE_RETRY_SECONDS
-                    self._log_once("economy_delete_failed", remote_id, error=problem(exc))
+                    self._log_once("economy_delete_failed", message_batch_id, error=problem(exc))
                 continue
-            self.store.remote.purged(rid)
-            self.log.info("economy_results_deleted", remote_id=remote_id)
+            self.store.message_batches.purged(rid)
+            self.log.info("economy_results_deleted", message_batch_id=message_batch_id)
             done += 1
         return done
 
-    def _cancel(self, remote_id: str) -> None:
+    def _cancel(self, message_batch_id: str) -> None:
         try:
-            self.client.cancel(remote_id)
+            self.client.cancel(message_batch_id)
         except Shutdown:
             raise
         except Exception as exc:
-            self._log_once("economy_cancel_failed", remote_id, error=problem(exc))
+            self._log_once("economy_cancel_failed", message_batch_id, error=problem(exc))
 
     def _wait(self, polls: int) -> float:
         """Seconds before the next look at a batch polled ``polls`` times."""
@@ -300,82 +302,88 @@ class Economy:
 
     def _poll_one(
         self,
-        batch: RemoteBatch,
+        batch: MessageBatch,
         now: float,
         on_commit: OnCommit,
     ) -> int:
-        remote_id = str(batch.remote_id)
+        message_batch_id = str(batch.message_batch_id)
         later = now + self._wait(batch.polls + 1)
         try:
-            state = self.client.retrieve(remote_id)
+            state = self.client.retrieve(message_batch_id)
         except Shutdown:
             raise
         except Gone as exc:
             if batch.misses + 1 >= MAX_MISSES:
-                return self._release_all(batch, f"the Bridge no longer knows {remote_id}", now)
-            self.store.remote.polled(batch.id, next_poll=later, error=str(exc), missing=True)
+                return self._release_all(
+                    batch, f"the Bridge no longer knows {message_batch_id}", now
+                )
+            self.store.message_batches.polled(
+                batch.id, next_poll=later, error=str(exc), missing=True
+            )
             return 0
         except Exception as exc:
-            self.store.remote.polled(batch.id, next_poll=later, error=problem(exc))
-            self._log_once("economy_poll_failed", remote_id, error=problem(exc))
+            self.store.message_batches.polled(batch.id, next_poll=later, error=problem(exc))
+            self._log_once("economy_poll_failed", message_batch_id, error=problem(exc))
             return 0
         if state.status != "ended":
-            self.store.remote.polled(batch.id, next_poll=later)
+            self.store.message_batches.polled(batch.id, next_poll=later)
             return 0
         return self._collect(batch, state, now, on_commit)
 
     def _collect(
         self,
-        batch: RemoteBatch,
-        state: RemoteState,
+        batch: MessageBatch,
+        state: BatchState,
         now: float,
         on_commit: OnCommit,
     ) -> int:
         """Read an ended batch's results and apply them in claim order."""
-        remote_id = state.remote_id
+        message_batch_id = state.message_batch_id
         foreign = self.client.foreign_results_url(state)
         if foreign:
-            self._log_once("economy_results_url_ignored", remote_id, results_url=foreign)
-        pending = self.store.remote.pending_requests(batch.id)
+            self._log_once("economy_results_url_ignored", message_batch_id, results_url=foreign)
+        pending = self.store.message_batches.pending_requests(batch.id)
         last_read = batch.fetches + 1 >= MAX_FETCHES
         soon = now + self.config.economy_poll_seconds
         try:
             expected = {r.custom_id: r.request_chars for r in pending}
-            done = self.store.remote.custom_ids(batch.id) - set(expected)
-            results = self.client.results(remote_id, expected, done)
+            done = self.store.message_batches.custom_ids(batch.id) - set(expected)
+            results = self.client.results(message_batch_id, expected, done)
         except Shutdown:
             raise
         except Exception as exc:
             if last_read:
                 return self._release_all(batch, f"results unreadable: {problem(exc)}", now)
-            self.store.remote.polled(
+            self.store.message_batches.polled(
                 batch.id, next_poll=soon, error=problem(exc), ended_at=state.ended_at, fetched=True
             )
             return 0
         for damage in results.problems[:5]:
-            self.log.warning("economy_results_damaged", remote_id=remote_id, problem=damage)
+            self.log.warning(
+                "economy_results_damaged", message_batch_id=message_batch_id, problem=damage
+            )
         base = self._base(batch)
         settled = 0
         for request in pending:
             result = results.by_id.get(request.custom_id)
             if result is None and not last_read:
                 break  # read again before going on: results are applied in claim order
-            self._settle(request, result, base, batch, remote_id, on_commit)
+            self._settle(request, result, base, batch, message_batch_id, on_commit)
             settled += 1
         left = len(pending) - settled
         error = f"{left} result(s) missing; reading again" if left else None
-        self.store.remote.polled(
+        self.store.message_batches.polled(
             batch.id, next_poll=soon, error=error, ended_at=state.ended_at, fetched=True
         )
         return settled
 
     def _settle(
         self,
-        request: RemoteRequest,
+        request: BatchRequest,
         result: Result | None,
         base: dict[str, str],
-        batch: RemoteBatch,
-        remote_id: str,
+        batch: MessageBatch,
+        message_batch_id: str,
         on_commit: OnCommit,
     ) -> None:
         """Book the request's charge, then apply its reply or hand its turns to the prompt
@@ -395,15 +403,22 @@ class Economy:
                 how = "unreadable"
             self.meter.unanswered(request.charge_id, how)
             self.log.warning(
-                "economy_request_failed", remote_id=remote_id, custom_id=request.custom_id, why=why
+                "economy_request_failed",
+                message_batch_id=message_batch_id,
+                custom_id=request.custom_id,
+                why=why,
             )
-            self.store.remote.settle_request(batch.id, request.custom_id, RELEASED, why, now)
+            self.store.message_batches.settle_request(
+                batch.id, request.custom_id, RELEASED, why, now
+            )
             return
         if result.usage is not None:
             self.meter.answered(request.charge_id, result.usage, result.message_id)
         turns = self.store.turns.turns_by_id(list(request.turn_ids))
         if not turns:  # gone meanwhile (transcript.db replaced under us): nothing to apply
-            self.store.remote.settle_request(batch.id, request.custom_id, COVERED, "gone", now)
+            self.store.message_batches.settle_request(
+                batch.id, request.custom_id, COVERED, "gone", now
+            )
             return
         seen = Seen(
             base, request.actions, request.offered, request.started_at, shown=ECONOMY_RENDERING
@@ -415,23 +430,30 @@ class Economy:
             seen,
             replace(result.reply, latency_ms=max(0.0, waited)),
             on_commit,
-            remote=(remote_id, request.custom_id),
+            message_batch=(message_batch_id, request.custom_id),
         )
         outcome = APPLIED if done.result is not None else COVERED
-        self.store.remote.settle_request(batch.id, request.custom_id, outcome, None, self.clock())
+        self.store.message_batches.settle_request(
+            batch.id, request.custom_id, outcome, None, self.clock()
+        )
 
-    def _release_all(self, batch: RemoteBatch, why: str, now: float) -> int:
+    def _release_all(self, batch: MessageBatch, why: str, now: float) -> int:
         """Hand every request of ``batch`` without an outcome to the prompt lane."""
-        pending = self.store.remote.pending_requests(batch.id)
+        pending = self.store.message_batches.pending_requests(batch.id)
         for request in pending:
             self.meter.unanswered(request.charge_id, "lost")
-            self.store.remote.settle_request(batch.id, request.custom_id, RELEASED, why, now)
+            self.store.message_batches.settle_request(
+                batch.id, request.custom_id, RELEASED, why, now
+            )
         self.log.warning(
-            "economy_batch_released", remote_id=batch.remote_id, requests=len(pending), why=why
+            "economy_batch_released",
+            message_batch_id=batch.message_batch_id,
+            requests=len(pending),
+            why=why,
         )
         return len(pending)
 
-    def _base(self, batch: RemoteBatch) -> dict[str, str]:
+    def _base(self, batch: MessageBatch) -> dict[str, str]:
         """The memory files the batch's requests were built from."""
         try:
             loaded = json.loads(batch.base_json)
@@ -441,11 +463,11 @@ class Economy:
             return {}
         return {str(k): v for k, v in loaded.items() if isinstance(v, str)}
 
-    def _log_once(self, event: str, remote_id: str, **fields: Any) -> None:
-        key = f"{event}:{remote_id}"
+    def _log_once(self, event: str, message_batch_id: str, **fields: Any) -> None:
+        key = f"{event}:{message_batch_id}"
         if key not in self._warned:
             self._warned.add(key)
-            self.log.warning(event, remote_id=remote_id, **fields)
+            self.log.warning(event, message_batch_id=message_batch_id, **fields)
 
 
 def economy_off(store: Store, now: float) -> dict[str, Any] | None:
@@ -466,10 +488,12 @@ def report(store: Store, lane: str, now: float) -> dict[str, Any]:
     """The lane as ``wsd status`` and ``wsd doctor`` show it (read-only): the setting, whether
     the economy lane is off and why, and every Message Batch in flight with its age."""
     in_flight = []
-    for batch in store.remote.summary():
+    for batch in store.message_batches.summary():
         since = batch.get("submitted_at") or batch.get("created_at")
         age = now - float(since) if isinstance(since, int | float) else None
-        in_flight.append(batch | {"age_s": None if age is None else round(age, 1)})
+        # wsd.status/1 named its id remote_id: kept for that schema's readers (same value).
+        alias = {"remote_id": batch.get("message_batch_id")}
+        in_flight.append(batch | alias | {"age_s": None if age is None else round(age, 1)})
     return {
         "lane": lane,
         "economy_off": economy_off(store, now),

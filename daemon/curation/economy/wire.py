@@ -68,10 +68,10 @@ class Gone(Exception):
 
 
 @dataclass(frozen=True)
-class RemoteState:
+class BatchState:
     """A batch as the Bridge reports it."""
 
-    remote_id: str
+    message_batch_id: str
     status: str
     ended_at: float | None
     results_url: str | None
@@ -116,16 +116,16 @@ class MessageBatchesClient:
             except Exception as exc:
                 _raise_unsupported(exc)
                 raise
-            return _state(batch, unsupported=True).remote_id
+            return _state(batch, unsupported=True).message_batch_id
 
         return self.bridge.retried(attempt, passthrough=(Unsupported,))
 
-    def retrieve(self, remote_id: str) -> RemoteState:
+    def retrieve(self, message_batch_id: str) -> BatchState:
         """The batch as it stands. Raises Gone (404), Unsupported (an answer that is not a
         batch), Shutdown, or the client's error (the caller polls again later)."""
         try:
             batch = self.bridge.in_thread(
-                lambda c: c.messages.batches.retrieve(_safe(remote_id)),
+                lambda c: c.messages.batches.retrieve(_safe(message_batch_id)),
                 "wsd-batch-poll",
             )
         except Exception as exc:
@@ -133,17 +133,19 @@ class MessageBatchesClient:
                 raise Gone(self.bridge.scrub(problem(exc))) from exc
             raise
         state = _state(batch, unsupported=False)
-        if state.remote_id != remote_id:
-            raise BadReply(f"asked for batch {remote_id}, the Bridge answered {state.remote_id}")
+        if state.message_batch_id != message_batch_id:
+            raise BadReply(
+                f"asked for batch {message_batch_id}, the Bridge answered {state.message_batch_id}"
+            )
         return state
 
     def results(
-        self, remote_id: str, expected: Mapping[str, int], done: Set[str] = frozenset()
+        self, message_batch_id: str, expected: Mapping[str, int], done: Set[str] = frozenset()
     ) -> Results:
         """The results of an ended batch, by custom id; ``expected`` maps each of its
         custom ids still waiting to its request's size in characters (the usage check),
         ``done`` names those already applied."""
-        path = f"/v1/messages/batches/{_safe(remote_id)}/results"
+        path = f"/v1/messages/batches/{_safe(message_batch_id)}/results"
         max_tokens = self.config.max_tokens
 
         def read(client: Any) -> Results:
@@ -168,27 +170,28 @@ class MessageBatchesClient:
 
         return self.bridge.in_thread(read, "wsd-batch-results")
 
-    def delete(self, remote_id: str) -> None:
+    def delete(self, message_batch_id: str) -> None:
         """Delete an ended batch and its results at the Bridge (issue 33: its requests held
         words the person asked to forget). Raises Gone if the Bridge no longer has it."""
-        self._on_batch("delete", remote_id)
+        self._on_batch("delete", message_batch_id)
 
-    def cancel(self, remote_id: str) -> None:
+    def cancel(self, message_batch_id: str) -> None:
         """Ask the Bridge to stop a batch that has not ended (it ends it, canceled); Gone if
         the Bridge no longer has it."""
-        self._on_batch("cancel", remote_id)
+        self._on_batch("cancel", message_batch_id)
 
-    def _on_batch(self, verb: str, remote_id: str) -> None:
+    def _on_batch(self, verb: str, message_batch_id: str) -> None:
         try:
             self.bridge.in_thread(
-                lambda c: getattr(c.messages.batches, verb)(_safe(remote_id)), f"wsd-batch-{verb}"
+                lambda c: getattr(c.messages.batches, verb)(_safe(message_batch_id)),
+                f"wsd-batch-{verb}",
             )
         except Exception as exc:
             if status_of(exc) == 404:
-                raise Gone(f"no batch {remote_id}") from exc
+                raise Gone(f"no batch {message_batch_id}") from exc
             raise
 
-    def foreign_results_url(self, state: RemoteState) -> str | None:
+    def foreign_results_url(self, state: BatchState) -> str | None:
         """The batch's ``results_url`` when it points off the Bridge (never fetched)."""
         url = state.results_url
         if not url or not self.config.bridge_url:
@@ -335,22 +338,24 @@ class _Usage:
         self.cache_creation_input_tokens = raw.get("cache_creation_input_tokens")
 
 
-def _state(raw: Any, *, unsupported: bool) -> RemoteState:
+def _state(raw: Any, *, unsupported: bool) -> BatchState:
     """A batch object checked; not one is Unsupported (at create: this Bridge does not do
     batches) or BadReply (at a poll: a hiccup, polled again)."""
     fail: type[Exception] = Unsupported if unsupported else BadReply
     if _get(raw, "type") != "message_batch":
         raise fail(f"the Bridge answered something that is not a message batch: {str(raw)[:120]}")
-    remote_id = _get(raw, "id")
+    message_batch_id = _get(raw, "id")
     status = _get(raw, "processing_status")
-    usable = isinstance(remote_id, str) and 0 < len(remote_id) <= 200
-    if usable and not all(ch.isalnum() or ch in "_-" for ch in str(remote_id)):
+    usable = isinstance(message_batch_id, str) and 0 < len(message_batch_id) <= 200
+    if usable and not all(ch.isalnum() or ch in "_-" for ch in str(message_batch_id)):
         usable = False  # it becomes a path segment: "../" must not reach a URL
     if not usable or status not in STATES:
         raise fail(f"a message batch without a usable id or status: {str(raw)[:120]}")
     url = _get(raw, "results_url")
     ended = _time(_get(raw, "ended_at"))
-    return RemoteState(str(remote_id), str(status), ended, url if isinstance(url, str) else None)
+    return BatchState(
+        str(message_batch_id), str(status), ended, url if isinstance(url, str) else None
+    )
 
 
 def _get(raw: Any, name: str) -> Any:
@@ -374,12 +379,12 @@ def _time(raw: Any) -> float | None:
         return None
 
 
-def _safe(remote_id: str) -> str:
-    """A remote id as a path segment: the Bridge's own ids are word characters; anything
+def _safe(message_batch_id: str) -> str:
+    """A Message Batch id as a path segment: the Bridge's own ids are word characters; anything
     else (a hostile answer naming ``../``) is refused."""
-    if not remote_id or not all(ch.isalnum() or ch in "_-" for ch in remote_id):
-        raise BadReply(f"unusable batch id {remote_id[:60]!r}")
-    return remote_id
+    if not message_batch_id or not all(ch.isalnum() or ch in "_-" for ch in message_batch_id):
+        raise BadReply(f"unusable batch id {message_batch_id[:60]!r}")
+    return message_batch_id
 
 
 def _raise_unsupported(exc: BaseException) -> None:

@@ -81,7 +81,7 @@ class Limits:
 
     ``kept``: what the lines the file had a day ago say (:func:`plain`), when erosion is
     watched; then at most ``kept_allowance`` lines saying one of them may be lost, and a
-    removal refused for it gives ``held_reason``.
+    removal refused for it gives ``erosion_reason``.
     """
 
     lines: int
@@ -89,7 +89,7 @@ class Limits:
     max_loss: float = DEFAULT_MAX_LOSS
     kept: frozenset[str] | None = None
     kept_allowance: int = 0
-    held_reason: str = "the file lost too much of what it had a day ago"
+    erosion_reason: str = "the file lost too much of what it had a day ago"
 
     def allowance(self, lines: int) -> int:
         """Lines one batch may lose of a file of ``lines`` lines that say something: a
@@ -108,8 +108,9 @@ class Outcome:
     #: Lines of the current file no line of the result says any more.
     lost: int = 0
     refused: list[tuple[Edit, str]] = field(default_factory=list)
-    #: True when a removal was refused to keep what the file had a day ago (erosion).
-    held: bool = False
+    #: True when a removal was refused to keep what the file had a day ago: the file is
+    #: eroding, and its removals wait (erosion).
+    eroding: bool = False
 
     @property
     def changed(self) -> bool:
@@ -181,17 +182,17 @@ def apply(
         else:
             deleted[index] = edit
             removals.append(index)
-    held = False
+    eroding = False
     while True:  # refusing an add to fit can un-move a line (a loss), and refusing a removal
         # can take the file over a limit: settle both (each round refuses something, or ends)
         before = len(refused)
-        held |= _hold_loss(current, replaced, deleted, removals, added, refused, limits)
+        eroding |= _hold_loss(current, replaced, deleted, removals, added, refused, limits)
         _fit(current, replaced, deleted, added, refused, limits)
         if len(refused) == before:
             break
     lines = _compose(current, replaced, deleted, added)
     applied = len(replaced) + len(deleted) + len(added)
-    return Outcome(lines, applied, lost_lines(current, lines), refused, held)
+    return Outcome(lines, applied, lost_lines(current, lines), refused, eroding)
 
 
 def lost_lines(before: Sequence[str], after: Sequence[str]) -> int:
@@ -238,7 +239,7 @@ def _hold_loss(
             lost += sign * count[p]
             lost_old += sign * count[p] if p in old else 0
 
-    held = False
+    eroding = False
     for index in reversed(removals):
         if lost <= allowance and lost_old <= day:
             break
@@ -254,14 +255,14 @@ def _hold_loss(
         else:
             edit = deleted.pop(index)
         keep(p, 1)
-        held |= for_day
+        eroding |= for_day
         why = (
-            limits.held_reason
+            limits.erosion_reason
             if for_day
             else f"{LOSS_REASON} ({allowance} of {lines} lines a batch)"
         )
         refused.append((edit, why))
-    return held
+    return eroding
 
 
 def _missing(edit: Edit, base: Sequence[str]) -> str:

@@ -10,7 +10,7 @@ go on, and so do removals of lines written since. A person's hand edit or ``wsd 
 resets the baseline to their version (a person who cut the file meant it); otherwise it moves on by
 itself as the day rolls, so the file can change again at the pace of half a day's worth.
 
-When a removal waits, the batch records it (state key ``held:<file>``), and ``wsd status`` and
+When a removal waits, the batch records it (state key ``eroding:<file>``), and ``wsd status`` and
 ``wsd doctor`` name the file, what it lost, and the revision that restores it.
 """
 
@@ -27,8 +27,8 @@ from wsd.schema.layout import CURATED_FILES
 
 #: The baseline is the file as it was this long before the batch.
 WINDOW_SECONDS = 86_400.0
-#: The state key under which a batch that held removals back says so (``held:user.md``).
-HELD_KEY = "held:{name}"
+#: The state key under which a batch that made removals wait says so (``eroding:user.md``).
+EROSION_KEY = "eroding:{name}"
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Erosion:
     def reason(self) -> str:
         """Why a removal was refused, and how a person undoes the loss."""
         return (
-            f"held: the file has lost {self.lost} of the {self.had} lines it had at revision"
+            f"erosion: the file has lost {self.lost} of the {self.had} lines it had at revision"
             f" #{self.revision} ({_when(self.at)}); removals wait (wsd memory restore"
             f" {self.file} {self.revision} brings them back; a hand edit accepts the file)"
         )
@@ -98,25 +98,25 @@ def measure(store: Store, name: str, text: str, now: float, fraction: float) -> 
     return Erosion(name, base.id, base.created_at, len(says), lost, limit, frozenset(says))
 
 
-def held_state(erosion: Erosion, batch_at: float) -> tuple[str, str]:
-    """The state row a batch that held removals back writes: (key, value)."""
+def state_row(erosion: Erosion, batch_at: float) -> tuple[str, str]:
+    """The state row a batch that made removals wait writes: (key, value)."""
     value = {"revision": erosion.revision, "had": erosion.had, "at": batch_at}
-    return HELD_KEY.format(name=erosion.file), json.dumps(value)
+    return EROSION_KEY.format(name=erosion.file), json.dumps(value)
 
 
 def waiting(store: Store, name: str, text: str, now: float, fraction: float) -> Erosion | None:
     """The file's erosion if removals of it are waiting now: the gate is closed and a batch
-    held one back since its baseline (a baseline moved on by a day, a hand edit or a restore
+    made one wait since its baseline (a baseline moved on by a day, a hand edit or a restore
     makes an older hold stale)."""
     erosion = measure(store, name, text, now, fraction)
     if erosion is None or not erosion.closed:
         return None
-    raw = store.ledger.get_state(HELD_KEY.format(name=name))
+    raw = store.ledger.get_state(EROSION_KEY.format(name=name))
     try:
-        held = json.loads(raw) if raw else None
+        waited = json.loads(raw) if raw else None
     except ValueError:
-        held = None
-    if not isinstance(held, dict) or held.get("revision") != erosion.revision:
+        waited = None
+    if not isinstance(waited, dict) or waited.get("revision") != erosion.revision:
         return None
     return erosion
 

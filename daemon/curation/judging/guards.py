@@ -76,7 +76,7 @@ class Caps:
             self.max_loss,
             kept=erosion.said,
             kept_allowance=erosion.allowance,
-            held_reason=erosion.reason(),
+            erosion_reason=erosion.reason(),
         )
 
 
@@ -89,9 +89,9 @@ class Review:
     closed_actions: list[int] = field(default_factory=list)
     md_updates: dict[str, str] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
-    #: Files whose removals were held back to keep what they had a day ago.
-    held: list[str] = field(default_factory=list)
-    #: Refused md edits by kind: "loss" (over a batch's loss limit), "erosion" (held to keep
+    #: Files eroding: their removals wait, to keep what they had a day ago.
+    eroding: list[str] = field(default_factory=list)
+    #: Refused md edits by kind: "loss" (over a batch's loss limit), "erosion" (waiting, to keep
     #: what the file had a day ago), "edit" (any other reason); for ``wsd metrics``.
     kinds: Counter[str] = field(default_factory=Counter)
 
@@ -177,9 +177,11 @@ def _files(
         out.refused += _grouped(name, result.refused)
         for _edit, why in result.refused:
             loss = why.startswith(LOSS_REASON)
-            out.kinds["erosion" if why == limits.held_reason else "loss" if loss else "edit"] += 1
-        if result.held:
-            out.held.append(name)
+            out.kinds[
+                "erosion" if why == limits.erosion_reason else "loss" if loss else "edit"
+            ] += 1
+        if result.eroding:
+            out.eroding.append(name)
         if result.changed and result.lines != now:
             out.md_updates[name] = "\n".join(result.lines) + "\n" if result.lines else ""
 

@@ -93,5 +93,5 @@ def judge(
         erosion=day,
         forgets=list(forgets),
     )
-    eroding = tuple(e for name in checked.held if (e := day[name]) is not None)
+    eroding = tuple(e for name in checked.eroding if (e := day[name]) is not None)
     return Judged(read, checked, grounded, eroding, forgets)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from wsd.daemon.curation.bridge.client import sdk_loaded
 from wsd.daemon.memory.semantic import model_loaded
-from wsd.daemon.runtime.signals import HELD_ACROSS_EXEC
+from wsd.daemon.runtime.signals import BLOCKED_ACROSS_EXEC
 
 
 class MemoryShedder:
@@ -48,15 +48,15 @@ class MemoryShedder:
         # action (exit -15, not 0); so would a SIGUSR1 asking for a stack dump. Blocked
         # signals stay pending across execv; the new image unblocks them once its handlers
         # are in (daemon/runtime/signals.py), then stops cleanly or dumps its stacks.
-        signal.pthread_sigmask(signal.SIG_BLOCK, HELD_ACROSS_EXEC)
+        signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_EXEC)
         if stopping():  # a signal came just before the block: stop instead
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_EXEC)
             return None
         before()
         try:
             os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
         except OSError as exc:  # e.g. the venv is being replaced: carry on as we are
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_ACROSS_EXEC)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_EXEC)
             self.busy()
             return exc
         return None  # pragma: no cover - execv does not return

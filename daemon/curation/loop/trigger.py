@@ -1,16 +1,16 @@
-"""When the loop curates, and which lane a batch takes.
+"""When the loop curates, and which turns (so which lane) the next call takes.
 
 * :func:`trigger`: a flush request whose turns are not all curated yet, a full batch
   (``WSD_BATCH_TURNS``), or turns that have waited ``WSD_IDLE_SECONDS`` while every session
   was quiet for ``WSD_QUIET_SECONDS``.
-* :func:`choose`: a :class:`~wsd.daemon.store.Lane`, which pending turns the call takes:
-  ``ECONOMY`` (a Message Batch at half price, the default), ``URGENT`` (a direct call that
-  takes the turns an economy request holds too: PreCompact and ``wsd flush`` want them in
-  memory now, and the economy result that follows is discarded as covered; the turns closed
-  after the flush was asked for go the way they would have gone without it), ``FREE`` (a
-  direct call for the turns no economy request holds: ``WSD_CURATION=prompt`` or a Bridge
-  without batches), or ``RELEASED`` (a direct call for the turns the economy lane handed
-  back, and only those).
+* :func:`choose`: a :class:`~wsd.daemon.store.Take`, which pending turns the call takes,
+  and so its lane: ``NEW`` (the economy lane: a Message Batch at half price, the default),
+  ``URGENT`` (the prompt lane, taking the turns in flight too: PreCompact and ``wsd flush``
+  want them in memory now, and the economy result that follows is discarded as covered; the
+  turns closed after the flush was asked for go the way they would have gone without it),
+  ``FREE`` (the prompt lane, for the turns not in flight: ``WSD_CURATION=prompt`` or a
+  Bridge without batches), or ``RELEASED`` (the prompt lane, for the turns the economy lane
+  released, and only those).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import Backlog, Lane
+from wsd.daemon.store import Backlog, Take
 
 
 class EconomyLane(Protocol):
@@ -26,7 +26,7 @@ class EconomyLane(Protocol):
 
     def usable(self, now: float) -> bool: ...
 
-    def prompt_only_pending(self) -> bool: ...
+    def released_pending(self) -> bool: ...
 
 
 def trigger(config: Config, backlog: Backlog, now: float) -> str | None:
@@ -43,12 +43,12 @@ def trigger(config: Config, backlog: Backlog, now: float) -> str | None:
     return None
 
 
-def choose(backlog: Backlog, reason: str, economy: EconomyLane, now: float) -> Lane:
-    """The lane for the next batch (see the module docstring)."""
+def choose(backlog: Backlog, reason: str, economy: EconomyLane, now: float) -> Take:
+    """Which turns the next call takes (see the module docstring)."""
     if reason == "flush" and backlog.urgent_flush is not None:
-        return Lane.URGENT
+        return Take.URGENT
     if not economy.usable(now):
-        return Lane.FREE
-    if economy.prompt_only_pending():
-        return Lane.RELEASED
-    return Lane.ECONOMY
+        return Take.FREE
+    if economy.released_pending():
+        return Take.RELEASED
+    return Take.NEW

@@ -1,13 +1,12 @@
 """The daemon's loop: ``run()`` is ``while not stopped: run_once()``.
 
-A pass runs the chores (:mod:`.chores`: erasures, the spool, orphans, economy results, the
-turn index, hand edits, flush answers, maintenance), then only decides: whether to curate
-(:func:`.trigger.trigger`), through which lane (:func:`.trigger.choose`), whether the gate is
-open (the outage backoff, the day's budget), and takes and curates at most one batch (or
-submits one Message Batch), so a test can drive it one step at a time and a SIGTERM never
-waits for more than one batch. Nothing is held between passes: no database connection, no
-HTTP connection once drained.
-"""
+A pass runs the chores (:mod:`.chores`: erasures, the spool, orphans, economy results, the turn
+index, hand edits, flush answers, maintenance), then only decides: whether to curate
+(:func:`.trigger.trigger`), which turns through which lane (:func:`.trigger.choose`), whether
+the gate is open (the outage backoff, the day's budget), and takes and curates at most one batch
+(or submits one Message Batch), so a test can drive it one step at a time and a SIGTERM never
+waits for more than one batch. Nothing is held between passes: no database connection, no HTTP
+connection once drained."""
 
 from __future__ import annotations
 
@@ -33,7 +32,7 @@ from wsd.daemon.curation.request.batch import Batch, NoBatch
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import State, StatusFile, package_version
 from wsd.daemon.runtime.pause import pause_requested
-from wsd.daemon.store import Backlog, Lane, Store
+from wsd.daemon.store import Backlog, Lane, Store, Take
 
 
 @dataclass(eq=False)
@@ -186,26 +185,26 @@ class Worker:
     def _decide(self, backlog: Backlog, now: float) -> PassResult:
         """Turns are pending: whether to curate now (trigger), through which lane, whether
         the gate is open; then one batch curated, or one Message Batch submitted."""
-        if backlog.held < backlog.pending:
+        if backlog.in_flight < backlog.pending:
             self.pipeline.bridge.prepare()  # work is waiting: load the SDK while we decide
         if self.gate.backing_off():
             return PassResult(Step.BACKOFF)
         reason = trigger.trigger(self.config, backlog, now)
         if reason is None:
             return PassResult(Step.WAITING)
-        lane = trigger.choose(backlog, reason, self.economy, now)
-        urgent = lane == Lane.URGENT and backlog.held
+        take = trigger.choose(backlog, reason, self.economy, now)
+        urgent = take == Take.URGENT and backlog.in_flight
         # An urgent flush: results that came need no call.
         if urgent and not chores.collect(self.economy, self.after, now, force=True):
             return PassResult(Step.STOPPED)
-        if lane == Lane.ECONOMY and backlog.held:
+        if take.lane == Lane.ECONOMY and backlog.in_flight:
             # One Message Batch at a time: the next request then sees this one's result.
             return PassResult(Step.AWAITING)
         if self.gate.over_budget(now):
             return PassResult(Step.BUDGET)
-        if lane == Lane.ECONOMY:
+        if take.lane == Lane.ECONOMY:
             return self._submit(now)
-        taken = self.pipeline.take(now, self.chores.intake.waiting(), lane)
+        taken = self.pipeline.take(now, self.chores.intake.waiting(), take)
         if isinstance(taken, NoBatch):
             return _nothing_taken(taken)
         # The one state written inside a pass: the call may take minutes.
@@ -217,7 +216,7 @@ class Worker:
     def _submit(self, now: float) -> PassResult:
         """Claim the backlog (up to one Message Batch of batches) and submit it."""
         most = self.config.economy_max_requests
-        taken = self.pipeline.take(now, self.chores.intake.waiting(), Lane.ECONOMY, most)
+        taken = self.pipeline.take(now, self.chores.intake.waiting(), Take.NEW, most)
         if isinstance(taken, NoBatch):
             return _nothing_taken(taken)
         try:

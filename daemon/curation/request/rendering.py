@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wsd.daemon.curation.request.excerpt import clip, excerpt
-from wsd.daemon.store import Turn
+from wsd.daemon.store import Lane, Turn
 
 # What each part of a turn gets (characters), chosen from ``make bench``: ``curator_sees``
 # (the share of each fact's words the curator is shown, on LoCoMo and on realistic agent
@@ -117,11 +117,10 @@ WRITING_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWr
 ECONOMY_RENDERING = Rendering(tool_output_chars=500, quiet_output_tools=WRITING_TOOLS)
 
 
-def rendering_for(lane: str) -> Rendering:
-    """The rendering of a call kind (the ledger's ``lane``: ``prompt``, ``economy``) or of a
-    :class:`~wsd.daemon.store.Lane` (``economy`` is the Message Batch's; every other lane is
-    a direct call)."""
-    return ECONOMY_RENDERING if lane == "economy" else PROMPT_RENDERING
+def rendering_for(lane: Lane | str) -> Rendering:
+    """The rendering of a lane (as the ledger's ``lane`` column names it: a parked batch is
+    retried, and a rebuild re-curates a batch, as its lane rendered it)."""
+    return ECONOMY_RENDERING if lane == Lane.ECONOMY else PROMPT_RENDERING
 
 
 def escape(text: str) -> str:

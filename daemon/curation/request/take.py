@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from wsd.daemon.curation.request.batch import LATE_SETTLE_SECONDS, Batch, NoBatch, plan
 from wsd.daemon.curation.request.rendering import Rendering, rendering_for
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.store import Lane, Store, Turn
+from wsd.daemon.store import Store, Take, Turn
 
 
 def take(
@@ -18,22 +18,22 @@ def take(
     now: float,
     spool_waiting: bool,
     most: int = 1,
-    lane: Lane = Lane.URGENT,
+    which: Take = Take.URGENT,
 ) -> list[Batch] | NoBatch:
     """Up to ``most`` consecutive batches (one for a direct call, a backlog's for one Message
     Batch), claimed in one transaction; the plan is made again only when a late event changed
     a turn between the read and the claim. ``spool_waiting``: spooled events wait unrecorded
     (a hook spooled since this pass's intake), so one of them may belong before these turns.
-    ``lane``: which pending turns may be taken (see :func:`wsd.daemon.store.turns.next_turns`)."""
+    ``which``: which pending turns may be taken (see :func:`wsd.daemon.store.turns.next_turns`)."""
     size = config.batch_turns
-    turns, settling = store.turns.next_turns(size * most, now - LATE_SETTLE_SECONDS, lane)
+    turns, settling = store.turns.next_turns(size * most, now - LATE_SETTLE_SECONDS, which)
     if settling or spool_waiting:
         return NoBatch.SETTLING
     covered = store.ledger.covered(identity, [t.id for t in turns])
     if covered:  # markers lagging behind the ledger (crash between the two commits)
         store.turns.mark_processed(sorted(covered))
         return NoBatch.REMARKED
-    shown = rendering_for(lane)
+    shown = rendering_for(which.lane)
     batches = _plan(config, turns, most, shown)
     if not batches:
         return NoBatch.GONE

@@ -37,7 +37,7 @@ from wsd.daemon.memory.forget.words import (
 from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.md import files_md
 from wsd.daemon.runtime.fsio import atomic_write, read_text
-from wsd.daemon.store import Found, Kind, Scope, Store
+from wsd.daemon.store import Found, Items, Scope, Store
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, Layout
 
@@ -55,12 +55,12 @@ KIND_NAMES = {
     "actions": "pending actions",
     "events": "raw hook events",
     "memory_other": "other rows (batch records, card titles)",
-    "remote_batches": "Message Batch records",
+    "message_batches": "Message Batch records",
     "at_bridge": "Message Batches whose results the Bridge holds (deleted there once applied)",
-    "remote_requests": "Message Batch requests",
+    "message_batch_requests": "Message Batch requests",
     "charges": "charge notes",
     "flush_requests": "flush requests",
-    "prompt_only_turns": "prompt-only turn notes",
+    "released_turns": "prompt-only turn notes",
     "sessions": "session folders",
     "spool": "spooled events",
     "backups": "backups holding them",
@@ -79,7 +79,7 @@ class Report:
 
     words: list[str]
     erased: bool = False
-    kinds: dict[str, Kind] = field(default_factory=dict)
+    kinds: dict[str, Items] = field(default_factory=dict)
     needs_all_matches: bool = False
     learnings_total: int = 0
     #: Learnings the words match, as the broad check before an erasure counted them.
@@ -87,14 +87,14 @@ class Report:
 
     def merge(self, found: Found) -> None:
         for name, kind in found.kinds.items():
-            mine = self.kinds.setdefault(name, Kind())
+            mine = self.kinds.setdefault(name, Items())
             mine.ids.extend(kind.ids)
             for sample in kind.samples:
                 if len(mine.samples) < 3:
                     mine.samples.append(sample)
 
     def add(self, name: str, item: Any, text: str) -> None:
-        self.kinds.setdefault(name, Kind()).add(item, text)
+        self.kinds.setdefault(name, Items()).add(item, text)
 
     def counts(self) -> dict[str, int]:
         return {name: len(k.ids) for name, k in self.kinds.items() if k.ids}
@@ -132,7 +132,7 @@ def plan(store: Store, match: Forget | Everything, scope: Scope | None = None) -
             for i in match.lines_holding(_own_part(name, text)):
                 line = _own_part(name, text).splitlines()[i]
                 key = (name, line.strip())
-                if key not in report.kinds.get("md_lines", Kind()).ids:
+                if key not in report.kinds.get("md_lines", Items()).ids:
                     report.add("md_lines", key, f"{name}: {line}")
     for path in _spool_files(layout):
         with contextlib.suppress(OSError):
@@ -150,7 +150,7 @@ def plan(store: Store, match: Forget | Everything, scope: Scope | None = None) -
         if match.holds(path.replace("/", " ").replace("-", " ").replace("_", " ")):
             report.add("workspace_files", path, path)
     report.learnings_total = store.erasure.learnings_count()
-    hit = len(report.kinds.get("learnings", Kind()).ids)
+    hit = len(report.kinds.get("learnings", Items()).ids)
     report.needs_all_matches = (
         report.learnings_total >= BROAD_MIN and hit >= BROAD_SHARE * report.learnings_total
     )

@@ -78,7 +78,7 @@ class Embedder:
         if self._backfill is None:
             done, total = self.store.vectors.counts()
             self._backfill = (now, 0, done, total)
-        with signals.held():  # the native threads the model starts never take SIGTERM
+        with signals.blocked():  # the native threads the model starts never take SIGTERM
             from wsd.daemon.memory.semantic.dense import embed_texts
 
             started = self.monotonic()

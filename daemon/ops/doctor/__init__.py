@@ -93,14 +93,14 @@ class Doctor:
         bridge_url: str | None,
         fix: bool = False,
         erosion_fraction: float = DEFAULT_EROSION,
-        lane: str = DEFAULT_CURATION,
+        curation: str = DEFAULT_CURATION,
         batch_wait_limit: float | None = None,
         checks: Sequence[Check] = CHECKS,
         replica: position.Settings = NO_REPLICA,
     ) -> None:
         self.layout = layout
         self.replica = replica
-        self.lane = lane
+        self.curation = curation
         self.batch_wait_limit = batch_wait_limit or DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS
         self.bridge_url = bridge_url
         self.fix = fix

@@ -19,12 +19,12 @@ SUBMITTING_STUCK_SECONDS = 600.0
 def economy(doctor: Reporter) -> None:
     """The economy lane: off (the Bridge has no batches endpoint), a Message Batch out past
     the wait limit, or one stuck in its create call."""
-    from wsd.daemon.curation.economy import lane
+    from wsd.daemon.curation.economy import lane as economy_lane
 
     now = time.time()
-    report = lane.report(doctor.store, doctor.lane, now)
+    report = economy_lane.report(doctor.store, doctor.curation, now)
     off = report["economy_off"]
-    if doctor.lane == "economy" and isinstance(off, dict):
+    if doctor.curation == "economy" and isinstance(off, dict):
         doctor.add(
             "warn",
             "economy lane",
@@ -42,7 +42,7 @@ def economy(doctor: Reporter) -> None:
         doctor.add(
             "fail",
             "economy lane",
-            f"Message Batch {b.get('remote_id')} has waited {float(b['age_s']) / 3600:.1f} h"
+            f"Message Batch {b.get('message_batch_id')} has waited {float(b['age_s']) / 3600:.1f} h"
             f" for its result ({b.get('turns')} turn(s); limit"
             f" {doctor.batch_wait_limit / 3600:.1f} h, WSD_ECONOMY_WAIT_LIMIT_SECONDS); last"
             f" problem: {b.get('error') or 'none: the Bridge says it is still in progress'}",
@@ -61,8 +61,8 @@ def economy(doctor: Reporter) -> None:
             "economy lane",
             f"{len(batches)} Message Batch(es) in flight, the oldest {oldest / 60:.0f} min",
         )
-    elif not batches and not (doctor.lane == "economy" and isinstance(off, dict)):
-        doctor.add("ok", "economy lane", f"lane {doctor.lane}, nothing in flight")
+    elif not batches and not (doctor.curation == "economy" and isinstance(off, dict)):
+        doctor.add("ok", "economy lane", f"lane {doctor.curation}, nothing in flight")
 
 
 def bridge(doctor: Reporter) -> None:

@@ -29,13 +29,13 @@ def processing(doctor: Reporter) -> None:
     backlog = doctor.store.turns.backlog()
     age = backlog.age(now)
     parked = doctor.store.ledger.stats()["parked"]
-    if backlog.held and age is not None and age > STALE_PENDING_SECONDS:
+    if backlog.in_flight and age is not None and age > STALE_PENDING_SECONDS:
         # One Message Batch at a time: the turns wait for its result (the economy check
         # judges how long it has been out).
         doctor.add(
             "ok",
             "processing",
-            f"{_turns(backlog.pending)} pending ({backlog.held} in a Message Batch in"
+            f"{_turns(backlog.pending)} pending ({backlog.in_flight} in a Message Batch in"
             f" flight), oldest {age:.0f}s old",
         )
     elif age is not None and age > STALE_PENDING_SECONDS:

@@ -43,7 +43,8 @@ class Reporter(Protocol):
     fix: bool
     bridge_url: str | None
     erosion: float
-    lane: str
+    #: WSD_CURATION as the daemon runs with it: the lane it curates through by default.
+    curation: str
     batch_wait_limit: float
     #: Replication's settings as the daemon runs with them.
     replica: position.Settings

@@ -22,7 +22,7 @@ APPLIED, COVERED, RELEASED = "applied", "covered", "released"
 
 
 @dataclass(frozen=True)
-class RemoteRequest:
+class BatchRequest:
     """One curator request in a Message Batch, as recorded before the create call."""
 
     custom_id: str
@@ -36,11 +36,11 @@ class RemoteRequest:
 
 
 @dataclass(frozen=True)
-class RemoteBatch:
+class MessageBatch:
     """A Message Batch not settled yet."""
 
     id: int
-    remote_id: str | None
+    message_batch_id: str | None
     identity: str
     status: str
     created_at: float
@@ -54,25 +54,25 @@ class RemoteBatch:
 
 
 _BATCH_COLS = (
-    "id, remote_id, transcript_identity, status, created_at, submitted_at, polls,"
+    "id, message_batch_id, transcript_identity, status, created_at, submitted_at, polls,"
     " next_poll_at, fetches, misses, error, base_json"
 )
 
 
 def record(
-    t: apsw.Connection, identity: str, base_json: str, requests: Sequence[RemoteRequest], now: float
+    t: apsw.Connection, identity: str, base_json: str, requests: Sequence[BatchRequest], now: float
 ) -> int:
     """Record a batch about to be created (status ``submitting``) with its requests and the
     turns they hold; its row id."""
     with schema.write_txn(t):
         t.execute(
-            "INSERT INTO remote_batches (transcript_identity, status, created_at, base_json)"
+            "INSERT INTO message_batches (transcript_identity, status, created_at, base_json)"
             " VALUES (?, 'submitting', ?, ?)",
             (identity, now, base_json),
         )
         rid = int(t.last_insert_rowid())
         t.executemany(
-            "INSERT INTO remote_requests (remote_batch_id, custom_id, position, turn_ids,"
+            "INSERT INTO message_batch_requests (message_batch_row, custom_id, position, turn_ids,"
             " offered_json, actions_json, request_chars, started_at, charge_id)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -91,58 +91,60 @@ def record(
             ],
         )
         t.executemany(
-            "INSERT INTO remote_turns (observation_id, remote_batch_id, custom_id)"
+            "INSERT INTO in_flight_turns (observation_id, message_batch_row, custom_id)"
             " VALUES (?, ?, ?) ON CONFLICT (observation_id) DO UPDATE SET"
-            " remote_batch_id = excluded.remote_batch_id, custom_id = excluded.custom_id",
+            " message_batch_row = excluded.message_batch_row, custom_id = excluded.custom_id",
             [(oid, rid, r.custom_id) for r in requests for oid in r.turn_ids],
         )
         t.execute(
-            "DELETE FROM prompt_only_turns WHERE observation_id IN"
-            " (SELECT observation_id FROM remote_turns WHERE remote_batch_id = ?)",
+            "DELETE FROM released_turns WHERE observation_id IN"
+            " (SELECT observation_id FROM in_flight_turns WHERE message_batch_row = ?)",
             (rid,),
         )
     return rid
 
 
-def submitted(t: apsw.Connection, rid: int, remote_id: str, now: float, next_poll: float) -> None:
-    """The Bridge accepted the batch as ``remote_id``: poll it from ``next_poll``."""
+def submitted(
+    t: apsw.Connection, rid: int, message_batch_id: str, now: float, next_poll: float
+) -> None:
+    """The Bridge accepted the batch as ``message_batch_id``: poll it from ``next_poll``."""
     with schema.write_txn(t):
         t.execute(
-            "UPDATE remote_batches SET remote_id = ?, status = 'in_flight', submitted_at = ?,"
-            " next_poll_at = ? WHERE id = ?",
-            (remote_id, now, next_poll, rid),
+            "UPDATE message_batches SET message_batch_id = ?, status = 'in_flight',"
+            " submitted_at = ?, next_poll_at = ? WHERE id = ?",
+            (message_batch_id, now, next_poll, rid),
         )
 
 
-def forget(t: apsw.Connection, rid: int) -> None:
+def discard(t: apsw.Connection, rid: int) -> None:
     """Drop a batch whose create call never got an id (refused, or cut by a crash): its
     turns are free to be sent again."""
     with schema.write_txn(t):
-        t.execute("DELETE FROM remote_turns WHERE remote_batch_id = ?", (rid,))
-        t.execute("DELETE FROM remote_requests WHERE remote_batch_id = ?", (rid,))
-        t.execute("DELETE FROM remote_batches WHERE id = ?", (rid,))
+        t.execute("DELETE FROM in_flight_turns WHERE message_batch_row = ?", (rid,))
+        t.execute("DELETE FROM message_batch_requests WHERE message_batch_row = ?", (rid,))
+        t.execute("DELETE FROM message_batches WHERE id = ?", (rid,))
 
 
-def open_batches(t: apsw.Connection) -> list[RemoteBatch]:
+def open_batches(t: apsw.Connection) -> list[MessageBatch]:
     """Every batch not settled, oldest first."""
     rows = schema.rows(
         t,
-        f"SELECT {_BATCH_COLS} FROM remote_batches WHERE status != 'settled' ORDER BY id",
+        f"SELECT {_BATCH_COLS} FROM message_batches WHERE status != 'settled' ORDER BY id",
     )
-    return [RemoteBatch(*r) for r in rows]
+    return [MessageBatch(*r) for r in rows]
 
 
-def pending_requests(t: apsw.Connection, rid: int) -> list[RemoteRequest]:
+def pending_requests(t: apsw.Connection, rid: int) -> list[BatchRequest]:
     """The requests of batch ``rid`` without an outcome yet, in claim order."""
     rows = schema.rows(
         t,
         "SELECT custom_id, position, turn_ids, offered_json, actions_json, request_chars,"
-        " started_at, charge_id FROM remote_requests"
-        " WHERE remote_batch_id = ? AND outcome IS NULL ORDER BY position",
+        " started_at, charge_id FROM message_batch_requests"
+        " WHERE message_batch_row = ? AND outcome IS NULL ORDER BY position",
         (rid,),
     )
     return [
-        RemoteRequest(
+        BatchRequest(
             str(cid),
             int(pos),
             _ids(turns),
@@ -158,7 +160,9 @@ def pending_requests(t: apsw.Connection, rid: int) -> list[RemoteRequest]:
 
 def custom_ids(t: apsw.Connection, rid: int) -> set[str]:
     """Every request's custom id in batch ``rid``, with an outcome or not."""
-    rows = schema.rows(t, "SELECT custom_id FROM remote_requests WHERE remote_batch_id = ?", (rid,))
+    rows = schema.rows(
+        t, "SELECT custom_id FROM message_batch_requests WHERE message_batch_row = ?", (rid,)
+    )
     return {str(r[0]) for r in rows}
 
 
@@ -177,7 +181,7 @@ def polled(
     its results were read."""
     with schema.write_txn(t):
         t.execute(
-            "UPDATE remote_batches SET polls = polls + 1, next_poll_at = ?, error = ?,"
+            "UPDATE message_batches SET polls = polls + 1, next_poll_at = ?, error = ?,"
             " misses = CASE WHEN ? THEN misses + 1 ELSE 0 END,"
             " ended_at = coalesce(ended_at, ?), fetches = fetches + ? WHERE id = ?",
             (next_poll, error, int(missing), ended_at, int(fetched), rid),
@@ -198,52 +202,52 @@ def settle_request_in(
 ) -> None:
     """:func:`settle_request` inside the caller's write transaction."""
     t.execute(
-        "UPDATE remote_requests SET outcome = ?, detail = ?"
-        " WHERE remote_batch_id = ? AND custom_id = ? AND outcome IS NULL",
+        "UPDATE message_batch_requests SET outcome = ?, detail = ?"
+        " WHERE message_batch_row = ? AND custom_id = ? AND outcome IS NULL",
         (outcome, None if detail is None else detail[:500], rid, custom_id),
     )
     if outcome == RELEASED:
         t.execute(
-            "INSERT INTO prompt_only_turns (observation_id, reason, at)"
-            " SELECT observation_id, ?, ? FROM remote_turns"
-            " WHERE remote_batch_id = ? AND custom_id = ?"
+            "INSERT INTO released_turns (observation_id, reason, at)"
+            " SELECT observation_id, ?, ? FROM in_flight_turns"
+            " WHERE message_batch_row = ? AND custom_id = ?"
             " ON CONFLICT (observation_id) DO UPDATE SET reason = excluded.reason",
             ((detail or "released")[:300], now, rid, custom_id),
         )
     t.execute(
-        "DELETE FROM remote_turns WHERE remote_batch_id = ? AND custom_id = ?",
+        "DELETE FROM in_flight_turns WHERE message_batch_row = ? AND custom_id = ?",
         (rid, custom_id),
     )
     t.execute(
-        "UPDATE remote_batches SET status = 'settled', settled_at = ?, next_poll_at = NULL"
-        " WHERE id = ? AND NOT EXISTS (SELECT 1 FROM remote_requests"
-        " WHERE remote_batch_id = ? AND outcome IS NULL)",
+        "UPDATE message_batches SET status = 'settled', settled_at = ?, next_poll_at = NULL"
+        " WHERE id = ? AND NOT EXISTS (SELECT 1 FROM message_batch_requests"
+        " WHERE message_batch_row = ? AND outcome IS NULL)",
         (now, rid, rid),
     )
 
 
 def to_purge(t: apsw.Connection) -> list[tuple[int, str]]:
-    """Settled batches whose results must be deleted at the Bridge: (id, remote id)."""
+    """Settled batches whose results must be deleted at the Bridge: (id, Message Batch id)."""
     return [
         (int(i), str(r))
         for i, r in schema.rows(
             t,
-            "SELECT id, remote_id FROM remote_batches WHERE purge = 1 AND status = 'settled'"
-            " AND remote_id IS NOT NULL ORDER BY id",
+            "SELECT id, message_batch_id FROM message_batches WHERE purge = 1"
+            " AND status = 'settled' AND message_batch_id IS NOT NULL ORDER BY id",
         )
     ]
 
 
 def purged(t: apsw.Connection, rid: int) -> None:
     with schema.write_txn(t):
-        t.execute("UPDATE remote_batches SET purge = 2 WHERE id = ?", (rid,))
+        t.execute("UPDATE message_batches SET purge = 2 WHERE id = ?", (rid,))
 
 
-def prompt_only_pending(t: apsw.Connection) -> bool:
+def released_pending(t: apsw.Connection) -> bool:
     """Whether a turn not curated yet was handed back to the prompt lane."""
     row = schema.first(
         t,
-        "SELECT 1 FROM prompt_only_turns p JOIN observations o ON o.id = p.observation_id"
+        "SELECT 1 FROM released_turns p JOIN observations o ON o.id = p.observation_id"
         " WHERE o.processed = 0",
     )
     return row is not None
@@ -255,36 +259,37 @@ def prune(t: apsw.Connection, before: float) -> int:
     with schema.write_txn(t):
         # One whose results must still be deleted at the Bridge is kept until they are.
         t.execute(
-            "DELETE FROM remote_requests WHERE remote_batch_id IN (SELECT id FROM"
-            " remote_batches WHERE status = 'settled' AND settled_at < ? AND purge != 1)",
+            "DELETE FROM message_batch_requests WHERE message_batch_row IN (SELECT id FROM"
+            " message_batches WHERE status = 'settled' AND settled_at < ? AND purge != 1)",
             (before,),
         )
         t.execute(
-            "DELETE FROM remote_batches WHERE status = 'settled' AND settled_at < ? AND purge != 1",
+            "DELETE FROM message_batches WHERE status = 'settled' AND settled_at < ?"
+            " AND purge != 1",
             (before,),
         )
         gone = t.changes()
         t.execute(
-            "DELETE FROM prompt_only_turns WHERE observation_id IN"
+            "DELETE FROM released_turns WHERE observation_id IN"
             " (SELECT id FROM observations WHERE processed = 1)"
         )
     return gone
 
 
 def summary(t: apsw.Connection) -> list[dict[str, object]]:
-    """Open batches for ``wsd status`` and ``wsd doctor``: id, remote id, status, created,
+    """Open batches for ``wsd status`` and ``wsd doctor``: id, Message Batch id, status, created,
     requests and turns still pending, polls, last error."""
     rows = schema.rows(
         t,
-        "SELECT b.id, b.remote_id, b.status, b.created_at, b.submitted_at, b.polls, b.error,"
-        " (SELECT count(*) FROM remote_requests r WHERE r.remote_batch_id = b.id"
+        "SELECT b.id, b.message_batch_id, b.status, b.created_at, b.submitted_at, b.polls, b.error,"
+        " (SELECT count(*) FROM message_batch_requests r WHERE r.message_batch_row = b.id"
         "  AND r.outcome IS NULL),"
-        " (SELECT count(*) FROM remote_turns u WHERE u.remote_batch_id = b.id)"
-        " FROM remote_batches b WHERE b.status != 'settled' ORDER BY b.id",
+        " (SELECT count(*) FROM in_flight_turns u WHERE u.message_batch_row = b.id)"
+        " FROM message_batches b WHERE b.status != 'settled' ORDER BY b.id",
     )
     keys = (
         "id",
-        "remote_id",
+        "message_batch_id",
         "status",
         "created_at",
         "submitted_at",
@@ -306,19 +311,19 @@ def _ids(raw: object) -> tuple[int, ...]:
     return tuple(int(x) for x in parsed if type(x) is int)
 
 
-class RemoteBatches(Facet):
+class MessageBatches(Facet):
     """The economy lane's Message Batches at the Bridge (this module's verbs):
     all in transcript.db."""
 
     record = uses("transcript", record)
     submitted = uses("transcript", submitted)
-    forget = uses("transcript", forget)
+    discard = uses("transcript", discard)
     open_batches = uses("transcript", open_batches)
     pending_requests = uses("transcript", pending_requests)
     custom_ids = reads("transcript", custom_ids)
     polled = uses("transcript", polled)
     settle_request = uses("transcript", settle_request)
-    prompt_only_pending = reads("transcript", prompt_only_pending)
+    released_pending = reads("transcript", released_pending)
     to_purge = reads("transcript", to_purge)
     purged = uses("transcript", purged)
     prune = uses("transcript", prune)
