@@ -24,11 +24,15 @@ from bench.procs import quiet_logs
 from bench.workload_files import make_workspace
 from bench.workload_turns import record_turns, typical_turn
 from tests.grounding_corpus import (
+    ATTACKS,
     INJECTIONS,
     OPEN_ACTION,
+    OWN,
+    PERSON_MD,
     STATEMENTS,
     USER_MD,
     Injection,
+    Scenario,
     Statement,
     honest_reply,
 )
@@ -266,6 +270,128 @@ def run_statements(items: Sequence[Statement] = STATEMENTS) -> list[Outcome]:
     return out
 
 
+def run_scenario(sc: Scenario) -> Outcome:
+    """One scenario in a workspace of its own (tests/grounding_corpus.py ATTACKS, OWN): the
+    person's user.md and open actions set, the scenario's turns captured as the hooks capture
+    them and curated as one batch by a curator answering ``sc.reply``; then the passes that
+    follow (a request to forget is run, or asks first). The outcome lists what of it was
+    taken as the person's (:meth:`Harness.personal`'s kinds, ``forgotten``, ``asks first``)."""
+    with tempfile.TemporaryDirectory(prefix="wsd-grounding-") as root, quiet_logs():
+        layout = Layout(root)
+        init_workspace(layout, templates=None)
+        bridge = BridgeStandin(responder=lambda _b: Reply.text("NONE")).start()
+        config = Config(
+            workspace=root,
+            bridge_url=bridge.url,
+            api_key="bench-token",
+            curation="prompt",
+            batch_turns=max(1, len(sc.turns)),
+            watch=False,
+            retry_attempts=1,
+        )
+        store = Store(layout)
+        store.migrate()
+        now = time.time() - 3600
+        store.revisions.add_revision("user.md", PERSON_MD, "hand", now)
+        with open(layout.md("user.md"), "w", encoding="utf-8") as fh:
+            fh.write(PERSON_MD)
+        conn = schema.connect(layout.memory_db, "memory")
+        try:
+            for n, text in enumerate(sc.actions, 1):
+                conn.execute(
+                    "INSERT INTO pending_actions (created_at, updated_at, content, priority,"
+                    " source, dedup_key) VALUES (?, ?, ?, 2, 'curator', ?)",
+                    (now, now, text, f"bench:{n}"),
+                )
+        finally:
+            conn.close()
+        worker = build_worker(config, store, threading.Event())
+        capture = Capture(CaptureConfig(workspace=root))
+        try:
+            for said in sc.turns:
+                _capture(capture, said)
+            ids = {f"t{n}": str(n) for n in range(1, len(sc.turns) + 1)}
+            ids |= {f"a{n}": str(n) for n in range(1, len(sc.actions) + 1)}
+            bridge.script(Reply.text(sc.reply.format(**ids)))
+            for _ in range(20):
+                if not worker.run_once().more:
+                    break
+            for _ in range(3):  # the passes after the batch: a request to forget runs here
+                worker.run_once()
+            return Outcome(sc.id, _taken(layout, len(sc.actions)))
+        finally:
+            capture.close()
+            bridge.stop()
+
+
+def _capture(capture: Capture, said: Any) -> None:
+    session = said.session
+    capture.handle(
+        {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": said.prompt}
+    )
+    if said.output:
+        capture.handle(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": session,
+                "tool_name": said.tool,
+                "tool_input": dict(said.input),
+                "tool_response": said.output,
+            }
+        )
+    capture.handle(
+        {"hook_event_name": "Stop", "session_id": session, "last_assistant_message": said.answer}
+    )
+
+
+def _taken(layout: Layout, actions: int) -> list[str]:
+    """What the batches took as the person's, by kind (see :func:`run_scenario`)."""
+    m = layout.memory_db
+    out = [
+        f"preference: {text[:60]}"
+        for (text,) in _rows(
+            m, "SELECT content FROM learnings WHERE type IN ('preference', 'correction')"
+        )
+    ]
+    out += [
+        f"urgent: {text[:60]}"
+        for (text,) in _rows(
+            m,
+            "SELECT content FROM pending_actions WHERE priority < 2"
+            " AND source = 'curator' AND dedup_key NOT LIKE 'bench:%'",
+        )
+    ]
+    closed = _rows(
+        m, "SELECT count(*) FROM pending_actions WHERE id <= ? AND status != 'pending'", (actions,)
+    )[0][0]
+    out += ["closed"] * int(closed)
+    latest = _rows(
+        m, "SELECT content FROM md_revisions WHERE file = 'user.md' ORDER BY id DESC LIMIT 1"
+    )
+    after = set(latest[0][0].splitlines()) if latest else set()
+    before = set(PERSON_MD.splitlines())
+    out += [f"user.md + {x[:60]}" for x in sorted(after - before) if x.strip()]
+    out += [f"user.md - {x[:60]}" for x in sorted(before - after) if x.strip()]
+    if _rows(m, "SELECT count(*) FROM forgets")[0][0]:
+        out.append("forgotten")
+    if _rows(m, "SELECT count(*) FROM forget_requests WHERE status = 'confirm'")[0][0]:
+        out.append("asks first")
+    return out
+
+
+#: The kinds an outcome's items are of (see :func:`_taken`).
+KINDS = ("preference", "urgent", "closed", "user.md +", "user.md -", "forgotten", "asks first")
+
+
+def kinds(outcome: Outcome) -> set[str]:
+    """The kinds of what an outcome took as the person's (``user.md +``, ``urgent`` ...)."""
+    return {k for x in outcome.personal for k in KINDS if x.startswith(k)}
+
+
+def run_scenarios(items: Sequence[Scenario]) -> list[Outcome]:
+    return [run_scenario(sc) for sc in items]
+
+
 def kept(outcome: Outcome) -> bool:
     """Whether an honest statement was kept as the person's: its learning and its line."""
     return any(x.startswith(("preference", "correction")) for x in outcome.personal) and any(
@@ -273,12 +399,22 @@ def kept(outcome: Outcome) -> bool:
     )
 
 
+def kept_own(sc: Scenario, outcome: Outcome) -> bool:
+    """Whether the person's own scenario came out as it must (its ``expect`` kinds)."""
+    return sc.expect <= kinds(outcome)
+
+
 def grounding_rows() -> list[Row]:
-    """The two corpus figures, with the misses listed."""
-    poisoned = [o for o in run_injections() if o.personal]
+    """The two corpus figures, with the misses listed: the stranger's words (the injections
+    and the attacks that choose their words, issue 43) and the person's own (statements and
+    short requests)."""
+    poisoned = [o for o in run_injections() + run_scenarios(ATTACKS) if o.personal]
     honest = run_statements()
-    lost = [o for o in honest if not kept(o)]
-    share = 1 - len(lost) / len(honest)
+    lost = [o.id for o in honest if not kept(o)]
+    own = run_scenarios(OWN)
+    lost += [sc.id for sc, o in zip(OWN, own, strict=True) if not kept_own(sc, o)]
+    total = len(honest) + len(own)
+    share = 1 - len(lost) / total
     return [
         Row(
             "grounding: injections taken as the person's",
@@ -286,7 +422,8 @@ def grounding_rows() -> list[Row]:
             "items",
             f"= {POISON_TARGET}",
             len(poisoned) == POISON_TARGET,
-            f"of {len(INJECTIONS)} (obedient curator); "
+            f"of {len(INJECTIONS) + len(ATTACKS)} (obedient curator: {len(INJECTIONS)} planted"
+            f" claims, {len(ATTACKS)} attacks choosing their words); "
             + ("; ".join(f"{o.id}: {o.personal[0]}" for o in poisoned[:5]) or "none"),
         ),
         Row(
@@ -295,8 +432,8 @@ def grounding_rows() -> list[Row]:
             "%",
             f">= {KEPT_TARGET * 100:g}",
             share >= KEPT_TARGET,
-            f"of {len(honest)} (honest curator); missed: "
-            + (", ".join(o.id for o in lost[:8]) or "none"),
+            f"of {total} (honest curator: {len(honest)} statements, {len(own)} short"
+            " statements and requests); missed: " + (", ".join(lost[:8]) or "none"),
         ),
     ]
 

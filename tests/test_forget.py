@@ -418,7 +418,7 @@ def test_a_web_page_saying_forget_forgets_nothing(layout: Layout, standin: Bridg
     assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
     assert words_anywhere(layout.memory_dir, SECRET)
     refused = [r for (r,) in query(layout.memory_db, "SELECT refused FROM batches") if r]
-    assert any("FORGET: not in the person's own words" in r for r in refused)
+    assert any("FORGET: the person asked to forget nothing" in r for r in refused)
     assert not any(SECRET.lower() in r.lower() for r in refused)
 
 
@@ -435,7 +435,7 @@ def test_a_large_forget_in_conversation_waits_for_the_person(
     [(aid, content)] = query(
         layout.memory_db, "SELECT id, content FROM pending_actions WHERE source = 'forget'"
     )
-    assert "would erase" in content and "wsd forget" in content
+    assert "Confirm:" in content and "erases" in content and "wsd forget" in content
     assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
     Store(layout).actions.set_action_status(aid, "completed", time.time())
     drain(worker)

@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from bench.grounding_bench import kept, run_injections, run_statements
+from bench.grounding_bench import kept, kept_own, run_injections, run_scenarios, run_statements
 from tests.conftest import drain, make_worker, venv_script
 from tests.conftest import query as q
-from tests.grounding_corpus import INJECTIONS, STATEMENTS
+from tests.grounding_corpus import ATTACKS, INJECTIONS, OWN, STATEMENTS
 from wsd.daemon.curation.judging.grounding import THRESHOLD, Grounds, ground, unmarked, words
 from wsd.daemon.curation.judging.reply import parse_reply
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
@@ -39,7 +39,7 @@ def test_support_is_the_share_of_content_words_each_part_holds() -> None:
     """A claim only a page holds is the page's; an inflected word matches its stem's prefix."""
     grounds = Grounds(
         [
-            _turn(1, "What does this guide say about commits and pushing?", PAGE),
+            _turn(1, "Summarize the guide on commits and pushing", PAGE),
             _turn(2, "Ich bevorzuge Tabs statt Leerzeichen"),
         ]
     )
@@ -104,14 +104,15 @@ def test_a_fact_only_a_tool_holds_says_so_and_one_nobody_holds_is_left_as_it_is(
 
 def test_user_md_lines_actions_and_closings_follow_the_person() -> None:
     """A user.md line from a page is refused, one from the person kept; a line is deleted
-    only when the person's words name it; an urgent action from a page comes down to normal,
+    only when the person's own words name it and ask for it to go (it is no longer so); an
+    urgent action from a page comes down to normal,
     marked; an open action is closed only when the person's words or the agent's own tool
     calls show it handled, never by a page saying so."""
     base = {"user.md": "# User\n- Edits code in vim\n- Has a cat called Miso"}
     opened = {3: "Renew the TLS certificate for shop.example.com"}
     turns = [
         _turn(1, "Check the status page", "TLS certificate for shop.example.com renewed, done"),
-        _turn(2, "I switched from vim to helix last week; I like short answers"),
+        _turn(2, "I don't edit code in vim any more, I use helix; I like short answers"),
     ]
     reply = parse_reply(
         "user.md +$: - Pushes straight to main\n"
@@ -240,6 +241,31 @@ def test_no_injection_becomes_the_persons_and_the_persons_own_words_are_kept() -
     honest = run_statements()
     lost = [o.id for o in honest if not kept(o)]
     assert 1 - len(lost) / len(honest) >= 0.97, lost
+
+
+def test_attacks_that_choose_their_words_hold_nothing_and_the_persons_requests_work() -> None:
+    """Issue 43's corpus, each scenario a batch of its own through capture and the pipeline:
+    no attack (a page asking to forget, a stranger's claim reusing the person's words, a
+    question, a quote, a paste, a page deleting a line or closing an action, a citation's
+    words) lands as the person's; every short statement and request of the person's comes out
+    as they meant it (an urgent action stays urgent, "forget my dentist's name" asks first,
+    "forget Heron" forgets, a line they ask to go goes, their yes closes a confirmation)."""
+    landed = [(o.id, o.personal) for o in run_scenarios(ATTACKS) if o.personal]
+    assert landed == []
+    own = run_scenarios(OWN)
+    wrong = [(sc.id, o.personal) for sc, o in zip(OWN, own, strict=True) if not kept_own(sc, o)]
+    assert wrong == []
+
+
+def test_the_attack_corpus_is_as_large_and_as_varied_as_issue_43_asks() -> None:
+    """At least 30 attack forms across the kinds of item, the four languages and the parts of
+    a turn; the person's own short statements and requests in more than one language."""
+    assert len(ATTACKS) >= 30
+    assert {a.lang for a in ATTACKS} == {"en", "de", "fr", "es"}
+    assert len({a.part for a in ATTACKS}) >= 8
+    kinds = {line.split(":")[0].split(" ")[0] for a in ATTACKS for line in a.reply.splitlines()}
+    assert {"FORGET", "PREFERENCE", "CORRECTION", "ACTION", "ACTION_DONE", "user.md"} <= kinds
+    assert len(OWN) >= 15 and len({o.lang for o in OWN}) >= 3
 
 
 def test_the_tools_are_read_as_the_request_showed_them() -> None:

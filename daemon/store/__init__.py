@@ -23,7 +23,7 @@ from wsd.daemon.store.connections import Opener
 
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
-from wsd.daemon.store.erasure import Found, Items, Scope
+from wsd.daemon.store.erasure import Asked, Found, Items, Scope
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
@@ -48,6 +48,7 @@ from wsd.daemon.store.records import (
     Backlog,
     BatchRecord,
     CommitResult,
+    ForgetRequest,
     Lane,
     Learning,
     Revision,
@@ -86,6 +87,7 @@ __all__ = [
     "ActionRequest",
     "Added",
     "AlreadyCovered",
+    "Asked",
     "Backlog",
     "BatchRecord",
     "BatchRequest",
@@ -93,6 +95,7 @@ __all__ = [
     "Card",
     "CommitResult",
     "ForeignError",
+    "ForgetRequest",
     "Found",
     "Incoming",
     "Items",

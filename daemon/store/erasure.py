@@ -670,15 +670,37 @@ def backups_in(path: str) -> list[tuple[str, float]]:
         conn.close()
 
 
-def requests(m: apsw.Connection) -> list[tuple[int, str, str, str | None]]:
-    """FORGETs the person asked for in conversation, waiting: (id, words, status, the
-    status of the action that asks them to confirm, if any)."""
+@dataclass(frozen=True)
+class Asked:
+    """A request to forget from conversation, as recorded (``forget_requests``)."""
+
+    id: int
+    words: str
+    #: new (to run), confirm (waiting for the person's yes), refused (kept to be told).
+    status: str
+    #: The status of the action that asks the person to confirm, if there is one.
+    action: str | None
+    #: Whether the person's own request said the words (else the person is asked first).
+    said: bool
+    #: Where the person asked (``T12``).
+    asked_in: str
+    #: Why a refused one was refused.
+    reason: str | None
+    created_at: float
+
+
+def requests(m: apsw.Connection) -> list[Asked]:
+    """Every request to forget from conversation, oldest first (the refused ones too)."""
     rows = schema.rows(
         m,
-        "SELECT r.id, r.words, r.status, a.status FROM forget_requests r"
-        " LEFT JOIN pending_actions a ON a.id = r.action_id ORDER BY r.id",
+        "SELECT r.id, r.words, r.status, a.status, r.said, r.asked_in, r.reason, r.created_at"
+        " FROM forget_requests r LEFT JOIN pending_actions a ON a.id = r.action_id"
+        " ORDER BY r.id",
     )
-    return [(int(i), str(w), str(s), None if a is None else str(a)) for i, w, s, a in rows]
+    return [
+        Asked(int(i), str(w), str(s), None if a is None else str(a), bool(d), str(n), r, float(c))
+        for i, w, s, a, d, n, r, c in rows
+    ]
 
 
 def learnings_matching(m: apsw.Connection, match: Matcher) -> int:
@@ -801,7 +823,7 @@ class Erasure(Facet):
             row = schema.first(
                 m,
                 "SELECT EXISTS (SELECT 1 FROM forget_journal),"
-                " EXISTS (SELECT 1 FROM forget_requests)",
+                " EXISTS (SELECT 1 FROM forget_requests WHERE status != 'refused')",
             )
         return (bool(row[0]), bool(row[1])) if row else (False, False)
 

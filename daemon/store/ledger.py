@@ -115,8 +115,20 @@ def commit_batch(
         # The person's own request to forget: run by the daemon after this commit (or, when
         # it would erase much, once they confirm).
         m.executemany(
-            "INSERT INTO forget_requests (words, created_at, batch_id) VALUES (?, ?, ?)",
-            [(words, now, batch_id) for words in batch.forgets],
+            "INSERT INTO forget_requests (words, created_at, batch_id, status, said, asked_in,"
+            " reason) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    "" if f.refused else f.words,
+                    now,
+                    batch_id,
+                    "refused" if f.refused else "new",
+                    int(f.said),
+                    f.asked_in,
+                    f.refused,
+                )
+                for f in batch.forgets
+            ],
         )
         refused = list(batch.refused)
         if repeated:

@@ -130,7 +130,7 @@ class BatchRecord:
     closed_actions: list[int] = field(default_factory=list)
     md_updates: dict[str, str] = field(default_factory=dict)
     #: Words the person asked (in their own prompt) to forget: run after the commit.
-    forgets: list[str] = field(default_factory=list)
+    forgets: list[ForgetRequest] = field(default_factory=list)
     model: str = ""
     stop_reason: str | None = None
     attempts: int = 1
@@ -171,6 +171,19 @@ class BatchRecord:
             attempts=attempts,
             started_at=started_at,
         )
+
+
+@dataclass(frozen=True)
+class ForgetRequest:
+    """A request to forget as a batch records it (issue 43): the words the curator named,
+    whether the person's own request said them (else the daemon asks them first), where they
+    asked (``T12``); a refused one keeps no words, only why (the boot context and ``wsd
+    status`` say it: nothing is refused silently)."""
+
+    words: str
+    said: bool = True
+    asked_in: str = ""
+    refused: str | None = None
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ class Edit:
     op: Op
     line: int | None
     text: str = ""
+    #: The turns the curator cited for it (``[turn N]``), which grounding judges it against.
+    cited: tuple[int, ...] = ()
 
     def describe(self) -> str:
         where = "end" if self.line is None else str(self.line)

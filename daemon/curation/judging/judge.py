@@ -20,7 +20,7 @@ from wsd.daemon.curation.judging.guards import Caps, Review, review, summarise
 from wsd.daemon.curation.judging.reply import ParsedReply, parse_reply
 from wsd.daemon.curation.request.prompt import Seen
 from wsd.daemon.memory.md.files import canonical
-from wsd.daemon.store import Store, Turn
+from wsd.daemon.store import ForgetRequest, Store, Turn
 from wsd.schema.layout import CURATED_FILES
 
 
@@ -34,8 +34,9 @@ class Judged:
     checked: Review
     grounded: grounding.Verdict
     eroding: tuple[erosion.Erosion, ...]
-    #: The words each FORGET the person asked for names (grounded: the person's own).
-    forgets: tuple[str, ...]
+    #: Each FORGET: the person's own requests (the words, whether they said them, where) and
+    #: those refused (why).
+    forgets: tuple[ForgetRequest, ...]
 
     @property
     def refused(self) -> list[str]:
@@ -81,7 +82,16 @@ def judge(
         name: erosion.measure(store, name, current[name], seen.started, caps.erosion)
         for name in {*parsed.edits, *parsed.rewrites}
     }
-    forgets = tuple(words for words, _cited in parsed.forgets)
+    prompts = {t.id: t.user_message or "" for t in turns}
+    asked = [
+        ForgetRequest(
+            words,
+            grounding.said_in(words, [prompts[t] for t in where]),
+            ", ".join(names.get(t, f"turn {t}") for t in where),
+        )
+        for words, where in parsed.forgets
+    ]
+    refused = [ForgetRequest("", asked_in=a, refused=why) for a, why in grounded.forgets_refused]
     checked = review(
         parsed,
         base=base,
@@ -91,7 +101,7 @@ def judge(
         caps=caps,
         offered=set(seen.offered),
         erosion=day,
-        forgets=list(forgets),
+        forgets=[f.words for f in asked],
     )
     eroding = tuple(e for name in checked.eroding if (e := day[name]) is not None)
-    return Judged(read, checked, grounded, eroding, forgets)
+    return Judged(read, checked, grounded, eroding, (*asked, *refused))

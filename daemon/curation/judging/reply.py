@@ -64,6 +64,9 @@ class ParsedReply:
 
     learnings: list[Learning] = field(default_factory=list)
     actions: list[tuple[str, int]] = field(default_factory=list)
+    #: The turns each action cites, in the order of ``actions`` (its ``[turn N]`` is parsed
+    #: out of its text, as every item's is: a citation is never judged as words).
+    action_turns: list[tuple[int, ...]] = field(default_factory=list)
     closed_actions: list[int] = field(default_factory=list)
     #: FORGET items: (words, the turns cited).
     forgets: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
@@ -147,7 +150,7 @@ def parse_reply(
             continue
         block = None
         if edit is not None:
-            _edit(out, edit, raw)
+            _edit(out, edit, raw, valid_turns)
         elif header is None or (
             header.group("rest") is None and not header.group("key").endswith(("_UPDATE", "NONE"))
         ):
@@ -187,9 +190,11 @@ def _item(
         if prio:
             priority = PRIORITIES[prio.group(1).lower()]
             rest = rest[prio.end() :]
-        content = clean_text(rest, MAX_LEARNING_CHARS).strip()
+        text, cited, _replaces = _strip_refs(rest, valid_turns)
+        content = clean_text(text, MAX_LEARNING_CHARS).strip()
         if content:
             out.actions.append((content, priority))
+            out.action_turns.append(cited)
         else:
             out.unknown(raw)
     elif key == "FORGET":
@@ -223,12 +228,14 @@ def _strip_refs(content: str, valid_turns: set[int]) -> tuple[str, tuple[int, ..
     return content, cited, replaces
 
 
-def _edit(out: ParsedReply, m: re.Match[str], raw: str) -> None:
+def _edit(out: ParsedReply, m: re.Match[str], raw: str, valid_turns: set[int]) -> None:
     name = m.group("file").lower() + ".md"
     sym, word = m.group("sym"), (m.group("word") or "").lower()
     op = _OPS[sym] if sym else _WORDS[word.split()[0]]
     where, to = (m.group(3), m.group(4)) if sym else (m.group(6), m.group(7))
-    text = _line_text(m.group("text")) if m.group("text").strip() else None
+    # "user.md +$: - Prefers tabs [turn 3]": the citation is the edit's, not the line's.
+    said, cited, _replaces = _strip_refs(m.group("text"), valid_turns)
+    text = _line_text(said) if said.strip() else None
     if where.lower() in ("$", "end"):
         if op != "add":
             out.unknown(raw)
@@ -245,13 +252,13 @@ def _edit(out: ParsedReply, m: re.Match[str], raw: str) -> None:
         if len(edits) + last - line + 1 > MAX_EDITS_PER_FILE:
             out.dropped += 1
             return
-        edits += [Edit("delete", n) for n in range(line, last + 1)]
+        edits += [Edit("delete", n, cited=cited) for n in range(line, last + 1)]
     elif to or (op == "replace" and text is None):
         out.unknown(raw)  # a range to add or replace, or no text: unclear
     elif len(edits) >= MAX_EDITS_PER_FILE:
         out.dropped += 1
     else:
-        edits.append(Edit(op, line, text or ""))  # type: ignore[arg-type]
+        edits.append(Edit(op, line, text or "", cited))  # type: ignore[arg-type]
 
 
 def _line_text(text: str | None) -> str | None:

@@ -1,11 +1,20 @@
-"""A person's "forget X" said to the agent (issue 33, item 5): run by the daemon.
+"""A person's "forget X" said to the agent (issues 33, 43): run by the daemon.
 
-The curator names it (``FORGET: words [turn N]``); grounding keeps it only when the words
-stand in the person's own prompt of that turn; the batch's commit records it
-(``forget_requests``). The daemon's next pass runs it here, as ``wsd forget`` would: at once
-when the dry run finds at most :data:`AT_ONCE` items, else it opens a pending action asking
-the person to confirm (run ``wsd forget "X" --yes``, or resolve the action: completed runs
-it, dismissed drops the request).
+The curator names it (``FORGET: words [turn N]``); grounding keeps it only when the
+person's own words in that turn ask to forget (a page, a file or the agent saying "forget
+X" asks nothing), and notes whether those words said what is to go; the batch's commit
+records it (``forget_requests``). The daemon's next pass runs it here, as ``wsd forget``
+would:
+
+* at once, when the person's request said the words and the dry run finds at most
+  :data:`AT_ONCE` items;
+* else it asks first: a pending action naming what would go and how much, where they
+  asked ("You asked in T3 to forget something: ... `Dr. Okafor`"), which the agent sees at
+  the next boot. The person's yes in conversation (the curator closes the action: grounding
+  accepts it on their own "yes") or ``wsd pending complete`` runs it; dismissed drops it.
+
+A request grounding refused is kept (without words) for :data:`TOLD_SECONDS` so the boot
+context and ``wsd status`` say it was refused and why: nothing is refused silently.
 """
 
 from __future__ import annotations
@@ -16,45 +25,64 @@ from typing import Any
 
 from wsd.daemon.memory.forget import erase
 from wsd.daemon.memory.forget.words import BadWords, Forget
-from wsd.daemon.store import Store
+from wsd.daemon.store import Asked, Store
 
 #: A FORGET whose dry run finds more items than this waits for the person to confirm.
 AT_ONCE = 20
+#: How long a refused request is told of (the boot context, ``wsd status``).
+TOLD_SECONDS = 7 * 86400.0
+#: How the action that asks the person to confirm a forget begins (grounding reads a "yes"
+#: of theirs as closing it: :func:`wsd.daemon.curation.judging.grounding.Grounds.shows_done`).
+CONFIRM = "Confirm:"
 
 
 def handle(store: Store, log: Any, now: Callable[[], float] = time.time) -> int:
     """Run (or ask to confirm) every waiting request; how many erasures ran."""
     ran = 0
-    for rid, words, status, action in store.erasure.requests():
-        if status == "confirm":
-            if action == "completed":
-                ran += _run(store, rid, words, log, now, confirmed=True)
-            elif action in ("dismissed", None):
-                store.erasure.drop_request(rid)
-                log.info("forget_declined", request=rid)
+    for asked in store.erasure.requests():
+        if asked.status == "refused":
+            if now() - asked.created_at > TOLD_SECONDS:
+                store.erasure.drop_request(asked.id)
+            continue
+        if asked.status == "confirm":
+            if asked.action == "completed":
+                ran += _run(store, asked, log, now, confirmed=True)
+            elif asked.action in ("dismissed", None):
+                store.erasure.drop_request(asked.id)
+                log.info("forget_declined", request=asked.id)
             continue
         try:
-            report = erase.plan(store, Forget.of([words]))
+            report = erase.plan(store, Forget.of([asked.words]))
         except BadWords:
-            store.erasure.drop_request(rid)
+            store.erasure.drop_request(asked.id)
             continue
-        if report.total() <= AT_ONCE and not report.needs_all_matches:
-            ran += _run(store, rid, words, log, now, confirmed=False)
+        small = report.total() <= AT_ONCE and not report.needs_all_matches
+        if asked.said and small:
+            ran += _run(store, asked, log, now, confirmed=False)
             continue
-        store.erasure.ask_to_confirm(
-            rid,
-            f'forget "{words}": would erase {report.total()} items; run'
-            f' `wsd forget "{words}" --yes`, or resolve this action (completed runs it)',
-            now(),
-        )
-        log.info("forget_waits_for_confirmation", request=rid, items=report.total())
+        store.erasure.ask_to_confirm(asked.id, confirmation(asked, report.total()), now())
+        log.info("forget_waits_for_confirmation", request=asked.id, items=report.total())
     return ran
 
 
-def _run(
-    store: Store, rid: int, words: str, log: Any, now: Callable[[], float], *, confirmed: bool
-) -> int:
-    report = erase.forget(store, [words], by="conversation", all_matches=confirmed, now=now)
-    store.erasure.drop_request(rid)
-    log.info("forgotten", request=rid, by="conversation", counts=report.counts())
+def confirmation(asked: Asked, items: int) -> str:
+    """The pending action asking the person to confirm ``asked`` (``items``: what it would
+    erase): what would go, how much, where they asked, and how to answer."""
+    where = f" in {asked.asked_in}" if asked.asked_in else ""
+    what = (
+        f'You asked{where} to forget "{asked.words}"'
+        if asked.said
+        else f'You asked{where} to forget something: the memory holds it as "{asked.words}"'
+    )
+    return (
+        f"{CONFIRM} {what}. Forgetting it erases {items} item(s) everywhere. Say yes to"
+        f' forget it (or run `wsd forget "{asked.words}" --yes`); resolve this action:'
+        " completed forgets it, dismissed keeps it"
+    )
+
+
+def _run(store: Store, asked: Asked, log: Any, now: Callable[[], float], *, confirmed: bool) -> int:
+    report = erase.forget(store, [asked.words], by="conversation", all_matches=confirmed, now=now)
+    store.erasure.drop_request(asked.id)
+    log.info("forgotten", request=asked.id, by="conversation", counts=report.counts())
     return 1
