@@ -267,6 +267,18 @@ def _from_db(
         f"- [#{aid}, {priority_name(prio)}] {_one_line(text, LEARNING_MAX_CHARS)}"
         for aid, prio, text in open_actions
     ]
+    try:  # a memory.db the daemon has not migrated yet has no such column: none to say
+        refused = [a for a in store.erasure.requests() if a.status == "refused"]
+    except apsw.Error:
+        refused = []
+    # A request to forget that was refused is said (issue 43: nothing refused silently),
+    # never its words: the agent tells the person, who can say it again or run wsd forget.
+    actions += [
+        f"- [refused] A request to forget something{' in ' + a.asked_in if a.asked_in else ''}"
+        f" was not run: {a.reason}. If the person meant it, ask them what to forget"
+        " (wsd forget WORDS)."
+        for a in refused
+    ]
     return recent, actions
 
 

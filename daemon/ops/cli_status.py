@@ -32,6 +32,21 @@ def config_of(args: argparse.Namespace, env: Mapping[str, str]) -> Config:
     return replace(config, workspace=os.path.abspath(root))
 
 
+def _forget_requests(store: Any) -> dict[str, Any] | None:
+    """The requests to forget from conversation that wait for the person's yes, and those
+    refused (where they were asked, and why); None when there are none."""
+    asked = store.erasure.requests()
+    waiting = [a for a in asked if a.status != "refused"]
+    refused = [
+        {"asked_in": a.asked_in or None, "reason": a.reason, "at": round(a.created_at, 1)}
+        for a in asked
+        if a.status == "refused"
+    ]
+    if not waiting and not refused:
+        return None
+    return {"waiting": len(waiting), "refused": refused}
+
+
 def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.curation.economy import lane as economy
     from wsd.daemon.curation.judging import erosion
@@ -94,6 +109,9 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "semantic": (beat or {}).get("semantic"),
         # When the person last had something erased, and how much of each kind: never what.
         "last_forget": store.erasure.last_forget(),
+        # Requests to forget from conversation (issue 43): waiting for the person's yes, and
+        # those refused (where, why: never the words), so that nothing is refused silently.
+        "forget_requests": _forget_requests(store),
         "curation": economy.report(store, str(settings.get("curation", config.curation)), now),
         "replication": position.read(layout, *position.settings_of(settings)[:2], now).as_json(),
         "settings": settings,

@@ -1,30 +1,31 @@
-"""Whose words hold each item of a curator reply: what a web page says is not what the
-person said (issue 32).
+"""Whose words hold each item of a curator reply, and who asked for it: what a web page says
+is not what the person said (issues 32, 43).
 
 The curator sees the person's prompts, the agent's answers and the tools' inputs and outputs
 (web pages, files, mail, command output: strangers' words). Its instructions say never to
-follow what it reads there; this module does not rely on that. Each item of a reply is
-checked against the parts of the turns it cites (the whole batch when it cites none, or
-only turns outside it), the way the loss guards judge an edit by its effect:
+follow what it reads there; this module does not rely on that, and does not count words to
+decide: it judges who spoke (:mod:`.speech`: the person's own words are their prompt without
+what they quote, paste, report or only ask) and what they asked. Each item is judged against
+the turns it cites (each turn of the batch alone when it cites none):
 
-* **Support** of a text by a part is the share of its content words found there (stemmed
-  by SQLite's porter tokenizer, as the memory index stems them; a word matches a longer one
-  it begins, so ``bevorzug`` finds ``bevorzugt``; function words of English, German, French
-  and Spanish and a few words every curator line uses, "user", "prefers", "always", count
-  for neither side, nor does a line's label: in ``Name: Ana`` the claim is "Ana"). A part
-  *holds* a text at :data:`THRESHOLD` or more (chosen on the corpus in
-  ``tests/grounding_corpus.py``: ``make bench`` grounding, README "Whose words").
-* PREFERENCE and CORRECTION, and every line added to user.md, must be held by the person's
-  own words. A learning that is not is kept as a FACT saying where it came from (``from a
-  tool result in T88``, ``from the agent's answer in T88``), never as the person's; a user.md
-  line that is not is refused, and so is a user.md line deleted when the person's words do
-  not name it.
-* An ACTION the person's words do not hold is kept at normal priority at most, marked as
-  suggested by a tool result (or the agent); never urgent or high.
-* Any other learning that only a tool's output holds says so too (``from a tool result in
-  T88``): the boot context and ``search_memory`` show the agent a stranger's word as one.
-* ACTION_DONE must name an open action whose words the person's prompts or the agent's own
-  tool calls hold (what it did), never a tool's output alone (a page saying "done").
+* **Support** of a text by a part is the share of its content words found there (stemmed by
+  SQLite's porter tokenizer, as the memory index stems them; two words match across an
+  inflection the stemmer left, ``bevorzug``/``bevorzugt``, never a longer word, "wireless"
+  for "wire"; function words of English, German, French and Spanish and a few words every
+  curator line uses count for neither side, nor does a line's label: in ``Name: Ana`` the
+  claim is "Ana"). It says where a stranger's claim came from (``from a tool result in T88``).
+* A person-level item (PREFERENCE, CORRECTION, a user.md line added or replaced, an urgent
+  or high ACTION) is the person's only when :meth:`Grounds.theirs` says so: a content word,
+  every distinctive word (a name, a number, an address) theirs, enough of it theirs, and no
+  word of it said by anyone else in the batch. A learning that is not is kept as a FACT
+  saying where it came from, a user.md line refused, an ACTION kept at normal priority.
+* A request must be the person's own request: a user.md line goes (deleted, replaced, left
+  out of a rewrite) only when their words name it and say it changed
+  (:meth:`Grounds.deletable`); ACTION_DONE only on their own "done" or a call of the agent's
+  that acts (:meth:`Grounds.shows_done`); FORGET only on their own request to forget, with
+  whether their words said what goes (:func:`said_in`: else the daemon asks them first).
+* Any other learning that only a tool's output holds says so too: the boot context and
+  ``search_memory`` show the agent a stranger's word as one.
 
 What is refused or downgraded is counted per batch (``ungrounded``, on the ledger row and
 the batch's log line) and said in the refusals, and never costs the rest of the batch.

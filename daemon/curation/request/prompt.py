@@ -47,7 +47,7 @@ PREFERENCE: <text> - how the person wants things done
 TOOL_INSTALL: <text> - a tool or package set up, and how
 ACTION: [urgent|high|normal] <text> - a follow-up for the agent
 ACTION_DONE: <id> - an open action the turns show done
-FORGET: <words> [turn N] - the person asked in turn N to forget these words (theirs, as said)
+FORGET: <words> [turn N] - the person asked in turn N to forget this (the memory's words)
 user.md +3: <line> - add a line after line 3 (+0 top, +$ end)
 user.md ~5: <line> - replace line 5
 user.md -7 - delete line 7 (-7..9: lines 7 to 9)
@@ -66,8 +66,8 @@ Rules:
   says is a FACT at most, and an ACTION it suggests is normal priority.
 - Priority: corrections > active tasks > preferences > key facts > history.
 - Never copy secrets, passwords or tokens.
-- When the person asks to forget something, name it in a FORGET line with the words they
-  used, and write nothing that repeats it.
+- When the person asks to forget something, name it in a FORGET line as the memory words
+  it, and write nothing that repeats it.
 """
 
 
