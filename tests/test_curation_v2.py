@@ -79,29 +79,30 @@ def test_a_hand_edit_is_adopted_across_a_restart_and_shown_to_the_curator(
 def test_a_careless_two_line_rewrite_of_a_twenty_line_file_loses_a_quarter(
     layout: Layout, tmp_path: Path
 ) -> None:
-    """A reply rewriting a 20-line user.md as 2 lines loses at most a quarter (the line it
+    """A reply rewriting a 20-line context.md as 2 lines loses at most a quarter (the line it
     replaces and 4 deleted): 16 lines stay, the refusal is on the batch's ledger row and in
-    the log, the rest of the batch applies."""
+    the log, the rest of the batch applies. (In user.md a line a rewrite leaves out stays
+    unless the person asked for it to go: tests/test_grounding.py.)"""
     facts = [f"- Fact number {i} about the person" for i in range(19)]
     with BridgeStandin() as bridge:
         bridge.script(
-            Reply.text("USER_MD_UPDATE:\n# User\n" + "\n".join(facts)),
-            Reply.text("FACT: The person moved to Lisbon\nUSER_MD_UPDATE:\n# User\n- Lisbon"),
+            Reply.text("CONTEXT_MD_UPDATE:\n# Context\n" + "\n".join(facts)),
+            Reply.text("FACT: The person moved to Lisbon\nCONTEXT_MD_UPDATE:\n# Context\n- Lisbon"),
         )
         env = daemon_env(layout, bridge)
         with running_daemon(env, tmp_path / "d.log"):
             said = "; ".join(f"fact number {i} about me" for i in range(19))
             write_turns(layout, 1, prompt=f"Remember: {said}")  # what user.md says (issue 32)
             wsd(env, "flush", "--wait", "30")
-            assert len(Path(layout.md("user.md")).read_text().splitlines()) == 20
+            assert len(Path(layout.md("context.md")).read_text().splitlines()) == 20
             write_turns(layout, 1, start=1, prompt="I moved to Lisbon")
             wsd(env, "flush", "--wait", "30")
-    lines = Path(layout.md("user.md")).read_text().splitlines()
-    assert len(lines) == 16 and lines[:2] == ["# User", "- Lisbon"]
+    lines = Path(layout.md("context.md")).read_text().splitlines()
+    assert len(lines) == 16 and lines[:2] == ["# Context", "- Lisbon"]
     (refused,) = q(layout.memory_db, "SELECT refused FROM batches ORDER BY id DESC LIMIT 1")[0]
     # The 14 refusals are one line on the ledger, not 14.
     (held,) = [r for r in json.loads(refused) if "over the loss limit" in r]
-    assert held.startswith("user.md: 14 edits: over the loss limit (5 of 20 lines a batch)")
+    assert held.startswith("context.md: 14 edits: over the loss limit (5 of 20 lines a batch)")
     assert q(layout.memory_db, "SELECT content FROM learnings") == [("The person moved to Lisbon",)]
     assert '"event": "reply_refused"' in (tmp_path / "d.log").read_text()
 

@@ -52,13 +52,15 @@ def value(found: dict[Any, float], name: str, **labels: str) -> float:
 
 
 def _careless(layout: Layout, standin: BridgeStandin) -> None:
-    """Three curated batches on the prompt lane: a 20-line user.md, a careless rewrite that
-    loses 14 lines (refused: the loss limit) with two lines not in the format, then more."""
+    """Three curated batches on the prompt lane: a 20-line context.md, a careless rewrite
+    that loses 14 lines (refused: the loss limit) with two lines not in the format, then more.
+    (context.md: user.md's lines are also the person's, and grounding keeps a line a rewrite
+    leaves out unless they asked for it to go.)"""
     standin.script(
-        Reply.text("USER_MD_UPDATE:\n# User\n" + "\n".join(FACTS)),
+        Reply.text("CONTEXT_MD_UPDATE:\n# Context\n" + "\n".join(FACTS)),
         Reply.text(
             "FACT: The person moved to Lisbon\nthis is not the format\nnor is this\n"
-            "USER_MD_UPDATE:\n# User\n- Lisbon"
+            "CONTEXT_MD_UPDATE:\n# Context\n- Lisbon"
         ),
         Reply.text("FACT: The person likes tea"),
     )
@@ -107,9 +109,9 @@ def test_wsd_metrics_prints_openmetrics_that_say_what_the_ledger_and_files_say(
     assert value(found, "wsd_guard_refusals_total", lane="prompt", kind="loss") == 14
     assert value(found, "wsd_guard_refusals_total", lane="prompt", kind="unread_lines") == 2
     assert value(found, "wsd_guard_refusals_total", lane="prompt", kind="erosion") == 0
-    lines = len(Path(layout.md("user.md")).read_text().splitlines())
-    assert value(found, "wsd_md_file_lines", file="user.md") == lines == 16
-    assert value(found, "wsd_md_file_line_limit", file="user.md") == 200
+    lines = len(Path(layout.md("context.md")).read_text().splitlines())
+    assert value(found, "wsd_md_file_lines", file="context.md") == lines == 16
+    assert value(found, "wsd_md_file_line_limit", file="context.md") == 200
     size = os.path.getsize(layout.memory_db)
     assert value(found, "wsd_database_size_bytes", db="memory") == size
     assert value(found, "wsd_batches_parked") == 0

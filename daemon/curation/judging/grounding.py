@@ -441,11 +441,14 @@ class Grounds:
     def updates(self, old: str, new: str, cited: Iterable[int] = ()) -> bool:
         """Whether a line of theirs replaced by ``new`` (the person's own words) is their
         update of it: they named the old line to go (:meth:`deletable`), or said something
-        changed and the two lines speak of the same thing (share a content word: "Lives in
-        Porto" by "Lives in Lisbon" after "I moved to Lisbon")."""
+        changed and the new line says the same thing of them with another value (the same
+        frame: "Lives in Porto" by "Lives in Lisbon" after "I moved to Lisbon", "Likes tea"
+        by "Likes coffee" after "I like coffee now"; "I am buying hazelnuts" is no update of
+        "I am allergic to hazelnuts")."""
         if self.deletable(old, cited):
             return True
-        return bool(self.asked("change", cited)) and bool(self._claim(old) & self._claim(new))
+        frame = _frame(old)
+        return bool(frame) and frame == _frame(new) and bool(self.asked("change", cited))
 
 
 @dataclass
@@ -536,10 +539,27 @@ def ground(
     return out
 
 
+#: Words a line's frame skips to reach what it says of the person ("I am allergic").
+_FRAME_SKIP = frozenset("i i'm am is are was were be my the a an has have had".split())  # noqa: SIM905
+
+
+def _frame(line: str) -> str:
+    """The first word of what a line says of the person, stemmed (``like`` of "- Likes tea",
+    ``allerg`` of "I am allergic to hazelnuts", ``name`` of "Name: Ana")."""
+    for token in re.findall(r"[\w']+", line.lower()):
+        if token not in _FRAME_SKIP:
+            found = stems(token)
+            return found[0] if found else token
+    return ""
+
+
 def _says(line: str) -> bool:
     """Whether a line says something (a letter or a digit: "2.4.1" is a claim too), not a
-    blank, a rule or markup: a line of function words alone claims no less ("Prefers that
-    you never ask")."""
+    blank, a rule, markup or a heading of no content word (``# User``, the file's own
+    structure): a bullet of function words alone claims no less ("Prefers that you never
+    ask")."""
+    if line.lstrip().startswith("#") and not words(line):
+        return False
     return any(c.isalnum() for c in line)
 
 

@@ -82,9 +82,16 @@ CHANGE = re.compile(
     r"|désormais|maintenant|nouveau|nouvelle|ya no|no|ahora|nuevo|nueva|cambi\w*|mud\w*)\b",
     re.I,
 )
-#: Words saying a task is done ("I renewed the certificate", "das ist erledigt").
+#: Words saying a task is done ("I renewed the certificate", "das ist erledigt"): a word
+#: that says so, or the person telling what they did ("I watered the plants", "ich habe es
+#: bezahlt", "j'ai appelé", "ya lo he pagado").
 DONE = re.compile(
-    r"\b(?:done|did|finished|finish|completed|complete|closed|fixed|solved|resolved|handled"
+    r"\b(?:i|we)\s+(?:have\s+|'ve\s+|just\s+|already\s+|finally\s+)*\w*[a-df-z]ed\b"
+    r"|\b(?:i|we)\s+(?:have\s+|'ve\s+|just\s+|already\s+)*(?:paid|sent|did|took|wrote|made"
+    r"|went|bought|got|gave|told|rang|called|put|set|met|ran|brought|found|left|kept)\b"
+    r"|\b(?:habe|haben|hab)\b.*\bge\w+(?:t|en)\b|\bj'ai\b|\bnous avons\b"
+    r"|\b(?:he|hemos|ya)\s+(?:lo\s+|la\s+)?\w+(?:ado|ido)\b"
+    r"|\b(?:done|did|finished|finish|completed|complete|closed|fixed|solved|resolved|handled"
     r"|sorted|paid|sent|renewed|booked|submitted|shipped|merged|deployed|called|took care"
     r"|erledigt|fertig|gemacht|abgeschlossen|bezahlt|erneuert|geschickt|fait|terminé|fini"
     r"|réglé|payé|renouvelé|envoyé|hecho|terminado|listo|pagado|renovado|enviado)\b",
