@@ -167,6 +167,30 @@ def test_forget_yes_leaves_no_byte_of_the_words(
     assert status["last_forget"]["counts"]["turns"] == 2
     assert SECRET.lower() not in json.dumps(status).lower()
     assert SECRET not in result.stderr + result.stdout
+    assert report["read_back"] is True and report["still_holding"] == {}
+    assert result.returncode == 0
+
+
+def test_what_the_read_back_still_finds_is_said_and_never_counted_erased(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """The read-back after an erasure is the dry run's scan: every kind it still finds is
+    reported as still holding the words, a backup it finds moves from the erased to the
+    unreached."""
+    _curated(layout, standin)
+    from wsd.daemon.memory.forget import erase
+
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    backup = tmp_path / "backup"
+    wsd(env, "backup", str(backup))
+    store = Store(layout)
+    done = erase.Report([SECRET], erased=True)
+    for path, _at in store.erasure.backups():
+        done.add("backups", path, path)
+    erase._read_back(store, Forget.of([SECRET]), done)  # nothing was erased: all still there
+    assert done.verified and done.still["turns"] == 2 and done.still["learnings"] >= 1
+    counts = done.counts()
+    assert "backups" not in counts and counts["backups_unreachable"] == 1
 
 
 def test_forget_beside_a_running_daemon_then_rebuild_and_restore(

@@ -384,6 +384,85 @@ def test_a_forget_leaves_no_copy_in_litestreams_state_and_the_newest_restore_lac
     assert refused.returncode == 1 and "before the last forget" in refused.stderr
 
 
+def _doctor_replication(env: dict[str, str]) -> dict[str, Any]:
+    out = json.loads(wsd(env, "doctor", "--json", check=False).stdout)
+    return next(f for f in out["findings"] if f["check"] == "replication")
+
+
+def _holding(folder: Path, word: bytes) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and word in p.read_bytes()]
+
+
+@pytest.mark.slow
+def test_a_forget_the_replica_cannot_take_says_so_and_the_replica_gets_it_before_anything_else(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """With the replica's target unwritable (a file where its folder was), `wsd forget --yes`
+    exits 3 saying the replica still holds the words; doctor FAILs, status says the replica
+    was not written, a restore is refused (also when the record of it is deleted: the local
+    memory.db knows of the forget); once the target is writable the daemon writes the erased
+    state first (logged before litestream starts replicating), doctor is ok and the newest
+    restore lacks the words."""
+    replica, aside = tmp_path / "replica", tmp_path / "replica-aside"
+    env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{replica}", WSD_WATCH="false")
+    log = tmp_path / "wsd.log"
+    with running_daemon(env, log):
+        assert wait_for(lambda: running(layout), 20)
+        write_turns(layout, 4, prompt="Task {i}: the Yarrowmere cabin key is under the mat")
+        wsd(env, "flush", "--wait", "30")
+        assert wait_for(lambda: _caught_up(env), 30)
+        replica.rename(aside)
+        replica.write_text("not a folder: the target cannot be written\n")
+        before = time.time()
+        time.sleep(1.1)
+        out = wsd(env, "forget", "Yarrowmere", "--yes", check=False, timeout=120)
+        assert out.returncode == 3, (out.stdout, out.stderr)
+        assert "STILL HOLDS THEM" in out.stdout and "seen written" not in out.stdout
+        assert "not a directory" in out.stdout
+        finding = _doctor_replication(env)
+        assert finding["level"] == "fail" and "still holds" in finding["detail"], finding
+        status = json.loads(wsd(env, "status", "--json").stdout)
+        assert status["last_forget"]["replica"]["written"] is False
+        # Nothing else was shipped meanwhile: no plain replicate ran after the erasure.
+        assert _replicating(layout) is None
+    assert _holding(aside, b"Yarrowmere"), "the replica held the words before the forget"
+    refused = wsd(env, "restore", "--from-replica", check=False)
+    assert refused.returncode == 1 and "still holds" in refused.stderr, refused.stderr
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(before))
+    assert wsd(env, "restore", "--from-replica", "--at", at, check=False).returncode == 1
+    # The record deleted: the local memory.db still knows of the forget, and the replica's
+    # newest state (once readable) does not.
+    record = Path(layout.os_dir, "replica-erasure.json")
+    kept = record.read_bytes()
+    record.unlink()
+    replica.unlink()
+    aside.rename(replica)
+    stale = wsd(env, "restore", "--from-replica", check=False)
+    assert stale.returncode == 1 and "older than the last forget" in stale.stderr, stale.stderr
+    assert wsd(env, "restore", "--from-replica", "--at", at, check=False).returncode == 1
+    record.write_bytes(kept)
+
+    log.write_bytes(b"")
+    with running_daemon(env, log):
+        assert wait_for(lambda: _doctor_replication(env)["level"] == "ok", 60)
+        status = json.loads(wsd(env, "status", "--json").stdout)
+        assert status["last_forget"]["replica"]["written"] is True
+        events = _events(log)
+        assert events.index("replica_erasure_written") < events.index("replica_started")
+    done = wsd(env, "restore", "--from-replica")
+    assert "restored transcript.db and memory.db" in done.stdout
+    for path in (layout.transcript_db, layout.memory_db):
+        assert b"Yarrowmere" not in Path(path).read_bytes()
+    newest = tmp_path / "newest"
+    for kind in ("transcript", "memory"):
+        subprocess.run(
+            [litestream.binary(), "restore", "-o", f"{newest}.{kind}", f"file://{replica}/{kind}"],
+            check=True,
+            capture_output=True,
+        )
+        assert b"Yarrowmere" not in Path(f"{newest}.{kind}").read_bytes()
+
+
 # -- S3 -----------------------------------------------------------------------------------
 
 

@@ -153,25 +153,33 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     except (BadWords, erase.ForgetRefused, pause.PauseRefused) as exc:
         print(f"wsd forget: {exc}; nothing was erased", file=sys.stderr)
         return 2
-    replica = _replica_reach(layout, env) if args.yes and report.erased else None
+    replica = None
+    if args.yes and report.erased and report.finished_at is not None:
+        replica = _replica_reach(layout, env, report.finished_at, args.wait, say)
     if args.json:
         out = report.as_json() | ({"replica": replica} if replica else {})
         print(json.dumps(out, ensure_ascii=False, indent=1))
     else:
         _print(report, args, replica)
-    return 0
+    # Erased here, and a copy still holds the words: a script must not read "done" (3, as
+    # the README says; 0 only when every copy named was checked).
+    return 3 if report.still or (replica and not replica["written"]) else 0
 
 
-def _replica_reach(layout: Any, env: Mapping[str, str]) -> dict[str, Any] | None:
+def _replica_reach(
+    layout: Any, env: Mapping[str, str], erased_at: float, wait: float, say: Any
+) -> dict[str, Any] | None:
     """When replication is on (as the daemon reports its settings, else this shell's): the
-    replica, and until when its history (snapshots and changes kept for the retention) can
-    still hold erased words. The local copies are gone already (replica/hold.py)."""
+    replica, whether its newest state was seen written after the erasure (the daemon's
+    supervisor writes it and records it: replica/owed.py; looked for up to ``wait``
+    seconds, and no longer once a try failed or no daemon runs), and until when its history
+    (snapshots kept for the retention) can still hold the words."""
     import time
 
-    from wsd.daemon.replica import litestream
+    from wsd.daemon.replica import litestream, owed
     from wsd.daemon.runtime.config import DEFAULT_REPLICA_RETENTION_HOURS, Config
     from wsd.daemon.runtime.dates import iso_time
-    from wsd.daemon.runtime.heartbeat import read_status
+    from wsd.daemon.runtime.heartbeat import daemon_running, read_status
 
     reported = (read_status(layout) or {}).get("settings")
     settings = reported if isinstance(reported, dict) else Config.from_env(env).reported()
@@ -180,9 +188,31 @@ def _replica_reach(layout: Any, env: Mapping[str, str]) -> dict[str, Any] | None
         return None
     hours = settings.get("replica_retention_hours")
     hours = float(hours) if isinstance(hours, int | float) else DEFAULT_REPLICA_RETENTION_HOURS
+    say("waiting for the replica's newest state to be written without them ...")
+    deadline = time.monotonic() + wait
+    while True:
+        record = owed.read(layout)
+        ours = record is not None and record.erased_at >= erased_at
+        written = ours and record is not None and not record.pending
+        failed = ours and record is not None and (record.tried_at or 0) >= erased_at
+        running = daemon_running(layout)
+        if written or failed or not running or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    if written:
+        why = None
+    elif record is not None and record.error and failed:
+        why = record.error
+    elif not running:
+        why = "the daemon is not running (it writes the erased state when it starts)"
+    else:
+        why = f"not seen written within {wait:g}s (the daemon goes on trying)"
     until = time.time() + hours * 3600
     return {
         "url": litestream.shown(url),
+        "written": written,
+        "confirmed_at": record.confirmed_at if written and record else None,
+        "why_not": why,
         "retention_hours": hours,
         "may_hold_until": round(until, 3),
         "may_hold_until_iso": iso_time(until),
@@ -206,7 +236,11 @@ def _print(report: Any, args: argparse.Namespace, replica: dict[str, Any] | None
     if not counts:
         print("nothing in the memory holds these words")
         return
-    head = "erased:" if report.erased else "would erase (a dry run: nothing changed):"
+    head = "would erase (a dry run: nothing changed):"
+    if report.erased:
+        head = "erased: each copy below was read back without them"
+        if not report.verified:
+            head = "erased:"
     print(head)
     for name, label in KIND_NAMES.items():
         if name not in counts:
@@ -215,13 +249,22 @@ def _print(report: Any, args: argparse.Namespace, replica: dict[str, Any] | None
         if not report.erased:
             for sample in report.kinds[name].samples:
                 print(f"          {sample}")
+    for name, n in report.still.items():
+        print(f"  STILL HOLDING THEM after the erasure: {n} {KIND_NAMES.get(name, name)}")
     if report.needs_all_matches and not report.erased:
         print("these words match most of the memory: to erase anyway, add --yes --all-matches")
     elif not report.erased:
         print("to erase: run the same command with --yes")
-    if replica:
+    if replica and replica["written"]:
         print(
-            f"the replica ({replica['url']}) got a new snapshot without them; its history"
-            f" can hold them until {replica['may_hold_until_iso']}"
+            f"the replica ({replica['url']}): its newest state, without them, was seen written"
+            f" there; its history can hold them until {replica['may_hold_until_iso']}"
             f" (WSD_REPLICA_RETENTION_HOURS={replica['retention_hours']:g})"
+        )
+    elif replica:
+        print(
+            f"the replica ({replica['url']}) STILL HOLDS THEM: its newest state without them"
+            f" was not written ({replica['why_not']}). The daemon writes it before it ships"
+            " anything else, once the target can be written; `wsd doctor` fails until then"
+            " and `wsd restore --from-replica` refuses it"
         )

@@ -108,7 +108,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         or None,
         "semantic": (beat or {}).get("semantic"),
         # When the person last had something erased, and how much of each kind: never what.
-        "last_forget": store.erasure.last_forget(),
+        "last_forget": _last_forget(store, layout, settings),
         # Requests to forget from conversation (issue 43): waiting for the person's yes, and
         # those refused (where, why: never the words), so that nothing is refused silently.
         "forget_requests": _forget_requests(store),
@@ -124,6 +124,18 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     else:
         _print_readable({k: v for k, v in report.items() if k != "schema"}, now)
     return 0
+
+
+def _last_forget(store: Any, layout: Layout, settings: Mapping[str, Any]) -> Any:
+    """The last erasure (when, by whom, how much: never what), and with replication on,
+    whether the replica's newest state was seen written without it (replica/owed.py)."""
+    from wsd.daemon.replica import owed
+
+    last = store.erasure.last_forget()
+    if last is None or not settings.get("replica_url"):
+        return last
+    record = owed.read(layout)
+    return last | {"replica": record.as_json() if record else {"written": False}}
 
 
 def cmd_metrics(args: argparse.Namespace, env: Mapping[str, str]) -> int:

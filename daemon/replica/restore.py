@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from wsd.daemon.replica import hold, litestream
+from wsd.daemon.replica import hold, litestream, owed
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.runtime.instance import lock_path
@@ -126,6 +126,16 @@ def restore(
                 time.sleep(0.1)
             if hold.running(layout):
                 raise RestoreRefused("litestream is still running for this workspace: stop it")
+        local = _local_forget(layout)
+        erasure = owed.read(layout)
+        if erasure is not None and erasure.pending:
+            raise RestoreRefused(
+                f"the replica's newest state still holds what the erasure of"
+                f" {_iso(erasure.erased_at)} erased (it was not written there yet"
+                + (f": {erasure.error}" if erasure.error else "")
+                + "): start the daemon with the target writable (it writes that state before"
+                " anything else; `wsd doctor` says when), or restore from a backup"
+            )
         litestream.write_config(cfg, layout)
         staging = os.path.join(layout.os_dir, hold.STAGING)
         shutil.rmtree(staging, ignore_errors=True)
@@ -133,11 +143,13 @@ def restore(
         stage.ensure_system_dirs()
         try:
             if at:
-                _check_forgets(cfg, layout, stage, at, child, say)
+                _check_forgets(cfg, layout, stage, at, child, say, local)
             for kind in ("transcript", "memory"):
                 say(f"restoring {kind}.db" + (f" as of {at}" if at else "") + " ...")
                 _restore_one(cfg, layout, kind, litestream.databases(stage)[kind], at, child)
             store = Store(stage)
+            if not at and local is not None:
+                _newest_has_erased(store, local)
             for kind in ("transcript", "memory"):
                 problems = store.maintenance.integrity(kind)  # type: ignore[arg-type]
                 if problems:
@@ -159,21 +171,57 @@ def _check_forgets(
     at: str,
     env: Mapping[str, str],
     say: Callable[[str], None],
+    local: float | None = None,
 ) -> None:
-    """Refuse ``at`` before the last forget the replica's newest memory.db knows of."""
+    """Refuse ``at`` before the last forget: the later of this workspace's own record of it
+    (``local``: issue 44 found the replica's record stale when its target had not been
+    writable) and the one the replica's newest memory.db holds."""
     newest = litestream.databases(stage)["memory"]
     say("reading the replica's newest memory.db for its last forget ...")
     _restore_one(cfg, layout, "memory", newest, None, env)
     last = Store(stage).erasure.last_forget()
     remove(newest)
-    if last is None:
+    known = [float(last["finished_at"])] if last else []
+    known += [local] if local is not None else []
+    if not known:
         return
     stamp = datetime.strptime(at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-    if stamp < float(last["finished_at"]):
-        when = datetime.fromtimestamp(float(last["finished_at"]), UTC)
+    if stamp < max(known):
         raise RestoreRefused(
-            f"--at {at} is before the last forget (finished {when:%Y-%m-%dT%H:%M:%SZ}): the"
+            f"--at {at} is before the last forget (finished {_iso(max(known))}): the"
             " words erased then would come back; choose a later time"
+        )
+
+
+def _iso(at: float) -> str:
+    return f"{datetime.fromtimestamp(at, UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _local_forget(layout: Layout) -> float | None:
+    """When the last erasure here finished, as this workspace records it: its memory.db
+    (when it can be read) and ``.os/replica-erasure.json`` (which a lost memory.db leaves)."""
+    known = []
+    erasure = owed.read(layout)
+    if erasure is not None and erasure.erased_at > 0:
+        known.append(erasure.erased_at)
+    with contextlib.suppress(Exception):  # a damaged or missing memory.db: what restore is for
+        if os.path.exists(layout.memory_db):
+            last = Store(layout).erasure.last_forget()
+            if last is not None:
+                known.append(float(last["finished_at"]))
+    return max(known) if known else None
+
+
+def _newest_has_erased(store: Store, local: float) -> None:
+    """The replica's newest memory.db must know of the last erasure here: one that does not
+    is older than it, and holds what it erased."""
+    last = store.erasure.last_forget()
+    if last is None or float(last["finished_at"]) < local - 0.001:
+        raise RestoreRefused(
+            f"the replica's newest state is older than the last forget here (finished"
+            f" {_iso(local)}): it still holds what was erased; nothing was replaced. Start the"
+            " daemon with the target writable (it writes the erased state first), or restore"
+            " from a backup"
         )
 
 

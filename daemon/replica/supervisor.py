@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from wsd.daemon.replica import hold, litestream
+from wsd.daemon.replica import hold, litestream, owed
 from wsd.daemon.runtime.config import Config
 from wsd.schema.layout import Layout
 
@@ -111,11 +111,39 @@ class Supervisor:
         if now < self.next_start:
             return "waiting"
         # No local state: an erasure purged it (one too quick for a look to see it held), or
-        # a restore did. The snapshot-then-purge is owed before a plain start (_snapshot).
-        if self._state_missing():
-            self._snapshot()
+        # a restore did. The snapshot-then-purge is owed before a plain start (_snapshot);
+        # after an erasure, until the replica shows it written, nothing else is shipped.
+        erasure = owed.read(self.layout)
+        if self._state_missing() or (erasure is not None and erasure.pending):
+            code = self._snapshot()
+            if erasure is not None and erasure.pending and not self._written(erasure, code):
+                self.next_start = now + self._backoff()
+                return "owed"
         self._spawn(now)
         return "started"
+
+    def _written(self, erasure: owed.Owed, code: int | None) -> bool:
+        """Whether the replica now shows its newest state of both databases made after the
+        erasure (recorded either way: issue 44's forget said so whatever happened)."""
+        snapshots = owed.newest_snapshots(self.layout, self.env)
+        if code == 0 and owed.written_after(snapshots, erasure.erased_at):
+            owed.confirmed(self.layout, time.time())
+            self.delay = FIRST_DELAY
+            self.log.info("replica_erasure_written", attempts=erasure.attempts + 1)
+            return True
+        missing = [k for k, at in snapshots.items() if not owed.written_after({k: at}, 0)]
+        error = (
+            f"litestream's snapshot exited {code}" if code != 0 else "no newer snapshot listed"
+        ) + (f"; the replica lists no snapshot of {', '.join(missing)}" if missing else "")
+        error += _last_error(litestream.log_path(self.layout))
+        after = owed.tried(self.layout, error, time.time())
+        self.log.warning(
+            "replica_erasure_owed",
+            attempts=after.attempts if after else None,
+            code=code,
+            retry_in=self.delay,
+        )
+        return False
 
     def _state_missing(self) -> bool:
         return any(
@@ -163,7 +191,7 @@ class Supervisor:
         config = litestream.config_path(self.layout)
         return [litestream.binary(), "replicate", "-config", config, "-no-expand-env", *extra]
 
-    def _snapshot(self) -> None:
+    def _snapshot(self) -> int | None:
         """After an erasure: a snapshot of the erased state now, and history past the
         retention dropped (``replicate -once -force-snapshot -enforce-retention``), then
         litestream's local state purged once more.
@@ -176,7 +204,7 @@ class Supervisor:
 
         proc = self._start("-once", "-force-snapshot", "-enforce-retention")
         if proc is None:
-            return  # a litestream started meanwhile: the next look adopts it
+            return None  # a litestream started meanwhile: the next look adopts it
         # Named in the pid file too (_start): an erasure that starts meanwhile stops it as it
         # stops a replicate (it waits 20 s at most; a snapshot to S3 can take longer).
         try:
@@ -186,6 +214,7 @@ class Supervisor:
             code = proc.wait()
         hold.purge_local_state(self.layout)
         self.log.info("replica_snapshot", reason="erasure", code=code)
+        return code
 
     def _start(self, *extra: str) -> subprocess.Popen[bytes] | None:
         """``litestream replicate`` (with ``extra``) started holding litestream's lock
@@ -252,3 +281,19 @@ class Supervisor:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
         self.proc = None
+
+
+def _last_error(log_path: str) -> str:
+    """litestream's last ``Error:`` or ``level=ERROR`` line of its log, said after "; " (it
+    names the target and why: "not a directory", "access denied"); "" when none."""
+    try:
+        fd = os.open(log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            fh.seek(max(0, os.fstat(fd).st_size - 8192))
+            tail = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(tail):
+        if line.startswith("Error:") or "level=ERROR" in line:
+            return "; litestream: " + line.strip()[:300]
+    return ""

@@ -36,6 +36,7 @@ from wsd.daemon.memory.forget.words import (
 )
 from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.md import files_md
+from wsd.daemon.replica import owed
 from wsd.daemon.runtime.fsio import atomic_write, read_text
 from wsd.daemon.store import Found, Items, Scope, Store
 from wsd.schema import spool
@@ -84,6 +85,12 @@ class Report:
     learnings_total: int = 0
     #: Learnings the words match, as the broad check before an erasure counted them.
     learnings_hit: int = 0
+    #: When the erasure finished (its journal closed); None for a dry run.
+    finished_at: float | None = None
+    #: After an erasure: every copy was read back (:func:`_read_back`) ...
+    verified: bool = False
+    #: ... and these kinds still hold the words (how many of each): never reported erased.
+    still: dict[str, int] = field(default_factory=dict)
 
     def merge(self, found: Found) -> None:
         for name, kind in found.kinds.items():
@@ -113,6 +120,8 @@ class Report:
             if self.erased
             else {n: k.samples for n, k in self.kinds.items() if k.samples},
             "needs_all_matches": self.needs_all_matches,
+            "read_back": self.verified,
+            "still_holding": self.still,
         }
 
 
@@ -205,8 +214,33 @@ def forget(
         journal: Any = report.words if scope is None else _scope_json(scope)
         fid = store.erasure.journal_open(journal, by, now())
         done = _run(store, match, fid, now, say, scope)
+        if isinstance(match, Forget) and match.phrases:
+            say("reading every copy back ...")
+            _read_back(store, match, done)
     done.erased = True
     return done
+
+
+def _read_back(store: Store, match: Forget, done: Report) -> None:
+    """Every copy the erasure names read again (the dry run's scan, after it): what still
+    holds the words is said (``still``), never reported as erased (issue 44: a forget said
+    what it meant to do, not what it saw). Workspace files named with the words stay on disk
+    (the person's) and are named; a backup still holding them moves to the unreached."""
+    check = plan(store, match)
+    done.verified = True
+    for name, items in check.kinds.items():
+        if not items.ids:
+            continue
+        if name == "workspace_files":
+            done.kinds[name] = items
+        elif name == "backups":
+            erased = done.kinds.get("backups", Items())
+            erased.ids = [p for p in erased.ids if p not in set(items.ids)]
+            for path in items.ids:
+                if path not in done.kinds.get("backups_unreachable", Items()).ids:
+                    done.add("backups_unreachable", path, path)
+        elif name != "backups_unreachable":
+            done.still[name] = len(items.ids)
 
 
 def resume(store: Store, say: Callable[[str], None] = lambda _s: None) -> int:
@@ -273,7 +307,7 @@ def _run(
         report.merge(tra)
         md_files.materialise(layout, store.revisions.latest_md())
         _erase_backups(store, match, report, scope)
-        store.erasure.journal_close(fid, [], report.counts(), now())
+        _close(store, fid, [], report, now())
         return report
     if not isinstance(match, Forget) or not match.phrases:
         store.erasure.journal_close(fid, [], {}, now())
@@ -290,8 +324,16 @@ def _run(
     md_files.materialise(layout, store.revisions.latest_md())
     say("md files: rewritten")
     _erase_backups(store, match, report, None)
-    store.erasure.journal_close(fid, match.stem_lists(), report.counts(), now())
+    _close(store, fid, match.stem_lists(), report, now())
     return report
+
+
+def _close(store: Store, fid: int, stems: list[list[str]], report: Report, at: float) -> None:
+    """The journal closed, and the replica owed the erased state from ``at`` on (written
+    while litestream is still held off: :mod:`wsd.daemon.replica.owed`)."""
+    store.erasure.journal_close(fid, stems, report.counts(), at)
+    owed.erased(store.layout, at)
+    report.finished_at = at
 
 
 def _erase_backups(

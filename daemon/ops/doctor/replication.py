@@ -4,7 +4,8 @@ how far behind the replica is."""
 from __future__ import annotations
 
 from wsd.daemon.ops.doctor.findings import Reporter
-from wsd.daemon.replica import position
+from wsd.daemon.replica import owed, position
+from wsd.daemon.runtime.dates import iso_time
 
 
 def replication(doctor: Reporter) -> None:
@@ -13,6 +14,19 @@ def replication(doctor: Reporter) -> None:
     settings = doctor.replica
     rep = position.read(doctor.layout, settings.url, settings.max_lag_seconds)
     if not rep.enabled:
+        return
+    erasure = owed.read(doctor.layout)
+    if erasure is not None and erasure.pending and not rep.held:
+        tries = f"{erasure.attempts} tr{'y' if erasure.attempts == 1 else 'ies'}"
+        doctor.add(
+            "fail",
+            "replication",
+            f"the replica's newest state still holds what the erasure of"
+            f" {iso_time(erasure.erased_at)} erased: not written there yet ({tries}"
+            + (f"; {erasure.error}" if erasure.error else "")
+            + "). The daemon writes it before it ships anything else once the target can be"
+            " written: make it writable (see .os/logs/litestream.log)",
+        )
         return
     problem = rep.problem()
     if problem:
