@@ -710,3 +710,21 @@ def test_a_refused_request_to_forget_is_said_not_hidden(
     [said] = [line for line in boot.splitlines() if "[refused]" in line]
     assert SECRET not in said and SECRET not in json.dumps(refused)
     assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
+
+
+def test_memory_history_counts_the_lines_a_forget_took_never_which(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """After a forget, `wsd memory history` (and --json) shows for each revision how many
+    lines the forget took out of it, and never the lines."""
+    _curated(layout, standin)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    before = json.loads(wsd(env, "memory", "history", "user.md", "--json").stdout)
+    assert before and all(r["forgotten"] == 0 for r in before)
+    wsd(env, "forget", SECRET, "--yes")
+    rows = json.loads(wsd(env, "memory", "history", "user.md", "--json").stdout)
+    took = {r["id"]: r["forgotten"] for r in rows if r["forgotten"]}
+    assert took and all(n >= 1 for n in took.values())
+    text = wsd(env, "memory", "history", "user.md").stdout
+    assert "line(s) forgotten" in text
+    assert "lincoln" not in (text + json.dumps(rows)).lower()

@@ -61,6 +61,8 @@ def history_rows(revisions: list[Revision]) -> list[dict[str, Any]]:
                 "bytes": len(rev.content.encode("utf-8")),
                 "added": added,
                 "removed": removed,
+                # Lines a forget took out of this revision: counted, never shown (issue 44).
+                "forgotten": rev.erased,
             }
         )
         previous = rev.content
@@ -96,6 +98,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
             print(
                 f"#{r['id']:<6} {r['created_at']}  {source:<20} {r['lines']:>4} lines"
                 f" {r['bytes']:>6} bytes  +{r['added']} -{r['removed']}"
+                + (f"  ({r['forgotten']} line(s) forgotten)" if r["forgotten"] else "")
             )
         return 0
     wanted: list[int] = list(args.revs)

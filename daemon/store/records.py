@@ -198,6 +198,9 @@ class Revision:
     batch_id: int | None
     sha256: str
     content: str
+    #: Lines a forget (or the retention) took out of it since it was stored: how many,
+    #: never which (``wsd memory history``).
+    erased: int = 0
 
 
 @dataclass(frozen=True)

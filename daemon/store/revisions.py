@@ -17,7 +17,7 @@ from wsd.daemon.store.records import (
 )
 from wsd.daemon.store.verbs import Facet, uses
 
-_COLUMNS = "id, file, created_at, source, batch_id, sha256, content"
+_COLUMNS = "id, file, created_at, source, batch_id, sha256, content, erased"
 
 
 def latest_md(m: apsw.Connection) -> dict[str, str]:
