@@ -89,6 +89,23 @@ def test_phrases_match_as_the_index_tokenizes() -> None:
     assert Forget.of(["anna"]).holds("Anna's bike") and not Forget.of(["anna"]).holds("annals")
 
 
+def test_the_cheap_look_misses_no_form_a_match_can_take() -> None:
+    """The cheap look before tokenizing (bytes for a text without accented letters, letter by
+    letter otherwise) is true wherever the phrase matches: ASCII beside an ellipsis or an
+    arrow, accented letters, capitals; false where its roots are not there."""
+    f = Forget.of(["Lincoln Elementary"])
+    for text in [
+        "LINCOLN elementary …",
+        "→ Lincoln Elementary",
+        "Lïncoln Élementary",
+        "lincoln\u2026 elementary",
+    ]:
+        assert all(p.maybe_in(text) for p in f.phrases), text
+    assert not any(p.maybe_in("Lincoln … only") for p in f.phrases)
+    assert Forget.of(["muller"]).phrases[0].maybe_in("Herr MÜLLER …")
+    assert Forget.of(["tromsø"]).phrases[0].maybe_in("Tromsø → Oslo")
+
+
 def test_a_turn_keeps_what_does_not_hold_the_words() -> None:
     """In a turn the sentence holding the words is cut and marked; the rest stays."""
     f = Forget.of([SECRET])
@@ -174,9 +191,9 @@ def test_forget_yes_leaves_no_byte_of_the_words(
 def test_what_the_read_back_still_finds_is_said_and_never_counted_erased(
     layout: Layout, standin: BridgeStandin, tmp_path: Path
 ) -> None:
-    """The read-back after an erasure is the dry run's scan: every kind it still finds is
-    reported as still holding the words, a backup it finds moves from the erased to the
-    unreached."""
+    """The read-back after an erasure reads again what the erasure wrote (here: what it
+    would have written, left as it was): every kind it still finds is reported as still
+    holding the words, a backup it finds moves from the erased to the unreached."""
     _curated(layout, standin)
     from wsd.daemon.memory.forget import erase
 
@@ -184,9 +201,8 @@ def test_what_the_read_back_still_finds_is_said_and_never_counted_erased(
     backup = tmp_path / "backup"
     wsd(env, "backup", str(backup))
     store = Store(layout)
-    done = erase.Report([SECRET], erased=True)
-    for path, _at in store.erasure.backups():
-        done.add("backups", path, path)
+    done = erase.plan(store, Forget.of([SECRET]))  # the rows an erasure would write
+    done.erased = True
     erase._read_back(store, Forget.of([SECRET]), done)  # nothing was erased: all still there
     assert done.verified and done.still["turns"] == 2 and done.still["learnings"] >= 1
     counts = done.counts()

@@ -23,7 +23,7 @@ from wsd.daemon.store.connections import Opener
 
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
-from wsd.daemon.store.erasure import Asked, Found, Items, Scope
+from wsd.daemon.store.erasure import TRANSCRIPT_KINDS, Asked, Found, Items, Scope
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
@@ -81,6 +81,7 @@ __all__ = [
     "LEARNING_TYPES",
     "MADE_BY",
     "RELEASED",
+    "TRANSCRIPT_KINDS",
     "VECTOR_KINDS",
     "VOID",
     "ActionIn",

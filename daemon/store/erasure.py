@@ -29,7 +29,7 @@ import hmac
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -351,13 +351,22 @@ _TRANSCRIPT_TEXT: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] 
 )
 
 
-def find_transcript(t: apsw.Connection, match: Matcher, scope: Scope | None = None) -> Found:
+def find_transcript(
+    t: apsw.Connection,
+    match: Matcher,
+    scope: Scope | None = None,
+    only: Mapping[str, Sequence[Any]] | None = None,
+) -> Found:
     """Every row of transcript.db holding the words (no write). A full scan, each text
     first searched for the words' roots (cheap), only a hit tokenized. With a ``scope``,
-    only its turns and their raw events."""
+    only its turns and their raw events; with ``only``, only the rows of these keys of each
+    kind (what an erasure wrote, read back)."""
     found = Found()
     for table, key, columns, json_columns in _TRANSCRIPT_TEXT:
-        kind = found.kind("turns" if table == "observations" else table)
+        name = "turns" if table == "observations" else table
+        kind = found.kind(name)
+        if only is not None and not only.get(name):
+            continue
         # The cheap look first, in SQLite: only rows that may hold the words come back.
         maybe = [match.sql_maybe(c) for c in columns]
         where = " WHERE (" + " OR ".join(sql for sql, _a in maybe) + ")"
@@ -367,6 +376,9 @@ def find_transcript(t: apsw.Connection, match: Matcher, scope: Scope | None = No
                 continue
             where += f" AND {_SCOPED[table]} IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(sorted(scope.observations)))
+        if only is not None:
+            where += f" AND {key} IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(only[name])))
         for row in t.execute(f"SELECT {key}, {', '.join(columns)} FROM {table}{where}", args):
             texts = [v for v in row[1:] if isinstance(v, str) and v and match.maybe_in(v)]
             if not texts:
@@ -379,6 +391,9 @@ def find_transcript(t: apsw.Connection, match: Matcher, scope: Scope | None = No
                 kind.add(row[0], texts[0] if table == "observations" else f"{table} {row[0]}")
     return found
 
+
+#: The kinds of item transcript.db's rows are counted as (a report's names).
+TRANSCRIPT_KINDS = tuple("turns" if t == "observations" else t for t, *_r in _TRANSCRIPT_TEXT)
 
 #: The column naming the turn, in the tables a turn scope reaches.
 _SCOPED = {"observations": "id", "events": "observation_id"}
@@ -729,12 +744,18 @@ def workspace_paths(m: apsw.Connection, maybe: Callable[[str], bool]) -> list[st
 class Erasure(Facet):
     """``store.erasure``: the verbs of forgetting over one workspace's databases."""
 
-    def find(self, match: Matcher, scope: Scope | None = None) -> tuple[Found, Found]:
-        """(memory.db, transcript.db) rows holding the words; nothing written."""
+    def find(
+        self,
+        match: Matcher,
+        scope: Scope | None = None,
+        only: Mapping[str, Sequence[Any]] | None = None,
+    ) -> tuple[Found, Found]:
+        """(memory.db, transcript.db) rows holding the words; nothing written. ``only``
+        limits transcript.db to these keys of each kind (an erasure's rows, read back)."""
         with self._db.memory(readonly=True) as m:
             mem = find_memory(m, match, scope)
         with self._db.transcript(readonly=True) as t:
-            return mem, find_transcript(t, match, scope)
+            return mem, find_transcript(t, match, scope, only)
 
     def erase(
         self,

@@ -44,11 +44,19 @@ class BadWords(ValueError):
     """Words that cannot be forgotten as given; the message says why and what to do."""
 
 
+#: The Latin letters :func:`_letter_class` looks through (a letter with an accent), whose
+#: accent-free form may be an ASCII letter.
+_FOLDING_RANGES = ((0xC0, 0x250), (0x1E00, 0x1F00))
+#: Every byte but the UTF-8 lead bytes of those letters (C3-C9, E1): a text left with none
+#: shows an ASCII root only as its ASCII letters (a lead byte never continues a character).
+_NOT_FOLDING = bytes(b for b in range(256) if not (0xC3 <= b <= 0xC9 or b == 0xE1))
+
+
 @functools.cache
 def _letter_class(base: str) -> str:
     """A regex class of every Latin letter whose accent-free form is ``base``."""
     variants = {base, base.upper()}
-    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
+    for code in (c for a, b in _FOLDING_RANGES for c in range(a, b)):
         char = chr(code)
         stripped = "".join(
             c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)
@@ -114,7 +122,18 @@ class Phrase:
         return f"({not_ascii} OR ({found}))", roots
 
     def maybe_in(self, text: str) -> bool:
-        """False only if ``text`` cannot hold the phrase (its roots are not all there)."""
+        """False only if ``text`` cannot hold the phrase (its roots are not all there).
+
+        A text with no accented Latin letter shows an ASCII root only as its ASCII letters: a
+        byte look, in C. Measured (issue 44, 20,000 turns of ``make bench`` forget): a
+        quarter of the turns hold a truncated output's "…", and the letter-by-letter look
+        took 80 us for each 4 KB, a third of a forget's time."""
+        roots = self.ascii_roots
+        if roots is not None:
+            data = text.encode("utf-8", "surrogatepass")
+            if not data.translate(None, _NOT_FOLDING):
+                lowered = data.lower()
+                return all(root.encode() in lowered for root in roots)
         return all(root.search(text) for root in self._roots)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
