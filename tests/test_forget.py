@@ -744,3 +744,58 @@ def test_memory_history_counts_the_lines_a_forget_took_never_which(
     text = wsd(env, "memory", "history", "user.md").stdout
     assert "line(s) forgotten" in text
     assert "lincoln" not in (text + json.dumps(rows)).lower()
+
+
+DOCTORS = [
+    "Dr. Lee moved my appointment to Monday.",
+    "The clinic says Dr. Patel is away.",
+    "My dentist is Dr. Okafor, near the station.",
+    "Ask Dr. Brandt about the results.",
+    "I met Dr. Nkemelu at the conference.",
+]
+
+
+def test_forget_of_a_titled_name_keeps_the_title_and_erases_only_that_name(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """ "Please forget Dr. Okafor." reaches the stand-in's FORGET whole (not "Dr"): the
+    sentence naming Dr. Okafor goes, the four other doctors' stay."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    for i, prompt in enumerate(DOCTORS):
+        _say(layout, worker, i, prompt)
+    _say(layout, worker, 10, "Please forget Dr. Okafor.")
+    drain(worker)
+    assert words_anywhere(layout.os_dir, "Okafor") == []
+    for name in ("Lee", "Patel", "Brandt", "Nkemelu"):
+        assert words_anywhere(layout.transcript_db, f"Dr. {name}"), name
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [("Dr", "2 letters or fewer"), ("appointment", None)],
+)
+def test_a_forget_too_wide_for_a_conversation_asks_first(
+    layout: Layout, standin: BridgeStandin, target: str, why: str | None
+) -> None:
+    """A curator's FORGET of a word of two letters, or of words in 5 % or more of the turns
+    (and 3 or more), is not run on the conversation's word: it waits for the person's
+    confirmation, saying why; nothing is erased meanwhile."""
+
+    def cuts_short(body: dict[str, Any]) -> Any:
+        text = rule_curator.responder_text(body)
+        return Reply.text(text.replace("FORGET: Dr. Okafor", f"FORGET: {target}"))
+
+    standin.responder = cuts_short
+    worker = make_worker(layout, standin, batch_turns=1)
+    prompts = [*DOCTORS, *(f"The appointment {i} with Dr. Lee is fine." for i in range(3))]
+    for i, prompt in enumerate(prompts):
+        _say(layout, worker, i, prompt)
+    _say(layout, worker, 20, f"Please forget Dr. Okafor. Also forget {target}.")
+    drain(worker)
+    [(content,)] = query(
+        layout.memory_db, "SELECT content FROM pending_actions WHERE source = 'forget'"
+    )
+    assert content.startswith("Confirm:")
+    assert (why or "other turns of your") in content
+    assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
+    assert words_anywhere(layout.transcript_db, target)

@@ -44,9 +44,34 @@ _REMIND = re.compile(
     r"\b(?:remind me to|don't forget to|todo:|follow up on)\s+(.{3,200}?)" + _END,
     re.I,
 )
+#: An abbreviation's or an initial's dot ends no sentence: "forget Dr. Okafor" names Dr.
+#: Okafor, not "Dr" (issue 44: the stand-in's cut erased every "Dr" of five turns).
+_NOT_AN_END = (
+    "".join(
+        f"(?<!\\b{a})"
+        for a in (
+            "Dr",
+            "Mr",
+            "Mrs",
+            "Ms",
+            "Prof",
+            "St",
+            "Jr",
+            "Sr",
+            "Mt",
+            "vs",
+            "No",
+            "e\\.g",
+            "i\\.e",
+        )
+    )
+    + "(?<!\\b[A-Z])"
+)
 #: "Please forget Lincoln Elementary." (not "don't forget to ...": a reminder).
 _FORGET = re.compile(
-    r"(?:^|[.!?]\s+|please\s+)forget\s+(?:about\s+)?(?!to\b)(.{2,200}?)" + _END, re.I | re.M
+    r"(?:^|[.!?]\s+|please\s+)forget\s+(?:about\s+)?(?!to\b)(.{2,200}?)"
+    + rf"(?:{_NOT_AN_END}[.!](?=\s|$)|\n|$)",
+    re.I | re.M,
 )
 _INSTALL = re.compile(
     r"\b(pip3? install|python -m pip install|apt(?:-get)? install|npm install|"
