@@ -799,3 +799,46 @@ def test_a_forget_too_wide_for_a_conversation_asks_first(
     assert (why or "other turns of your") in content
     assert scalar(layout.memory_db, "SELECT count(*) FROM forgets") == 0
     assert words_anywhere(layout.transcript_db, target)
+
+
+def test_exports_are_refused_in_os_recorded_and_reached_by_a_forget(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """`wsd export` into .os/ is refused; one into the watched folders says so; every
+    export is recorded, and a forget erases the words in each (jsonl: the learning goes, an
+    md file loses its lines; markdown: the lines), reads them back and counts them; one it
+    cannot read is named as still holding them and the forget exits 3."""
+    _curated(layout, standin)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    inside = wsd(env, "export", os.path.join(layout.os_dir, "memory", "x.jsonl"), check=False)
+    assert inside.returncode == 2 and "the daemon's own folder" in inside.stderr
+    assert not Path(layout.os_dir, "memory", "x.jsonl").exists()
+    docs = Path(layout.root, "documents")
+    docs.mkdir(exist_ok=True)
+    watched = wsd(env, "export", str(docs / "mem.jsonl"))
+    assert "inside the workspace" in watched.stderr
+    wsd(env, "export", str(tmp_path / "out.jsonl"))
+    wsd(env, "export", str(tmp_path / "md-out"), "--format", "markdown")
+    for path in (docs / "mem.jsonl", tmp_path / "out.jsonl", tmp_path / "md-out"):
+        assert words_anywhere(path, SECRET), path
+    dry = json.loads(wsd(env, "forget", SECRET, "--json").stdout)
+    assert dry["counts"]["exports"] == 3
+    result = wsd(env, "forget", SECRET, "--yes", "--json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["counts"]["exports"] == 3
+    for path in (docs / "mem.jsonl", tmp_path / "out.jsonl", tmp_path / "md-out"):
+        assert words_anywhere(path, SECRET) == [], path
+    kept = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert any(r.get("kind") == "learning" for r in kept)
+    assert any(r.get("kind") == "md" and "black" in r["content"] for r in kept)
+
+    wsd(env, "export", str(tmp_path / "later.jsonl"))
+    worker = make_worker(layout, standin, batch_turns=1)
+    _say(layout, worker, 9, "I prefer the Zorbel tea.")
+    worker.status.update(state="stopped", force=True)  # as a worker that stopped says
+    wsd(env, "export", str(tmp_path / "fifo.jsonl"))
+    os.unlink(tmp_path / "fifo.jsonl")
+    os.mkfifo(tmp_path / "fifo.jsonl")  # cannot be read without blocking: not opened
+    again = wsd(env, "forget", "Zorbel", "--yes", "--json", check=False)
+    assert again.returncode == 3, again.stderr
+    assert json.loads(again.stdout)["counts"]["exports_unreachable"] == 1

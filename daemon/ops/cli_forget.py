@@ -153,6 +153,13 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     except (BadWords, erase.ForgetRefused, pause.PauseRefused) as exc:
         print(f"wsd forget: {exc}; nothing was erased", file=sys.stderr)
         return 2
+    return _answer(report, args, layout, env, say)
+
+
+def _answer(
+    report: Any, args: argparse.Namespace, layout: Any, env: Mapping[str, str], say: Any
+) -> int:
+    """Print the report (with the replica's state after an erasure); the exit code."""
     replica = None
     if args.yes and report.erased and report.finished_at is not None:
         replica = _replica_reach(layout, env, report.finished_at, args.wait, say)
@@ -161,9 +168,11 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
         print(json.dumps(out, ensure_ascii=False, indent=1))
     else:
         _print(report, args, replica)
-    # Erased here, and a copy still holds the words: a script must not read "done" (3, as
-    # the README says; 0 only when every copy named was checked).
-    return 3 if report.still or (replica and not replica["written"]) else 0
+    # Erased here, and a copy still holds the words (or could not be reached to check): a
+    # script must not read "done" (3, as the README says; 0 only when every copy named was
+    # checked).
+    unreached = {"backups_unreachable", "exports_unreachable"} & set(report.counts())
+    return 3 if report.still or unreached or (replica and not replica["written"]) else 0
 
 
 def _replica_reach(

@@ -163,4 +163,6 @@ def cmd_export(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
         if done.revisions:
             what += f", {done.revisions} revision(s)"
         print(f"exported {what} to {args.dest} ({args.format})")
+        if done.note:
+            print(f"note: {done.note}", file=sys.stderr)
     return 0

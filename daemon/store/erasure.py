@@ -668,6 +668,25 @@ def backups(m: apsw.Connection) -> list[tuple[str, float]]:
     return [(str(p), float(t)) for p, t in schema.rows(m, "SELECT path, taken_at FROM backups")]
 
 
+def record_export(m: apsw.Connection, path: str, fmt: str, now: float) -> None:
+    """An export written (``fmt``: jsonl, markdown), recorded before it is placed."""
+    with schema.write_txn(m):
+        m.execute(
+            "INSERT INTO exports (path, format, taken_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (path) DO UPDATE SET format = excluded.format,"
+            " taken_at = excluded.taken_at",
+            (path, fmt, now),
+        )
+
+
+def exports(m: apsw.Connection) -> list[tuple[str, str, float]]:
+    """Every export recorded: (path, format, when)."""
+    return [
+        (str(p), str(f), float(t))
+        for p, f, t in schema.rows(m, "SELECT path, format, taken_at FROM exports ORDER BY path")
+    ]
+
+
 def backups_in(path: str) -> list[tuple[str, float]]:
     """The backups the transcript.db at ``path`` recorded, read only ([] when it cannot be
     read): ``wsd restore`` carries them into the restored one."""
@@ -897,6 +916,8 @@ class Erasure(Facet):
     last_forget = reads("memory", last_forget)
     record_backup = uses("transcript", record_backup)
     backups = reads("transcript", backups)
+    record_export = uses("transcript", record_export)
+    exports = reads("transcript", exports)
 
     @staticmethod
     def backups_in(path: str) -> list[tuple[str, float]]:

@@ -19,6 +19,7 @@ runs a journal that is still there from the start.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,7 +38,7 @@ from wsd.daemon.memory.forget.words import (
 from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.md import files_md
 from wsd.daemon.replica import owed
-from wsd.daemon.runtime.fsio import atomic_write, read_text
+from wsd.daemon.runtime.fsio import atomic_write, read_regular, read_text
 from wsd.daemon.store import TRANSCRIPT_KINDS, Found, Items, Scope, Store
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, Layout
@@ -66,6 +67,8 @@ KIND_NAMES = {
     "spool": "spooled events",
     "backups": "backups holding them",
     "backups_unreachable": "backups that could not be reached (still holding the words)",
+    "exports": "exports (wsd export) holding them",
+    "exports_unreachable": "exports that could not be reached or rewritten (still holding them)",
     "workspace_files": "workspace files named with them (left on disk: they are the person's)",
 }
 
@@ -161,6 +164,9 @@ def plan(
         found = _backup_store(path).erasure.find(match)
         if any(found[0].counts().values()) or any(found[1].counts().values()):
             report.add("backups", path, path)
+    for path, fmt, _at in store.erasure.exports() if scope is None else ():
+        if _export_holds(path, fmt, match):
+            report.add("exports", path, path)
     for path in store.erasure.workspace_paths(match.maybe_in):
         if match.holds(path.replace("/", " ").replace("-", " ").replace("_", " ")):
             report.add("workspace_files", path, path)
@@ -245,13 +251,13 @@ def _read_back(store: Store, match: Forget, done: Report) -> None:
             continue
         if name == "workspace_files":
             done.kinds[name] = items
-        elif name == "backups":
-            erased = done.kinds.get("backups", Items())
+        elif name in ("backups", "exports"):
+            erased = done.kinds.get(name, Items())
             erased.ids = [p for p in erased.ids if p not in set(items.ids)]
             for path in items.ids:
-                if path not in done.kinds.get("backups_unreachable", Items()).ids:
-                    done.add("backups_unreachable", path, path)
-        elif name != "backups_unreachable":
+                if path not in done.kinds.get(f"{name}_unreachable", Items()).ids:
+                    done.add(f"{name}_unreachable", path, path)
+        elif name not in ("backups_unreachable", "exports_unreachable"):
             done.still[name] = len(items.ids)
 
 
@@ -336,6 +342,7 @@ def _run(
     md_files.materialise(layout, store.revisions.latest_md())
     say("md files: rewritten")
     _erase_backups(store, match, report, None)
+    _erase_exports(store, match, report)
     _close(store, fid, match.stem_lists(), report, now())
     return report
 
@@ -361,6 +368,100 @@ def _erase_backups(
             report.add("backups_unreachable", path, path)
             continue
         report.add("backups", path, path)
+
+
+#: An export larger than this is not rewritten in memory: named as still holding them.
+EXPORT_LIMIT = 256 << 20
+
+
+def _export_files(path: str, fmt: str) -> list[str]:
+    """The files of a recorded export: the jsonl file, or the markdown folder's regular files
+    (links and anything else not followed)."""
+    if fmt != "markdown":
+        return [path]
+    out = []
+    for base, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
+        out += [os.path.join(base, f) for f in files]
+    return sorted(out)
+
+
+def _cut_export_line(match: Forget, line: str) -> str | None:
+    """One line of a jsonl export without the words: a learning or an action holding them
+    goes (None), an md file or revision loses the lines holding them, anything else is cut
+    string by string."""
+    if not match.maybe_in(line) or not match.holds(line):
+        return line
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return match.cut(line)
+    if not isinstance(record, dict):
+        return match.cut_json_text(line)
+    kind, content = record.get("kind"), record.get("content")
+    if kind in ("learning", "action"):
+        return None
+    if kind in ("md", "revision") and isinstance(content, str):
+        doomed = set(match.lines_holding(content))
+        kept = [ln for i, ln in enumerate(content.splitlines()) if i not in doomed]
+        record["content"] = "\n".join(kept) + ("\n" if kept and content.endswith("\n") else "")
+        return match.cut_json_text(json.dumps(record, ensure_ascii=False))
+    return match.cut_json_text(line)
+
+
+def _export_holds(path: str, fmt: str, match: Forget | Everything) -> bool:
+    """Whether a recorded export holds the words (one that cannot be read: it may)."""
+    for name in _export_files(path, fmt) if os.path.lexists(path) else []:
+        try:
+            text = read_regular(name, EXPORT_LIMIT).decode("utf-8", "replace")
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+        if match.maybe_in(text) and match.holds(text):
+            return True
+    return False
+
+
+def _erase_exports(store: Store, match: Forget, report: Report) -> None:
+    """Every recorded export (``wsd export``) without the words, read back; one that cannot
+    be reached, read or rewritten is named as still holding them."""
+    for path, fmt, _at in store.erasure.exports():
+        if not os.path.lexists(path):
+            continue  # deleted by the person: nothing of it is left to hold the words
+        changed, unreached = False, False
+        for name in _export_files(path, fmt):
+            try:
+                text = read_regular(name, EXPORT_LIMIT).decode("utf-8", "replace")
+            except FileNotFoundError:
+                continue
+            except OSError:
+                unreached = True
+                continue
+            if not match.maybe_in(text):
+                continue
+            if name.endswith(".jsonl") or fmt == "jsonl":
+                lines = [_cut_export_line(match, ln) for ln in text.splitlines()]
+                new = "".join(ln + "\n" for ln in lines if ln is not None)
+            else:
+                doomed = set(match.lines_holding(text))
+                kept = [ln for i, ln in enumerate(text.splitlines()) if i not in doomed]
+                new = "".join(ln + "\n" for ln in kept)
+            if new == text:
+                continue
+            try:
+                atomic_write(name, new)
+                after = read_regular(name, EXPORT_LIMIT).decode("utf-8", "replace")
+            except OSError:
+                unreached = True
+                continue
+            if match.holds(after):
+                unreached = True
+            changed = True
+        if unreached:
+            report.add("exports_unreachable", path, path)
+        elif changed:
+            report.add("exports", path, path)
 
 
 def _own_part(name: str, text: str) -> str:

@@ -20,9 +20,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from wsd.daemon.memory.forget import hold
 from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.transfer import markdown, wsd_format
 from wsd.daemon.runtime.fsio import TEMP_PREFIX
+from wsd.daemon.runtime.pause import PauseRefused
 from wsd.daemon.store import Store, sources_of
 
 FORMATS = ("jsonl", "markdown")
@@ -40,6 +42,8 @@ class Exported:
     actions: int = 0
     files: int = 0
     revisions: int = 0
+    #: Said to the person when the export lands in the workspace's watched folders.
+    note: str | None = None
 
 
 def _rows(store: Store, history: bool) -> Iterator[tuple[str, tuple[Any, ...]]]:
@@ -69,9 +73,20 @@ def _rows(store: Store, history: bool) -> Iterator[tuple[str, tuple[Any, ...]]]:
 
 def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
     """Export to ``dest`` (``-``: standard output, jsonl only). Raises
-    :class:`ExportRefused`."""
+    :class:`ExportRefused`. Never beside an erasure (the backup lock: a forget either finds
+    this export recorded and placed, or runs after it)."""
     if fmt not in FORMATS:
         raise ExportRefused(f"--format {fmt}: not one of {', '.join(FORMATS)}")
+    if dest == "-":
+        return _run(store, dest, fmt, history)
+    try:
+        with hold.backing_up(store.layout):
+            return _run(store, dest, fmt, history)
+    except PauseRefused as exc:
+        raise ExportRefused(str(exc).replace("back up", "export")) from None
+
+
+def _run(store: Store, dest: str, fmt: str, history: bool) -> Exported:
     out = Exported(dest, fmt)
     now = time.time()
     if fmt == "jsonl":
@@ -82,6 +97,7 @@ def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
             wsd_format.write(sys.stdout, lines)
             return out
         _check_dest(dest, folder=False)
+        out.note = _record(store, dest, fmt, now)
         tmp = _temp(dest)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
@@ -98,6 +114,7 @@ def run(store: Store, dest: str, fmt: str, history: bool = False) -> Exported:
     if dest == "-":
         raise ExportRefused("--format markdown writes a folder: give its path, not -")
     _check_dest(dest, folder=True)
+    out.note = _record(store, dest, fmt, now)
     tmp = _temp(dest)
     os.mkdir(tmp, 0o700)
     try:
@@ -145,6 +162,36 @@ def _write(folder: str, name: str, text: str) -> None:
     )
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def where(store: Store, dest: str) -> str:
+    """The path ``dest`` will have (its folder's links resolved: an export is never written
+    through a link); :class:`ExportRefused` inside ``.os/`` (the daemon's own folder: the
+    databases, the md files, the logs; backup refuses the whole workspace)."""
+    folder, name = os.path.split(os.path.abspath(dest))
+    real = os.path.join(os.path.realpath(folder), name)
+    own = os.path.realpath(store.layout.os_dir)
+    if real == own or real.startswith(own + os.sep):
+        raise ExportRefused(
+            f"{dest} is inside {store.layout.os_dir}, the daemon's own folder (its databases,"
+            " memory files and logs): choose a folder outside it"
+        )
+    return real
+
+
+def _record(store: Store, dest: str, fmt: str, now: float) -> str | None:
+    """Record the export before it is written, as a backup is (a forget then reaches it,
+    or names it as still holding the words); what to tell the person when it lands in the
+    workspace's watched folders."""
+    real = where(store, dest)
+    store.erasure.record_export(real, fmt, now)
+    root = os.path.realpath(store.layout.root)
+    if real.startswith(root + os.sep):
+        return (
+            f"{dest} is inside the workspace: the agent can read it and files.md lists it; a"
+            " wsd forget erases the words there too (it is recorded)"
+        )
+    return None
 
 
 def _check_dest(dest: str, folder: bool) -> None:
