@@ -842,3 +842,41 @@ def test_exports_are_refused_in_os_recorded_and_reached_by_a_forget(
     again = wsd(env, "forget", "Zorbel", "--yes", "--json", check=False)
     assert again.returncode == 3, again.stderr
     assert json.loads(again.stdout)["counts"]["exports_unreachable"] == 1
+
+
+def test_a_file_named_with_the_words_stays_on_disk_and_leaves_every_listing(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """A workspace file whose name holds the words is left on disk (the person's), named in
+    the --yes report, and gone from files.md's inventory and the file index; a later rescan
+    (and a change beside it) lists and indexes it no more; other files stay listed."""
+    import threading
+
+    from wsd.daemon.memory.md import files_md
+    from wsd.daemon.workspace.watcher import Watcher
+
+    docs = Path(layout.root, "documents")
+    docs.mkdir(exist_ok=True)
+    (docs / "Lincoln-Elementary-newsletter.pdf").write_bytes(b"%PDF-1.4 school news\n")
+    (docs / "recipes.txt").write_text("tea\n")
+    _curated(layout, standin)
+    watcher = Watcher(layout, threading.Event())
+    watcher.rescan("test")
+
+    def listed() -> str:
+        return "\n".join(files_md.inventory_lines(Path(layout.md("files.md")).read_text()))
+
+    def indexed() -> list[str]:
+        return [p for (p,) in query(layout.memory_db, "SELECT path FROM workspace_files")]
+
+    assert "Lincoln-Elementary" in listed() and any("Lincoln" in p for p in indexed())
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    report = json.loads(wsd(env, "forget", SECRET, "--yes", "--json").stdout)
+    assert report["counts"]["workspace_files"] == 1
+    assert (docs / "Lincoln-Elementary-newsletter.pdf").exists()
+    assert "Lincoln" not in listed() and not any("Lincoln" in p for p in indexed())
+    (docs / "more.txt").write_text("coffee\n")
+    watcher.rescan("test")
+    assert "Lincoln" not in listed() and not any("Lincoln" in p for p in indexed())
+    assert "recipes.txt" in listed() and "more.txt" in listed()
+    assert words_anywhere(layout.os_dir, SECRET) == []

@@ -23,7 +23,7 @@ from wsd.daemon.store.connections import Opener
 
 # Records, with the pure functions of data that name or key them (the curator's guards key a
 # learning as the ledger does; files are hashed as their revisions are).
-from wsd.daemon.store.erasure import TRANSCRIPT_KINDS, Asked, Found, Items, Scope
+from wsd.daemon.store.erasure import TRANSCRIPT_KINDS, Asked, Found, Items, Marks, Scope, path_words
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
@@ -105,6 +105,7 @@ __all__ = [
     "LearningIn",
     "LearningTrace",
     "Maintenance",
+    "Marks",
     "MemoryReplaced",
     "MessageBatch",
     "Opener",
@@ -125,6 +126,7 @@ __all__ = [
     "learning_key",
     "leftovers",
     "open_aside",
+    "path_words",
     "priority_name",
     "remedy",
     "remove",

@@ -760,6 +760,21 @@ def workspace_paths(m: apsw.Connection, maybe: Callable[[str], bool]) -> list[st
     return [str(p) for (p,) in m.execute("SELECT path FROM workspace_files") if maybe(p)]
 
 
+def path_words(path: str) -> str:
+    """A workspace path as the words its name says ("kids/Wexbridge-school_2.pdf": kids
+    Wexbridge school 2 pdf), for a forget's match."""
+    return path.replace("/", " ").replace("-", " ").replace("_", " ")
+
+
+def unlist_paths(m: apsw.Connection, paths: Sequence[str]) -> int:
+    """Indexed workspace paths dropped from the file index (a forget of words their names
+    hold; the files stay on disk, the person's); how many."""
+    with schema.write_txn(m):
+        for path in paths:
+            m.execute("DELETE FROM workspace_files WHERE path = ?", (path,))
+    return len(paths)
+
+
 class Erasure(Facet):
     """``store.erasure``: the verbs of forgetting over one workspace's databases."""
 
@@ -929,3 +944,4 @@ class Erasure(Facet):
     learnings_count = reads("memory", learnings_count)
 
     workspace_paths = reads("memory", workspace_paths)
+    unlist_paths = uses("memory", unlist_paths)

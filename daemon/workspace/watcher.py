@@ -45,6 +45,7 @@ from wsd.daemon.workspace.canvas import CanvasSync, CanvasTools
 from wsd.daemon.workspace.checks import Checks, CheckSettings
 from wsd.daemon.workspace.inventory import Tree, diff, is_noise, render_inventory, scan
 from wsd.daemon.workspace.producers import Producers, WatchSettings, is_write, watch_limit
+from wsd.daemon.workspace.unnamed import Unnamed
 
 __all__ = ["WatchSettings", "Watcher", "workspace_watcher"]
 from wsd.schema.layout import Layout
@@ -77,6 +78,8 @@ class Watcher:
         self.log = get_logger(component="watcher")
         self.throttle = ErrorThrottle()
         self.tree: Tree = {}
+        # Files whose names a forget took: neither listed nor indexed (unnamed.py).
+        self.unnamed = Unnamed()
         self.rescans = 0
         self._queue: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.producers = Producers(layout, self.settings, self._queue, stop, nudge, monotonic)
@@ -315,8 +318,10 @@ class Watcher:
         """Re-render files.md's inventory. A files.md that cannot be written (a FIFO or a
         link in its place, disk full) is logged (rate-limited): the index is still kept."""
         try:
+            self.unnamed.refresh(self.store)
+            listed = self.unnamed.tree(self.tree)
             self._notes = files_md.write_inventory(
-                self.layout.md("files.md"), lambda budget: render_inventory(self.tree, budget)
+                self.layout.md("files.md"), lambda budget: render_inventory(listed, budget)
             )
         except OSError as exc:
             self._render_failed = True
@@ -366,7 +371,8 @@ class Watcher:
         they stay pending for the next round."""
         if (not self._upserts and not self._removed) or pause_requested(self.layout):
             return
-        upserts = [(p, s, t) for p, (s, t) in self._upserts.items()]
+        self.unnamed.refresh(self.store)
+        upserts = [(p, s, t) for p, (s, t) in self._upserts.items() if not self.unnamed.hides(p)]
         self.store.workspace.apply_index(upserts, sorted(self._removed), self.clock())
         self._upserts.clear()
         self._removed.clear()

@@ -19,6 +19,7 @@ runs a journal that is still there from the start.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -39,7 +40,7 @@ from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.memory.md import files_md
 from wsd.daemon.replica import owed
 from wsd.daemon.runtime.fsio import atomic_write, read_regular, read_text
-from wsd.daemon.store import TRANSCRIPT_KINDS, Found, Items, Scope, Store
+from wsd.daemon.store import TRANSCRIPT_KINDS, Found, Items, Scope, Store, path_words
 from wsd.schema import spool
 from wsd.schema.layout import CURATED_FILES, Layout
 
@@ -168,7 +169,7 @@ def plan(
         if _export_holds(path, fmt, match):
             report.add("exports", path, path)
     for path in store.erasure.workspace_paths(match.maybe_in):
-        if match.holds(path.replace("/", " ").replace("-", " ").replace("_", " ")):
+        if match.holds(path_words(path)):
             report.add("workspace_files", path, path)
     report.learnings_total = store.erasure.learnings_count()
     hit = len(report.kinds.get("learnings", Items()).ids)
@@ -339,6 +340,7 @@ def _run(
     mem, tra = store.erasure.erase(match, say)
     report.merge(mem)
     report.merge(tra)
+    _unlist_names(store, match, report)
     md_files.materialise(layout, store.revisions.latest_md())
     say("md files: rewritten")
     _erase_backups(store, match, report, None)
@@ -464,6 +466,21 @@ def _erase_exports(store: Store, match: Forget, report: Report) -> None:
             report.add("exports", path, path)
 
 
+def _unlist_names(store: Store, match: Forget, report: Report) -> None:
+    """Workspace files whose names hold the words stay on disk (the person's) and leave
+    everything the daemon keeps or shows of them: the file index here, files.md's inventory
+    (cut in :func:`_cut_md_on_disk`; the watcher lists no name a forget's marks hold). They
+    are named in the report (``workspace_files``)."""
+    named = [p for p in store.erasure.workspace_paths(match.maybe_in) if match.holds(path_words(p))]
+    for path in named:
+        report.add("workspace_files", path, path)
+    store.erasure.unlist_paths(named)
+
+
+def _as_listed(lines: list[str], _budget: int) -> list[str]:
+    return lines
+
+
 def _own_part(name: str, text: str) -> str:
     """The part of a curated file the memory owns (files.md: its notes, not the inventory)."""
     return files_md.notes_of(text) if name == "files.md" else text
@@ -476,11 +493,15 @@ def _cut_md_on_disk(layout: Layout, match: Forget, report: Report) -> None:
         if not text:
             continue
         if name == "files.md":
-            notes, _inventory = files_md.split(text)
+            notes, inventory = files_md.split(text)
             hit = match.lines_holding(notes)
             if hit:
                 kept = [ln for i, ln in enumerate(notes.splitlines()) if i not in set(hit)]
                 files_md.write_notes(path, "\n".join(kept))
+            listed = set(match.lines_holding(inventory))
+            if listed:  # a file named with the words: its line goes (the watcher re-renders)
+                left = [ln for i, ln in enumerate(inventory.splitlines()) if i not in listed]
+                files_md.write_inventory(path, functools.partial(_as_listed, left))
             continue
         doomed = set(match.lines_holding(text))
         if doomed:
