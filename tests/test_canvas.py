@@ -341,3 +341,43 @@ def test_many_events_are_all_handled_in_one_sync(layout: Layout, sync: CanvasSyn
     update(layout, "p0", "page 0, updated")
     assert len(set(sync.sync(limit=2))) == 5
     assert read(layout, "artifacts/canvas/page-0.md") == "page 0, updated\n"
+
+
+def test_a_forget_reaches_the_mirrors_the_daemon_wrote_and_leaves_the_persons_edits(
+    layout: Layout, sync: CanvasSync
+) -> None:
+    """After `wsd forget Yarrowmere --yes`: a mirror as the daemon wrote it loses the lines
+    holding the word; one whose name holds it moves to a name of its card id (the map
+    follows, a later update writes there); a mirror the person edited keeps their text; no
+    file the daemon keeps or wrote names the word; the report counts the mirrors."""
+    import os
+    import subprocess
+
+    from tests.conftest import venv_script
+
+    create(layout, "c1", "Trip", "Packing list\nYarrowmere cabin key under the mat\nTowels")
+    create(layout, "c2", "Yarrowmere cabin", "Check-in at four")
+    create(layout, "c3", "Notes", "Yarrowmere is lovely")
+    sync.sync()
+    edited = Path(layout.root, "artifacts/canvas/notes.md")
+    edited.write_text("My own words: Yarrowmere is lovely\n")
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    done = subprocess.run(
+        [venv_script("wsd"), "forget", "Yarrowmere", "--yes", "--json"],
+        env=env, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    report = json.loads(done.stdout)
+    assert report["counts"]["canvas_mirrors"] >= 2, report
+    assert read(layout, "artifacts/canvas/trip.md") == "Packing list\nTowels\n"
+    store = Store(layout)
+    moved = store.workspace.card("c2")
+    assert moved is not None and "yarrowmere" not in moved.path.lower()
+    assert read(layout, moved.path) == "Check-in at four\n"
+    assert not Path(layout.root, "artifacts/canvas/yarrowmere-cabin.md").exists()
+    assert edited.read_text() == "My own words: Yarrowmere is lovely\n"  # the person's
+    for path in Path(layout.os_dir).rglob("*"):
+        if path.is_file():
+            assert b"yarrowmere" not in path.read_bytes().lower(), path
+    update(layout, "c2", "Check-in at five")
+    sync.sync()
+    assert read(layout, moved.path) == "Check-in at five\n"

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import apsw
@@ -69,6 +70,7 @@ KIND_NAMES = {
     "backups": "backups holding them",
     "backups_unreachable": "backups that could not be reached (still holding the words)",
     "exports": "exports (wsd export) holding them",
+    "canvas_mirrors": "canvas mirrors the daemon wrote (cut, or moved to a name without them)",
     "exports_unreachable": "exports that could not be reached or rewritten (still holding them)",
     "workspace_files": "workspace files named with them (left on disk: they are the person's)",
 }
@@ -168,6 +170,9 @@ def plan(
     for path, fmt, _at in store.erasure.exports() if scope is None else ():
         if _export_holds(path, fmt, match):
             report.add("exports", path, path)
+    for mirror in _mirrors(store, match) if isinstance(match, Forget) else []:
+        if mirror.lines or (mirror.named and mirror.card.path == mirror.rel):
+            report.add("canvas_mirrors", mirror.rel, mirror.rel)
     for path in store.erasure.workspace_paths(match.maybe_in):
         if match.holds(path_words(path)):
             report.add("workspace_files", path, path)
@@ -341,6 +346,7 @@ def _run(
     report.merge(mem)
     report.merge(tra)
     _unlist_names(store, match, report)
+    _cut_canvas_mirrors(store, match, report, now())
     md_files.materialise(layout, store.revisions.latest_md())
     say("md files: rewritten")
     _erase_backups(store, match, report, None)
@@ -475,6 +481,72 @@ def _unlist_names(store: Store, match: Forget, report: Report) -> None:
     for path in named:
         report.add("workspace_files", path, path)
     store.erasure.unlist_paths(named)
+
+
+#: A canvas mirror larger than this is not the daemon's (canvas.CARD_MAX_BYTES's order).
+MIRROR_LIMIT = 4 << 20
+
+
+@dataclass
+class _Mirror:
+    """A canvas card's mirror file as a forget sees it."""
+
+    rel: str
+    card: Any
+    data: bytes | None
+    #: Still as the daemon wrote it (its sha the card's last sync): the daemon's to cut.
+    ours: bool
+    lines: list[int]
+    named: bool
+
+
+def _mirrors(store: Store, match: Forget) -> list[_Mirror]:
+    """Every canvas mirror the words reach: its text (while the daemon's own) or its path.
+    Never read through a link, a FIFO or a huge file (root-confined fsio reads)."""
+    root = os.path.realpath(store.layout.root)
+    out = []
+    for rel, card_id in sorted(store.workspace.card_paths().items()):
+        card = store.workspace.card(card_id)
+        if card is None:
+            continue
+        try:
+            data: bytes | None = read_regular(os.path.join(root, rel), MIRROR_LIMIT, root)
+        except FileNotFoundError:
+            data = None
+        except OSError:
+            continue  # a link, a FIFO, a huge file: not the daemon's mirror
+        ours = data is not None and hashlib.sha256(data).hexdigest() == card.last_synced_sha256
+        text = data.decode("utf-8", "replace") if ours and data is not None else ""
+        lines = match.lines_holding(text) if text and match.maybe_in(text) else []
+        named = match.holds(path_words(rel))
+        if lines or named:
+            out.append(_Mirror(rel, card, data, ours, lines, named))
+    return out
+
+
+def _cut_canvas_mirrors(store: Store, match: Forget, report: Report, now: float) -> None:
+    """The canvas mirrors the daemon wrote (workspace/canvas.py) without the words: a mirror
+    still as the daemon wrote it loses the lines holding them, and one whose path holds them
+    moves to a name of its card id (the map follows). A mirror the person edited since is
+    theirs: left as it is, only the map's record of its path changes."""
+    root = os.path.realpath(store.layout.root)
+    for m in _mirrors(store, match):
+        full = os.path.join(root, m.rel)
+        synced = m.card.last_synced_sha256
+        if m.lines and m.data is not None:
+            text = m.data.decode("utf-8", "replace")
+            kept = [ln for i, ln in enumerate(text.splitlines()) if i not in set(m.lines)]
+            new = "".join(ln + "\n" for ln in kept)
+            atomic_write(full, new, mode=0o644, root=root)
+            synced = hashlib.sha256(new.encode("utf-8")).hexdigest()
+        path = m.rel
+        if m.named:
+            digest = hashlib.sha256(m.card.card_id.encode()).hexdigest()[:12]
+            path = os.path.join(os.path.dirname(m.rel), f"card-{digest}.md")
+            if m.ours and not os.path.lexists(os.path.join(root, path)):
+                os.rename(full, os.path.join(root, path))
+        report.add("canvas_mirrors", m.rel, m.rel)
+        store.workspace.save_card(replace(m.card, path=path, last_synced_sha256=synced), now)
 
 
 def _as_listed(lines: list[str], _budget: int) -> list[str]:
