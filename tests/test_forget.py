@@ -49,7 +49,8 @@ PROMPTS = [
 def words_anywhere(folder: str | Path, words: str) -> list[str]:
     """Every file under ``folder`` (or that file) whose bytes hold ``words`` (whole words, any
     case, any run of spaces or punctuation between them), as UTF-8 or UTF-16 text."""
-    parts = [re.escape(w) for w in words.split()]
+    # The bytes are read as latin-1 (every byte one character): a word as its UTF-8 bytes.
+    parts = [re.escape(w.encode("utf-8").decode("latin-1")) for w in words.split()]
     pattern = re.compile(r"(?<![A-Za-z])" + r"[\W_]{1,6}".join(parts) + r"(?![a-z])", re.I)
     hits = []
     walked = (
@@ -880,3 +881,92 @@ def test_a_file_named_with_the_words_stays_on_disk_and_leaves_every_listing(
     assert "Lincoln" not in listed() and not any("Lincoln" in p for p in indexed())
     assert "recipes.txt" in listed() and "more.txt" in listed()
     assert words_anywhere(layout.os_dir, SECRET) == []
+
+
+def test_letters_that_fold_are_found_and_forgotten_as_their_plain_letters(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """ "Tromsø", "Łódź", "Straße", "Encyclopædia": `wsd search` and `wsd forget` find them
+    typed plainly (tromso, lodz, strasse, encyclopaedia), and after the forget no byte of
+    them is left; the index folds them (its view), the snippet shows them as written."""
+    worker = make_worker(layout, standin, batch_turns=1)
+    _say(layout, worker, 0, "My sister Ingrid lives in Tromsø. I prefer tea.")
+    _say(layout, worker, 1, "We met in Łódź on Große Straße, see the Encyclopædia.")
+    worker.status.update(state="stopped", force=True)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    for typed, shown in (("tromso", "Tromsø"), ("lodz", "Łódź"), ("strasse", "Straße")):
+        out = wsd(env, "search", typed, "--json").stdout
+        assert shown in out, (typed, out[:400])
+    assert "Tromsø" in wsd(env, "search", "TROMSØ", "--json").stdout
+    assert words_anywhere(layout.os_dir, "Tromsø") and words_anywhere(layout.os_dir, "Łódź")
+    wsd(env, "forget", "tromso", "--yes")
+    wsd(env, "forget", "lodz", "--yes")
+    for written in ("Tromsø", "Łódź", "tromso", "lodz"):
+        assert words_anywhere(layout.os_dir, written) == [], written
+    assert "tea" in Path(layout.md("user.md")).read_text().lower()
+
+
+def test_every_form_of_the_words_in_every_part_of_a_turn_is_erased(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """Each form "Wexbridge" takes (a URL's query, camelCase, joined to digits, a JSON
+    escape, an HTML reference, base64 named as such), planted in a prompt, a tool's input, its
+    output and the answer: after `wsd forget Wexbridge --yes` no file under .os/ nor the
+    backup holds any of them (a byte scan of each form as planted, and of "exbridge"); the
+    sentences beside them stay."""
+    import base64
+
+    secret = base64.b64encode(b"Ana goes to Wexbridge school on Mondays").decode()
+    planted = [
+        "https://maps.example/?q=Ana%20Wexbridge%20school",
+        "WexbridgeSchool",
+        "Wexbridge2024",
+        "\\u0057exbridge",
+        "&#87;exbridge",
+        f"base64 {secret}",
+    ]
+    worker = make_worker(layout, standin, batch_turns=1)
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for i, form in enumerate(planted):
+        for event in (
+            {
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": "s1",
+                "prompt": f"I prefer tea. Look at {form} for me.",
+            },
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "s1",
+                "tool_name": "Bash",
+                "tool_input": {"command": f"echo '{form}'"},
+                "tool_response": f"result {i}: {form}. Second line stays.",
+            },
+            {
+                "hook_event_name": "Stop",
+                "session_id": "s1",
+                "last_assistant_message": f"Found {form}. Anything else?",
+            },
+        ):
+            cap.handle(event)
+        drain(worker)
+    worker.status.update(state="stopped", force=True)
+    env = {"WSD_WORKSPACE": layout.root, "PATH": os.environ["PATH"]}
+    backup = tmp_path / "backup"
+    wsd(env, "backup", str(backup))
+    literal = [p.split("?q=")[-1] if "?q=" in p else p.split()[-1] for p in planted]
+
+    def holding(folder: Path | str) -> list[tuple[str, str]]:
+        hits = []
+        for path in Path(folder).rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                hits += [(f, path.name) for f in literal if f.encode() in data]
+                if b"exbridge" in data.lower():
+                    hits.append(("exbridge", path.name))
+        return hits
+
+    assert {f for f, _ in holding(layout.os_dir)} >= set(literal)
+    wsd(env, "forget", "Wexbridge", "--yes")
+    assert holding(layout.os_dir) == [] and holding(backup) == []
+    kept = [p for (p,) in query(layout.transcript_db, "SELECT user_message FROM observations")]
+    assert all(p.startswith("I prefer tea.") for p in kept), kept

@@ -703,3 +703,19 @@ def test_a_learning_says_where_it_came_from(layout: Layout, standin: BridgeStand
     assert by_text["The boiler is serviced in May"] == "imported", sources
     assert by_text["The boiler manual is on the shelf"] == "n1", sources
     assert by_text["The boiler pressure is 1"].startswith("from turn T1 ("), sources
+
+
+def test_the_index_folds_letters_as_the_code_does() -> None:
+    """The views of memory migration 015 fold with wsd.schema.stems.fold_sql, and SQLite's
+    fold of every letter of FOLD is Python's (so an index made by either agrees)."""
+    import apsw
+
+    from wsd.schema.stems import FOLD, fold, fold_sql
+
+    sql = (Path(__file__).parent.parent / "schema/sql/memory/015_folding.sql").read_text()
+    for column in ("content", "prompt", "response", "tools", "new.content", "old.tools"):
+        assert fold_sql(column) in sql, column
+    text = "Tromsø Łódź Straße Encyclopædia Þór " + "".join(FOLD)
+    conn = apsw.Connection(":memory:")
+    (got,) = conn.execute(f"SELECT {fold_sql('?')}", (text,)).fetchone()
+    assert got == fold(text) and fold("".join(FOLD)).isascii()

@@ -97,18 +97,25 @@ _MEMORY_TEXT = (
 )
 
 
-def find_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None) -> Found:
+def find_memory(
+    m: apsw.Connection,
+    match: Matcher,
+    scope: Scope | None = None,
+    turns_of: tuple[str, Sequence[int]] | None = None,
+) -> Found:
     """Every row of memory.db holding the words (no write); with a ``scope``, the index
-    rows of its turns and the learnings that came from them alone."""
+    rows of its turns and the learnings that came from them alone. ``turns_of``: the
+    transcript's identity and the turns found holding the words there, whose index rows are
+    read too (a form the index tokenizes apart, ``WexbridgeSchool``, no index query finds)."""
     if scope is not None:
         return _find_scoped(m, scope)
     found = Found()
     learnings = found.kind("learnings")
+    # Every learning the cheap look lets through, not only what the index finds: a form
+    # of the words (forms.py) is a token of its own there.
+    maybe, args = match.sql_maybe("content")
     for lid, content in schema.rows(
-        m,
-        "SELECT l.id, l.content FROM learnings_fts f JOIN learnings l ON l.id = f.rowid"
-        " WHERE learnings_fts MATCH ? ORDER BY l.id",
-        (match.fts_query(),),
+        m, f"SELECT id, content FROM learnings WHERE {maybe} ORDER BY id", tuple(args)
     ):
         if match.holds(content):
             learnings.add(lid, content)
@@ -134,12 +141,24 @@ def find_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None) 
                 seen_lines.add(key)
                 lines.add(key, f"{name}: {text_lines[i]}")
     turns = found.kind("turns_indexed")
-    for tid, prompt, response, tools in schema.rows(
+    candidates = schema.rows(
         m,
         "SELECT t.id, t.prompt, t.response, t.tools FROM turns_fts f JOIN turns t"
         " ON t.id = f.rowid WHERE turns_fts MATCH ? ORDER BY t.id",
         (match.fts_query(),),
-    ):
+    )
+    if turns_of is not None and turns_of[1]:
+        candidates += schema.rows(
+            m,
+            "SELECT id, prompt, response, tools FROM turns WHERE transcript_identity = ?"
+            " AND observation_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (turns_of[0], json.dumps(sorted(turns_of[1]))),
+        )
+    seen: set[int] = set()
+    for tid, prompt, response, tools in candidates:
+        if tid in seen:
+            continue
+        seen.add(tid)
         if match.holds(prompt) or match.holds(response) or match.holds(tools):
             turns.add(tid, prompt or response or tools)
     other = found.kind("memory_other")
@@ -215,10 +234,15 @@ def _scoped_md_lines(m: apsw.Connection, keys: tuple[str, str], found: Found) ->
             revisions.add(rid, f"{name} revision {rid}")
 
 
-def erase_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None) -> Found:
+def erase_memory(
+    m: apsw.Connection,
+    match: Matcher,
+    scope: Scope | None = None,
+    turns_of: tuple[str, Sequence[int]] | None = None,
+) -> Found:
     """Erase what :func:`find_memory` finds, in one transaction; what was erased."""
     with schema.write_txn(m):
-        found = find_memory(m, match, scope)
+        found = find_memory(m, match, scope, turns_of)
         ids = found.kind("learnings").ids
         key = forget_key(m)
         for lid in ids:
@@ -260,17 +284,19 @@ def erase_memory(m: apsw.Connection, match: Matcher, scope: Scope | None = None)
             old = schema.first(m, "SELECT prompt, response, tools FROM turns WHERE id = ?", (tid,))
             assert old is not None
             new = tuple(match.cut(str(v)) for v in old)
+            # The index holds the folded words (its view: memory migration 015).
             m.execute(
                 "INSERT INTO turns_fts (turns_fts, rowid, prompt, response, tools)"
-                " VALUES ('delete', ?, ?, ?, ?)",
-                (tid, *old),
+                " SELECT 'delete', id, prompt, response, tools FROM turns_folded WHERE id = ?",
+                (tid,),
             )
             m.execute(
                 "UPDATE turns SET prompt = ?, response = ?, tools = ? WHERE id = ?", (*new, tid)
             )
             m.execute(
-                "INSERT INTO turns_fts (rowid, prompt, response, tools) VALUES (?, ?, ?, ?)",
-                (tid, *new),
+                "INSERT INTO turns_fts (rowid, prompt, response, tools)"
+                " SELECT id, prompt, response, tools FROM turns_folded WHERE id = ?",
+                (tid,),
             )
             m.execute("DELETE FROM turn_vectors WHERE turn_id = ?", (tid,))
         if found.kind("learnings").ids or found.kind("turns_indexed").ids:
@@ -786,10 +812,11 @@ class Erasure(Facet):
     ) -> tuple[Found, Found]:
         """(memory.db, transcript.db) rows holding the words; nothing written. ``only``
         limits transcript.db to these keys of each kind (an erasure's rows, read back)."""
-        with self._db.memory(readonly=True) as m:
-            mem = find_memory(m, match, scope)
         with self._db.transcript(readonly=True) as t:
-            return mem, find_transcript(t, match, scope, only)
+            tra = find_transcript(t, match, scope, only)
+            turns_of = (schema.identity(t), list(tra.kind("turns").ids))
+        with self._db.memory(readonly=True) as m:
+            return find_memory(m, match, scope, turns_of), tra
 
     def erase(
         self,
@@ -803,9 +830,10 @@ class Erasure(Facet):
             tra = erase_transcript(t, match, scope)
             say("transcript.db: erased")
             scrub(t, ())
+            turns_of = (schema.identity(t), list(tra.kind("turns").ids))
         with self._db.memory() as m:
             secure(m)
-            mem = erase_memory(m, match, scope)
+            mem = erase_memory(m, match, scope, turns_of)
             say("memory.db: erased")
             scrub(m, ("learnings_fts", "turns_fts"))
         return mem, tra

@@ -180,7 +180,7 @@ def _indexed_after(m: apsw.Connection) -> Iterator[None]:
     yield
     m.execute(
         "INSERT INTO learnings_fts (rowid, content, type)"
-        " SELECT id, content, type FROM learnings WHERE id > ? ORDER BY id",
+        " SELECT id, content, type FROM learnings_folded WHERE id > ? ORDER BY id",
         (top,),
     )
     m.execute(str(found[0]))

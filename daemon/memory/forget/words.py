@@ -26,8 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from wsd.daemon.memory.forget import forms
+from wsd.schema.stems import fold, stems
 from wsd.schema.stems import spans as token_spans
-from wsd.schema.stems import stems
 
 #: What stands where a sentence holding forgotten words was.
 MARK = "[forgotten]"
@@ -119,16 +120,29 @@ class Phrase:
         if roots is None:
             return not_ascii, []
         found = " AND ".join(f"instr(lower({column}), ?) > 0" for _ in roots)
-        return f"({not_ascii} OR ({found}))", roots
+        # A form that hides the roots (an escape, named base64: forms.MARKERS).
+        hidden = " OR ".join(f"instr({column}, ?) > 0" for _ in forms.MARKERS)
+        return f"({not_ascii} OR ({found}) OR {hidden})", [*roots, *forms.MARKERS]
 
     def maybe_in(self, text: str) -> bool:
-        """False only if ``text`` cannot hold the phrase (its roots are not all there).
+        """False only if ``text`` cannot hold the phrase: its roots are not all there, in
+        it or in the forms it may hide them in (:mod:`.forms`)."""
+        if self._roots_in(text):
+            return True
+        if not any(m in text for m in forms.MARKERS):
+            return False
+        plain = forms.decoded(text)
+        return plain is not None and self._roots_in(plain)
+
+    def _roots_in(self, text: str) -> bool:
+        """False only if ``text`` shows not all of the roots.
 
         A text with no accented Latin letter shows an ASCII root only as its ASCII letters: a
         byte look, in C. Measured (issue 44, 20,000 turns of ``make bench`` forget): a
         quarter of the turns hold a truncated output's "…", and the letter-by-letter look
         took 80 us for each 4 KB, a third of a forget's time."""
         roots = self.ascii_roots
+        text = fold(text)  # "Łódź" shows the root of "lodz" only folded, as the index folds
         if roots is not None:
             data = text.encode("utf-8", "surrogatepass")
             if not data.translate(None, _NOT_FOLDING):
@@ -137,8 +151,25 @@ class Phrase:
         return all(root.search(text) for root in self._roots)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """Character spans ``(start, end)`` of every match of the phrase in ``text``."""
+        """Character spans ``(start, end)`` of every match of the phrase in ``text``: its
+        words as tokens, and each whole sentence whose decoded form holds them (a URL's
+        ``Ana%20Wexbridge``, ``WexbridgeSchool``, an escape, base64: :mod:`.forms`)."""
         if not text or not self.maybe_in(text):
+            return []
+        found = self._token_spans(text)
+        if not forms.maybe_encoded(text):
+            return found
+        for start, end in _sentences(text):
+            if any(a < end and b > start for a, b in found):
+                continue
+            plain = forms.decoded(text[start:end])
+            if plain is not None and self._token_spans(plain):
+                found.append((start, end))
+        return sorted(found)
+
+    def _token_spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans ``(start, end)`` of every match of the phrase in ``text``."""
+        if not text or not self._roots_in(text):
             return []
         data = text.encode("utf-8", "surrogatepass")
         tokens = token_spans(text)

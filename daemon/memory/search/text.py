@@ -14,6 +14,8 @@ from typing import cast
 
 import apsw
 
+from wsd.schema.stems import fold, fold_bytes
+
 #: The index's tokenizer arguments (schema/sql/memory: learnings_fts, turns_fts).
 TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 #: Longer input is cut here: a question is short, and a pasted page needs only its start.
@@ -55,18 +57,23 @@ def tokenizer(conn: apsw.Connection) -> apsw.FTS5Tokenizer:
 
 
 def spans(tok: apsw.FTS5Tokenizer, data: bytes, query: bool = False) -> list[tuple[int, int, str]]:
-    """(start byte, end byte, stem) of each token of UTF-8 ``data``."""
+    """(start byte, end byte, stem) of each token of UTF-8 ``data`` (its letters folded as
+    the index folds them: :func:`wsd.schema.stems.fold`; the offsets are ``data``'s)."""
     flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
+    folded, origin = fold_bytes(data)
     out = []
-    for item in tok(data, flags, None, include_colocated=False):
+    for item in tok(folded, flags, None, include_colocated=False):
         if isinstance(item, tuple) and len(item) >= 3:
-            out.append((int(item[0]), int(item[1]), str(item[2])))
+            a, b = int(item[0]), int(item[1])
+            out.append(
+                (a, b, str(item[2])) if origin is None else (origin[a], origin[b], str(item[2]))
+            )
     return out
 
 
 def stems(tok: apsw.FTS5Tokenizer, text: str) -> list[str]:
     """The stems of ``text`` in order, as the index stores them."""
-    data = text.encode("utf-8", "replace")
+    data = fold(text).encode("utf-8", "replace")
     found = tok(
         data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
     )
@@ -78,7 +85,8 @@ def stems(tok: apsw.FTS5Tokenizer, text: str) -> list[str]:
 def clean_query(query: object) -> bytes:
     """Any object as bounded UTF-8 without NULs (lone surrogates become '?')."""
     text = query if isinstance(query, str) else ("" if query is None else str(query))
-    return text[:MAX_QUERY_CHARS].replace("\x00", " ").encode("utf-8", "replace")
+    # Folded as the index is: the quoted words reach FTS5, which does not fold them.
+    return fold(text[:MAX_QUERY_CHARS]).replace("\x00", " ").encode("utf-8", "replace")
 
 
 def analyze(tok: apsw.FTS5Tokenizer, query: object) -> list[Term]:
