@@ -27,7 +27,11 @@ _FOLD_TABLE = str.maketrans(FOLD)
 
 def fold(text: str) -> str:
     """``text`` with the letters of :data:`FOLD` as their plain letters."""
-    return text if text.isascii() else text.translate(_FOLD_TABLE)
+    # Looked for first: a translation by table costs 200 us for 4 KB that is not all ASCII
+    # (a truncated output's "…"), 21 substring looks 5 us (measured, issue 44).
+    if text.isascii() or not any(letter in text for letter in FOLD):
+        return text
+    return text.translate(_FOLD_TABLE)
 
 
 def fold_sql(expr: str) -> str:

@@ -35,9 +35,15 @@ _SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 
 
+def marked(text: str) -> bool:
+    """Whether ``text`` holds a :data:`MARKERS` substring ("BASE64" too, as SQL's LIKE
+    finds it)."""
+    return any(m in text for m in MARKERS) or "ASE64" in text
+
+
 def maybe_encoded(text: str) -> bool:
     """Whether ``text`` may hold words in a form :func:`decoded` resolves."""
-    return any(m in text for m in MARKERS) or "%" in text or bool(_SPLIT.search(text))
+    return marked(text) or "%" in text or bool(_SPLIT.search(text))
 
 
 def decoded(text: str) -> str | None:
