@@ -12,12 +12,11 @@ run that decodes to text added after it. A forget matches a sentence when it or 
 form holds the words, and cuts the whole sentence, in the text as stored.
 
 The cheap look before tokenizing (:data:`MARKERS`, in SQL) lets through a text that may
-hold a form whose letters do not show the words' roots: an escape (``\\u00``, ``&#``) or a
-base64 run the text names as such ("base64", as the redaction's rule for encoded secrets
-is gated). The forms that show the roots (a percent-encoded space, a camelCase or digit
-join) need no marker. Measured on 20,000 turns of ``make bench`` forget: each marker is one
-``instr`` per text; percent-encoded letters (``%57exbridge``) would need a marker on every
-``%`` (a quarter of tool outputs), and are not looked for.
+hold a form whose letters do not show the words' roots: an escape (``\\u00``, ``&#``), a
+percent-encoded letter (``%57``) or a base64 run the text names as such ("base64", "b64", as
+the redaction's rule for encoded secrets is gated). The forms that show the roots (a
+percent-encoded space, a camelCase or digit join) need no marker. Measured on 20,000 turns
+of ``make bench`` forget: each marker is one LIKE per text (instr cost twice as much).
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ import re
 import urllib.parse
 
 #: Substrings of a text that may hold the words in a form not showing their roots.
-MARKERS = ("\\u00", "&#", "ase64")
+MARKERS = ("\\u00", "&#", "%", "ase64", "b64")
 
+_PERCENT_LETTER = re.compile(r"%[4-7][0-9A-Fa-f]")
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
@@ -38,7 +38,9 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z
 def marked(text: str) -> bool:
     """Whether ``text`` holds a :data:`MARKERS` substring ("BASE64" too, as SQL's LIKE
     finds it)."""
-    return any(m in text for m in MARKERS) or "ASE64" in text
+    if "%" in text and _PERCENT_LETTER.search(text):
+        return True
+    return any(m in text for m in MARKERS if m != "%") or "ASE64" in text or "B64" in text
 
 
 def maybe_encoded(text: str) -> bool:

@@ -123,10 +123,10 @@ class Phrase:
         # A form that hides the roots (an escape, named base64: forms.MARKERS). LIKE, not
         # instr: measured on 20,000 turns, three instr looks took the scan from 0.16 s to
         # 0.43 s, three LIKE looks to 0.21 s (LIKE also folds the case: "BASE64").
-        hidden = " OR ".join(f"{column} LIKE ?" for _ in forms.MARKERS)
+        hidden = " OR ".join(f"{column} LIKE ? ESCAPE '!'" for _ in forms.MARKERS)
         return f"({not_ascii} OR ({found}) OR {hidden})", [
             *roots,
-            *(f"%{m}%" for m in forms.MARKERS),
+            *(f"%{m.replace('%', '!%')}%" for m in forms.MARKERS),
         ]
 
     def maybe_in(self, text: str) -> bool:
