@@ -183,6 +183,8 @@ def test_forget_yes_leaves_no_byte_of_the_words(
     # The log says that it happened, never what.
     status = json.loads(wsd(env, "status", "--json").stdout)
     assert status["last_forget"]["counts"]["turns"] == 2
+    assert status["last_forget"]["read_back"] is True
+    assert status["last_forget"]["still_holding"] == {}
     assert SECRET.lower() not in json.dumps(status).lower()
     assert SECRET not in result.stderr + result.stdout
     assert report["read_back"] is True and report["still_holding"] == {}

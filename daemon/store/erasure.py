@@ -665,19 +665,32 @@ def last_forget(m: apsw.Connection) -> dict[str, Any] | None:
     """The last erasure finished: when, by whom, how much (never what)."""
     row = schema.first(
         m,
-        "SELECT id, started_at, finished_at, by, counts_json FROM forgets"
+        "SELECT id, started_at, finished_at, by, counts_json, still_json FROM forgets"
         " WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1",
     )
     if row is None:
         return None
-    fid, started, finished, by, counts = row
+    fid, started, finished, by, counts, still = row
     return {
         "id": fid,
         "started_at": started,
         "finished_at": finished,
         "by": by,
         "counts": json.loads(counts),
+        # Every copy read back after the erasure (null: not read back), and what still held
+        # the words, by kind.
+        "read_back": still is not None,
+        "still_holding": json.loads(still) if still is not None else None,
     }
+
+
+def record_read_back(m: apsw.Connection, fid: int, still: dict[str, int]) -> None:
+    """What the read-back after erasure ``fid`` still found (how many of each kind)."""
+    with schema.write_txn(m):
+        m.execute(
+            "UPDATE forgets SET still_json = ? WHERE id = ?",
+            (json.dumps(still, sort_keys=True), fid),
+        )
 
 
 def record_backup(m: apsw.Connection, path: str, now: float) -> None:
@@ -957,6 +970,7 @@ class Erasure(Facet):
 
     marks = reads("memory", marks)
     last_forget = reads("memory", last_forget)
+    record_read_back = uses("memory", record_read_back)
     record_backup = uses("transcript", record_backup)
     backups = reads("transcript", backups)
     record_export = uses("transcript", record_export)

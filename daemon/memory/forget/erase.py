@@ -235,6 +235,7 @@ def forget(
         if isinstance(match, Forget) and match.phrases:
             say("reading every copy back ...")
             _read_back(store, match, done)
+            store.erasure.record_read_back(fid, done.still)
     done.erased = True
     return done
 
