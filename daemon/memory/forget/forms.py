@@ -12,13 +12,14 @@ run that decodes to text added after it. A forget matches a sentence when it or 
 form holds the words, and cuts the whole sentence, in the text as stored.
 
 The cheap look before tokenizing (:data:`MARKERS`, in SQL) lets through a text that may
-hold a form whose letters do not show the words' roots: an escape (``\\u00``, ``&#``), a
-percent-encoded letter (``%57``) or a base64 run the text names as such ("base64", as the
-redaction's rule for encoded secrets is gated; its "b64" and "atob" are not looked for: each
-marker is one more look at every text: with "b64" as a fifth a forget at 100,000 turns took
-5.8x the bare scan, over its 5.7 target; with these four 5.6x, with three 5.1x). The forms
-that show the roots (a percent-encoded space, a camelCase or digit join) need no marker.
-Each marker is one LIKE per text (instr cost twice as much, measured on 20,000 turns).
+hold a form whose letters do not show the words' roots: an escape (``\\u00``, ``&#``) or a
+base64 run the text names as such ("base64", as the redaction's rule for encoded secrets is
+gated). The forms that show the roots (a percent-encoded space, a camelCase or digit join)
+need no marker. Each marker is one LIKE at every text (instr cost twice as much, measured on
+20,000 turns), and ``make bench`` forget at 100,000 turns measured what each costs: three
+markers 5.1x the bare scan (target 5.7); a fourth for letters percent-encoded one by one
+(``%57exbridge``, on every ``%``) 5.6x and 6.3x; a fifth for "b64" 5.8x; one "64" for both
+names of base64 14.1x. So those forms are not looked for.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ import re
 import urllib.parse
 
 #: Substrings of a text that may hold the words in a form not showing their roots.
-MARKERS = ("\\u00", "&#", "%", "ase64")
+MARKERS = ("\\u00", "&#", "ase64")
 
-_PERCENT_LETTER = re.compile(r"%[4-7][0-9A-Fa-f]")
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
@@ -40,9 +40,7 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z
 def marked(text: str) -> bool:
     """Whether ``text`` holds a :data:`MARKERS` substring ("BASE64" too, as SQL's LIKE
     finds it)."""
-    if "%" in text and _PERCENT_LETTER.search(text):
-        return True
-    return any(m in text for m in MARKERS if m != "%") or "ASE64" in text
+    return any(m in text for m in MARKERS) or "ASE64" in text
 
 
 def maybe_encoded(text: str) -> bool:
