@@ -453,14 +453,9 @@ def test_a_forget_the_replica_cannot_take_says_so_and_the_replica_gets_it_before
     assert "restored transcript.db and memory.db" in done.stdout
     for path in (layout.transcript_db, layout.memory_db):
         assert b"Yarrowmere" not in Path(path).read_bytes()
-    newest = tmp_path / "newest"
     for kind in ("transcript", "memory"):
-        subprocess.run(
-            [litestream.binary(), "restore", "-o", f"{newest}.{kind}", f"file://{replica}/{kind}"],
-            check=True,
-            capture_output=True,
-        )
-        assert b"Yarrowmere" not in Path(f"{newest}.{kind}").read_bytes()
+        newest = _newest_on_replica(replica, kind, tmp_path / f"newest.{kind}")
+        assert b"Yarrowmere" not in newest.read_bytes()
 
 
 # -- S3 -----------------------------------------------------------------------------------

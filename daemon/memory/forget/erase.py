@@ -171,11 +171,9 @@ def plan(
         if _export_holds(path, fmt, match):
             report.add("exports", path, path)
     for mirror in _mirrors(store, match) if isinstance(match, Forget) else []:
-        if mirror.lines or (mirror.named and mirror.card.path == mirror.rel):
-            report.add("canvas_mirrors", mirror.rel, mirror.rel)
-    for path in store.erasure.workspace_paths(match.maybe_in):
-        if match.holds(path_words(path)):
-            report.add("workspace_files", path, path)
+        report.add("canvas_mirrors", mirror.rel, mirror.rel)
+    for path in _named(store, match):
+        report.add("workspace_files", path, path)
     report.learnings_total = store.erasure.learnings_count()
     hit = len(report.kinds.get("learnings", Items()).ids)
     report.needs_all_matches = (
@@ -399,7 +397,7 @@ def _cut_export_line(match: Forget, line: str) -> str | None:
     """One line of a jsonl export without the words: a learning or an action holding them
     goes (None), an md file or revision loses the lines holding them, anything else is cut
     string by string."""
-    if not match.maybe_in(line) or not match.holds(line):
+    if not match.holds(line):
         return line
     try:
         record = json.loads(line)
@@ -411,9 +409,7 @@ def _cut_export_line(match: Forget, line: str) -> str | None:
     if kind in ("learning", "action"):
         return None
     if kind in ("md", "revision") and isinstance(content, str):
-        doomed = set(match.lines_holding(content))
-        kept = [ln for i, ln in enumerate(content.splitlines()) if i not in doomed]
-        record["content"] = "\n".join(kept) + ("\n" if kept and content.endswith("\n") else "")
+        record["content"] = match.without_lines(content)
         return match.cut_json_text(json.dumps(record, ensure_ascii=False))
     return match.cut_json_text(line)
 
@@ -453,9 +449,7 @@ def _erase_exports(store: Store, match: Forget, report: Report) -> None:
                 lines = [_cut_export_line(match, ln) for ln in text.splitlines()]
                 new = "".join(ln + "\n" for ln in lines if ln is not None)
             else:
-                doomed = set(match.lines_holding(text))
-                kept = [ln for i, ln in enumerate(text.splitlines()) if i not in doomed]
-                new = "".join(ln + "\n" for ln in kept)
+                new = match.without_lines(text)
             if new == text:
                 continue
             try:
@@ -473,12 +467,17 @@ def _erase_exports(store: Store, match: Forget, report: Report) -> None:
             report.add("exports", path, path)
 
 
+def _named(store: Store, match: Forget | Everything) -> list[str]:
+    """The indexed workspace paths whose names hold the words."""
+    return [p for p in store.erasure.workspace_paths(match.maybe_in) if match.holds(path_words(p))]
+
+
 def _unlist_names(store: Store, match: Forget, report: Report) -> None:
     """Workspace files whose names hold the words stay on disk (the person's) and leave
     everything the daemon keeps or shows of them: the file index here, files.md's inventory
     (cut in :func:`_cut_md_on_disk`; the watcher lists no name a forget's marks hold). They
     are named in the report (``workspace_files``)."""
-    named = [p for p in store.erasure.workspace_paths(match.maybe_in) if match.holds(path_words(p))]
+    named = _named(store, match)
     for path in named:
         report.add("workspace_files", path, path)
     store.erasure.unlist_paths(named)
@@ -535,9 +534,7 @@ def _cut_canvas_mirrors(store: Store, match: Forget, report: Report, now: float)
         full = os.path.join(root, m.rel)
         synced = m.card.last_synced_sha256
         if m.lines and m.data is not None:
-            text = m.data.decode("utf-8", "replace")
-            kept = [ln for i, ln in enumerate(text.splitlines()) if i not in set(m.lines)]
-            new = "".join(ln + "\n" for ln in kept)
+            new = match.without_lines(m.data.decode("utf-8", "replace"))
             atomic_write(full, new, mode=0o644, root=root)
             synced = hashlib.sha256(new.encode("utf-8")).hexdigest()
         path = m.rel
@@ -571,10 +568,9 @@ def _cut_md_on_disk(layout: Layout, match: Forget, report: Report) -> None:
             if hit:
                 kept = [ln for i, ln in enumerate(notes.splitlines()) if i not in set(hit)]
                 files_md.write_notes(path, "\n".join(kept))
-            listed = set(match.lines_holding(inventory))
-            if listed:  # a file named with the words: its line goes (the watcher re-renders)
-                left = [ln for i, ln in enumerate(inventory.splitlines()) if i not in listed]
-                files_md.write_inventory(path, functools.partial(_as_listed, left))
+            left = match.without_lines(inventory)
+            if left != inventory:  # a file named with the words: its line goes
+                files_md.write_inventory(path, functools.partial(_as_listed, left.splitlines()))
             continue
         doomed = set(match.lines_holding(text))
         if doomed:

@@ -289,6 +289,14 @@ class Forget(JsonCut):
         """Indexes of the lines of ``text`` that hold a phrase (an md line goes whole)."""
         return [i for i, line in enumerate(text.splitlines()) if self.spans(line)]
 
+    def without_lines(self, text: str) -> str:
+        """``text`` without the lines holding a phrase (a file's trailing newline kept)."""
+        doomed = set(self.lines_holding(text))
+        if not doomed:
+            return text
+        kept = [line for i, line in enumerate(text.splitlines()) if i not in doomed]
+        return "\n".join(kept) + ("\n" if kept and text.endswith("\n") else "")
+
 
 def _sentences(text: str) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text`` (each with the space after it), covering it all."""
