@@ -190,6 +190,11 @@ def rows(conn: apsw.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[tu
     return [tuple(r) for r in conn.execute(sql, args)]
 
 
+def columns(conn: apsw.Connection, table: str) -> set[str]:
+    """The column names of ``table`` (none for a table that is not there)."""
+    return {str(r[1]) for r in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))}
+
+
 def user_version(conn: apsw.Connection) -> int:
     """``PRAGMA user_version`` of ``conn``'s main database."""
     row = conn.execute("PRAGMA user_version").fetchone()

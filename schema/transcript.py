@@ -11,6 +11,7 @@ from __future__ import annotations
 import apsw
 
 from wsd.schema import rows, write_txn
+from wsd.schema.encoded import any_encoded
 from wsd.schema.fastjson import dumps, loads
 
 TYPE_CHECKING = False
@@ -144,9 +145,18 @@ def record(
             (event.session_id, event.ts, source, cwd if isinstance(cwd, str) else None),
         )
         conn.execute(
-            "INSERT INTO events (uid, ts, session_id, kind, tool_name, payload, via)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING",
-            (event.uid, event.ts, event.session_id, event.kind, event.tool_name, payload, via),
+            "INSERT INTO events (uid, ts, session_id, kind, tool_name, payload, via, encoded)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING",
+            (
+                event.uid,
+                event.ts,
+                event.session_id,
+                event.kind,
+                event.tool_name,
+                payload,
+                via,
+                any_encoded(payload),
+            ),
         )
         if conn.changes() == 0:
             return False

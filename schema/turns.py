@@ -27,6 +27,7 @@ from __future__ import annotations
 import apsw
 
 from wsd.schema import first, one, rows
+from wsd.schema.encoded import any_encoded
 from wsd.schema.fastjson import dumps, loads
 
 TYPE_CHECKING = False
@@ -121,8 +122,19 @@ def _insert(
 ) -> int:
     conn.execute(
         "INSERT INTO observations (timestamp, session_id, sequence_num, user_message,"
-        " tool_calls_json, agent_response, closed_by, amends) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (ts, session_id, _next_seq(conn, session_id), user, calls, response, closed_by, amends),
+        " tool_calls_json, agent_response, closed_by, amends, encoded)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            ts,
+            session_id,
+            _next_seq(conn, session_id),
+            user,
+            calls,
+            response,
+            closed_by,
+            amends,
+            any_encoded(user, calls, response),
+        ),
     )
     obs_id = int(conn.last_insert_rowid())
     if amends is None:  # an addendum is part of a turn, not a turn
@@ -152,8 +164,9 @@ def fold(conn: apsw.Connection, obs_id: int, retime: bool = False) -> None:
         "UPDATE observations SET user_message = ?1, tool_calls_json = ?2, agent_response = ?3,"
         " closed_by = CASE WHEN ?4 THEN 'stop' WHEN closed_by = 'stop' THEN 'next_prompt'"
         "  ELSE closed_by END,"
-        " timestamp = CASE WHEN ?5 THEN ?6 ELSE max(timestamp, ?6) END WHERE id = ?7",
-        (user, calls, answer, stopped, retime, newest, obs_id),
+        " timestamp = CASE WHEN ?5 THEN ?6 ELSE max(timestamp, ?6) END, encoded = ?8"
+        " WHERE id = ?7",
+        (user, calls, answer, stopped, retime, newest, obs_id, any_encoded(user, calls, answer)),
     )
 
 

@@ -912,7 +912,8 @@ def test_every_form_of_the_words_in_every_part_of_a_turn_is_erased(
     layout: Layout, standin: BridgeStandin, tmp_path: Path
 ) -> None:
     """Each form "Wexbridge" takes (a URL's query, camelCase, joined to digits, a JSON
-    escape, an HTML reference, base64 named as such), planted in a
+    escape, HTML references numeric and named, letters percent-encoded one by one, base64
+    named as the redaction names it: base64, b64, atob), planted in a
     prompt, a tool's input, its output and the answer: after `wsd forget Wexbridge --yes` no
     file under .os/ nor the backup holds any of them (a byte scan of each form as planted, and
     of "exbridge"); the sentences beside them stay."""
@@ -925,8 +926,13 @@ def test_every_form_of_the_words_in_every_part_of_a_turn_is_erased(
         "Wexbridge2024",
         "\\u0057exbridge",
         "&#87;exbridge",
+        "W&eacute;xbridge",
+        "Ana%57exbridge",
+        "%57%65%78%62%72%69%64%67%65",
         f"base64 {secret}",
         f"base64: {base64.urlsafe_b64encode(b'Wexbridge pickup at 3').decode()}",
+        f"b64 {base64.b64encode(b'Wexbridge gate code').decode()}",
+        f"atob('{base64.b64encode(b'meet at Wexbridge').decode()}')",
     ]
     worker = make_worker(layout, standin, batch_turns=1)
     cap = Capture(CaptureConfig(workspace=layout.root))
@@ -973,3 +979,68 @@ def test_every_form_of_the_words_in_every_part_of_a_turn_is_erased(
     assert holding(layout.os_dir) == [] and holding(backup) == []
     kept = [p for (p,) in query(layout.transcript_db, "SELECT user_message FROM observations")]
     assert all(p.startswith("I prefer tea.") for p in kept), kept
+
+
+def test_rows_written_before_the_encoded_mark_are_marked_by_its_migration(
+    tmp_path: Path,
+) -> None:
+    """Transcript migration 010 marks the rows written before it that hold a form hiding the
+    words' letters (`Ana%57exbridge`, base64 named "b64") and leaves a plain row unmarked; a
+    forget reads the marked rows (and finds the words in a copy not yet migrated: an old
+    backup's dry run)."""
+    from wsd import schema
+    from wsd.daemon.store.erasure import find_transcript
+
+    path = str(tmp_path / "transcript.db")
+    old = apsw.Connection(path)
+    for step in schema.migrations("transcript"):
+        if step.version <= 9:
+            old.execute(Path(step.path).read_text())
+    old.execute("PRAGMA user_version = 9")
+    old.execute("INSERT INTO sessions (id, started_at, last_event_at) VALUES ('s', 1, 1)")
+    texts = ["Pick up Ana%57exbridge", "b64 V2V4YnJpZGdlIGdhdGUgY29kZQ==", "Tea with milk"]
+    for i, text in enumerate(texts, 1):
+        old.execute(
+            "INSERT INTO observations (timestamp, session_id, sequence_num, user_message,"
+            " closed_by) VALUES (?, 's', ?, ?, 'stop')",
+            (float(i), i, text),
+        )
+        old.execute(
+            "INSERT INTO events (uid, ts, session_id, kind, payload, observation_id)"
+            " VALUES (?, ?, 's', 'UserPromptSubmit', ?, ?)",
+            (f"u{i}", float(i), json.dumps({"prompt": text}), i),
+        )
+    match = Forget.of(["Wexbridge"])
+    assert sorted(find_transcript(old, match).kind("turns").ids) == [1, 2]
+    schema.migrate(old, "transcript")
+    for table in ("observations", "events"):
+        marks = [r[0] for r in old.execute(f"SELECT encoded FROM {table} ORDER BY id")]
+        assert marks == [1, 1, 0], (table, marks)
+    found = find_transcript(old, match)
+    assert sorted(found.kind("turns").ids) == [1, 2] and sorted(found.kind("events").ids) == [1, 2]
+    old.close()
+
+
+def test_the_hook_marks_what_hides_letters_and_nothing_plain(layout: Layout) -> None:
+    """The hook's write marks a turn and its events holding a form that may hide letters (a
+    percent-encoded character, an escape, an HTML reference, base64 named base64, b64, atob
+    or Basic) and leaves ordinary prose, code, "100% sure", "Tom & Jerry" and "x86_64"
+    unmarked."""
+    from wsd.schema.encoded import encoded
+
+    for text in ("Ana%57exbridge", "\\u0057", "W&eacute;x", "&#87;", "b64 x", "ATOB(x)",
+                 "Authorization: Basic x", "base64 x", "a%20b"):  # fmt: skip
+        assert encoded(text), text
+    for text in ("I prefer tea over coffee.", "def f(x):\n    return x * 2", "100% sure",
+                 "Tom & Jerry", "a\\nb", "x86_64"):  # fmt: skip
+        assert not encoded(text), text
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    for prompt in ("Look at Ana%57exbridge", "I prefer tea."):
+        cap.handle({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": prompt})
+        cap.handle({"hook_event_name": "Stop", "session_id": "s", "last_assistant_message": "ok"})
+    marks = query(layout.transcript_db, "SELECT encoded FROM observations ORDER BY id")
+    assert marks == [(1,), (0,)], marks
+    events = query(layout.transcript_db, "SELECT kind, encoded FROM events ORDER BY id")
+    assert events == [("UserPromptSubmit", 1), ("Stop", 0), ("UserPromptSubmit", 0), ("Stop", 0)], (
+        events
+    )

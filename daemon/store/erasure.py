@@ -55,7 +55,7 @@ class Matcher(Protocol):
     def cut_json_text(self, raw: str) -> str: ...
     def lines_holding(self, text: str) -> list[int]: ...
     def fts_query(self) -> str: ...
-    def sql_maybe(self, column: str) -> tuple[str, list[str]]: ...
+    def sql_maybe(self, column: str, flag: str | None = None) -> tuple[str, list[str]]: ...
 
 
 @dataclass
@@ -394,7 +394,8 @@ def find_transcript(
         if only is not None and not only.get(name):
             continue
         # The cheap look first, in SQLite: only rows that may hold the words come back.
-        maybe = [match.sql_maybe(c) for c in columns]
+        flag = _ENCODED_FLAG if _ENCODED_FLAG in schema.columns(t, table) else None
+        maybe = [match.sql_maybe(c, flag) for c in columns]
         where = " WHERE (" + " OR ".join(sql for sql, _a in maybe) + ")"
         args: list[Any] = [a for _s, more in maybe for a in more]
         if scope is not None:
@@ -417,6 +418,10 @@ def find_transcript(
                 kind.add(row[0], texts[0] if table == "observations" else f"{table} {row[0]}")
     return found
 
+
+#: The column a row's writer marks a form hiding words' letters in (wsd.schema.encoded); a
+#: backup taken before transcript migration 010 has none (its rows are looked at whole).
+_ENCODED_FLAG = "encoded"
 
 #: The kinds of item transcript.db's rows are counted as (a report's names).
 TRANSCRIPT_KINDS = tuple("turns" if t == "observations" else t for t, *_r in _TRANSCRIPT_TEXT)

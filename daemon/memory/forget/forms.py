@@ -11,15 +11,10 @@ character references resolved, a camelCase or digit join split into words, and e
 run that decodes to text added after it. A forget matches a sentence when it or its decoded
 form holds the words, and cuts the whole sentence, in the text as stored.
 
-The cheap look before tokenizing (:data:`MARKERS`, in SQL) lets through a text that may
-hold a form whose letters do not show the words' roots: an escape (``\\u00``, ``&#``) or a
-base64 run the text names as such ("base64", as the redaction's rule for encoded secrets is
-gated). The forms that show the roots (a percent-encoded space, a camelCase or digit join)
-need no marker. Each marker is one LIKE at every text (instr cost twice as much, measured on
-20,000 turns), and ``make bench`` forget at 100,000 turns measured what each costs: three
-markers 5.1x the bare scan (target 5.7); a fourth for letters percent-encoded one by one
-(``%57exbridge``, on every ``%``) 5.6x and 6.3x; a fifth for "b64" 5.8x; one "64" for both
-names of base64 14.1x. So those forms are not looked for.
+Which texts are read for those forms at all: one whose letters show the words' roots (a
+percent-encoded space, a camelCase or digit join), or one the writer marked as holding a form
+that hides them (:mod:`wsd.schema.encoded`: a letter percent-encoded one by one, an escape,
+base64 named as the redaction names it).
 """
 
 from __future__ import annotations
@@ -29,23 +24,16 @@ import html
 import re
 import urllib.parse
 
-#: Substrings of a text that may hold the words in a form not showing their roots.
-MARKERS = ("\\u00", "&#", "ase64")
+from wsd.schema.encoded import encoded
 
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _SPLIT = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
 
 
-def marked(text: str) -> bool:
-    """Whether ``text`` holds a :data:`MARKERS` substring ("BASE64" too, as SQL's LIKE
-    finds it)."""
-    return any(m in text for m in MARKERS) or "ASE64" in text
-
-
 def maybe_encoded(text: str) -> bool:
     """Whether ``text`` may hold words in a form :func:`decoded` resolves."""
-    return marked(text) or "%" in text or bool(_SPLIT.search(text))
+    return encoded(text) or bool(_SPLIT.search(text))
 
 
 def decoded(text: str) -> str | None:
