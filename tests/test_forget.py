@@ -1023,16 +1023,17 @@ def test_rows_written_before_the_encoded_mark_are_marked_by_its_migration(
 
 def test_the_hook_marks_what_hides_letters_and_nothing_plain(layout: Layout) -> None:
     """The hook's write marks a turn and its events holding a form that may hide letters (a
-    percent-encoded character, an escape, an HTML reference, base64 named base64, b64, atob
-    or Basic) and leaves ordinary prose, code, "100% sure", "Tom & Jerry" and "x86_64"
-    unmarked."""
+    percent-encoded letter or UTF-8 byte, an escape of a letter, an HTML reference, base64
+    named base64, b64, atob or Basic) and leaves ordinary prose, code, "100% sure", "Tom &
+    Jerry", "x86_64", a shell's "&&" and a terminal's escape unmarked."""
     from wsd.schema.encoded import encoded
 
-    for text in ("Ana%57exbridge", "\\u0057", "W&eacute;x", "&#87;", "b64 x", "ATOB(x)",
-                 "Authorization: Basic x", "base64 x", "a%20b"):  # fmt: skip
+    for text in ("Ana%57exbridge", "\\u0057", "\\U00F8", "W&eacute;x", "&#87;", "b64 x",
+                 "ATOB(x)", "Authorization: Basic x", "base64 x", "Troms%C3%B8"):  # fmt: skip
         assert encoded(text), text
     for text in ("I prefer tea over coffee.", "def f(x):\n    return x * 2", "100% sure",
-                 "Tom & Jerry", "a\\nb", "x86_64"):  # fmt: skip
+                 "Tom & Jerry", "a\\nb", "x86_64", "echo a && b; c", "\\u001b[0m", "50%; 20%",
+                 "%%", "&&;"):  # fmt: skip
         assert not encoded(text), text
     cap = Capture(CaptureConfig(workspace=layout.root))
     for prompt in ("Look at Ana%57exbridge", "I prefer tea."):
