@@ -209,6 +209,7 @@ def cmd_doctor(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         curation=str(deployed.get("curation", config.curation)),
         batch_wait_limit=float(limit) if isinstance(limit, int | float) else None,
         replica=position.settings_of(deployed or config.reported()),
+        home=env.get("HOME"),
     ).run()
     failed = [f for f in findings if f.level == "fail"]
     if args.json:

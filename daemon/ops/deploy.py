@@ -22,7 +22,7 @@ from pathlib import Path
 from wsd.daemon.memory.md.files import LINE_LIMITS
 from wsd.daemon.ops import deploy_paths
 from wsd.daemon.ops.bootstrap import init_workspace, render_template
-from wsd.daemon.ops.deploy_paths import shell_word
+from wsd.daemon.ops.deploy_paths import MAX_SHEBANG, shell_word
 from wsd.daemon.runtime.fsio import atomic_write, read_small
 from wsd.daemon.runtime.heartbeat import pid_alive
 from wsd.schema.layout import DEPLOY_FILES, Layout
@@ -51,6 +51,27 @@ ASSETS = Path(__file__).resolve().parent.parent.parent / "deploy"
 #: Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>.
 PLUGIN_NAME = "workspace-memory"
 PLUGIN_TOOL_PREFIX = f"mcp__plugin_{PLUGIN_NAME}_memory__"
+
+
+def hook_launcher(script: Path, changes: list[str]) -> None:
+    """Make the installed ``wsd-hook`` start from any venv path. pip writes a plain script's
+    ``#!`` line with the interpreter's path as it is; the kernel splits that line at a space
+    (and older kernels read only its first 127 bytes), so from ``/w/my ws/.os/.venv`` every
+    hook run failed with status 127 and every turn was lost, unseen (issue 45; ``wsd``, a
+    console script, starts: pip gives those a ``/bin/sh`` trampoline). Such a line becomes
+    the same trampoline, the path quoted for the shell; any other is left as pip wrote it."""
+    try:
+        text = script.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return  # not installed by pip here (a test's venv of links): nothing to mend
+    first, newline, rest = text.partition("\n")
+    python = first[2:].strip()
+    fits = not any(c.isspace() for c in python) and len(first.encode()) <= MAX_SHEBANG
+    if not first.startswith("#!") or first == "#!/bin/sh" or fits or not newline:
+        return
+    # Read by sh as `exec '<python>' "$0" "$@"`, by Python as a string, then the script.
+    launcher = "#!/bin/sh\n'''exec' " + shlex.quote(python) + ' "$0" "$@"\n' + "' '''\n"
+    _install(script, launcher + rest, 0o755, changes)
 
 
 def render_plugin(
@@ -122,6 +143,7 @@ def bootstrap(
         main = render_supervisord(supervisor, layout) + program
         _install(supervisord_conf(layout), main, 0o600, changes)
     program_changed = len(changes) > before
+    hook_launcher(venv / "bin" / "wsd-hook", changes)
     render_plugin(
         plugin,
         os_dir / "claude-plugin",

@@ -209,6 +209,16 @@ def rederive_processed(t: apsw.Connection, memory_db: str, identity: str) -> tup
     return marked, cleared
 
 
+def take_probe(t: apsw.Connection, session_id: str) -> int:
+    """Remove the probe session ``wsd doctor`` had a hook write (its events and its row);
+    how many events it had (0: the probe never reached transcript.db)."""
+    with schema.write_txn(t):
+        (count,) = schema.one(t, "SELECT count(*) FROM events WHERE session_id = ?", (session_id,))
+        t.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+        t.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    return int(count or 0)
+
+
 def _turn(row: tuple[Any, ...]) -> Turn:
     oid, session, seq, ts, user, calls, response, closed_by, amends = row
     try:
@@ -254,3 +264,4 @@ class Turns(Facet):
     turns_by_id = uses("transcript", turns_by_id)
     turn_ids = uses("transcript", turn_ids)
     mark_processed = uses("transcript", mark_processed)
+    take_probe = uses("transcript", take_probe)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from wsd.daemon.ops.doctor import (
     bridge,
+    capture,
     daemon,
     databases,
     memory_files,
@@ -67,6 +68,7 @@ CHECKS: tuple[Check, ...] = (
     Check("processing", daemon.processing, needs_databases=True),
     Check("md files", memory_files.revisions, needs_databases=True),
     Check("disk", databases.disk),
+    Check("capture", capture.capture, needs_databases=True),
     Check("spool", spool.waiting),
     Check("spool damage", spool.damage),
     Check("spool refused", spool.refused),
@@ -97,8 +99,11 @@ class Doctor:
         batch_wait_limit: float | None = None,
         checks: Sequence[Check] = CHECKS,
         replica: position.Settings = NO_REPLICA,
+        home: str | None = None,
     ) -> None:
         self.layout = layout
+        #: The user's home folder (their ~/.claude/settings.json may wire the hook).
+        self.home = home
         self.replica = replica
         self.curation = curation
         self.batch_wait_limit = batch_wait_limit or DEFAULT_ECONOMY_WAIT_LIMIT_SECONDS

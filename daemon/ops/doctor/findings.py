@@ -48,6 +48,8 @@ class Reporter(Protocol):
     batch_wait_limit: float
     #: Replication's settings as the daemon runs with them.
     replica: position.Settings
+    #: The user's home folder, or None (its ~/.claude/settings.json is not read).
+    home: str | None
     findings: list[Finding]
     #: Both databases open with a schema: the checks that read them run (set by their check).
     databases_usable: bool
