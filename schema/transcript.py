@@ -106,6 +106,8 @@ class Event:
 
 #: Event times outside [0, this) are not times (the year 5138 and beyond, or garbage).
 MAX_TS = 1e11
+#: How far apart a copy of an event from a second wiring of the hook may be recorded.
+SAME_EVENT_SECONDS = 2.0
 
 
 def event_time(value: object) -> float:
@@ -116,6 +118,26 @@ def event_time(value: object) -> float:
     if not 0 <= ts < MAX_TS:  # NaN fails every comparison, inf fails the bound
         raise ValueError(f"ts {str(value)[:40]!r} is not a time")
     return ts
+
+
+def _twin(conn: apsw.Connection, event: Event, payload: str) -> bool:
+    """Whether ``event`` is a copy of one just recorded: the same event from a second wiring
+    (the plugin and .claude/settings.json both: Claude Code runs each hook on the same input;
+    issue 45 found each prompt split in two turns, one with no answer). The copy is among the
+    session's events of the last seconds with no event of another kind after it (the agent
+    goes on only once every hook of an event returned); two events a person or an agent
+    makes differ (a tool call's id) or have another kind between them (an answer between two
+    "yes", a prompt between two "Done.")."""
+    for kind, other in conn.execute(
+        "SELECT kind, payload FROM events WHERE session_id = ? AND ts BETWEEN ? AND ?"
+        " ORDER BY id DESC",
+        (event.session_id, event.ts - SAME_EVENT_SECONDS, event.ts + SAME_EVENT_SECONDS),
+    ):
+        if kind != event.kind:
+            return False
+        if other == payload:
+            return True
+    return False
 
 
 def record(
@@ -134,6 +156,8 @@ def record(
     source = event.payload.get("source") if event.kind == "SessionStart" else None
     cwd = event.payload.get("cwd")
     with write_txn(conn):
+        if _twin(conn, event, payload):
+            return False
         conn.execute(
             "INSERT INTO sessions (id, started_at, last_event_at, source, cwd)"
             " VALUES (?1, ?2, ?2, ?3, ?4)"

@@ -419,3 +419,26 @@ def test_wsd_hook_keeps_the_workspace_it_is_given_beside_other_arguments(
         assert conn.execute("SELECT count(*) FROM events").fetchone() == (2,)
     finally:
         conn.close()
+
+
+def test_an_event_from_two_wirings_is_kept_once_and_a_real_repeat_twice(layout: Layout) -> None:
+    """The same event handed to the hook twice at once (two wirings) is recorded once, the
+    second call says "duplicate"; interleaved copies of two parallel tool calls too. A
+    person's "yes" twice and the agent's "Done." twice, with a turn between, are all kept."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+
+    def tool(n: int) -> dict[str, object]:
+        return {"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Read",
+                "tool_use_id": f"toolu_{n}", "tool_input": {"file_path": "a"},
+                "tool_response": "same"}  # fmt: skip
+
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "yes"}
+    done = {"hook_event_name": "Stop", "session_id": "s", "last_assistant_message": "Done."}
+    outcomes = [cap.handle(e) for e in (prompt, prompt, tool(1), tool(2), tool(1), tool(2))]
+    outcomes += [cap.handle(e) for e in (done, done, prompt, done)]
+    assert outcomes == ["written", "duplicate", "written", "written", "duplicate", "duplicate",
+                        "written", "duplicate", "written", "written"]  # fmt: skip
+    conn = apsw.Connection(layout.transcript_db)
+    turns = conn.execute("SELECT user_message, agent_response FROM observations").fetchall()
+    conn.close()
+    assert turns == [("yes", "Done."), ("yes", "Done.")], turns

@@ -118,7 +118,7 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
 
     def valid(i: int) -> bytes:
         kind = events[i % len(events)]
-        data: dict[str, Any] = {"hook_event_name": kind, "session_id": f"fuzz-{i % 7}"}
+        data: dict[str, Any] = {"hook_event_name": kind, "session_id": f"fuzz-{i}"}
         if kind == "UserPromptSubmit":
             data["prompt"] = f"valid prompt {i} ünïcødé ✓"
         elif kind == "PostToolUse":
@@ -180,7 +180,7 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
             out.append((bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))), False))
         elif kind == 7:  # deep nesting
             depth = rng.choice([100, 5000, 100_000])
-            body = '{"hook_event_name": "PostToolUse", "session_id": "deep", "tool_name": "X",'
+            body = f'{{"hook_event_name": "PostToolUse", "session_id": "deep-{i}", "tool_name": "X",'
             nested = "[" * depth + "]" * depth
             out.append(((body + f'"tool_input": {nested}}}').encode(), depth <= 100))
         elif kind == 8:  # unknown events
@@ -190,8 +190,8 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
         elif kind == 9:  # invalid UTF-8 inside otherwise valid JSON
             out.append(
                 (
-                    b'{"hook_event_name": "UserPromptSubmit", "session_id": "bin",'
-                    b' "prompt": "caf\xc3\x28 \xff\xfe"}',
+                    b'{"hook_event_name": "UserPromptSubmit", "session_id": "bin-%d",'
+                    b' "prompt": "caf\xc3\x28 \xff\xfe"}' % i,
                     True,
                 )
             )
@@ -200,7 +200,7 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
             out.append(
                 (
                     (
-                        '{"hook_event_name": "UserPromptSubmit", "session_id": "ctl",'
+                        f'{{"hook_event_name": "UserPromptSubmit", "session_id": "ctl-{i}",'
                         f' "prompt": "{text}"}}'
                     ).encode(),
                     True,
@@ -209,7 +209,7 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
     for i in range(3):  # a few 10 MB fields
         data = {
             "hook_event_name": "PostToolUse",
-            "session_id": "huge",
+            "session_id": f"huge-{i}",
             "tool_name": "Read",
             "tool_input": {"file_path": "big"},
             "tool_response": huge + str(i),
@@ -223,7 +223,8 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
 def test_hundreds_of_hostile_payloads_never_break_the_hook(
     layout: Layout, hook_env: dict[str, str]
 ) -> None:
-    """Every hostile payload exits 0 with no stdout; the db stays sound; valid ones are kept."""
+    """Every hostile payload exits 0 with no stdout; the db stays sound; valid ones are kept
+    (each a distinct event: one sent twice at once is one event, as from two wirings)."""
     payloads = _payloads()
     assert len(payloads) >= 500  # 50 of each of 11 shapes (1,100 took a fifteenth of make test)
     hook = venv_script("wsd-hook")
