@@ -180,7 +180,9 @@ def _payloads(seed: int = 20261121) -> list[tuple[bytes, bool]]:
             out.append((bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))), False))
         elif kind == 7:  # deep nesting
             depth = rng.choice([100, 5000, 100_000])
-            body = f'{{"hook_event_name": "PostToolUse", "session_id": "deep-{i}", "tool_name": "X",'
+            body = (
+                f'{{"hook_event_name": "PostToolUse", "session_id": "deep-{i}", "tool_name": "X",'
+            )
             nested = "[" * depth + "]" * depth
             out.append(((body + f'"tool_input": {nested}}}').encode(), depth <= 100))
         elif kind == 8:  # unknown events
