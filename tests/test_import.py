@@ -547,3 +547,25 @@ def test_an_import_killed_midway_adds_nothing_and_doctor_names_what_it_left(
     wsd(_env(layout), "doctor", "--fix", check=False)
     assert not pause_file.exists()
     assert f"imported {n} learning(s)" in wsd(_env(layout), "import", str(path)).stdout
+
+
+def test_a_folder_of_exports_imports_each_learning_once(layout: Layout, tmp_path: Path) -> None:
+    """`wsd import exp` of a folder holding two jsonl exports and a markdown export in `md/`
+    (issue 45): exit 0, each learning once (the rest counted duplicates), the exported
+    user.md's lines merged into user.md and no index line, no user.md line made a fact."""
+    env = _env(layout)
+    wsd(env, "import", str(MCP))
+    before = sorted(c for _t, c, _d, _r in _learnings(layout))
+    Path(layout.md("user.md")).write_text("# User\n- Name: Ana\n- Likes green tea\n")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    for args in (["exp/a.jsonl"], ["exp/b.jsonl"], ["--format", "markdown", "exp/md"]):
+        wsd(env, "export", *[str(tmp_path / a) if a.startswith("exp") else a for a in args])
+    fresh = Layout(str(tmp_path / "fresh"))
+    wsd({**env, "WSD_WORKSPACE": fresh.root}, "init")
+    done = wsd({**env, "WSD_WORKSPACE": fresh.root}, "import", str(exp), check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = sorted(c for _t, c, _d, _r in _learnings(fresh))
+    assert f"imported {len(before)} learning(s)" in done.stdout, set(after) - set(before)
+    assert after == before
+    assert "- Likes green tea" in Path(fresh.md("user.md")).read_text()

@@ -47,7 +47,8 @@ TYPES = {"user": "preference", "feedback": "correction", "project": "fact", "ref
 #: The frontmatter of one memory file at most (a description is a line).
 FRONTMATTER_MAX = 64 * 1024
 INDEX = "MEMORY.md"
-_LINK_LINE = re.compile(r"^\s*[-*+]\s*\[[^\]]*\]\(([^)\s]+\.md)\)")
+# A title may hold escaped brackets (our export escapes them: "\\[REDACTED:…\\]").
+_LINK_LINE = re.compile(r"^\s*[-*+]\s*\[(?:\\.|[^\]\\])*\]\(([^)\s]+\.md)\)")
 _LIST = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$|^\s*\|?\s*:?-{3,}")
 
@@ -62,33 +63,45 @@ class Folder:
 
 
 def read_folder(folder: str) -> Folder:
-    """Every Markdown file below ``folder`` (see the module); never raises for one file."""
+    """Every Markdown file below ``folder`` (see the module); never raises for one file.
+
+    A folder below it holding its own ``MEMORY.md`` is a memory folder of its own: its index
+    and whether our export wrote it are judged there (issue 45: ``wsd import exp`` of a
+    folder holding a markdown export in ``md/`` made a fact of every index line and of each
+    line of the exported user.md, each learning twice)."""
     out = Folder()
     learnings: list[LearningIn] = []
     out.incoming.learnings = learnings
-    index = os.path.join(folder, INDEX)
-    exported = False
-    linked: set[str] = set()
-    if os.path.isfile(index) and not os.path.islink(index):
-        try:
-            text = read_text(index)
-            exported = EXPORT_MARK in text
-            linked = {m.group(1) for m in map(_LINK_LINE.match, text.splitlines()) if m}
-        except BadInput:
-            pass  # said when the index itself is read below
+    roots: dict[str, tuple[bool, set[str]] | None] = {}
+
+    def root_of(rel: str) -> tuple[str, bool, set[str]]:
+        """The memory folder ``rel`` is in (its deepest folder holding a MEMORY.md)."""
+        parts = rel.split("/")[:-1]
+        for depth in range(len(parts), -1, -1):
+            base = "/".join(parts[:depth])
+            if base not in roots:
+                roots[base] = _index(os.path.join(folder, base) if base else folder)
+            found = roots[base]
+            if found is not None:
+                return base, *found
+        return "", False, set()
+
     for rel, why in walk(folder):
         if why is not None:
             out.skipped.append((rel, why))
             continue
         if not rel.lower().endswith((".md", ".markdown")):
-            out.skipped.append((rel, "not a Markdown file"))
+            out.skipped.append((rel, NOT_MARKDOWN))
             continue
         path = os.path.join(folder, rel)
+        base, exported, linked = root_of(rel)
+        inner = rel[len(base) + 1 :] if base else rel
         try:
-            if exported and rel in CURATED_FILES:
-                out.incoming.md[rel] = _curated(read_text(path))
+            if exported and inner in CURATED_FILES:
+                out.incoming.md[inner] = _curated(read_text(path))
             else:
-                learnings.extend(read_file(path, rel, skip_links=linked if rel == INDEX else set()))
+                skip = linked if inner == INDEX else set()
+                learnings.extend(read_file(path, rel, skip_links=skip))
             out.files += 1
         except BadInput as exc:
             why = str(exc)
@@ -96,6 +109,23 @@ def read_folder(folder: str) -> Folder:
                 why = why.removeprefix(prefix)
             out.skipped.append((rel, why.strip()))
     return out
+
+
+#: Why a folder's file that is not Markdown is not read as Markdown.
+NOT_MARKDOWN = "not a Markdown file"
+
+
+def _index(folder: str) -> tuple[bool, set[str]] | None:
+    """(whether our export wrote it, the files its link lines name) of ``folder``'s
+    MEMORY.md; None without one."""
+    index = os.path.join(folder, INDEX)
+    if not os.path.isfile(index) or os.path.islink(index):
+        return None
+    try:
+        text = read_text(index)
+    except BadInput:
+        return False, set()  # said when the index itself is read
+    return EXPORT_MARK in text, {m.group(1) for m in map(_LINK_LINE.match, text.splitlines()) if m}
 
 
 def read_file(path: str, ref: str, skip_links: set[str] | None = None) -> list[LearningIn]:
@@ -133,7 +163,8 @@ def _memory(text: str, ref: str, mtime: float) -> LearningIn:
     body = " ".join(body.split())
     if not body:
         content = description or _plain(meta.get("name"))
-    elif description and description.lower().rstrip(".") not in body.lower():
+    # A description cut short ("…", as our export cuts one) says only its head.
+    elif description and description.lower().rstrip(".…") not in body.lower():
         content = f"{description.rstrip('.')}: {body}"
     else:
         content = body

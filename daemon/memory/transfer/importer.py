@@ -9,6 +9,7 @@ latest revisions).
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -52,12 +53,18 @@ def needs_pause(path: str) -> bool:
     return not source.is_dir and source.size > PAUSE_BYTES
 
 
-def read(source: Source, fmt: str) -> tuple[Incoming, list[tuple[str, str]]]:
+def read(
+    source: Source, fmt: str, each_file: bool = False
+) -> tuple[Incoming, list[tuple[str, str]]]:
     """The records of ``source`` read as ``fmt`` (and, for a folder, the files skipped);
-    :class:`BadInput` when it is not readable as that."""
+    :class:`BadInput` when it is not readable as that. ``each_file`` (``--from auto``): a
+    folder's files that are not Markdown are read in the format each is in (a folder of
+    exports: our JSON lines, a memory.jsonl, a claude-mem database) instead of skipped."""
     if fmt == "claude-code":
         if source.is_dir:
             folder = claude_code.read_folder(source.path)
+            if each_file:
+                return _each_file(source.path, folder)
             return folder.incoming, folder.skipped
         ref = source.path.rsplit("/", 1)[-1]
         return Incoming(learnings=claude_code.read_file(source.path, ref)), []
@@ -70,6 +77,41 @@ def read(source: Source, fmt: str) -> tuple[Incoming, list[tuple[str, str]]]:
     if fmt == "claude-mem":
         return claude_mem.read(source.path), []
     raise BadInput(f"--from {fmt}: not one of auto, {', '.join(FORMATS)}")
+
+
+def _each_file(root: str, folder: claude_code.Folder) -> tuple[Incoming, list[tuple[str, str]]]:
+    """A folder's Markdown records, and those of each of its other files in its own format
+    (one that is none of ours still skipped, saying why)."""
+    merged = folder.incoming
+    learnings = list(merged.learnings)
+    skipped = []
+    for rel, why in folder.skipped:
+        if why != claude_code.NOT_MARKDOWN:
+            skipped.append((rel, why))
+            continue
+        path = os.path.join(root, rel)
+        try:
+            source = examine(path)
+            fmt = detect(source)
+        except BadInput:
+            skipped.append((rel, f"{why}, nor a format wsd import knows"))
+            continue
+        try:
+            incoming, _none = read(source, fmt)
+        except BadInput as exc:
+            skipped.append((rel, f"read as {fmt}: {str(exc).removeprefix(path).lstrip(': ')}"))
+            continue
+        learnings += incoming.learnings
+        merged.actions += incoming.actions
+        merged.history += incoming.history
+        for name, text in incoming.md.items():
+            # Two exports of one memory: the lines of the second not in the first follow.
+            had = merged.md.get(name, "")
+            lines = set(had.splitlines())
+            more = [ln for ln in text.splitlines() if ln not in lines]
+            merged.md[name] = "\n".join([*had.splitlines(), *more]) + "\n"
+    merged.learnings = learnings
+    return merged, skipped
 
 
 def run(
@@ -90,8 +132,9 @@ def run(
         incoming = wsd_format.read_lines(stream_lines(stdin, "-"), "-")
     else:
         source = examine(path)
-        fmt = detect(source) if fmt == "auto" else fmt
-        incoming, skipped = read(source, fmt)
+        auto = fmt == "auto"
+        fmt = detect(source) if auto else fmt
+        incoming, skipped = read(source, fmt, each_file=auto)
     out = Imported(path, fmt, dry_run, skipped=skipped)
     now = time.time()
     # A person's edit not adopted yet: recorded first (if the import adds to the files).
