@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -488,6 +489,57 @@ def test_a_stopped_daemon_is_said_by_every_command_that_needs_it(ws: Layout) -> 
     flushed = _run(["--workspace", ws.root, "flush", "--wait", "1"], _env())
     plain(flushed)
     assert flushed.returncode == 1 and "no daemon is running" in flushed.stderr
+
+
+def test_a_killed_daemon_is_not_running_in_status_whatever_its_heartbeat_says(
+    ws: Layout,
+) -> None:
+    """After kill -9 (issue 45): a fresh heartbeat saying "idle" whose pid is a zombie (killed,
+    not reaped) or gone makes status say state "not running" (the last state beside it), in
+    text and JSON, and doctor not say "ok daemon"."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        os.kill(child.pid, 9)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # killed, not reaped: a zombie
+            if Path(f"/proc/{child.pid}/stat").read_bytes().split(b") ")[1][:1] == b"Z":
+                break
+            time.sleep(0.02)
+        beat = {"pid": child.pid, "heartbeat_at": time.time(), "state": "idle", "settings": {}}
+        Path(status_path(ws)).write_text(json.dumps(beat))
+        status = json.loads(_run(["--workspace", ws.root, "status", "--json"], _env()).stdout)
+        assert (status["daemon_running"], status["state"]) == (False, "not running"), status
+        assert status["last_state"] == "idle"
+        text = _run(["--workspace", ws.root, "status"], _env()).stdout
+        assert re.search(r"^ *state: not running$", text, re.M), text
+        assert not re.search(r"^ *state: idle$", text, re.M), text
+        doctor = _run(["--workspace", ws.root, "doctor"], _env()).stdout
+        assert "ok   daemon" not in doctor, doctor
+    finally:
+        child.wait()
+
+
+@pytest.mark.parametrize(
+    ("why", "kept"),
+    [
+        ("cannot be read (disk I/O error)", True),
+        ("cannot be read (database or disk is full)", True),
+        ("cannot be read (database is locked)", True),
+        ("cannot be read (unable to open database file)", True),
+        ("cannot be read (file is not a database)", False),
+    ],
+)
+def test_a_database_the_machine_keeps_from_being_read_is_never_advised_away(
+    why: str, kept: bool, tmp_path: Path
+) -> None:
+    """The advice for memory.db that cannot be read (issue 45: on a full disk it said "move
+    it aside", which loses its revisions): a disk, lock or permission error says to leave it,
+    a damaged file keeps the move-aside advice."""
+    from wsd.daemon.store import remedy
+
+    said = remedy("memory", why, str(tmp_path))
+    assert ("do not move memory.db aside" in said) == kept, said
+    assert ("move it aside" in said) == (not kept), said
 
 
 # -- wsd-hook -----------------------------------------------------------------------------

@@ -57,7 +57,7 @@ def no_memory(command: str, layout: Layout) -> bool:
     why = Store(layout).maintenance.unready().get("memory")
     if why is not None:
         print(
-            f"{command}: memory.db {why}: {remedy('memory', why)}",
+            f"{command}: memory.db {why}: {remedy('memory', why, layout.memory_dir)}",
             file=sys.stderr,
         )
     return why is not None

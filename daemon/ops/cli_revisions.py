@@ -77,7 +77,7 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
     why = store.maintenance.unready().get("memory")
     if why is not None:  # never create it here: the daemon does (or `wsd rebuild`)
         print(
-            f"wsd memory: memory.db {why}: {remedy('memory', why)}",
+            f"wsd memory: memory.db {why}: {remedy('memory', why, layout.memory_dir)}",
             file=sys.stderr,
         )
         return 1

@@ -51,7 +51,7 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from wsd.daemon.curation.economy import lane as economy
     from wsd.daemon.curation.judging import erosion
     from wsd.daemon.replica import position
-    from wsd.daemon.runtime.heartbeat import State, pid_alive, read_status
+    from wsd.daemon.runtime.heartbeat import beats, read_status
     from wsd.daemon.store import Store
 
     config = config_of(args, env)
@@ -67,14 +67,15 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     beat = read_status(layout)
     reported = (beat or {}).get("settings")
     settings: dict[str, Any] = dict(reported) if isinstance(reported, dict) else config.reported()
-    alive = False
-    if beat and pid_alive(beat.get("pid")):
-        alive = beat.get("state") != State.STOPPED
+    # A heartbeat left by a daemon killed (-9, the VM frozen) is not its state now (issue
+    # 45: after kill -9 status still said "idle"): not running is said, the last state kept.
+    alive = beats(beat, now)
     report = {
         "schema": STATUS_SCHEMA,
         "workspace": layout.root,
         "daemon_running": alive,
-        "state": beat.get("state") if beat else None,
+        "state": (beat.get("state") if alive else NOT_RUNNING) if beat else None,
+        "last_state": None if alive or not beat else beat.get("state"),
         "heartbeat_age_s": round(now - beat["heartbeat_at"], 1)
         if beat and beat.get("heartbeat_at")
         else None,
@@ -240,18 +241,27 @@ def _ago(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
+#: ``wsd status``'s state of a daemon whose heartbeat is stale or whose pid is gone.
+NOT_RUNNING = "not running"
+
+
 def _status_unready(
     layout: Layout, unready: Mapping[str, str], beat: Mapping[str, object] | None, as_json: bool
 ) -> int:
     """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
+    from wsd.daemon.runtime.heartbeat import beats
     from wsd.daemon.store import remedy
 
     report = {
         "schema": STATUS_SCHEMA,
         "workspace": layout.root,
         "databases": {f"{kind}.db": why for kind, why in unready.items()},
-        "daemon_state": beat.get("state") if beat else None,
-        "what_next": "; ".join(dict.fromkeys(remedy(kind, why) for kind, why in unready.items())),
+        "daemon_state": (beat.get("state") if beats(beat, time.time()) else NOT_RUNNING)
+        if beat
+        else None,
+        "what_next": "; ".join(
+            dict.fromkeys(remedy(kind, why, layout.memory_dir) for kind, why in unready.items())
+        ),
     }
     if as_json:
         print(json.dumps(report, indent=2))

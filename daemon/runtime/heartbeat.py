@@ -98,7 +98,9 @@ def read_status(layout: Layout) -> dict[str, Any] | None:
 
 
 def pid_alive(pid: object) -> bool:
-    """Whether a process with this pid exists (one we may not signal counts as alive)."""
+    """Whether a process with this pid exists and is not a zombie (one we may not signal
+    counts as alive). A zombie is a process killed whose parent has not reaped it (issue 45:
+    after kill -9 under a PID 1 that does not reap, doctor said "ok daemon: pid …")."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
@@ -107,7 +109,13 @@ def pid_alive(pid: object) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read(4096)
+    except OSError:
+        return True  # no /proc here: the signal's answer stands
+    # "pid (comm) S ...": the state follows the last ")" (a comm may hold one).
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z"
 
 
 def daemon_running(layout: Layout, stale: float = 60.0) -> bool:

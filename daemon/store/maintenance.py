@@ -28,18 +28,50 @@ MADE_BY = (
 NOT_MADE = ("is missing", "has no schema yet")
 
 
-def remedy(kind: str, why: str) -> str:
+#: What SQLite says when the machine, not the file, is in the way: a full disk, an I/O error,
+#: a lock, a permission (issue 45: on a full disk status and search said "memory.db is
+#: derived: move it aside", the database was fine and read again once space was freed, and
+#: following the advice lost its revisions and cost a re-curation).
+_MACHINE = re.compile(
+    r"disk I/O error|disk is full|database or disk|locked|busy|read-?only|unable to open"
+    r"|permission|access|No space|quota",
+    re.IGNORECASE,
+)
+#: Below this much free space the disk is named as the likely cause.
+LOW_DISK_BYTES = 64 << 20
+
+
+def remedy(kind: str, why: str, folder: str | None = None) -> str:
     """What a person does about database ``kind`` in the state ``why`` (of ``unready``): a
     missing one is made, a damaged one is not ("the daemon creates it" was the advice for a
-    memory.db of random bytes, which the daemon cannot open either)."""
+    memory.db of random bytes, which the daemon cannot open either), and one the machine
+    keeps from being read (a full disk, an I/O error, a lock: :data:`_MACHINE`; ``folder``:
+    where its free space is measured) is left as it is."""
     if why in NOT_MADE:
         return MADE_BY
+    free = _free_bytes(folder) if folder else None
+    if _MACHINE.search(why) or (free is not None and free < LOW_DISK_BYTES):
+        disk = (
+            f"its disk has {free >> 20} MiB free: free space and it reads again by itself"
+            if free is not None and free < LOW_DISK_BYTES
+            else "this is the machine, not the file: once the disk, lock or permission is"
+            " fixed it reads again by itself"
+        )
+        return f"{disk}; do not move {kind}.db aside (wsd doctor names the cause)"
     if kind == "memory":
         return (
             "memory.db is derived: move it aside and the daemon makes a new one from the"
             " transcript (or restore it from a backup); wsd doctor checks it"
         )
     return "transcript.db holds every turn: restore it from a backup; wsd doctor checks it"
+
+
+def _free_bytes(folder: str) -> int | None:
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
 
 
 def checkpoint(conn: apsw.Connection, truncate: bool) -> tuple[int, int, int]:

@@ -69,7 +69,9 @@ def databases(doctor: Reporter) -> None:
             version = ops.schema_version(kind)
         except (apsw.Error, schema.SchemaError) as exc:
             why = f"cannot be read ({describe(exc)})"
-            doctor.add("fail", f"{kind}.db", f"{path} {why}: {remedy(kind, why)}")
+            doctor.add(
+                "fail", f"{kind}.db", f"{path} {why}: {remedy(kind, why, doctor.layout.memory_dir)}"
+            )
             usable = False
             continue
         if version == 0:  # a file with no schema yet: read no further, change nothing
