@@ -21,6 +21,7 @@ from tests.conftest import query as rows_of
 from wsd import schema
 from wsd.daemon.memory.agent import run_resolve, run_search
 from wsd.daemon.memory.search.core import Hit, format_hits, search_memory
+from wsd.daemon.runtime.heartbeat import status_path
 from wsd.daemon.standin.bridge import BridgeStandin, Reply
 from wsd.daemon.store import Store, turn_text
 from wsd.hooks.capture import Capture, CaptureConfig
@@ -719,3 +720,35 @@ def test_the_index_folds_letters_as_the_code_does() -> None:
     conn = apsw.Connection(":memory:")
     (got,) = conn.execute(f"SELECT {fold_sql('?')}", (text,)).fetchone()
     assert got == fold(text) and fold("".join(FOLD)).isascii()
+
+
+def test_every_hit_holds_a_word_of_the_question_and_no_erased_turn_is_one(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Semantic off (issue 45): `passport` finds the turn saying it and none of its session
+    neighbours nor the turns sharing the best hit's other words; a turn erased whole
+    (`[forgotten]` left) is no hit, not even for the word "forgotten"."""
+    cap = Capture(CaptureConfig(workspace=layout.root))
+    turn(cap, "s1", "Book the train to Lyon for Friday morning", "Booked the 8:04 to Lyon.")
+    turn(cap, "s1", "My passport is in the blue drawer of the Lyon flat", "Noted.")
+    turn(cap, "s1", "Thanks, and the hotel in Lyon?", "The Hotel Bellecour, two nights.")
+    turn(cap, "s2", "The drawer of the desk sticks", "I will note the drawer.")
+    turn(cap, "s3", "Remember the wifi code ZX-91 for the cabin", "Saved the wifi code.")
+    cap.close()
+    curate(layout, standin)
+    beat = Path(status_path(layout))  # the in-process worker is gone: forget need not pause it
+    beat.write_text(json.dumps({**json.loads(beat.read_text()), "state": "stopped"}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WSD_")}
+    subprocess.run(
+        [*wsd_command(), "forget", "T5", "--yes"],
+        env={**env, "WSD_WORKSPACE": layout.root},
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    hits = search_memory(layout, "passport")
+    assert hits and all("passport" in h.snippet.lower() for h in hits), hits
+    for query in ("forgotten", "wifi code cabin"):
+        found = search_memory(layout, query)
+        assert not any("[forgotten]" in h.snippet and "wifi" not in h.snippet for h in found)
+        assert all(h.id != "T5" for h in found), found

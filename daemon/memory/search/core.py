@@ -255,7 +255,9 @@ class _Search:
         answer = near()
         dense = [h for h in answer.hits if h[0] in wanted] if answer is not None else None
         ranked = lineage(self.conn, fuse(order(lexical), dense), self.filters)
-        return self._hits([c for c in ranked if not c.weak][:limit], weights)
+        # A few more than asked: a turn erased whole is dropped when its text is read.
+        shown = [c for c in ranked if not c.weak][: limit + STUB_SLACK]
+        return self._hits(shown, weights)[:limit]
 
     def _indexes(self) -> list[IndexSpec]:
         wanted = []
@@ -315,6 +317,8 @@ class _Search:
             " WHERE id IN (SELECT value FROM json_each(?))",
             args,
         ):
+            if erased_whole(prompt, response, tools):
+                continue
             yield (
                 int(tid),
                 Hit(
@@ -338,8 +342,8 @@ class _Search:
             return
         indexed = self.tail.indexed_now(self.conn, ids)
         for oid in ids:
-            if oid not in indexed:
-                t = self.tail.turns[oid]
+            t = self.tail.turns[oid]
+            if oid not in indexed and not erased_whole(t.prompt, t.response, t.tools):
                 yield (
                     (TAIL.prefix, oid),
                     Hit(
@@ -415,6 +419,21 @@ class _Cited:
     date: str
     sequence: int
     turns: int
+
+
+#: Candidates read beyond the limit, for the erased turns dropped among them.
+STUB_SLACK = 5
+#: What stands where a forget or the retention erased a turn's text (forget/words.py).
+_MARKS = ("[forgotten]", "[erased by retention]")
+
+
+def erased_whole(*texts: object) -> bool:
+    """Whether a turn's texts hold nothing but erasure marks (issue 45: `user: [forgotten]`
+    stubs of erased turns padded search results): never a hit."""
+    rest = " ".join(str(t) for t in texts if t)
+    for mark in _MARKS:
+        rest = rest.replace(mark, " ")
+    return not rest.strip(' \n\t.[]{}",:')
 
 
 def _learning_source(ref: object, session: object, imported: bool, cited: _Cited | None) -> str:

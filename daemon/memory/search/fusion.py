@@ -61,9 +61,12 @@ class Candidate:
 
     @property
     def weak(self) -> bool:
-        """Matches neither by words nor by meaning (see MIN_WORDS, MIN_INDIRECT, MIN_MEANING)."""
-        floor = MIN_WORDS if self.direct else MIN_INDIRECT
-        return self.words < floor and (self.meaning is None or self.meaning < MIN_MEANING)
+        """Matches neither by words nor by meaning (see MIN_WORDS, MIN_MEANING). A candidate
+        holding no word of the question is a hit only by meaning (issue 45: a neighbour's
+        lent score or the best hits' words brought in turns without the word asked: T60
+        then eight turns without "passport")."""
+        by_words = self.direct and self.words >= MIN_WORDS
+        return not by_words and (self.meaning is None or self.meaning < MIN_MEANING)
 
 
 def fuse(lexical: list[Candidate], dense: list[tuple[str, int, float]] | None) -> list[Candidate]:
