@@ -160,6 +160,48 @@ def agent_set(path: str = AGENT_TURNS) -> TurnSet:
     return out
 
 
+#: What a person says in the middle of a long prompt (issue 45: a preference there never
+#: reached the curator, who was shown the prompt's head and tail, ~400 characters).
+LONG_PROMPT_FACTS = (
+    "I always want dates written as YYYY-MM-DD in every report you produce.",
+    "My manager Priya Raman signs off on anything that touches the billing schema.",
+    "Never run database migrations on Fridays, we freeze deploys then.",
+    "I am allergic to penicillin, so leave it out of the travel kit list.",
+    "Our staging cluster is called heron-stg and lives in eu-west-3.",
+    "Please write commit messages in the imperative mood, under 72 characters.",
+    "My daughter Lena starts at Wexford Primary in September.",
+    "Use metric units everywhere; the client in Lyon reads nothing else.",
+)
+#: How long each long prompt is (what capture keeps of a field is 2,000 characters).
+LONG_PROMPT_CHARS = 1900
+
+
+def long_prompt_set(agents: TurnSet) -> TurnSet:
+    """Turns whose ~1,900-character prompt (text the agent turns' answers supply, pasted as a
+    person pastes notes or a log) holds one of :data:`LONG_PROMPT_FACTS` in its middle."""
+    filler = " ".join(
+        e["last_assistant_message"]
+        for t in agents.turns
+        for e in t
+        if e.get("last_assistant_message")
+    )
+    out = TurnSet("long prompts")
+    half = (LONG_PROMPT_CHARS - 80) // 2
+    for i, fact in enumerate(LONG_PROMPT_FACTS):
+        start = (i * 2 * half) % max(len(filler) - 2 * half, 1)
+        head, tail = filler[start : start + half], filler[start + half : start + 2 * half]
+        prompt = f"Here are my notes from today. {head} {fact} {tail}"
+        session = f"long-{i}"
+        out.turns.append(
+            [
+                _event(session, "UserPromptSubmit", prompt=prompt),
+                _event(session, "Stop", last_assistant_message="Thanks, I have read your notes."),
+            ]
+        )
+        out.facts.append(Fact(fact, [i], "prompt"))
+    return out
+
+
 def _event(session: str, kind: str, **fields: Any) -> dict[str, Any]:
     return {**BASE, "session_id": session, "hook_event_name": kind, **fields}
 
@@ -278,7 +320,14 @@ def coverage() -> list[Row]:
     agents = agent_set()
     for lane, shown in LANES:
         rows.append(_row(agents, measure(agents, words, shown), AGENT_TARGETS[lane], lane))
+    long = long_prompt_set(agents)
+    for lane, shown in LANES:
+        rows.append(_row(long, measure(long, words, shown), LONG_PROMPT_TARGET, lane))
     return rows
+
+
+#: A fact said in the middle of a long prompt reaches the curator whole.
+LONG_PROMPT_TARGET = 1.0
 
 
 def _row(turn_set: TurnSet, cov: Coverage, target: float | None, lane: str) -> Row:

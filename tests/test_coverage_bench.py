@@ -53,3 +53,18 @@ def test_every_locomo_utterance_is_captured_and_every_fact_placed() -> None:
         assert len(turns) == len(turn_set.turns) > 150
         assert len(turn_set.facts) > 150
         assert all(f.turns and max(f.turns) < len(turns) for f in turn_set.facts)
+
+
+def test_a_fact_in_the_middle_of_a_long_prompt_reaches_the_curator_on_both_lanes() -> None:
+    """The long-prompt rows (issue 45): each prompt is ~1,900 characters with its fact in the
+    middle, captured whole, and both lanes show the curator every word of each fact."""
+    long = cb.long_prompt_set(cb.agent_set())
+    assert len(long.turns) == len(cb.LONG_PROMPT_FACTS)
+    for events, fact in zip(long.turns, long.facts, strict=True):
+        prompt = str(events[0]["prompt"])
+        assert 1800 <= len(prompt) <= 2000 and fact.text in prompt
+        at = prompt.index(fact.text) / len(prompt)
+        assert 0.35 < at < 0.65, at
+    for _lane, shown in cb.LANES:
+        cov = cb.measure(long, shown=shown)
+        assert cov.whole == pytest.approx(1.0) and cov.ratio == pytest.approx(1.0)

@@ -21,8 +21,13 @@ from wsd.daemon.store import Lane, Turn
 # turns) against ``curator_cost`` (the economy lane's $0.005 per typical session, which
 # leaves no room to spare). Issue 24, old -> these values: LoCoMo 0.854 -> 0.992 of what
 # the whole text holds, agent turns 0.557 -> 0.890 (their answers' facts 0.568 -> 0.974).
-#: The person's words: whole but for very long prompts (preferences, corrections, requests).
-USER_CHARS = 400
+#: The person's words whole, as capture keeps them (2,000 characters): they are the scarcest
+#: and most trusted part of a turn (preferences, corrections, requests). Issue 45: at 400 a
+#: preference in the middle of a ~1,900-character prompt never reached the curator (its
+#: head and tail did). ``make bench`` curator_sees, long prompts (a fact in the middle):
+#: 400 0.031, 800 0.090, 1,200 0.104, 2,000 1.000, ~380 more input tokens each (~$0.0004);
+#: the agent turns' and LoCoMo's prompts are all shorter than 400, their cost unchanged.
+USER_CHARS = 2000
 
 
 #: An answer longer than its whole-text allowance is sent as an excerpt of its fact-carrying
