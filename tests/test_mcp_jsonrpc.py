@@ -128,7 +128,11 @@ MALFORMED = [
     (_call(10, "tools/call", {"name": "search_memory", "arguments": "query"}), -32602, 10),
     (_call(11, "tools/call", {"arguments": {"query": "x"}}), -32602, 11),
     (_call(12, "tools/call", {"name": "no_such_tool", "arguments": {}}), -32602, 12),
-]
+    # One very deeply nested line (issue 45: the server exited with a traceback).
+    ("[" * 100_000 + "]" * 100_000, -32700, None),
+    ('{"jsonrpc": "2.0", "id": 13, "method": "x", "params": {"a": ' + "[" * 50_000
+     + "]" * 50_000 + "}}", -32700, None),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("line, code, answer_id", MALFORMED, ids=[m[0][:40] for m in MALFORMED])

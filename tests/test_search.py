@@ -752,3 +752,14 @@ def test_every_hit_holds_a_word_of_the_question_and_no_erased_turn_is_one(
         found = search_memory(layout, query)
         assert not any("[forgotten]" in h.snippet and "wifi" not in h.snippet for h in found)
         assert all(h.id != "T5" for h in found), found
+
+
+def test_an_empty_query_is_the_callers_mistake_on_every_path(layout: Layout) -> None:
+    """`search_memory {"query": ""}` (or only spaces) is an error asking for words, as
+    `wsd search ''` is, never "Nothing in memory matches" (issue 45)."""
+    for query in ("", "   "):
+        result = run_search(layout, {"query": query})
+        assert result.get("is_error") is True, result
+        assert "query is empty: give a few specific words" in json.dumps(result)
+    cli = run_wsd(layout, "search", "")
+    assert cli.returncode == 2 and b"give a question or keywords" in cli.stderr

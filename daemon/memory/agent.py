@@ -177,10 +177,12 @@ def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
                 return _text(f"search_memory: no turn {ref} in memory", error=True)
             return _text(format_turn(found))
         query = args.get("query")
-        if query is None:
+        if query is None or (isinstance(query, str) and not query.strip()):
+            # (Empty, "Nothing in memory matches this well" blamed the memory: issue 45;
+            # `wsd search ''` says the same as this.)
             raise ValueError(
-                "query is missing: give a few specific words or a short question,"
-                " or turn='T<n>' to read a turn a hit names"
+                f"query is {'missing' if query is None else 'empty'}: give a few specific"
+                " words or a short question, or turn='T<n>' to read a turn a hit names"
             )
         limit = whole(args, "limit", MAX_LIMIT, default=10)
         hits = search_memory(

@@ -53,6 +53,8 @@ def sift(line: str, check: Callable[[str], object] = json.loads) -> dict[str, An
         message = json.loads(line)
     except ValueError as exc:
         return _error(None, PARSE_ERROR, "Parse error", f"not JSON: {exc}")
+    except RecursionError:  # one very deeply nested line ended the server (issue 45)
+        return _error(None, PARSE_ERROR, "Parse error", "nested too deeply to read")
     if isinstance(message, list):
         return _error(None, INVALID_REQUEST, "Invalid Request", "batches are not supported")
     if not isinstance(message, dict):
@@ -76,6 +78,8 @@ def sift(line: str, check: Callable[[str], object] = json.loads) -> dict[str, An
     else:
         try:
             check(line)
+        except RecursionError:
+            why = "nested too deeply to read"
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             if "id" not in message and not is_response:
                 return {}

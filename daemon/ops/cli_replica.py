@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from wsd.daemon.ops import cli_status
+from wsd.daemon.ops.deploy import start_hint
 from wsd.daemon.runtime.config import Config, ConfigError
 from wsd.schema.layout import Layout
 
@@ -73,7 +74,9 @@ def cmd_restore(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     )
     if done.replaced:
         print(f"what was there before is kept in {done.replaced} (a forget reaches it)")
-    print("start the daemon (supervisorctl start wsd); wsd doctor checks the result")
+    # A stand-alone deploy's supervisorctl needs its -c (and after a kill -9, supervisord
+    # itself must start first): the same words doctor gives (issue 45).
+    print(f"{start_hint(Layout(config.workspace))}; wsd doctor checks the result")
     return 0
 
 

@@ -152,7 +152,7 @@ def cmd_metrics(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 #: Fields holding an epoch time, shown as ISO 8601 with their age (``--json`` keeps epochs).
-_TIMES = ("next_attempt_at", "finished_at", "at", "resumes_at", "heartbeat_at")
+_TIMES = ("next_attempt_at", "started_at", "finished_at", "at", "resumes_at", "heartbeat_at")
 #: Settings shown by name in the readable output (``--json`` has them all).
 _SHOWN_SETTINGS = (
     "daily_budget_usd", "model", "batch_turns", "max_loss", "erosion", "bridge_url",

@@ -97,7 +97,9 @@ def revisions(doctor: Reporter) -> None:
     states: dict[str, list[str]] = {"missing": [], "stale": [], "hand": []}
     unreadable = unreadable_files(doctor)
     for name, content in sorted(latest.items()):
-        if name in unreadable:
+        # Said already: a file doctor cannot read, or a link, FIFO or device in its place
+        # (special_files; "user.md is missing" beside "is a FIFO" said it twice, wrongly).
+        if name in unreadable or _not_regular(layout.md(name)) is not None:
             continue
         disk = md_files.read_text(layout.md(name))
         text = None if disk is None else md_files.canonical(name, disk)

@@ -54,14 +54,15 @@ def settings(doctor: Reporter) -> None:
         doctor.add("fail", "settings", f"{problem}; {then} until it is fixed")
     if len(problems) > MAX_SHOWN:
         doctor.add("fail", "settings", f"{len(problems) - MAX_SHOWN} more problem(s) in {path}")
-    for setting, why in settings_file.ignored(found):
+    ignored = settings_file.ignored(found)
+    for setting, why in ignored:
         doctor.add("warn", "settings", f"{path} line {setting.line}: {setting.name} is {why}")
     doctor.settings_broken = bool(problems)
     if problems:
         return
     if not os.path.lexists(path):
         doctor.add("ok", "settings", f"no {path} (the defaults and supervisord's environment)")
-    else:
+    elif not ignored:  # (beside a WARN of a name it does not take, "each one" was untrue)
         doctor.add("ok", "settings", f"{path}: {_settings(len(found))}, each one the daemon takes")
 
 
