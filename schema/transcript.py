@@ -153,6 +153,7 @@ def record(
     ``refolded``.
     """
     payload = dumps(event.payload)
+    row = (event.uid, event.ts, event.session_id, event.kind, event.tool_name, payload, via)
     source = event.payload.get("source") if event.kind == "SessionStart" else None
     cwd = event.payload.get("cwd")
     with write_txn(conn):
@@ -171,16 +172,7 @@ def record(
         conn.execute(
             "INSERT INTO events (uid, ts, session_id, kind, tool_name, payload, via, encoded)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING",
-            (
-                event.uid,
-                event.ts,
-                event.session_id,
-                event.kind,
-                event.tool_name,
-                payload,
-                via,
-                any_encoded(payload),
-            ),
+            (*row, any_encoded(payload)),
         )
         if conn.changes() == 0:
             return False
