@@ -66,8 +66,10 @@ class IndexState:
     docs: dict[int, tuple[Counter[str], int]] = field(default_factory=dict)
     scores: dict[int, float] = field(default_factory=dict)
     #: The documents holding a word of the question (or a form of one); the others owe
-    #: their score to feedback words or to a neighbour (search/fusion.py: MIN_INDIRECT).
+    #: their score to feedback words (never a hit) or to a neighbour (fusion.py: MIN_INDIRECT).
     direct: set[int] = field(default_factory=set)
+    #: The documents only a session neighbour's share of its score brought in.
+    lent: set[int] = field(default_factory=set)
 
     @property
     def total(self) -> int:

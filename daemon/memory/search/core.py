@@ -246,8 +246,11 @@ class _Search:
                 for i, s in state.scores.items():
                     if s > 0:  # a tail turn is keyed by minus its id (see IndexState)
                         kind, direct = TAIL if i < 0 else spec, i in state.direct
+                        lent = i in state.lent
                         lexical.append(
-                            Candidate(kind, abs(i), s * factor, s * factor, direct=direct)
+                            Candidate(
+                                kind, abs(i), s * factor, s * factor, direct=direct, lent=lent
+                            )
                         )
                 for key, weight in state.weights.items():
                     weights[key] = max(weight, weights.get(key, 0.0))

@@ -32,11 +32,10 @@ DENSE_K = 100
 #: the cosine between the query's vector and the memory's.
 MIN_WORDS = 0.002
 MIN_MEANING = 0.35
-#: The floor by words of a candidate holding no word of the question: its score is lent by a
-#: session neighbour (30 % of the neighbour's) or comes from the best hits' words
-#: (feedback). Under MIN_WORDS, 30 % of any weak match (a name met once in a long turn,
-#: 0.02) carried both its neighbours into the hits at 0.005; on LoCoMo no such candidate
-#: below 0.009 was relevant (README "Search").
+#: The floor by words of a candidate holding no word of the question whose score a session
+#: neighbour holding one lent it (30 % of the neighbour's). Under MIN_WORDS, 30 % of any weak
+#: match (a name met once in a long turn, 0.02) carried both its neighbours into the hits at
+#: 0.005; on LoCoMo no such candidate below 0.009 was relevant (README "Search").
 MIN_INDIRECT = 0.008
 #: How far a chain of successors is followed.
 MAX_LINEAGE = 8
@@ -54,6 +53,8 @@ class Candidate:
     superseded_by: int | None = None
     #: Whether it holds a word of the question (see MIN_INDIRECT).
     direct: bool = True
+    #: Whether only a session neighbour's lent score brought it (see MIN_INDIRECT).
+    lent: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -61,11 +62,13 @@ class Candidate:
 
     @property
     def weak(self) -> bool:
-        """Matches neither by words nor by meaning (see MIN_WORDS, MIN_MEANING). A candidate
-        holding no word of the question is a hit only by meaning (issue 45: a neighbour's
-        lent score or the best hits' words brought in turns without the word asked: T60
-        then eight turns without "passport")."""
-        by_words = self.direct and self.words >= MIN_WORDS
+        """Matches neither by words nor by meaning (see MIN_WORDS, MIN_INDIRECT, MIN_MEANING).
+        A candidate holding no word of the question is a hit by words only as the session
+        neighbour of one that does (``lent``); one the best hits' words (feedback) alone
+        brought is a hit only by meaning (issue 45: T60, then eight turns without
+        "passport"; README "Search": LoCoMo's turns keep their recall, its facts lose 0.002)."""
+        floor = MIN_WORDS if self.direct else MIN_INDIRECT if self.lent else float("inf")
+        by_words = self.words >= floor
         return not by_words and (self.meaning is None or self.meaning < MIN_MEANING)
 
 

@@ -102,7 +102,10 @@ class Ranker(ConceptBase):
             state.weights.update(expansion)
             self._candidates(state, expansion, share=0.5)
             self._rescore(state)
+        scored = set(state.scores)
         self._spread(state)
+        # A document only a neighbour's share brought in (a next turn that answers): lent.
+        state.lent = set(state.scores) - scored
         return state
 
     # -- statistics ------------------------------------------------------------------------
@@ -281,7 +284,10 @@ class Ranker(ConceptBase):
             return
         # From the best documents only: a share of a weak score cannot lift anything far
         # (nor, alone, over the floor of a hit with no word of the query: MIN_INDIRECT).
-        lenders = sorted(state.scores, key=state.scores.__getitem__, reverse=True)[:LENDERS]
+        # Only a document holding a word of the question lends (issue 45: the best hits'
+        # feedback words brought in turns that lent on to their own neighbours).
+        direct = [d for d in state.scores if d in state.direct]
+        lenders = sorted(direct, key=state.scores.__getitem__, reverse=True)[:LENDERS]
         sql = state.spec.neighbours_sql.format(f=self.filter_sql.format(a="n"))
         args = (*self.filter_args, *self.filter_args, json.dumps([i for i in lenders if i > 0]))
         links = [
