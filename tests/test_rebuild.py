@@ -459,3 +459,39 @@ def test_the_heartbeat_leaves_paused_on_the_first_pass_after_the_pause(
     Path(pause_path(layout)).unlink()
     worker.run_once()
     assert json.loads(Path(status_path(layout)).read_text())["state"] != "paused"
+
+
+def test_a_rebuild_keeps_the_ids_the_agent_saw(layout: Layout, standin: BridgeStandin) -> None:
+    """An action's `#n` names the same action after `wsd rebuild` (issue 45: "#3 Call Maria
+    tomorrow" became "#1"): with a watcher's action opened between two curations and the
+    first action closed, every action keeps its id, text and status, and one opened after
+    the rebuild gets an id past them all."""
+    curated(layout, standin, 3)
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute(
+        "INSERT INTO pending_actions (created_at, updated_at, content, source, dedup_key)"
+        " VALUES (1, 1, 'Check the new scan', 'watcher', 'w1')"
+    )
+    conn.close()
+    write_turns(layout, 3, start=3, prompt=REBUILD_PROMPT)
+    flush(layout)
+    worker = make_worker(layout, standin, batch_turns=3)
+    for _ in range(50):
+        if not worker.run_once().more:
+            break
+    worker.status.update(state="stopped", force=True)
+    store = Store(layout)
+    first = q(layout.memory_db, "SELECT min(id) FROM pending_actions")[0][0]
+    store.actions.set_action_status(first, "completed", time.time())
+    before = q(layout.memory_db, "SELECT id, content, status FROM pending_actions ORDER BY id")
+    assert len(before) >= 5 and ("Check the new scan",) in [(r[1],) for r in before]
+    rebuild(make_config(layout, standin), progress=lambda _line: None)
+    after = q(layout.memory_db, "SELECT id, content, status FROM pending_actions ORDER BY id")
+    assert after == before
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute(
+        "INSERT INTO pending_actions (created_at, updated_at, content, source, dedup_key)"
+        " VALUES (1, 1, 'Another scan', 'watcher', 'w-new')"
+    )
+    assert conn.last_insert_rowid() > max(r[0] for r in before)
+    conn.close()

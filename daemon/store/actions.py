@@ -197,6 +197,40 @@ def carry_closed_status(m: apsw.Connection) -> None:
     )
 
 
+#: Where a rebuild's own curator actions are moved while their ids are given back.
+_ASIDE_IDS = 1 << 40
+
+
+def keep_ids(m: apsw.Connection) -> None:
+    """Give each curator action of the rebuilt database the id it had in the live one
+    (matched by its de-duplication key, the same status first): the ``#3`` the agent saw at
+    boot and a forget's journal keep naming the same action (issue 45: ``wsd rebuild``
+    renumbered "#3 Call Maria tomorrow" to "#1"). One the live database never had gets an id
+    past every live one. Inside the caller's transaction; child rows are checked at commit."""
+    m.execute("PRAGMA defer_foreign_keys = ON")
+    m.execute("UPDATE main.pending_actions SET id = id + ? WHERE source = 'curator'", (_ASIDE_IDS,))
+    moved = m.execute(
+        "SELECT a.id, (SELECT l.id FROM live.pending_actions l WHERE l.source = 'curator'"
+        "  AND l.dedup_key = a.dedup_key ORDER BY l.status != a.status, l.id DESC LIMIT 1)"
+        " FROM main.pending_actions a WHERE a.id >= ? ORDER BY a.id",
+        (_ASIDE_IDS,),
+    ).fetchall()
+    taken = {int(r[0]) for r in m.execute("SELECT id FROM main.pending_actions WHERE id < ?",
+                                          (_ASIDE_IDS,))}  # fmt: skip
+    (live_top,) = schema.one(m, "SELECT coalesce(max(id), 0) FROM live.pending_actions")
+    top = max([int(live_top), *taken, 0])
+    for aside, live in moved:
+        if live is None or int(live) in taken:
+            top += 1
+            live = top
+        taken.add(int(live))
+        m.execute("UPDATE main.pending_actions SET id = ? WHERE id = ?", (int(live), aside))
+    m.execute(
+        "UPDATE main.sqlite_sequence SET seq = max(seq, ?) WHERE name = 'pending_actions'",
+        (max([top, *taken]),),
+    )
+
+
 class Actions(Facet):
     """Pending actions as the loop, the boot context and ``wsd pending`` see and close them
     (``store.actions``; the workspace checks raise theirs through ``store.workspace``)."""

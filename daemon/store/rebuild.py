@@ -181,6 +181,7 @@ def finish(layout: Layout) -> None:
                 m.execute(sql)
             actions.carry_late(m)
             actions.carry_closed_status(m)
+            actions.keep_ids(m)
             for sql in VECTOR_SQL:
                 m.execute(sql)
             for sql in RECARRY_SQL:
