@@ -54,7 +54,7 @@ def settings(doctor: Reporter) -> None:
         doctor.add("fail", "settings", f"{problem}; {then} until it is fixed")
     if len(problems) > MAX_SHOWN:
         doctor.add("fail", "settings", f"{len(problems) - MAX_SHOWN} more problem(s) in {path}")
-    ignored = settings_file.ignored(found)
+    ignored = list(settings_file.ignored(found))
     for setting, why in ignored:
         doctor.add("warn", "settings", f"{path} line {setting.line}: {setting.name} is {why}")
     doctor.settings_broken = bool(problems)
