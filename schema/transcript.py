@@ -127,7 +127,11 @@ def _twin(conn: apsw.Connection, event: Event, payload: str) -> bool:
     session's events of the last seconds with no event of another kind after it (the agent
     goes on only once every hook of an event returned); two events a person or an agent
     makes differ (a tool call's id) or have another kind between them (an answer between two
-    "yes", a prompt between two "Done.")."""
+    "yes", a prompt between two "Done."). A tool call without its ``tool_use_id`` is never
+    a copy: two identical calls in a row (a card updated twice with the same text) are two."""
+    if event.kind in TURN_EVENTS and event.kind != "UserPromptSubmit":
+        if not event.payload.get("tool_use_id"):
+            return False
     for kind, other in conn.execute(
         "SELECT kind, payload FROM events WHERE session_id = ? AND ts BETWEEN ? AND ?"
         " ORDER BY id DESC",

@@ -424,7 +424,8 @@ def test_wsd_hook_keeps_the_workspace_it_is_given_beside_other_arguments(
 def test_an_event_from_two_wirings_is_kept_once_and_a_real_repeat_twice(layout: Layout) -> None:
     """The same event handed to the hook twice at once (two wirings) is recorded once, the
     second call says "duplicate"; interleaved copies of two parallel tool calls too. A
-    person's "yes" twice and the agent's "Done." twice, with a turn between, are all kept."""
+    person's "yes" twice and the agent's "Done." twice, with a turn between, are all kept, and
+    so is a tool call without its id made twice."""
     cap = Capture(CaptureConfig(workspace=layout.root))
 
     def tool(n: int) -> dict[str, object]:
@@ -442,3 +443,6 @@ def test_an_event_from_two_wirings_is_kept_once_and_a_real_repeat_twice(layout: 
     turns = conn.execute("SELECT user_message, agent_response FROM observations").fetchall()
     conn.close()
     assert turns == [("yes", "Done."), ("yes", "Done.")], turns
+    # A tool call without its id cannot be told from a repeat: both are kept.
+    bare = {**tool(3), "tool_use_id": None}
+    assert [cap.handle(bare), cap.handle(bare)] == ["written", "written"]
