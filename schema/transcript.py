@@ -129,9 +129,9 @@ def _twin(conn: apsw.Connection, event: Event, payload: str) -> bool:
     makes differ (a tool call's id) or have another kind between them (an answer between two
     "yes", a prompt between two "Done."). A tool call without its ``tool_use_id`` is never
     a copy: two identical calls in a row (a card updated twice with the same text) are two."""
-    if event.kind in TURN_EVENTS and event.kind != "UserPromptSubmit":
-        if not event.payload.get("tool_use_id"):
-            return False
+    tool = event.kind in TURN_EVENTS and event.kind != "UserPromptSubmit"
+    if tool and not event.payload.get("tool_use_id"):
+        return False
     for kind, other in conn.execute(
         "SELECT kind, payload FROM events WHERE session_id = ? AND ts BETWEEN ? AND ?"
         " ORDER BY id DESC",
