@@ -30,9 +30,10 @@ from wsd.schema.layout import Layout
 REBUILD_PROMPT = "Task {i}: I prefer tabs in file{i}. Remind me to review file{i}."
 
 
-def curated(layout: Layout, standin: BridgeStandin, n: int = 7) -> Layout:
-    """n turns curated by a real worker, which then stops (its heartbeat says so)."""
-    write_turns(layout, n, prompt=REBUILD_PROMPT)
+def curated(layout: Layout, standin: BridgeStandin, n: int = 7, start: int = 0) -> Layout:
+    """n turns (from turn ``start``) curated by a real worker, which then stops (its
+    heartbeat says so)."""
+    write_turns(layout, n, start=start, prompt=REBUILD_PROMPT)
     flush(layout)
     worker = make_worker(layout, standin, batch_turns=3)
     for _ in range(50):
@@ -473,13 +474,7 @@ def test_a_rebuild_keeps_the_ids_the_agent_saw(layout: Layout, standin: BridgeSt
         " VALUES (1, 1, 'Check the new scan', 'watcher', 'w1')"
     )
     conn.close()
-    write_turns(layout, 3, start=3, prompt=REBUILD_PROMPT)
-    flush(layout)
-    worker = make_worker(layout, standin, batch_turns=3)
-    for _ in range(50):
-        if not worker.run_once().more:
-            break
-    worker.status.update(state="stopped", force=True)
+    curated(layout, standin, 3, start=3)
     store = Store(layout)
     first = q(layout.memory_db, "SELECT min(id) FROM pending_actions")[0][0]
     store.actions.set_action_status(first, "completed", time.time())
