@@ -38,10 +38,13 @@ PROMPTS = [
     "I prefer short answers. Anyway, pip install rich",
 ]
 LEARNINGS = (
-    "SELECT type, content, created_at, session_id, confidence, ref, superseded_by IS NULL,"
+    "SELECT id, type, content, created_at, session_id, confidence, ref, superseded_by,"
     " superseded_at FROM learnings ORDER BY id"
 )
-ACTIONS = "SELECT content, priority, status, created_at, updated_at, dedup_key FROM pending_actions"
+ACTIONS = (
+    "SELECT id, content, priority, status, created_at, updated_at, dedup_key, source_learning_id"
+    " FROM pending_actions"
+)
 QUERIES = ["tabs", "black formatting", "report", "short answers", "plants", "rich"]
 
 
@@ -108,9 +111,10 @@ def _boot(layout: Layout) -> str:
 def test_a_jsonl_export_imported_into_a_fresh_workspace_is_the_same_memory(
     layout: Layout, standin: BridgeStandin, tmp_path: Path
 ) -> None:
-    """Export (with --history), import into a fresh workspace: the same learnings (dates,
-    sources, supersession), actions (open and closed), md files, search results and boot
-    context; exporting that workspace again gives the same lines."""
+    """Export (with --history), import into a fresh workspace: the same learnings (ids,
+    dates, sources, supersession), actions (ids, open and closed), md files and their
+    revisions (each with its source: issue 45 found every one had become "import"), search
+    results and boot context; exporting that workspace again gives the same lines."""
     _curated(layout, standin)
     out = tmp_path / "memory.jsonl"
     said = wsd(_env(layout), "export", str(out), "--history").stdout
@@ -133,9 +137,12 @@ def test_a_jsonl_export_imported_into_a_fresh_workspace_is_the_same_memory(
     def body(path: Path) -> list[str]:
         # Curation in the fresh workspace did not make its actions: their source says import.
         return [x.replace('"source": "import"', '"source": "curator"') for x in
-                path.read_text().splitlines()[1:] if '"kind": "revision"' not in x]  # fmt: skip
+                path.read_text().splitlines()[1:]]  # fmt: skip
 
     assert body(again) == body(out)
+    assert '"kind": "revision"' in out.read_text()
+    history = wsd(_env(fresh), "memory", "history", "user.md").stdout
+    assert "curator (imported)" in history and " import " not in history
     assert "imported 0 learning(s)" in wsd(_env(fresh), "import", str(out)).stdout
     # A rebuild remakes what this workspace's batches made (none): the import stays whole.
     files = {n: Path(fresh.md(n)).read_text() for n in ("user.md", "context.md", "tools.md")}
@@ -143,6 +150,65 @@ def test_a_jsonl_export_imported_into_a_fresh_workspace_is_the_same_memory(
     assert query(fresh.memory_db, LEARNINGS) == query(layout.memory_db, LEARNINGS)
     assert {n: Path(fresh.md(n)).read_text() for n in files} == files
     assert sorted(query(fresh.memory_db, ACTIONS)) == sorted(query(layout.memory_db, ACTIONS))
+
+
+def test_an_imported_export_keeps_the_ids_the_agent_saw(
+    layout: Layout, standin: BridgeStandin, tmp_path: Path
+) -> None:
+    """A learning's `L<n>` and an action's `#n` name the same thing once an export is
+    imported (issue 45: a re-import renumbered them, and a `[replaces L5]` dangled): into a
+    fresh workspace, every id is kept across the gaps a forget leaves; into a workspace with
+    memory of its own, an id it gave already is a new one (the import says how many, and the
+    supersession and the action's learning follow it), every other is kept."""
+    _curated(layout, standin)
+    ids = [r[0] for r in query(layout.memory_db, "SELECT id FROM learnings ORDER BY id")]
+    assert Store(layout).learnings.retract(ids[1], time.time())
+    import apsw
+
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute("UPDATE pending_actions SET source_learning_id = ? WHERE id = 1", (ids[0],))
+    conn.execute("DELETE FROM pending_actions WHERE id = 2")  # as a forget of its words does
+    conn.close()
+    out = tmp_path / "memory.jsonl"
+    wsd(_env(layout), "export", str(out))
+    fresh = _fresh(tmp_path, "fresh")
+    said = wsd(_env(fresh), "import", str(out)).stdout
+    assert "new ids" not in said
+    assert query(fresh.memory_db, LEARNINGS) == query(layout.memory_db, LEARNINGS)
+    assert sorted(query(fresh.memory_db, ACTIONS)) == sorted(query(layout.memory_db, ACTIONS))
+    # A workspace that already gave L1 (and #1) to memory of its own.
+    other = _fresh(tmp_path, "other")
+    own = tmp_path / "own.jsonl"
+    own.write_text(json.dumps({"type": "fact", "content": "The other laptop is grey"}) + "\n")
+    wsd(_env(other), "import", str(own))
+    conn = apsw.Connection(other.memory_db)
+    conn.execute(
+        "INSERT INTO pending_actions (created_at, updated_at, content, source, dedup_key)"
+        " VALUES (1, 1, 'Back up the grey laptop', 'watcher', 'grey')"
+    )
+    conn.close()
+    said = wsd(_env(other), "import", str(out)).stdout
+    assert "ids: 2 learning(s) or action(s) given new ids" in said, said
+    theirs = {r[0]: r[1:] for r in query(layout.memory_db, LEARNINGS)}
+    here = {r[0]: r[1:] for r in query(other.memory_db, LEARNINGS)}
+    assert here[1][1] == "The other laptop is grey"
+    assert 1 in theirs and all(here[lid][:3] == theirs[lid][:3] for lid in theirs if lid != 1)
+    [(new_id,)] = query(other.memory_db, "SELECT id FROM learnings WHERE content = ?",
+                        (theirs[1][1],))  # fmt: skip
+    assert new_id > max(theirs)
+    [(superseded_by,)] = query(other.memory_db, "SELECT superseded_by FROM learnings WHERE id = ?",
+                               (new_id,))  # fmt: skip
+    assert superseded_by == theirs[1][6]
+    [(first,)] = query(layout.memory_db, "SELECT content FROM pending_actions WHERE id = 1")
+    assert query(other.memory_db, "SELECT content FROM pending_actions WHERE id = 1") == [
+        ("Back up the grey laptop",)
+    ]
+    [(linked,)] = query(
+        other.memory_db,
+        "SELECT count(*) FROM pending_actions WHERE source_learning_id = ? AND content = ?",
+        (new_id, first),
+    )
+    assert linked == 1
 
 
 def test_the_markdown_export_is_claude_codes_layout_and_reads_back(

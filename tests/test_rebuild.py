@@ -463,18 +463,35 @@ def test_the_heartbeat_leaves_paused_on_the_first_pass_after_the_pause(
 
 
 def test_a_rebuild_keeps_the_ids_the_agent_saw(layout: Layout, standin: BridgeStandin) -> None:
-    """An action's `#n` names the same action after `wsd rebuild` (issue 45: "#3 Call Maria
-    tomorrow" became "#1"): with a watcher's action opened between two curations and the
-    first action closed, every action keeps its id, text and status, and one opened after
-    the rebuild gets an id past them all."""
+    """An action's `#n` and a learning's `L<n>` name the same thing after `wsd rebuild`
+    (issue 45: "#3 Call Maria tomorrow" became "#1"): with a watcher's action and an
+    imported learning added between two curations (the rebuild makes the curated ones in
+    another order) and the first action closed, every action and learning keeps its id,
+    text and status, search finds each under its id, a live learning the rebuild does not
+    make again leaves its id unused, and the next action and learning get ids past them."""
     curated(layout, standin, 3)
     conn = apsw.Connection(layout.memory_db)
     conn.execute(
         "INSERT INTO pending_actions (created_at, updated_at, content, source, dedup_key)"
         " VALUES (1, 1, 'Check the new scan', 'watcher', 'w1')"
     )
+    conn.execute(
+        "INSERT INTO learnings (created_at, type, content, content_key)"
+        " VALUES (1, 'fact', 'Imported: the office plant is a fern', 'k-fern')"
+    )
     conn.close()
     curated(layout, standin, 3, start=3)
+    conn = apsw.Connection(layout.memory_db)
+    conn.execute(
+        "INSERT INTO learnings (created_at, type, content, content_key, batch_id)"
+        " VALUES (1, 'fact', 'A statement no curator makes again', 'k-gone',"
+        " (SELECT max(id) FROM batches))"
+    )
+    gone = conn.last_insert_rowid()
+    conn.close()
+    said = q(layout.memory_db, "SELECT id, content FROM learnings WHERE id != ? ORDER BY id",
+             (gone,))  # fmt: skip
+    assert len(said) >= 4 and not said[-1][1].startswith("Imported")
     store = Store(layout)
     first = q(layout.memory_db, "SELECT min(id) FROM pending_actions")[0][0]
     store.actions.set_action_status(first, "completed", time.time())
@@ -483,10 +500,25 @@ def test_a_rebuild_keeps_the_ids_the_agent_saw(layout: Layout, standin: BridgeSt
     rebuild(make_config(layout, standin), progress=lambda _line: None)
     after = q(layout.memory_db, "SELECT id, content, status FROM pending_actions ORDER BY id")
     assert after == before
+    assert q(layout.memory_db, "SELECT id, content FROM learnings ORDER BY id") == said
+    for lid, content in said:
+        word = content.split()[-1].strip(".")
+        found = q(
+            layout.memory_db,
+            "SELECT rowid FROM learnings_fts WHERE learnings_fts MATCH ?",
+            (f'"{word}"',),
+        )
+        assert (lid,) in found, (lid, word, found)
+    assert q(layout.memory_db, "PRAGMA foreign_key_check") == []
     conn = apsw.Connection(layout.memory_db)
     conn.execute(
         "INSERT INTO pending_actions (created_at, updated_at, content, source, dedup_key)"
         " VALUES (1, 1, 'Another scan', 'watcher', 'w-new')"
     )
     assert conn.last_insert_rowid() > max(r[0] for r in before)
+    conn.execute(
+        "INSERT INTO learnings (created_at, type, content, content_key)"
+        " VALUES (1, 'fact', 'Another statement', 'k-new')"
+    )
+    assert conn.last_insert_rowid() > gone
     conn.close()

@@ -728,21 +728,45 @@ def test_an_sftp_replica_with_a_pinned_host_key_restores_both_databases(
     assert len(_curated_once(layout)) == 5
 
 
+ASKS = "Task {i}: I prefer tabs in file{i}. Remind me to review file{i}."
+
+
 @pytest.mark.slow
 def test_a_restore_at_a_past_time_brings_back_that_state(
     layout: Layout, bridge: BridgeStandin, tmp_path: Path
 ) -> None:
     """`--at TIME` restores both databases as they were then: the turns written after it are
-    not there (and no forget stands in the way)."""
+    not there (and no forget stands in the way); what is curated after the restore gets ids
+    past every id given before it (issue 45: the `L<n>`, `#n` and `T<n>` the agent saw of
+    the lost turns must not come to name something else)."""
     env = daemon_env(layout, bridge, WSD_REPLICA_URL=f"file://{tmp_path}/replica")
     with running_daemon(env, tmp_path / "wsd.log"):
-        write_turns(layout, 5)
+        write_turns(layout, 5, prompt=ASKS)
+        wsd(env, "flush", "--wait", "30")
         assert wait_for(lambda: _caught_up(env), 30)
         time.sleep(1.5)
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         time.sleep(1.5)
-        write_turns(layout, 4, start=5)
+        write_turns(layout, 4, start=5, prompt=ASKS)
+        wsd(env, "flush", "--wait", "30")
         assert wait_for(lambda: _caught_up(env), 30)
+    seen = {
+        table: query(layout.memory_db, f"SELECT max(id) FROM {table}")[0][0]
+        for table in ("learnings", "pending_actions", "turns")
+    }
+    assert all(seen.values()), seen
     done = wsd(env, "restore", "--from-replica", "--at", at)
     assert f"as of {at}" in done.stdout
     assert query(layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 5
+    restored = {
+        table: query(layout.memory_db, f"SELECT coalesce(max(id), 0) FROM {table}")[0][0]
+        for table in seen
+    }
+    assert all(restored[t] < seen[t] for t in seen), (restored, seen)
+    with running_daemon(env, tmp_path / "wsd-after.log"):
+        write_turns(layout, 2, start=20, prompt=ASKS)
+        wsd(env, "flush", "--wait", "30")
+        assert wait_for(lambda: _caught_up(env), 30)
+    for table, top in seen.items():
+        made = query(layout.memory_db, f"SELECT id FROM {table} WHERE id > ?", (restored[table],))
+        assert made and min(r[0] for r in made) > top, (table, made, top)

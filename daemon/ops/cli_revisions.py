@@ -95,6 +95,8 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
             print(f"{args.file}: no revisions yet")
         for r in [] if args.json else rows:
             source = f"{r['source']} (batch {r['batch_id']})" if r["batch_id"] else r["source"]
+            if r["source"] == "curator" and not r["batch_id"]:
+                source = "curator (imported)"  # curated in the workspace it was exported from
             print(
                 f"#{r['id']:<6} {r['created_at']}  {source:<20} {r['lines']:>4} lines"
                 f" {r['bytes']:>6} bytes  +{r['added']} -{r['removed']}"

@@ -114,6 +114,11 @@ def cmd_import(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
             print(f"  {name}: {n} line(s) added")
         if a.revisions:
             print(f"  md history: {a.revisions} revision(s)")
+        if a.renumbered:
+            print(
+                f"  ids: {a.renumbered} learning(s) or action(s) given new ids (theirs name"
+                " other memory here); every other keeps the id it had"
+            )
         for sample in a.samples if args.dry_run else []:
             print(f"    {sample}")
         for name, why in done.not_written.items():
@@ -137,6 +142,7 @@ def _as_json(done: Any) -> dict[str, Any]:
         "action_duplicates": a.action_duplicates,
         "md_lines": a.md_lines,
         "revisions": a.revisions,
+        "renumbered": a.renumbered,
         "unknown_turns": a.unknown_turns,
         "samples": a.samples,
         "skipped": [{"file": f, "why": w} for f, w in done.skipped],

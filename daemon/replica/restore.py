@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from wsd import schema
 from wsd.daemon.replica import hold, litestream, owed
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.dates import parse_since
@@ -127,6 +128,7 @@ def restore(
             if hold.running(layout):
                 raise RestoreRefused("litestream is still running for this workspace: stop it")
         local = _local_forget(layout)
+        marks = _id_marks(Store(layout))
         erasure = owed.read(layout)
         if erasure is not None and erasure.pending:
             raise RestoreRefused(
@@ -143,7 +145,7 @@ def restore(
         stage.ensure_system_dirs()
         try:
             if at:
-                _check_forgets(cfg, layout, stage, at, child, say, local)
+                _check_forgets(cfg, layout, stage, at, child, say, local, marks)
             for kind in ("transcript", "memory"):
                 say(f"restoring {kind}.db" + (f" as of {at}" if at else "") + " ...")
                 _restore_one(cfg, layout, kind, litestream.databases(stage)[kind], at, child)
@@ -156,6 +158,10 @@ def restore(
                     raise RestoreRefused(
                         f"the restored {kind}.db is damaged ({problems[0]}): nothing was replaced"
                     )
+            # An id the agent or the person saw since (an L12, a #3, a T40) must not come to
+            # name something curated after the restore (issue 45): ids go on past them.
+            for kind, found in marks.items():
+                store.maintenance.ids_past(kind, found)
             out = Restored(at=at, databases=["transcript", "memory"])
             out.replaced = _replace(layout, stage)
             _finish(layout, out)
@@ -172,6 +178,7 @@ def _check_forgets(
     env: Mapping[str, str],
     say: Callable[[str], None],
     local: float | None = None,
+    marks: dict[schema.Kind, dict[str, int]] | None = None,
 ) -> None:
     """Refuse ``at`` before the last forget: the later of this workspace's own record of it
     (``local``: issue 44 found the replica's record stale when its target had not been
@@ -180,6 +187,8 @@ def _check_forgets(
     say("reading the replica's newest memory.db for its last forget ...")
     _restore_one(cfg, layout, "memory", newest, None, env)
     last = Store(stage).erasure.last_forget()
+    if marks is not None:
+        _merge(marks, "memory", Store(stage).maintenance.id_marks("memory"))
     remove(newest)
     known = [float(last["finished_at"])] if last else []
     known += [local] if local is not None else []
@@ -191,6 +200,25 @@ def _check_forgets(
             f"--at {at} is before the last forget (finished {_iso(max(known))}): the"
             " words erased then would come back; choose a later time"
         )
+
+
+def _id_marks(store: Store) -> dict[schema.Kind, dict[str, int]]:
+    """Per database, the highest id each table of this copy ever gave (none for a database
+    that is missing or cannot be read: what a restore is often for)."""
+    out: dict[schema.Kind, dict[str, int]] = {}
+    for kind in schema.KINDS:
+        with contextlib.suppress(Exception):
+            if os.path.exists(getattr(store.layout, f"{kind}_db")):
+                out[kind] = store.maintenance.id_marks(kind)
+    return out
+
+
+def _merge(
+    marks: dict[schema.Kind, dict[str, int]], kind: schema.Kind, more: dict[str, int]
+) -> None:
+    have = marks.setdefault(kind, {})
+    for name, mark in more.items():
+        have[name] = max(have.get(name, 0), mark)
 
 
 def _iso(at: float) -> str:

@@ -123,6 +123,82 @@ def retract(m: apsw.Connection, learning_id: int, now: float, reason: str | None
     return True
 
 
+# -- ids that outlive a rebuild --------------------------------------------------------------
+
+#: Where the rebuilt learnings are moved while their ids are given back.
+_ASIDE_IDS = 1 << 40
+#: Every column that holds a learning's id, beside ``learnings.id`` itself.
+_ID_COLUMNS = (
+    ("learnings", "superseded_by"),
+    ("learning_sources", "learning_id"),
+    ("learning_vectors", "learning_id"),
+    ("pending_actions", "source_learning_id"),
+)
+
+
+def keep_ids(m: apsw.Connection) -> None:
+    """Give each learning of the rebuilt database (``main``) the id the live one (``live``)
+    has for the same statement (its content key): the ``L12`` the agent was shown, and a
+    ``[replaces L5]``, keep naming what they named (issue 45). One the live database never
+    had gets an id past every id the live one ever gave, so no live id comes to name another
+    statement. Inside the caller's transaction (child rows are checked at its commit); the
+    full-text index, whose rowids are the ids, is made again from the table."""
+    m.execute("PRAGMA defer_foreign_keys = ON")
+    rows = schema.rows(
+        m,
+        "SELECT b.id, (SELECT l.id FROM live.learnings l WHERE l.content_key = b.content_key)"
+        " FROM main.learnings b ORDER BY b.id",
+    )
+    top = max(
+        int(schema.one(m, "SELECT coalesce(max(id), 0) FROM live.learnings")[0]),
+        int(
+            schema.one(
+                m,
+                "SELECT coalesce(max(seq), 0) FROM live.sqlite_sequence WHERE name = 'learnings'",
+            )[0]
+        ),
+    )
+    moves: list[tuple[int, int]] = []
+    for built, live in rows:
+        target = int(live) if live is not None else None
+        if target is None:
+            top += 1
+            target = top
+        if target != int(built):
+            moves.append((int(built), target))
+    _sequence_at_least(m, "learnings", top)
+    if not moves:
+        return
+    m.execute("CREATE TEMP TABLE learning_moves (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)")
+    try:
+        m.executemany("INSERT INTO temp.learning_moves VALUES (?, ?)", moves)
+        columns = (("learnings", "id"), *_ID_COLUMNS)
+        # Two steps, through ids no row has, so that no move lands on a row not moved yet.
+        for table, col in columns:
+            m.execute(
+                f"UPDATE main.{table} SET {col} = {col} + ?"
+                f" WHERE {col} IN (SELECT old FROM temp.learning_moves)",
+                (_ASIDE_IDS,),
+            )
+        for table, col in columns:
+            m.execute(
+                f"UPDATE main.{table} SET {col} = (SELECT new FROM temp.learning_moves"
+                f" WHERE old = {col} - ?1) WHERE {col} >= ?1",
+                (_ASIDE_IDS,),
+            )
+    finally:
+        m.execute("DROP TABLE temp.learning_moves")
+    m.execute("INSERT INTO main.learnings_fts (learnings_fts) VALUES ('rebuild')")
+
+
+def _sequence_at_least(m: apsw.Connection, table: str, top: int) -> None:
+    """The next id ``main.table`` gives is past ``top`` (SQLite keeps it in
+    ``sqlite_sequence``, which has a row only once the table gave one)."""
+    m.execute("UPDATE main.sqlite_sequence SET seq = max(seq, ?) WHERE name = ?", (top, table))
+    if m.changes() == 0:
+        m.execute("INSERT INTO main.sqlite_sequence (name, seq) VALUES (?, ?)", (table, top))
+
+
 class Learnings(Facet):
     """``wsd import`` and ``wsd forget``, and the learnings a new session and the curator
     are shown (``store.learnings``)."""

@@ -162,6 +162,31 @@ def backup(source: apsw.Connection, target_path: str) -> int:
 _FTS5 = re.compile(r"USING\s+fts5\s*\(", re.IGNORECASE)
 
 
+def id_marks(conn: apsw.Connection) -> dict[str, int]:
+    """Per table, the highest id it ever gave (``sqlite_sequence``: AUTOINCREMENT tables)."""
+    if schema.first(conn, "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'") is None:
+        return {}
+    return {str(n): int(s) for n, s in conn.execute("SELECT name, seq FROM sqlite_sequence")}
+
+
+def ids_past(conn: apsw.Connection, marks: dict[str, int]) -> dict[str, int]:
+    """Make each table's next id pass ``marks`` (another copy's :func:`id_marks`), for the
+    tables this database has; the tables raised, with their old mark. One transaction."""
+    raised: dict[str, int] = {}
+    with schema.write_txn(conn):
+        have = id_marks(conn)
+        tables = {str(n) for (n,) in conn.execute("SELECT name FROM sqlite_master")}
+        for name, mark in sorted(marks.items()):
+            if name not in tables or have.get(name, 0) >= mark:
+                continue
+            raised[name] = have.get(name, 0)
+            if name in have:
+                conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (mark, name))
+            else:
+                conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, mark))
+    return raised
+
+
 def _fts_tables(conn: apsw.Connection) -> list[str]:
     """Names of the FTS5 tables (not fts5vocab views, which have no integrity command)."""
     found = schema.rows(conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table'")
@@ -257,6 +282,16 @@ class Maintenance(Facet):
             return integrity(conn)
 
     rebuild_fts = uses("memory", rebuild_fts)
+
+    def id_marks(self, kind: schema.Kind) -> dict[str, int]:
+        """See :func:`id_marks` (read only)."""
+        with self._db.open(kind, readonly=True) as conn:
+            return id_marks(conn)
+
+    def ids_past(self, kind: schema.Kind, marks: dict[str, int]) -> dict[str, int]:
+        """See :func:`ids_past`."""
+        with self._db.open(kind) as conn:
+            return ids_past(conn, marks)
 
     def backup(self, dest_dir: str) -> dict[str, int]:
         """Consistent online copies of both databases into ``dest_dir`` (SQLite backup API)."""

@@ -23,7 +23,7 @@ import apsw
 
 from wsd import schema
 from wsd.daemon.runtime.pause import pause_path, pause_requested
-from wsd.daemon.store import actions
+from wsd.daemon.store import actions, learnings
 from wsd.daemon.store.connections import Connections, Opener
 from wsd.daemon.store.store import Store
 from wsd.daemon.store.workspace import CANVAS_CURSOR_KEY
@@ -182,6 +182,7 @@ def finish(layout: Layout) -> None:
             actions.carry_late(m)
             actions.carry_closed_status(m)
             actions.keep_ids(m)
+            learnings.keep_ids(m)
             for sql in VECTOR_SQL:
                 m.execute(sql)
             for sql in RECARRY_SQL:

@@ -64,7 +64,8 @@ def baseline_revision(m: apsw.Connection, name: str, since: float) -> Revision |
 
 
 def person_revisions(m: apsw.Connection, after: int = 0) -> list[tuple[Revision, str]]:
-    """Every revision a person made (a hand edit adopted, a restore) with an id above
+    """Every revision no batch of this workspace made (a hand edit adopted, a restore, an
+    import, curated elsewhere or not) with an id above
     ``after``, oldest first, each with the content of the revision before it ("" for a
     file's first): what they changed, for ``wsd rebuild`` to replay."""
     rows = schema.rows(
@@ -72,7 +73,7 @@ def person_revisions(m: apsw.Connection, after: int = 0) -> list[tuple[Revision,
         "SELECT r.id, r.file, r.created_at, r.source, r.batch_id, r.sha256, r.content,"
         " coalesce((SELECT p.content FROM md_revisions p WHERE p.file = r.file"
         "   AND p.id < r.id ORDER BY p.id DESC LIMIT 1), '')"
-        " FROM md_revisions r WHERE r.source != 'curator' AND r.batch_id IS NULL"
+        " FROM md_revisions r WHERE r.batch_id IS NULL"
         " AND r.id > ? ORDER BY r.id",
         (after,),
     )

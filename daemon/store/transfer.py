@@ -65,6 +65,7 @@ class ActionIn:
     updated_at: float
     dedup_key: str
     learning: int | None = None  # the source key of the learning it came from
+    key: int | None = None  # its id in the source (kept here when free)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ class Added:
     revisions: int = 0
     unknown_turns: list[int] = field(default_factory=list)
     samples: list[str] = field(default_factory=list)
+    #: Learnings and actions whose source id was in use here, given new ones.
+    renumbered: int = 0
 
 
 class TooLong(ValueError):
@@ -136,9 +139,10 @@ def import_incoming(
         m.execute("PRAGMA cache_size = -65536")
         marks = Marks.load(m)
         with _indexed_after(m):
-            ids, replaced = _learnings(m, incoming.learnings, marks, added, samples, now)
+            free = FreeIds(m, "learnings")
+            ids, replaced = _learnings(m, incoming.learnings, marks, added, samples, now, free)
         _supersession(m, replaced, ids)
-        _actions(m, incoming.actions, ids, marks, added, now)
+        _actions(m, incoming.actions, ids, marks, added, now, FreeIds(m, "pending_actions"))
         recorded = _history(m, incoming.history, marks, added)
         if incoming.md:
             for name, text in sorted(incoming.hand.items()):
@@ -156,6 +160,39 @@ def import_incoming(
 
 #: Learnings written by one executemany (its RETURNING names those it added).
 INSERT_CHUNK = 500
+#: An id past this was made by no workspace (a hostile file): given a new one.
+KEPT_ID_MAX = 2**31
+
+
+class FreeIds:
+    """The ids an import may give its rows as they were in the source (issue 45: a re-imported
+    export renumbered every learning, so the ``L5`` the agent was shown, and a
+    ``[replaces L5]``, named nothing or another statement): only ids this workspace never
+    gave (past its ``sqlite_sequence`` high-water mark and every id in the table when the
+    import began) and this import has not given yet. Into a fresh workspace every id is
+    kept; into one with memory of its own, the source's ids it already used are new ones."""
+
+    def __init__(self, m: apsw.Connection, table: str) -> None:
+        self.high = max(
+            int(schema.one(m, f"SELECT coalesce(max(id), 0) FROM {table}")[0]),
+            int(
+                schema.one(
+                    m, "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?", (table,)
+                )[0]
+            ),
+        )
+        self.given: set[int] = set()
+
+    def take(self, key: int | None) -> int | None:
+        """``key`` when it is free (now taken), else None (the table gives the next id)."""
+        if key is None or not self.high < key < KEPT_ID_MAX or key in self.given:
+            return None
+        self.given.add(key)
+        return key
+
+    def gave(self, row_id: int) -> None:
+        """The table gave ``row_id`` itself: no later row takes it."""
+        self.given.add(row_id)
 
 
 #: The trigger that indexes each new learning for full-text search (001_initial.sql).
@@ -193,6 +230,7 @@ def _learnings(
     added: Added,
     samples: int,
     now: float,
+    free: FreeIds,
 ) -> tuple[dict[int, int], list[LearningIn]]:
     """Insert the new learnings; {source key: learning id} of those added or already there,
     and the rows that name a learning that replaced them."""
@@ -211,9 +249,9 @@ def _learnings(
         else:
             chunk.append((key, row))
             if len(chunk) >= INSERT_CHUNK:
-                _insert(m, chunk, ids, added, samples, now)
+                _insert(m, chunk, ids, added, samples, now, free)
                 chunk = []
-    _insert(m, chunk, ids, added, samples, now)
+    _insert(m, chunk, ids, added, samples, now, free)
     return ids, replaced
 
 
@@ -224,22 +262,37 @@ def _insert(
     added: Added,
     samples: int,
     now: float,
+    free: FreeIds,
 ) -> None:
     """One executemany for a chunk (per-row statements cost a 55,000-row import a sixth of
-    its time), then each added row's sources."""
+    its time), then each added row's sources. Rows that keep their source id go first, so
+    that none of the others is given an id one of them holds."""
     if not chunk:
         return
+    wanted = {id(r): free.take(r.key) for _key, r in chunk if r.key is not None}
+    ordered = sorted(chunk, key=lambda kr: wanted.get(id(kr[1])) is None)
     new = dict(
         m.executemany(
-            "INSERT INTO learnings (created_at, session_id, type, content, content_key,"
-            " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (content_key) DO NOTHING"
-            " RETURNING content_key, id",
+            "INSERT INTO learnings (id, created_at, session_id, type, content, content_key,"
+            " confidence, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (content_key) DO NOTHING RETURNING content_key, id",
             [
-                (min(r.created_at, now), r.session_id, r.type, r.content, key, r.confidence, r.ref)
-                for key, r in chunk
+                (
+                    wanted.get(id(r)),
+                    min(r.created_at, now),
+                    r.session_id,
+                    r.type,
+                    r.content,
+                    key,
+                    r.confidence,
+                    r.ref,
+                )
+                for key, r in ordered
             ],
         )
     )
+    for given in new.values():
+        free.gave(int(given))
     for key, row in chunk:
         learning_id = new.pop(key, None)  # popped: a repeat in the same chunk is a duplicate
         if learning_id is None:
@@ -250,6 +303,7 @@ def _insert(
                     ids[row.key] = int(found[0])
             continue
         added.learnings += 1
+        added.renumbered += row.key is not None and int(learning_id) != row.key
         if len(added.samples) < samples:
             added.samples.append(f"{row.type}: {row.content[:120]}")
         if row.key is not None:
@@ -296,6 +350,7 @@ def _actions(
     marks: Marks,
     added: Added,
     now: float,
+    free: FreeIds,
 ) -> None:
     for row in rows:
         if marks and marks.holds(row.content):
@@ -314,10 +369,12 @@ def _actions(
             continue
         source = IMPORTED if row.source == "curator" else row.source
         learning = ids.get(row.learning) if row.learning is not None else None
+        kept = free.take(row.key)
         m.execute(
-            "INSERT INTO pending_actions (created_at, updated_at, content, priority, status,"
-            " source, dedup_key, source_learning_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO pending_actions (id, created_at, updated_at, content, priority, status,"
+            " source, dedup_key, source_learning_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                kept,
                 created,
                 min(row.updated_at, now),
                 row.content,
@@ -328,7 +385,9 @@ def _actions(
                 learning,
             ),
         )
+        free.gave(m.last_insert_rowid())
         added.actions += 1
+        added.renumbered += row.key is not None and kept is None
 
 
 def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Added) -> set[str]:
@@ -341,10 +400,9 @@ def _history(m: apsw.Connection, rows: list[RevisionIn], marks: Marks, added: Ad
             continue
         content, gone = marks.without_lines(row.content) if marks else (row.content, 0)
         added.md_forgotten += gone
-        # Curation here did not make it: labelled an import, so that ``wsd rebuild``
-        # (which remakes only what batches of this workspace made) replays it.
-        source = IMPORTED if row.source == "curator" else row.source
-        add_revision(m, row.file, content, source, row.created_at, own_txn=False)
+        # Its source as it was (issue 45: every one became "import"); no batch here made
+        # it, which is what ``wsd rebuild`` asks of a revision it replays.
+        add_revision(m, row.file, content, row.source, row.created_at, own_txn=False)
         added.revisions += 1
         recorded.add(row.file)
     return recorded
@@ -421,7 +479,7 @@ def snapshot_rows(m: apsw.Connection, history: bool) -> Iterator[tuple[str, tupl
             yield "learning", row
         for row in m.execute(
             "SELECT content, priority, status, source, created_at, updated_at, dedup_key,"
-            " source_learning_id FROM pending_actions ORDER BY id"
+            " source_learning_id, id FROM pending_actions ORDER BY id"
         ):
             yield "action", row
         for name, content in sorted(latest_md(m).items()):

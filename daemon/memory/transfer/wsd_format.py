@@ -11,10 +11,11 @@ then, in this order:
   "ref", "sources": [{"transcript", "turn", "cited"}], "superseded_by", "superseded_at"}``:
   every learning that is not retracted or forgotten (those are gone from memory.db), current
   or superseded; ``id`` is its id in the exporting workspace, which ``superseded_by`` and an
-  action's ``learning`` name; ``sources`` are the turns it came from (a turn is its
-  transcript's identity and its observation id there);
-* ``{"kind": "action", "content", "priority", "status", "source", "created_at",
-  "updated_at", "dedup_key", "learning"}``: open and closed actions;
+  action's ``learning`` name (an import keeps it where this workspace never gave it);
+  ``sources`` are the turns it came from (a turn is its transcript's identity and its
+  observation id there);
+* ``{"kind": "action", "id", "content", "priority", "status", "source", "created_at",
+  "updated_at", "dedup_key", "learning"}``: open and closed actions (``id``: its ``#n``);
 * ``{"kind": "md", "file", "content"}``: each curated memory file as it is now (files.md: the
   notes a person or the curator wrote; its inventory is the workspace's own);
 * with ``--history``, ``{"kind": "revision", "file", "content", "created_at", "source"}``:
@@ -96,10 +97,11 @@ def learning_line(row: tuple[Any, ...]) -> str:
 
 
 def action_line(row: tuple[Any, ...]) -> str:
-    content, priority, status, source, created, updated, key, learning = row
+    content, priority, status, source, created, updated, key, learning, action_id = row
     return json.dumps(
         {
             "kind": "action",
+            "id": action_id,
             "content": content,
             "priority": priority,
             "status": status,
@@ -245,6 +247,7 @@ def _action(data: dict[str, Any]) -> ActionIn:
         updated_at=_number(data, "updated_at"),
         dedup_key=_text(data, "dedup_key", 500),
         learning=None if learning is None else _whole(data, "learning"),
+        key=None if data.get("id") is None else _whole(data, "id"),
     )
 
 
