@@ -770,3 +770,33 @@ def test_a_restore_at_a_past_time_brings_back_that_state(
     for table, top in seen.items():
         made = query(layout.memory_db, f"SELECT id FROM {table} WHERE id > ?", (restored[table],))
         assert made and min(r[0] for r in made) > top, (table, made, top)
+
+
+def test_the_metrics_file_shows_the_replica_falling_behind_as_status_does(
+    layout: Layout, bridge: BridgeStandin, tmp_path: Path
+) -> None:
+    """During a replica outage WSD_METRICS_FILE's wsd_replica_lag_seconds follows the lag
+    `wsd status` shows, within a pass or two (it said 0 while status said 15 s behind)."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the replica's folder would be\n")
+    target = tmp_path / "wsd.prom"
+    env = daemon_env(
+        layout, bridge, WSD_REPLICA_URL=f"file://{blocker}/replica", WSD_METRICS_FILE=str(target)
+    )
+    with running_daemon(env, tmp_path / "wsd.log"):
+        assert wait_for(lambda: running(layout) and target.exists(), 20)
+        write_turns(layout, 3)
+        seen: list[tuple[float, float]] = []
+        began = time.monotonic()
+        while time.monotonic() - began < 30:
+            out = json.loads(wsd(env, "status", "--json").stdout)
+            shown = out["replication"]["databases"].get("transcript") or {}
+            text = target.read_text()
+            found = re.search(r'wsd_replica_lag_seconds\{db="transcript"\} (\S+)', text)
+            filed = float(found.group(1)) if found else -1.0
+            seen.append((float(shown.get("lag_seconds") or 0.0), filed))
+            time.sleep(1)
+    behind = [(said, filed) for said, filed in seen if said > 8]
+    assert len(behind) >= 5, seen
+    # A pass is WSD_POLL_SECONDS apart, and asking litestream takes up to its 2 s sync wait.
+    assert all(filed >= said - 6 for said, filed in behind), seen

@@ -89,17 +89,24 @@ class Snapshotter:
         """A batch was committed (or parked): read the ledger and the spend again next time."""
         self._ledger = None
 
-    def take(self, now: float | None = None) -> Snapshot:
+    def replication(self, now: float, beat: dict[str, Any] | None = None) -> Replication:
+        """Replication as the daemon's reported settings have it (a few questions to
+        litestream's control socket; off, and nothing asked, when they say nothing)."""
+        beat = read_status(self.store.layout) if beat is None else beat
+        reported = (beat or {}).get("settings")
+        settings = position.settings_of(reported if isinstance(reported, dict) else {})
+        return position.read(self.store.layout, settings.url, settings.max_lag_seconds, now)
+
+    def take(self, now: float | None = None, replication: Replication | None = None) -> Snapshot:
         """The workspace now (read-only: a workspace whose databases are not made yet gives
-        the heartbeat and the file sizes alone, and nothing is created)."""
+        the heartbeat and the file sizes alone, and nothing is created); ``replication``
+        when it was just read."""
         now = self.clock() if now is None else now
         store, layout = self.store, self.store.layout
         beat = read_status(layout)
         snap = Snapshot(now=now, beat=beat, files=_database_sizes(layout))
         snap.paused = pause_requested(layout)
-        reported = (beat or {}).get("settings")
-        settings = position.settings_of(reported if isinstance(reported, dict) else {})
-        snap.replication = position.read(layout, settings.url, settings.max_lag_seconds, now)
+        snap.replication = replication or self.replication(now, beat)
         if store.maintenance.unready():  # nothing to read yet: the daemon makes them
             return snap
         with store.session():  # one connection per database for the whole snapshot
@@ -406,26 +413,38 @@ class MetricsFile:
         self.every = every
         self.monotonic = monotonic
         self.failing: str | None = None
-        self._last: tuple[float, str] | None = None  # (when written, what the pass did)
+        #: Replication was on at the last write (the daemon's reported settings): only then
+        #: is litestream asked on a pass the file might not be written.
+        self._replicating = False
+        #: (when written, what the pass did, replication's state then)
+        self._last: tuple[float, str, tuple[object, ...]] | None = None
 
     def after(self, action: str, committed: bool) -> None:
         """After a pass that did ``action``: written at once when it did something else than
-        the pass before, or committed a batch; else at most once per ``every`` seconds (the
-        heartbeat's period: a daemon that idles rewrites it as often as it beats, not on every
-        2 s poll, which cost about 1 % of a core on a large workspace)."""
+        the pass before, committed a batch, or replication is on and not caught up (a lag
+        grows by the second: the file said 0 while ``wsd status`` said 15 s behind) or
+        changed state; else at most once per ``every`` seconds (the heartbeat's period: a
+        daemon that idles rewrites it as often as it beats, not on every 2 s poll, which cost
+        about 1 % of a core on a large workspace; replication's own questions are four local
+        socket requests)."""
         now = self.monotonic()
+        replication = self.snapshots.replication(time.time()) if self._replicating else None
+        state = _replication_state(replication)
         if committed:
             self.snapshots.changed()
         elif self._last is not None:
-            at, before = self._last
-            if before == action and now - at < self.every:
+            at, before, was = self._last
+            caught_up = replication is None or replication.caught_up()
+            if before == action and was == state and caught_up and now - at < self.every:
                 return
-        self._last = (now, action)
-        self.write()
+        self._last = (now, action, state)
+        self.write(replication)
 
-    def write(self) -> None:
+    def write(self, replication: Replication | None = None) -> None:
         try:
-            data = prometheus_text(self.snapshots.take())
+            snap = self.snapshots.take(replication=replication)
+            self._replicating = snap.replication.enabled
+            data = prometheus_text(snap)
             # Readable by node_exporter's user (nothing in it is the person's); not fsynced:
             # the next pass writes it again, a crash losing it loses nothing.
             atomic_write(self.path, data.decode("utf-8"), mode=0o644, durable=False)
@@ -438,3 +457,11 @@ class MetricsFile:
         if self.failing is not None:
             self.failing = None
             self.log.info("metrics_write_recovered", path=self.path)
+
+
+def _replication_state(rep: Replication | None) -> tuple[object, ...]:
+    """What a change of makes the file be written again: on, running, held, each database's
+    error (or none)."""
+    if rep is None:
+        return ()
+    return (rep.enabled, rep.running, rep.held, tuple((p.kind, p.error) for p in rep.databases))

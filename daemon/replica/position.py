@@ -49,6 +49,13 @@ class Replication:
         lags = [p.lag_seconds for p in self.databases if p.lag_seconds is not None]
         return max(lags) if lags and len(lags) == len(self.databases) else None
 
+    def caught_up(self) -> bool:
+        """Off, held for an erasure, or every database's replica has every change (a lag of
+        0): nothing that grows while nobody looks."""
+        if not self.enabled or self.held:
+            return True
+        return self.running and all(p.lag_seconds == 0 for p in self.databases)
+
     def problem(self) -> str | None:
         """What ``wsd doctor`` fails on (None: nothing)."""
         if not self.enabled:
