@@ -674,3 +674,88 @@ def test_restore_onto_a_file_it_cannot_replace_says_so(
     assert done.stderr.startswith("wsd memory restore: user.md not written yet (")
     if what == "unreadable":
         assert path.read_text() == "# User\n- my own unread line\n"
+
+
+# -- a full disk, for real ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _small_disk(folder: Path, size: str = "8m") -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``folder`` (root only), unmounted afterwards."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"a small disk needs mount (root): {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        for _ in range(50):  # a daemon that just exited may still hold it for a moment
+            if subprocess.run(["umount", str(folder)], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+
+
+def _fill(disk: Path) -> Path:
+    """Write ``disk`` full; returns the file that fills it."""
+    fill = disk / "fill"
+    fd = os.open(fill, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        with contextlib.suppress(OSError):
+            while os.write(fd, b"\0" * 4096):
+                pass
+    finally:
+        os.close(fd)
+    return fill
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small disk needs root")
+def test_a_full_disk_is_named_and_the_daemon_says_it_fails_then_recovers(
+    tmp_path: Path,
+) -> None:
+    """On a real full disk (a tmpfs) under a running daemon (issue 45): status says the
+    daemon is failing (not "idle") and names the free space once, search and doctor say to
+    leave the databases be, nothing says "move it aside"; once space is freed the daemon
+    recovers by itself (one line in its log), the memory and its revisions are all there."""
+    from wsd.daemon.runtime.heartbeat import read_status
+    from wsd.daemon.standin import rule_curator
+    from wsd.daemon.standin.bridge import BridgeStandin
+
+    from .conftest import daemon_env, running_daemon, wait_for
+
+    with (
+        _small_disk(tmp_path / "disk") as disk,
+        BridgeStandin(responder=rule_curator.responder) as bridge,
+    ):
+        layout = _workspace(disk, tmp_path)
+        env = daemon_env(layout, bridge, WSD_POLL_SECONDS="0.2")
+        log = tmp_path / "daemon.log"
+        with running_daemon(env, log):
+            assert wait_for(lambda: (read_status(layout) or {}).get("state") == "idle")
+            fill = _fill(disk)
+            _run(["--workspace", layout.root, "flush"], _env())  # a nudge: a pass now
+            assert wait_for(lambda: (read_status(layout) or {}).get("state") == "failing")
+            status = _run(["--workspace", layout.root, "status"], _env())
+            plain(status, failed_in_one_line=False)
+            assert re.search(r"daemon_state: failing$", status.stdout, re.M), status.stdout
+            assert status.stdout.count("MiB free") == 1, status.stdout
+            found = _run(["--workspace", layout.root, "search", "tea"], _env())
+            plain(found)
+            assert found.returncode == 1 and "do not move memory.db aside" in found.stderr
+            doctor = _run(["--workspace", layout.root, "doctor"], _env())
+            plain(doctor)
+            assert "FAIL curation: its last pass failed" in doctor.stdout
+            assert "FAIL disk: 0 MiB free" in doctor.stdout
+            for said in (status.stdout, found.stderr, doctor.stdout):
+                assert "move it aside" not in said
+            fill.unlink()
+            assert wait_for(lambda: (read_status(layout) or {}).get("state") == "idle")
+            assert (read_status(layout) or {}).get("last_error") is None
+            found = _run(["--workspace", layout.root, "search", "tea"], _env())
+            assert found.returncode == 0 and "green tea" in found.stdout, found.stderr
+        assert scalar(layout.memory_db, "SELECT count(*) FROM md_revisions") == 1
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        assert any(line["event"] == "pass_recovered" for line in lines)

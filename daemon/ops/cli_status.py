@@ -250,7 +250,7 @@ def _status_unready(
 ) -> int:
     """``wsd status`` on a workspace whose databases are not there yet (or were deleted)."""
     from wsd.daemon.runtime.heartbeat import beats
-    from wsd.daemon.store import remedy
+    from wsd.daemon.store import remedies
 
     report = {
         "schema": STATUS_SCHEMA,
@@ -259,9 +259,7 @@ def _status_unready(
         "daemon_state": (beat.get("state") if beats(beat, time.time()) else NOT_RUNNING)
         if beat
         else None,
-        "what_next": "; ".join(
-            dict.fromkeys(remedy(kind, why, layout.memory_dir) for kind, why in unready.items())
-        ),
+        "what_next": "; ".join(remedies(dict(unready), layout.memory_dir)),
     }
     if as_json:
         print(json.dumps(report, indent=2))
@@ -346,6 +344,9 @@ def _why_waiting(layout: Layout) -> str:
             f"the Bridge is failing ({beat.get('last_error') or 'no answer'}); the daemon"
             f" tries again at {iso_time(beat.get('next_attempt_at'))}"
         )
+    if state == State.FAILING:
+        why = beat.get("last_error") or "see its log"
+        return f"its passes fail ({why}); it tries again each pass"
     budget = beat.get("budget")
     if state == State.BUDGET or budget:
         b = budget if isinstance(budget, dict) else {}

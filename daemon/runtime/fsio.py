@@ -131,6 +131,32 @@ def atomic_write(
         os.close(dir_fd)
 
 
+def overwrite_in_place(path: str, text: str) -> bool:
+    """Rewrite the regular file ``path`` with ``text`` where it lies, only if ``text`` fits
+    in the blocks it already holds (so a full disk cannot stop it half way); False if it
+    does not fit or the file is not there or not regular. Not atomic: a reader may see a
+    torn write, so it is for a file whose reader treats garbage as absent (the heartbeat),
+    when :func:`atomic_write` cannot make its temp file (issue 45: on a full disk the
+    heartbeat stood still, and status said "idle" while every pass failed)."""
+    data = text.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode) or len(data) > found.st_blocks * 512:
+            return False
+        if os.pwrite(fd, data, 0) != len(data):
+            return False
+        os.ftruncate(fd, len(data))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def abandoned_temp(folder: str, name: str, now: float) -> bool:
     """True if ``name`` in ``folder`` is a temp file no write in progress will rename into
     place: its writer's pid is gone (or unreadable in the name), or it is older than

@@ -8,13 +8,14 @@ without a socket or a database write on every pass.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from wsd.daemon.runtime.fsio import atomic_write, read_small
+from wsd.daemon.runtime.fsio import atomic_write, overwrite_in_place, read_small
 from wsd.schema.layout import Layout
 
 STATUS_NAME = "daemon.status.json"
@@ -33,6 +34,9 @@ class State(StrEnum):
     AWAITING = "awaiting"  # turns wait for a Message Batch's result
     BACKOFF = "backoff"  # the Bridge failed: waiting before the next try
     BUDGET = "budget"  # today's spend reached WSD_DAILY_BUDGET_USD: turns wait
+    # The last pass failed (a full disk, a database it cannot open: last_error says what);
+    # it was "idle" from the pass before, which hid a daemon failing every pass (issue 45).
+    FAILING = "failing"
     REEXEC = "reexec"  # re-executing itself in place to give memory back
     STOPPED = "stopped"  # the process ended cleanly
 
@@ -81,11 +85,16 @@ class StatusFile:
         now = self.clock()
         if self.path is not None and (force or now - self._written >= self.every):
             self.data["heartbeat_at"] = now
+            text = json.dumps(self.data, default=str) + "\n"
             try:
-                atomic_write(self.path, json.dumps(self.data, default=str) + "\n", durable=False)
+                atomic_write(self.path, text, durable=False)
                 self._written = now
-            except OSError:
-                pass  # a full disk must not stop curation; status is best effort
+            except OSError as exc:
+                # A full disk must not stop curation, nor stop the heartbeat saying so.
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT) and overwrite_in_place(
+                    self.path, text
+                ):
+                    self._written = now
 
 
 def read_status(layout: Layout) -> dict[str, Any] | None:

@@ -77,7 +77,12 @@ def configure(
     renderer: Any
     if as_json:
         renderer = structlog.processors.JSONRenderer(sort_keys=False)
-        exc: Any = structlog.processors.dict_tracebacks
+        # Without locals: a frame's locals hold the person's words (a prompt, a reply's
+        # lines) and structlog's default dict traceback prints 80 characters of each
+        # (issue 45: a full disk logged the worker's locals on every failed pass).
+        exc: Any = structlog.processors.ExceptionRenderer(
+            structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+        )
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
         exc = structlog.processors.format_exc_info

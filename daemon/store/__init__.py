@@ -28,7 +28,7 @@ from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
 
 # What made each database and the operator's remedy for one missing or without a schema: a
 # constant and a pure function of two strings (doctor, status and the CLI say them).
-from wsd.daemon.store.maintenance import MADE_BY, Maintenance, remedy
+from wsd.daemon.store.maintenance import MADE_BY, Maintenance, remedies, remedy
 from wsd.daemon.store.message_batches import APPLIED, COVERED, RELEASED, BatchRequest, MessageBatch
 
 # The database ``wsd rebuild`` builds beside memory.db and swaps in: functions of the
@@ -128,6 +128,7 @@ __all__ = [
     "open_aside",
     "path_words",
     "priority_name",
+    "remedies",
     "remedy",
     "remove",
     "sha256",

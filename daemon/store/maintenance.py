@@ -47,23 +47,45 @@ def remedy(kind: str, why: str, folder: str | None = None) -> str:
     memory.db of random bytes, which the daemon cannot open either), and one the machine
     keeps from being read (a full disk, an I/O error, a lock: :data:`_MACHINE`; ``folder``:
     where its free space is measured) is left as it is."""
-    if why in NOT_MADE:
-        return MADE_BY
+    return remedies({kind: why}, folder)[0]
+
+
+def remedies(unready: dict[str, str], folder: str | None = None) -> list[str]:
+    """:func:`remedy` for several databases, each cause said once (issue 45: on a full disk
+    status gave the same disk advice twice, once per database)."""
     free = _free_bytes(folder) if folder else None
-    if _MACHINE.search(why) or (free is not None and free < LOW_DISK_BYTES):
-        disk = (
-            f"its disk has {free >> 20} MiB free: free space and it reads again by itself"
-            if free is not None and free < LOW_DISK_BYTES
-            else "this is the machine, not the file: once the disk, lock or permission is"
-            " fixed it reads again by itself"
-        )
-        return f"{disk}; do not move {kind}.db aside (wsd doctor names the cause)"
-    if kind == "memory":
-        return (
-            "memory.db is derived: move it aside and the daemon makes a new one from the"
-            " transcript (or restore it from a backup); wsd doctor checks it"
-        )
-    return "transcript.db holds every turn: restore it from a backup; wsd doctor checks it"
+    low = free is not None and free < LOW_DISK_BYTES
+    said: dict[str, None] = {}
+    machine = [
+        k for k, why in unready.items() if why not in NOT_MADE and (low or _MACHINE.search(why))
+    ]
+    for kind, why in unready.items():
+        if why in NOT_MADE:
+            said[MADE_BY] = None
+        elif kind in machine:
+            if kind != machine[0]:
+                continue
+            again = (
+                "it reads again by itself" if len(machine) == 1 else "they read again by themselves"
+            )
+            disk = (
+                f"its disk has {free >> 20} MiB free: free space and {again}"
+                if free is not None and low
+                else "this is the machine, not the file: once the disk, lock or permission is"
+                f" fixed {again}"
+            )
+            names = " or ".join(f"{k}.db" for k in machine)
+            said[f"{disk}; do not move {names} aside (wsd doctor names the cause)"] = None
+        elif kind == "memory":
+            said[
+                "memory.db is derived: move it aside and the daemon makes a new one from the"
+                " transcript (or restore it from a backup); wsd doctor checks it"
+            ] = None
+        else:
+            said[
+                "transcript.db holds every turn: restore it from a backup; wsd doctor checks it"
+            ] = None
+    return list(said)
 
 
 def _free_bytes(folder: str) -> int | None:

@@ -21,10 +21,12 @@ class Failures:
         self.clock = clock
         #: Shared with the Bridge's outage and recovery lines (one "recovered" per outage).
         self.throttle = ErrorThrottle()
+        self._said: str | None = None
 
     def record(self, key: str, exc: BaseException) -> None:
         self.status.count(errors=1)
-        self.status.update(last_error=problem(exc), force=True)
+        self._said = problem(exc)
+        self.status.update(last_error=self._said, force=True)
         suppressed = self.throttle.failed(key, self.clock())
         if suppressed is not None:
             self.log.error(
@@ -33,3 +35,12 @@ class Failures:
                 suppressed=suppressed,
                 exc_info=suppressed == 0,
             )
+
+    def passed(self, key: str) -> None:
+        """``key`` worked again: one "recovered" line after its failures, and their error
+        leaves the heartbeat (it said a full disk's error after space was freed)."""
+        failures = self.throttle.recovered(key)
+        if failures is not None:
+            self.log.info(f"{key}_recovered", failures=failures)
+            if self.status.data.get("last_error") == self._said:  # not the Bridge's since
+                self.status.update(last_error=None, force=True)

@@ -49,4 +49,5 @@ STATE_AFTER: dict[Step, State] = {
     Step.AWAITING: State.AWAITING,
     Step.CURATED: State.IDLE,
     Step.PARKED: State.IDLE,
+    Step.ERROR: State.FAILING,
 }

@@ -20,6 +20,7 @@ from typing import Any
 import apsw
 
 from wsd.daemon.curation.bridge.client import Outage, Shutdown
+from wsd.daemon.curation.bridge.failure import problem
 from wsd.daemon.curation.economy.lane import Economy
 from wsd.daemon.curation.loop import chores, trigger
 from wsd.daemon.curation.loop.after_commit import AfterCommit
@@ -98,6 +99,8 @@ class Worker:
                 # Transient at boot (disk still mounting, a long write): retry
                 # here, since supervisord gives up on a program that keeps dying.
                 self.log.warning("start_retry", error=f"{type(exc).__name__}: {exc}", delay=delay)
+                # Said in the heartbeat too: "starting" alone hid a full disk (issue 45).
+                self.status.update(state=State.FAILING, last_error=problem(exc), force=True)
                 self.stop.wait(delay)
                 delay = min(delay * 2, 60.0)
         self.log.info(
@@ -125,12 +128,14 @@ class Worker:
         pass (logged, rate-limited), never of the loop."""
         try:
             result = self.run_once()
+            self.failures.passed("pass")
             if result.action != Step.PAUSED and any([f(result) for f in self.seams.after_pass]):
                 result.more = True
                 self.chores.busy()  # the model is in use: keep it a while
         except Exception as exc:
             self.failures.record("pass", exc)
             result = PassResult(Step.ERROR)
+            self._report_state(result)
         for report in self.seams.reporters:
             report(result)
         if result.action not in (Step.IDLE, Step.AWAITING):

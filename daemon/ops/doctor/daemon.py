@@ -176,6 +176,13 @@ def curation(doctor: Reporter) -> None:
             f" ({doctor.bridge_url or 'ANTHROPIC_BASE_URL'}) answers and WSD_BRIDGE_TOKEN is"
             " valid; the daemon retries by itself and loses nothing meanwhile",
         )
+    elif beat.get("state") == State.FAILING:
+        doctor.add(
+            "fail",
+            "curation",
+            f"its last pass failed: {beat.get('last_error') or 'see pass_failed in its log'}; the"
+            " daemon tries again each pass and loses nothing meanwhile",
+        )
     elif beat.get("state") == State.BUDGET or isinstance(budget, dict):
         b = budget if isinstance(budget, dict) else {}
         doctor.add(
