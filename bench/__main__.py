@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "mcp_start": mcp_bench.mcp_start,
     "drain": daemon_bench.drain,
     "idle": idle_bench.idle,
+    "peak": idle_bench.peak,
     "metrics": idle_bench.metrics_cost,
     "flush_latency": daemon_bench.flush_latency,
     "curator_sees": coverage_bench.coverage,

@@ -305,3 +305,77 @@ def metrics_cost(window: float = 60.0) -> list[Row]:
             f" the file rewritten {writes} times ({size} bytes)",
         )
     ]
+
+
+# -- the daemon's peak under a backlog (issue 45) -------------------------------------------------
+
+#: The soak's line for the daemon's resident memory (soak/invariants: "daemon RSS stayed under").
+PEAK_LINE_MB = 120.0
+
+
+def _vm(pid: int, key: str) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _backlog_peak(turns: int, lane: str) -> tuple[float, float, bool]:
+    """(VmHWM, VmRSS at the end, drained) of a ``wsd run`` curating ``turns`` pending turns
+    (50 typical turns over and over) on ``lane``, from start to the last turn curated."""
+    from bench.workload_turns import record_turns
+    from wsd.daemon.standin import rule_curator
+
+    with (
+        tempfile.TemporaryDirectory(prefix="wsd-bench-") as tmp,
+        BridgeStandin(responder=rule_curator.responder) as standin,
+    ):
+        layout = make_workspace(tmp)
+        rng = random.Random(7)
+        record_turns(layout, [typical_turn(rng, "s", i) for i in range(50)], turns)
+        env = daemon_env(
+            layout,
+            standin,
+            WSD_CURATION=lane,
+            WSD_SEMANTIC="false",  # as the soak: the model is its own figure (semantic_memory)
+            WSD_DAILY_BUDGET_USD="0",
+            WSD_ECONOMY_POLL_SECONDS="0.2",
+            WSD_ECONOMY_POLL_MAX_SECONDS="0.5",
+        )
+        pending = "SELECT count(*) FROM observations WHERE processed = 0"
+        with running_daemon(env, os.path.join(tmp, "wsd.log")) as proc:
+            drained = wait_for(
+                lambda: count_rows(layout.transcript_db, pending) == 0, 600, every=0.5
+            )
+            time.sleep(2)  # the last results applied, the pass after them
+            return _vm(proc.pid, "VmHWM"), _vm(proc.pid, "VmRSS"), drained
+
+
+def peak(turns: int = 2500) -> list[Row]:
+    """The daemon's peak resident memory (VmHWM) curating a backlog of ``turns`` turns on
+    each lane, beside the idle rows: the anthropic SDK (~70 MB) and the turns of one curator
+    call (a Message Batch of up to MAX_SUBMISSION_CHARS) held at once."""
+    from wsd.daemon.curation.economy.lane import MAX_SUBMISSION_CHARS
+
+    economy_peak, economy_end, economy_ok = _backlog_peak(turns, "economy")
+    prompt_peak, prompt_end, prompt_ok = _backlog_peak(turns, "prompt")
+    return [
+        Row(
+            f"peak: resident memory curating {turns:,} turns, economy lane (VmHWM)",
+            economy_peak,
+            "MB",
+            f"< {PEAK_LINE_MB:.0f}",
+            economy_peak < PEAK_LINE_MB and economy_ok,
+            f"Message Batches of <= {MAX_SUBMISSION_CHARS:,} chars, one at a time; the soak's"
+            f" line; {economy_end:.0f} MB at the end; drained: {economy_ok}",
+        ),
+        Row(
+            "peak: same backlog, prompt lane (reference)",
+            prompt_peak,
+            "MB",
+            "-",
+            None,
+            f"one 25-turn call at a time; {prompt_end:.0f} MB at the end; drained: {prompt_ok}",
+        ),
+    ]

@@ -22,6 +22,7 @@ from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.standin.steps import BatchFault
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
+from wsd.schema.transcript import Event
 
 BATCHES = "/v1/messages/batches"
 MESSAGES = "/v1/messages"
@@ -446,6 +447,62 @@ def test_a_message_batch_stays_within_its_size_cap(
     assert [len(b["requests"]) for b in bodies if b] == [1, 1, 1]
     assert [(r[3], r[4]) for r in ledger(layout)] == [(1, 3), (4, 6), (7, 9)]
     covered_once(layout)
+
+
+def test_a_submission_reads_and_claims_no_more_of_a_backlog_than_its_cap_holds(
+    layout: Layout, standin: BridgeStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backlog many times the size cap: the Message Batch's turns are the only ones
+    read and claimed, a page or two of them (a 2,500-turn backlog read and claimed whole held
+    ~25 MB more at the daemon's peak), the oldest first, as one read would have cut them."""
+    from wsd.daemon.curation.economy import lane
+    from wsd.daemon.curation.request import take
+
+    write_turns(layout, 120)
+    sizes = q(layout.transcript_db, "SELECT length(user_message) FROM observations ORDER BY id")
+    monkeypatch.setattr(lane, "MAX_SUBMISSION_CHARS", 3 * 3 * (sizes[0][0] + 60))
+    monkeypatch.setattr(take, "PAGE_BATCHES", 2)  # several pages: the budget stops the reading
+    worker = economy(layout, standin)
+    assert worker.run_once().action == "submitted"
+    body = next(r.json for r in standin.requests if r.path == BATCHES and r.method == "POST")
+    claimed = [
+        c[0] for c in q(layout.transcript_db, "SELECT id FROM observations WHERE claimed_at > 0")
+    ]
+    sent = [t for r in body["requests"] for t in range(*_turn_span(r["custom_id"]))]
+    # The cap counts each request's memory too: a page's last batches may wait, claimed.
+    assert claimed == list(range(1, len(claimed) + 1)) and sent == claimed[: len(sent)]
+    assert sent and len(claimed) <= 2 * 2 * 3
+
+
+def _turn_span(custom_id: str) -> tuple[int, int]:
+    first, last, _position = custom_id[1:].split("-")
+    return int(first), int(last) + 1
+
+
+def test_a_turn_changed_between_its_read_and_its_claim_is_sent_as_it_is_now(
+    layout: Layout, standin: BridgeStandin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A late tool call folds into a turn after the take read it and before the claim: the
+    claim sees the change (compared a row at a time, not read twice over) and the Message
+    Batch carries the turn with the call."""
+    from wsd.daemon.curation.request import take
+
+    write_turns(layout, 6)
+    real = take._read
+
+    def read_then_late_event(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        first = q(layout.transcript_db, "SELECT timestamp FROM observations WHERE id = 2")[0][0]
+        Store(layout).turns.record_event(
+            Event("late", first + 0.5, "s1", "PostToolUse", "Bash", {"tool_input": {"c": "LATE"}})
+        )
+        return out
+
+    monkeypatch.setattr(take, "_read", read_then_late_event)
+    worker = economy(layout, standin)
+    assert worker.run_once().action == "submitted"
+    body = next(r.json for r in standin.requests if r.path == BATCHES and r.method == "POST")
+    assert "LATE" in json.dumps(body)
 
 
 def test_a_garbled_lane_state_reads_as_on(layout: Layout) -> None:

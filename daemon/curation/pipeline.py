@@ -101,10 +101,14 @@ class Pipeline:
         spool_waiting: bool,
         which: Take = Take.URGENT,
         most: int = 1,
+        chars: int | None = None,
     ) -> list[Batch] | NoBatch:
-        """The next batch, or up to ``most`` of them (a backlog for one Message Batch),
-        taken as :func:`wsd.daemon.curation.request.take.take` says."""
-        return take.take(self.store, self.config, self.identity, now, spool_waiting, most, which)
+        """The next batch, or up to ``most`` of them holding ``chars`` characters of turns
+        (a backlog for one Message Batch), taken as
+        :func:`wsd.daemon.curation.request.take.take` says."""
+        return take.take(
+            self.store, self.config, self.identity, now, spool_waiting, most, which, chars
+        )
 
     def curate(
         self,

@@ -25,7 +25,7 @@ from wsd.daemon.curation.loop.failures import Failures
 from wsd.daemon.curation.loop.gate import Gate
 from wsd.daemon.curation.loop.intake import SpoolIntake
 from wsd.daemon.curation.loop.outcome import PassResult, Step
-from wsd.daemon.curation.loop.shedding import MemoryShedder
+from wsd.daemon.curation.loop.shedding import HeapKeeper, MemoryShedder
 from wsd.daemon.curation.loop.wake import WakeDetector
 from wsd.daemon.curation.loop.worker import Seams, Worker
 from wsd.daemon.curation.pipeline import Pipeline
@@ -168,7 +168,10 @@ def _assemble(
         clock,
         nudge,
         after_pass=[after_pass] if after_pass is not None else [],
-        reporters=[_metrics_file(config, store, p.log)] if daemon and config.metrics_file else [],
+        reporters=[
+            HeapKeeper(monotonic),
+            *([_metrics_file(config, store, p.log)] if daemon and config.metrics_file else []),
+        ],
     )
     worker = Worker(
         config,

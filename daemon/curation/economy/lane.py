@@ -59,12 +59,14 @@ PROBE_SECONDS = 86_400.0
 #: Output tokens the in-flight estimate assumes per request (``make bench`` curator_cost:
 #: 485 for a 25-turn batch).
 EXPECTED_OUTPUT_TOKENS = 500
-#: Characters of requests in one Message Batch at most (at least one request): the body is
-#: held several times over while it is sent (the requests, their JSON, the HTTP body), and
-#: the soak's daemon passed its 120 MB RSS bound (126.5 MB, seed 2311) with 40 requests of
-#: up to 60,000 characters of turns each. 2 MB is ~65 typical 25-turn requests (make bench:
-#: 100 of them are 3.0 MB).
-MAX_SUBMISSION_CHARS = 2_000_000
+#: Characters of requests in one Message Batch at most (at least one request), and of turns
+#: a submission reads: the turns, their text and the body are held several times over while
+#: it is sent. With the SDK's ~70 MB loaded, the daemon curating a backlog peaked (VmHWM,
+#: make bench daemon_peak) at 155 MB (2,500 turns, a 2 MB cap, the backlog read whole),
+#: 122 MB (5,000 turns, a 1 MB cap, read a page at a time) and 116 MB with this cap, under the
+#: soak's 120 MB line (issue 45). ~275 typical turns fit: a day's work is one Message Batch;
+#: a large backlog goes in several, one after the other, at the same price.
+MAX_SUBMISSION_CHARS = 500_000
 #: The state key remembering that the Bridge has no batches endpoint.
 OFF_KEY = "economy_off"
 

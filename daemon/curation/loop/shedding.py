@@ -2,14 +2,54 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
 from collections.abc import Callable
 
 from wsd.daemon.curation.bridge.client import sdk_loaded
+from wsd.daemon.curation.loop.outcome import PassResult, Step
 from wsd.daemon.memory.semantic import model_loaded
+from wsd.daemon.runtime import heap
 from wsd.daemon.runtime.signals import BLOCKED_ACROSS_EXEC
+
+#: Passes that only looked (nothing pending, waiting out a trigger, a backoff or the cap):
+#: they free nothing worth giving back.
+LOOKED = frozenset({Step.IDLE, Step.WAITING, Step.BACKOFF, Step.BUDGET, Step.PAUSED})
+#: A give-back waits until this many times its last one's cost has passed: a full
+#: collection costs 30-45 ms with the SDK loaded, so at most ~2% of the loop's time (the
+#: stand-in's ~50 ms batches would feel one per pass; the Bridge's seconds would not).
+SPACING = 50.0
+
+
+class HeapKeeper:
+    """After a pass that worked (curated, submitted, applied a Message Batch's results,
+    failed), the pass's freed memory goes back to the system: a full collection (which
+    also empties CPython's free lists, the last holders of many of its arenas) and a
+    :func:`wsd.daemon.runtime.heap.trim`. Measured on a 5,000-turn economy backlog: the
+    daemon's peak 124 MB without it, 124 MB with a trim alone, 120 MB with both; it ended at
+    111 MB instead of 118 MB (issue 45)."""
+
+    def __init__(
+        self,
+        monotonic: Callable[[], float],
+        trim: Callable[[], bool] = heap.trim,
+        collect: Callable[[], int] = gc.collect,
+    ) -> None:
+        self.monotonic = monotonic
+        self.trim = trim
+        self.collect = collect
+        self._next = 0.0
+
+    def __call__(self, result: PassResult) -> None:
+        if result.action in LOOKED or self.monotonic() < self._next:
+            return
+        began = self.monotonic()
+        self.collect()
+        self.trim()
+        ended = self.monotonic()
+        self._next = ended + SPACING * (ended - began)
 
 
 class MemoryShedder:

@@ -21,6 +21,7 @@ import apsw
 
 from wsd.daemon.curation.bridge.client import Outage, Shutdown
 from wsd.daemon.curation.bridge.failure import problem
+from wsd.daemon.curation.economy import lane
 from wsd.daemon.curation.economy.lane import Economy
 from wsd.daemon.curation.loop import chores, trigger
 from wsd.daemon.curation.loop.after_commit import AfterCommit
@@ -221,7 +222,9 @@ class Worker:
     def _submit(self, now: float) -> PassResult:
         """Claim the backlog (up to one Message Batch of batches) and submit it."""
         most = self.config.economy_max_requests
-        taken = self.pipeline.take(now, self.chores.intake.waiting(), Take.NEW, most)
+        taken = self.pipeline.take(
+            now, self.chores.intake.waiting(), Take.NEW, most, lane.MAX_SUBMISSION_CHARS
+        )
         if isinstance(taken, NoBatch):
             return _nothing_taken(taken)
         try:
