@@ -40,7 +40,9 @@ def run(raw: bytes, env: Mapping[str, str]) -> str:
         raise InvalidInput("empty input on stdin")
     try:
         data = loads(raw.decode("utf-8", "replace"))
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:  # said as Python says it, cut mid-word (issue 45)
+        raise InvalidInput("input is JSON nested too deeply to read") from None
+    except ValueError as exc:
         raise InvalidInput(f"input is not valid JSON ({str(exc)[:80]})") from None
     capture = Capture(CaptureConfig.from_env(env))
     try:

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -542,6 +543,68 @@ def test_a_database_the_machine_keeps_from_being_read_is_never_advised_away(
     assert ("move it aside" in said) == (not kept), said
 
 
+# -- wsd search and search_memory --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "  ",
+        "\t\n",
+        "?!",
+        "...",
+        "*",
+        '"',
+        "tea",
+        "TEA?!",
+        "green-tea",
+        "NEAR(",
+        "ü",
+        "tea " * 3000,
+    ],
+    ids=lambda q: repr(q)[:16],
+)
+def test_wsd_search_and_search_memory_answer_a_query_alike(ws: Layout, query: str) -> None:
+    """The person's `wsd search` and the agent's search_memory give one answer to the same
+    query: both refuse it (no word in it: not "nothing matches", which blames the memory)
+    or both find the same learnings, for blank, punctuation-only, odd and very long ones."""
+    from wsd.daemon.memory.agent import run_search
+
+    import_lines(ws, [json.dumps({"type": "fact", "content": c}) for c in FACTS])
+    done = _run(["search", query], _env(WSD_WORKSPACE=ws.root))
+    plain(done)
+    answer = run_search(ws, {"query": query})
+    said = str(answer["content"][0]["text"])
+    assert (done.returncode == 2) == bool(answer.get("is_error")), (done.stderr, said)
+    if done.returncode == 2:
+        assert "Nothing in memory matches" not in done.stderr + said
+    else:
+        assert re.findall(r"\[(L\d+)\]", done.stdout) == re.findall(r"\[(L\d+)\]", said)
+    if "tea" in query.lower():
+        assert "[L1]" in said
+    if not query.strip(string.punctuation + string.whitespace):
+        assert done.returncode == 2, done.stdout
+
+
+FACTS = [
+    "The person likes green tea in the morning",
+    "Invoices over 500 EUR go to Paul",
+    "The passport expires in May 2027",
+]
+
+
+def test_search_memory_meets_a_nul_in_its_query(ws: Layout) -> None:
+    """A NUL (no argv can carry one to wsd search) in search_memory's query is read as a
+    separator: the words around it are searched, nothing breaks."""
+    from wsd.daemon.memory.agent import run_search
+
+    import_lines(ws, [json.dumps({"type": "fact", "content": c}) for c in FACTS])
+    assert "[L1]" in str(run_search(ws, {"query": "green\x00tea"})["content"][0]["text"])
+    refused = run_search(ws, {"query": "\x00"})
+    assert refused.get("is_error") and "no word" in str(refused["content"][0]["text"])
+
+
 # -- wsd-hook -----------------------------------------------------------------------------
 
 
@@ -558,14 +621,22 @@ def test_a_database_the_machine_keeps_from_being_read_is_never_advised_away(
         (["--workspace", "{inside}"], '{"hook_event_name": "Stop", "session_id": "s"}'),
         (["--workspace", "{missing}"], '{"hook_event_name": "Stop", "session_id": "s"}'),
         (["--workspace", "{ws}"], '{"hook_event_name": "Stop", "session_id": "s"}'),
+        ([], "[" * 200_000 + "]" * 200_000),
+        ([], '{"a":' * 100_000 + "1" + "}" * 100_000),
+        (
+            ["--workspace", "{ws}"],
+            '{"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Bash",'
+            f' "tool_input": {"[" * 100_000}{"]" * 100_000}, "tool_response": "ok"}}',
+        ),
     ],
     ids=lambda v: repr(v)[:40],
 )
 def test_wsd_hook_meets_what_it_gets_wrong(
     ws: Layout, tmp_path: Path, args: list[str], stdin: str
 ) -> None:
-    """Whatever the arguments and stdin, wsd-hook prints nothing on stdout, exits 0, and
-    says what is off in plain lines on stderr (a path inside a workspace names it)."""
+    """Whatever the arguments and stdin (JSON nested 100,000 deep too), wsd-hook prints
+    nothing on stdout, exits 0, and says what is off in plain lines on stderr (a path
+    inside a workspace names it)."""
     argv = [
         a.replace("{inside}", ws.os_dir)
         .replace("{missing}", str(tmp_path / "nowhere"))
@@ -577,7 +648,11 @@ def test_wsd_hook_meets_what_it_gets_wrong(
     assert done.returncode == 0 and done.stdout == ""
     if "{inside}" in args:
         assert f"did you mean `--workspace '{ws.root}'`?" in done.stderr
-    if "{ws}" in args:
+    if len(stdin) > 100_000:  # nested deeper than a reader can go: said so, in words
+        assert done.stderr.splitlines() == [
+            "wsd-hook: ignored invalid hook input: input is JSON nested too deeply to read"
+        ]
+    elif "{ws}" in args:
         assert done.stderr == ""
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import string
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -139,6 +140,13 @@ def search_memory(
     if limit == 0 or not os.path.exists(path):
         return []
     text = clean_query(query).decode("utf-8", "replace")
+    if not text.strip(string.punctuation + string.whitespace):
+        # `wsd search '?!'` said "Nothing in memory matches this well", blaming the memory
+        # for a question with no word in it (issue 45); a blank one is refused the same way.
+        raise ValueError(
+            "the query holds no word to search for: give a few specific words or a short"
+            " question"
+        )
     # The semantic half is asked of the daemon while the words are ranked here (None: not
     # running, no extra, too slow).
     answer: list[client.Dense | None] = [None]
