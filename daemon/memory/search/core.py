@@ -144,8 +144,7 @@ def search_memory(
         # `wsd search '?!'` said "Nothing in memory matches this well", blaming the memory
         # for a question with no word in it (issue 45); a blank one is refused the same way.
         raise ValueError(
-            "the query holds no word to search for: give a few specific words or a short"
-            " question"
+            "the query holds no word to search for: give a few specific words or a short question"
         )
     # The semantic half is asked of the daemon while the words are ranked here (None: not
     # running, no extra, too slow).
