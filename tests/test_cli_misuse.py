@@ -33,10 +33,11 @@ import pytest
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.ops.cli import build_parser
 from wsd.daemon.runtime.heartbeat import status_path
+from wsd.daemon.standin.bridge import BridgeStandin
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 
-from .conftest import import_lines, scalar, venv_script
+from .conftest import drain, flush, import_lines, make_worker, scalar, venv_script, write_turns
 from .test_first_contact import unprivileged
 
 #: A failure spelled for Python, not for a person.
@@ -541,6 +542,121 @@ def test_a_database_the_machine_keeps_from_being_read_is_never_advised_away(
     said = remedy("memory", why, str(tmp_path))
     assert ("do not move memory.db aside" in said) == kept, said
     assert ("move it aside" in said) == (not kept), said
+
+
+# -- times a person reads ------------------------------------------------------------------
+
+#: A Unix time in seconds (2017-2033), alone: what a person cannot read.
+EPOCH = re.compile(r"(?<![\w.])1[5-9]\d{8}(?:\.\d+)?(?!\w)")
+#: What a person reads (machine formats, --json, export and metrics, may say epochs).
+FOR_PEOPLE = [
+    ["status"],
+    ["pending"],
+    ["search", "tea"],
+    ["search", "--turn", "T1"],
+    ["boot-context"],
+    ["memory", "why", "user.md:1"],
+    ["memory", "blame", "context.md"],
+    ["memory", "history", "context.md"],
+    ["memory", "diff", "context.md"],
+    ["doctor"],
+    ["retry"],
+]
+
+
+def test_no_command_a_person_reads_prints_a_raw_epoch(ws: Layout, standin: BridgeStandin) -> None:
+    """After turns curated and a forget, no human-facing command prints a time as a bare
+    Unix epoch (last_forget.started_at was one, beside an ISO finished_at)."""
+    write_turns(ws, 4, prompt="I prefer green tea; remind me to call Maria tomorrow {i}")
+    flush(ws)
+    drain(make_worker(ws, standin))
+    Path(status_path(ws)).unlink()  # this test's own pid: forget would wait for it to pause
+    env = _env(WSD_WORKSPACE=ws.root)
+    assert _run(["forget", "Maria", "--yes"], env).returncode == 0
+    assert EPOCH.search(_run(["status", "--json"], env).stdout)  # the pattern finds them
+    for argv in FOR_PEOPLE:
+        done = _run(argv, env)
+        assert done.returncode in (0, 1), (argv, done.stderr)
+        said = [ln for ln in (done.stdout + done.stderr).splitlines() if EPOCH.search(ln)]
+        assert not said, (argv, said)
+
+
+# -- wsd doctor, across misconfigurations -------------------------------------------------
+
+FINDING = re.compile(r"^(ok|WARN|FAIL) +([^:]+): ")
+
+
+def _misconfigure(ws: Layout, what: str) -> None:
+    user_md = Path(ws.md("user.md"))
+    settings = Path(ws.os_dir, "settings.env")
+    if what == "a typo in settings.env":
+        settings.write_text("WSD_DAILY_BUDGT_USD=1\nWSD_POLL_SECONDS=2\n")
+    elif what == "a bad value in settings.env":
+        settings.write_text("WSD_POLL_SECONDS=soon\n")
+    elif what == "user.md a FIFO":
+        user_md.unlink()
+        os.mkfifo(user_md)
+    elif what == "user.md missing":
+        user_md.unlink()
+    elif what == "user.md a link out":
+        user_md.unlink()
+        user_md.symlink_to("/etc/hostname")
+    elif what == "the spool a FIFO":
+        os.mkfifo(ws.spool)
+    elif what == "memory.db not a database":
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(ws.memory_db + suffix)
+        Path(ws.memory_db).write_bytes(b"not a database at all" * 100)
+    elif what == "a dead daemon's heartbeat":
+        beat = {"pid": 2**22 + 7, "state": "idle", "updated_at": time.time(), "version": "x"}
+        Path(status_path(ws)).write_text(json.dumps(beat))
+
+
+@pytest.mark.parametrize(
+    "what",
+    [
+        "a typo in settings.env",
+        "a bad value in settings.env",
+        "user.md a FIFO",
+        "user.md missing",
+        "user.md a link out",
+        "the spool a FIFO",
+        "memory.db not a database",
+        "a dead daemon's heartbeat",
+    ],
+)
+def test_doctor_says_each_thing_once_and_never_ok_beside_a_problem(ws: Layout, what: str) -> None:
+    """Whatever is misconfigured, doctor's report never calls a topic ok and a problem in
+    one run (ok settings beside a WARN about a setting), says no finding twice, names the
+    misconfiguration, and its exit code follows its FAILs."""
+    _misconfigure(ws, what)
+    done = _run(["doctor"], _env(WSD_WORKSPACE=ws.root), timeout=90)
+    plain(done)
+    findings = [m.groups() for m in map(FINDING.match, done.stdout.splitlines()) if m]
+    assert findings, done.stdout + done.stderr
+    lines = [ln for ln in done.stdout.splitlines() if FINDING.match(ln)]
+    assert len(lines) == len(set(lines)), done.stdout
+    levels: dict[str, set[str]] = {}
+    for level, topic in findings:
+        levels.setdefault(topic, set()).add(level)
+    mixed = {t: ls for t, ls in levels.items() if "ok" in ls and len(ls) > 1}
+    assert not mixed, done.stdout
+    assert (done.returncode == 1) == any(level == "FAIL" for level, _ in findings)
+    problems = [ln for ln in lines if not ln.startswith("ok")]
+    named = {
+        "a typo in settings.env": "WSD_DAILY_BUDGT_USD",
+        "a bad value in settings.env": "WSD_POLL_SECONDS",
+        "user.md a FIFO": "FIFO",
+        "user.md missing": "user.md",
+        "user.md a link out": "user.md",
+        "the spool a FIFO": "spool",
+        "memory.db not a database": "memory.db",
+        "a dead daemon's heartbeat": "daemon",
+    }[what]
+    assert any(named in ln for ln in problems), done.stdout
+    if what in ("user.md a FIFO", "user.md a link out"):  # one cause, said once
+        assert "user.md is missing" not in done.stdout, done.stdout
 
 
 # -- wsd search and search_memory --------------------------------------------------------

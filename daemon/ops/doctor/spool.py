@@ -31,6 +31,17 @@ def waiting(doctor: Reporter) -> None:
             with contextlib.suppress(OSError):  # gone meanwhile (the daemon took it)
                 found = os.lstat(os.path.join(folder, name))
                 total += found.st_size if stat.S_ISREG(found.st_mode) else 0
+    with contextlib.suppress(OSError):  # nothing there: nothing waits
+        planted = os.lstat(doctor.layout.spool).st_mode
+        if not stat.S_ISREG(planted):
+            # It said "ok spool: 0 bytes waiting" with a FIFO there (issue 45).
+            doctor.add(
+                "warn",
+                "spool",
+                f"{doctor.layout.spool} is {kind_of(planted)}: nothing in it is an event; the"
+                " next hook write or daemon pass sets it aside and starts a fresh spool",
+            )
+            return
     oldest = oldest_spooled(doctor.layout.spool)
     age = time.time() - oldest if oldest is not None else 0.0
     if age > STUCK_SPOOL_SECONDS:
