@@ -699,8 +699,9 @@ def test_wsd_search_and_search_memory_answer_a_query_alike(ws: Layout, query: st
         assert re.findall(r"\[(L\d+)\]", done.stdout) == re.findall(r"\[(L\d+)\]", said)
     if "tea" in query.lower():
         assert "[L1]" in said
-    if not query.strip(string.punctuation + string.whitespace):
-        assert done.returncode == 2, done.stdout
+    if not query.strip(string.punctuation + string.whitespace):  # no word to search for
+        assert done.returncode == 2 and "give a question or keywords" in done.stderr
+        assert "no word" in said or "empty" in said
 
 
 FACTS = [
@@ -718,7 +719,7 @@ def test_search_memory_meets_a_nul_in_its_query(ws: Layout) -> None:
     import_lines(ws, [json.dumps({"type": "fact", "content": c}) for c in FACTS])
     assert "[L1]" in str(run_search(ws, {"query": "green\x00tea"})["content"][0]["text"])
     refused = run_search(ws, {"query": "\x00"})
-    assert refused.get("is_error") and "no word" in str(refused["content"][0]["text"])
+    assert refused.get("is_error") and "holds no word" in str(refused["content"][0]["text"])
 
 
 # -- wsd-hook -----------------------------------------------------------------------------

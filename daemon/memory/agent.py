@@ -33,7 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from wsd.daemon.memory.boot import Tools, load_memory
-from wsd.daemon.memory.search.core import MAX_LIMIT, TYPES, format_hits, search_memory
+from wsd.daemon.memory.search.core import (
+    MAX_LIMIT,
+    TYPES,
+    format_hits,
+    holds_words,
+    search_memory,
+)
 from wsd.daemon.memory.search.turn import format_turn, open_turn
 from wsd.daemon.store import Store
 from wsd.schema.layout import DEFAULT_WORKSPACE, Layout
@@ -177,12 +183,19 @@ def run_search(layout: Layout, args: Mapping[str, Any]) -> dict[str, Any]:
                 return _text(f"search_memory: no turn {ref} in memory", error=True)
             return _text(format_turn(found))
         query = args.get("query")
-        if query is None or (isinstance(query, str) and not query.strip()):
+        if query is None or (isinstance(query, str) and not holds_words(query)):
             # (Empty, "Nothing in memory matches this well" blamed the memory: issue 45;
-            # `wsd search ''` says the same as this.)
+            # `wsd search ''` and `wsd search '?!'` say the same as this.)
+            why = (
+                "is missing"
+                if query is None
+                else "is empty"
+                if not query.strip()
+                else "holds no word"
+            )
             raise ValueError(
-                f"query is {'missing' if query is None else 'empty'}: give a few specific"
-                " words or a short question, or turn='T<n>' to read a turn a hit names"
+                f"query {why}: give a few specific words or a short question, or"
+                " turn='T<n>' to read a turn a hit names"
             )
         limit = whole(args, "limit", MAX_LIMIT, default=10)
         hits = search_memory(

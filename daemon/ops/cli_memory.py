@@ -66,7 +66,7 @@ def no_memory(command: str, layout: Layout) -> bool:
 def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """``wsd search QUERY [--limit N] [--json] [--type T] [--since S]``, or ``wsd search
     --turn T<n> [--json]``: the turn a hit names, as the agent's tool opens it."""
-    from wsd.daemon.memory.search.core import format_hits, search_memory
+    from wsd.daemon.memory.search.core import format_hits, holds_words, search_memory
     from wsd.daemon.memory.search.turn import format_turn, open_turn
     from wsd.daemon.runtime.config import Config, ConfigError
 
@@ -91,7 +91,7 @@ def cmd_search(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             else format_turn(found)
         )
         return 0
-    if not " ".join(args.query).strip():  # "Nothing matches" would blame the memory
+    if not holds_words(" ".join(args.query)):  # "Nothing matches" would blame the memory
         print(
             'wsd search: give a question or keywords (wsd search "tea"), or --turn T<n>',
             file=sys.stderr,

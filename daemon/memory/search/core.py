@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import string
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -111,6 +110,13 @@ class Hit:
         }
 
 
+def holds_words(query: object) -> bool:
+    """Whether ``query`` holds a letter or a digit: one that does not (blank, punctuation,
+    FTS5 syntax, controls) has nothing to search for, and both surfaces say so instead of
+    "nothing matches", which blames the memory (`wsd search '?!'`: issue 45)."""
+    return any(ch.isalnum() for ch in clean_query(query).decode("utf-8", "replace"))
+
+
 def search_memory(
     layout: Layout | str,
     query: object,
@@ -140,12 +146,8 @@ def search_memory(
     if limit == 0 or not os.path.exists(path):
         return []
     text = clean_query(query).decode("utf-8", "replace")
-    if not text.strip(string.punctuation + string.whitespace):
-        # `wsd search '?!'` said "Nothing in memory matches this well", blaming the memory
-        # for a question with no word in it (issue 45); a blank one is refused the same way.
-        raise ValueError(
-            "the query holds no word to search for: give a few specific words or a short question"
-        )
+    if not holds_words(text):
+        return []
     # The semantic half is asked of the daemon while the words are ranked here (None: not
     # running, no extra, too slow).
     answer: list[client.Dense | None] = [None]
