@@ -932,11 +932,20 @@ def test_a_full_disk_is_named_and_the_daemon_says_it_fails_then_recovers(
             assert wait_for(lambda: (read_status(layout) or {}).get("state") == "failing")
             status = _run(["--workspace", layout.root, "status"], _env())
             plain(status, failed_in_one_line=False)
-            assert re.search(r"daemon_state: failing$", status.stdout, re.M), status.stdout
-            assert status.stdout.count("MiB free") == 1, status.stdout
+            # A reader that must make a -shm file cannot on a full disk, one that finds the
+            # daemon's still can: both are said right, whichever this moment gives.
+            if "daemon_state:" in status.stdout:  # the databases could not be read
+                assert re.search(r"daemon_state: failing$", status.stdout, re.M), status.stdout
+                assert status.stdout.count("MiB free") == 1, status.stdout
+            else:
+                assert re.search(r"^ *state: failing$", status.stdout, re.M), status.stdout
+                assert re.search(r"last_error: .*disk is full", status.stdout), status.stdout
             found = _run(["--workspace", layout.root, "search", "tea"], _env())
             plain(found)
-            assert found.returncode == 1 and "do not move memory.db aside" in found.stderr
+            if found.returncode:
+                assert found.returncode == 1 and "do not move memory.db aside" in found.stderr
+            else:
+                assert "green tea" in found.stdout, found.stdout
             doctor = _run(["--workspace", layout.root, "doctor"], _env())
             plain(doctor)
             assert "FAIL curation: its last pass failed" in doctor.stdout

@@ -57,7 +57,8 @@ def check_all(
         Check(
             "a second wsd run refused at once",
             all(code not in (0, -999) for code in record.second_run_codes),
-            f"exit codes {record.second_run_codes}",
+            f"exit codes {record.second_run_codes} (-998: it took over from a daemon killed"
+            " just before it, its restarts refused)",
         ),
         Check(
             "wsd status and wsd doctor told the truth (sampled)",
