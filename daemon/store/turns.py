@@ -149,12 +149,16 @@ def claim_turns(t: apsw.Connection, ids: Sequence[int], now: float) -> list[Turn
     now on a late event never folds into them (it becomes an addendum), so what the
     curator is sent is what gets curated."""
     with schema.write_txn(t):
-        t.execute(
-            "UPDATE observations SET claimed_at = ? WHERE claimed_at IS NULL"
-            " AND id IN (SELECT value FROM json_each(?))",
-            (now, json.dumps(list(ids))),
-        )
+        _mark_claimed(t, ids, now)
         return turns_by_id(t, ids)
+
+
+def _mark_claimed(t: apsw.Connection, ids: Sequence[int], now: float) -> None:
+    t.execute(
+        "UPDATE observations SET claimed_at = ? WHERE claimed_at IS NULL"
+        " AND id IN (SELECT value FROM json_each(?))",
+        (now, json.dumps(list(ids))),
+    )
 
 
 def claim_unchanged(t: apsw.Connection, read: Sequence[Turn], now: float) -> list[Turn] | None:
@@ -164,11 +168,7 @@ def claim_unchanged(t: apsw.Connection, read: Sequence[Turn], now: float) -> lis
     peak (issue 45)."""
     ids = [turn.id for turn in read]
     with schema.write_txn(t):
-        t.execute(
-            "UPDATE observations SET claimed_at = ? WHERE claimed_at IS NULL"
-            " AND id IN (SELECT value FROM json_each(?))",
-            (now, json.dumps(ids)),
-        )
+        _mark_claimed(t, ids, now)
         now_read = t.execute(
             f"SELECT {_TURN_COLS} FROM observations"
             " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
