@@ -59,22 +59,18 @@ def remedies(unready: dict[str, str], folder: str | None = None) -> list[str]:
     machine = [
         k for k, why in unready.items() if why not in NOT_MADE and (low or _MACHINE.search(why))
     ]
+    again = "it reads again by itself" if len(machine) == 1 else "they read again by themselves"
+    disk = (
+        f"its disk has {free >> 20} MiB free: free space and {again}"
+        if free is not None and low
+        else "this is the machine, not the file: once the disk, lock or permission is fixed"
+        f" {again}"
+    )
+    names = " or ".join(f"{k}.db" for k in machine)
     for kind, why in unready.items():
         if why in NOT_MADE:
             said[MADE_BY] = None
-        elif kind in machine:
-            if kind != machine[0]:
-                continue
-            again = (
-                "it reads again by itself" if len(machine) == 1 else "they read again by themselves"
-            )
-            disk = (
-                f"its disk has {free >> 20} MiB free: free space and {again}"
-                if free is not None and low
-                else "this is the machine, not the file: once the disk, lock or permission is"
-                f" fixed {again}"
-            )
-            names = " or ".join(f"{k}.db" for k in machine)
+        elif kind in machine:  # one line for all of them, where the first one is
             said[f"{disk}; do not move {names} aside (wsd doctor names the cause)"] = None
         elif kind == "memory":
             said[
