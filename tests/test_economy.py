@@ -14,12 +14,14 @@ from structlog.testing import capture_logs
 
 from tests.conftest import drain, make_worker, write_turns
 from tests.conftest import query as q
+from wsd.daemon.curation.bridge.answer import Sent
 from wsd.daemon.curation.economy.wire import parse_results
 from wsd.daemon.curation.loop.worker import Worker
 from wsd.daemon.ops.deploy import init_workspace
 from wsd.daemon.runtime.config import DEFAULT_PRICE_INPUT, DEFAULT_PRICE_OUTPUT
+from wsd.daemon.standin import rule_curator
 from wsd.daemon.standin.bridge import BridgeStandin
-from wsd.daemon.standin.steps import BatchFault
+from wsd.daemon.standin.steps import BatchFault, Reply
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
 from wsd.schema.transcript import Event
@@ -271,7 +273,7 @@ def test_a_succeeded_result_without_a_readable_message_is_billed_not_errored() -
     """'succeeded' with a message that has no content list was billed by the API: read as
     unreadable (priced as a full answer), never as errored (not billed)."""
     line = {"custom_id": "t1-3-0", "result": {"type": "succeeded", "message": {"id": "m"}}}
-    results = parse_results([json.dumps(line)], {"t1-3-0": 100}, 4096)
+    results = parse_results([json.dumps(line)], {"t1-3-0": Sent(100)}, 4096)
     assert results.by_id["t1-3-0"].kind == "unreadable"
 
 
@@ -551,3 +553,26 @@ def test_the_take_says_which_turns_a_call_takes_and_its_lane(
     chosen = trigger.choose(backlog, reason, _Economy(usable, released), 0.0)
     assert isinstance(chosen, Take) and chosen == Take(take)
     assert chosen.lane == Lane(lane)
+
+
+def test_a_batch_result_claiming_no_usage_is_booked_at_least_at_what_was_sent(
+    layout: Layout, standin: BridgeStandin
+) -> None:
+    """Issue 46 on the economy lane: results whose usage says 0/0 are booked at an estimate,
+    never below the request's own floor (its characters over five, at the lane's half price)."""
+    standin.responder = lambda body: Reply.text(
+        rule_curator.responder_text(body), usage={"input_tokens": 0, "output_tokens": 0}
+    )
+    worker = economy(layout, standin)
+    write_turns(layout, 6)
+    run_until(worker, lambda: pending(layout) == 0)
+    sent = q(layout.transcript_db, "SELECT request_chars, charge_id FROM message_batch_requests")
+    assert len(sent) == 2
+    for chars, charge in sent:
+        [(status, usd)] = q(
+            layout.transcript_db, "SELECT status, usd FROM charges WHERE id = ?", (charge,)
+        )
+        assert status == "estimated" and usd >= 0.5 * (chars // 5) * DEFAULT_PRICE_INPUT / 1e6, (
+            status,
+            usd,
+        )

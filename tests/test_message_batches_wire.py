@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_config
-from wsd.daemon.curation.bridge.answer import BadReply
+from wsd.daemon.curation.bridge.answer import BadReply, Sent
 from wsd.daemon.curation.bridge.client import BridgeClient
 from wsd.daemon.curation.economy.wire import Lines, MessageBatchesClient, line_limit, parse_results
 from wsd.daemon.standin.bridge import BridgeStandin
@@ -49,7 +49,11 @@ def test_each_results_line_is_judged_on_its_own() -> None:
             _line("e", {"type": "expired"}),
         ]
     )
-    out = parse_results(body.split("\n"), {"a": 100, "b": 100, "c": 100, "d": 100, "e": 100}, 4096)
+    out = parse_results(
+        body.split("\n"),
+        {"a": Sent(100), "b": Sent(100), "c": Sent(100), "d": Sent(100), "e": Sent(100)},
+        4096,
+    )
     assert sorted(out.by_id) == ["a", "d", "e"]
     assert out.by_id["a"].reply is not None and out.by_id["a"].reply.text == "FACT: x"
     assert out.by_id["d"].reply is None and out.by_id["e"].kind == "expired"
@@ -61,7 +65,7 @@ def test_a_results_lines_usage_is_checked_like_a_direct_answer() -> None:
     False), never booked as it says."""
     lying = _line("a", {"type": "succeeded", "message": _message(output_tokens=-2_000_000)})
     huge = _line("b", {"type": "succeeded", "message": _message(input_tokens=10**9)})
-    out = parse_results([lying, huge], {"a": 400, "b": 400}, 4096)
+    out = parse_results([lying, huge], {"a": Sent(400), "b": Sent(400)}, 4096)
     for result in out.by_id.values():
         assert result.usage is not None and not result.usage.valid
         assert 0 <= result.usage.output_tokens <= 4096 and result.usage.input_tokens <= 400
@@ -71,7 +75,7 @@ def test_a_succeeded_line_without_text_is_not_a_reply() -> None:
     """A 'succeeded' result whose message has no text or no content list gives no reply."""
     empty = _line("a", {"type": "succeeded", "message": _message("  ")})
     nolist = _line("b", {"type": "succeeded", "message": {"content": "text"}})
-    out = parse_results([empty, nolist], {"a": 10, "b": 10}, 4096)
+    out = parse_results([empty, nolist], {"a": Sent(10), "b": Sent(10)}, 4096)
     assert all(r.reply is None for r in out.by_id.values())
 
 
@@ -105,7 +109,7 @@ def test_reading_a_flooded_results_file_holds_one_line_at_a_time() -> None:
     flood = "FACT: flood learning\n" * 24_000  # 504,000 characters: beyond 4,096 tokens
     text = [_line(f"r{i}", {"type": "succeeded", "message": _message(flood)}) for i in range(40)]
     chunks = iter(_stream(text, 65_536))  # made before tracing: the server's side, not ours
-    expected = {f"r{i}": 4000 for i in range(40)}
+    expected = {f"r{i}": Sent(4000) for i in range(40)}
     tracemalloc.start()
     try:
         out = parse_results(Lines(chunks, line_limit(4096)), expected, 4096)
@@ -124,14 +128,14 @@ def test_an_answer_longer_than_max_tokens_can_carry_is_unreadable_not_a_reply() 
     hold is billed (usage kept) as 'unreadable', never handed to the guards as a reply."""
     long = "FACT: x\n" * 9_000  # 72,000 characters > 4,096 x 16
     out = parse_results(
-        [_line("a", {"type": "succeeded", "message": _message(long)})], {"a": 10}, 4096
+        [_line("a", {"type": "succeeded", "message": _message(long)})], {"a": Sent(10)}, 4096
     )
     result = out.by_id["a"]
     assert result.kind == "unreadable" and result.reply is None and result.usage is not None
     assert "more than 4096 tokens can hold" in (result.error or "")
     short = parse_results(
         [_line("b", {"type": "succeeded", "message": _message("FACT: y\n" * 8_000)})],
-        {"b": 10},
+        {"b": Sent(10)},
         4096,
     )
     assert short.by_id["b"].reply is not None  # 64,000 characters: within the bound
@@ -166,6 +170,6 @@ def test_results_are_streamed_from_the_standin_and_a_flooded_answer_is_unreadabl
     while client.retrieve(remote).status != "ended":
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    out = client.results(remote, {"a": 100, "b": 100})
+    out = client.results(remote, {"a": Sent(100), "b": Sent(100)})
     assert out.by_id["a"].reply is not None and out.by_id["a"].reply.text == "FACT: plain"
     assert out.by_id["b"].kind == "unreadable" and out.problems == []

@@ -23,7 +23,8 @@ from tests.conftest import (
     wsd,
 )
 from tests.conftest import query as q
-from wsd.daemon.curation.bridge.answer import usage_of
+from wsd.daemon.curation.bridge.answer import ESTIMATE_FRAMING_TOKENS as FRAMING
+from wsd.daemon.curation.bridge.answer import Sent, usage_of
 from wsd.daemon.standin.bridge import BridgeStandin, Fault, Reply
 from wsd.daemon.store import Store
 from wsd.schema.layout import Layout
@@ -67,8 +68,10 @@ def test_negative_usage_is_priced_at_an_estimate_and_the_cap_still_holds(
 
 
 def test_usage_that_is_not_a_count_is_replaced_by_an_estimate() -> None:
-    """Each usage figure must be a non-negative integer within what the request could cost
-    (bool, float, text, missing input, more output than max_tokens are not)."""
+    """Each usage figure must be a non-negative integer within what the request and its reply
+    could cost (bool, float, text, missing input, more output than max_tokens are not; nor
+    input under the request's floor, output under what the reply's text takes, cache tokens
+    with no breakpoint or beyond it)."""
 
     class Usage:
         def __init__(self, **kw: object) -> None:
@@ -79,7 +82,7 @@ def test_usage_that_is_not_a_count_is_replaced_by_an_estimate() -> None:
             self.usage = usage
             self.content = [type("B", (), {"text": "x" * 400, "type": "text"})()]
 
-    good = usage_of(Message(Usage(input_tokens=900, output_tokens=100)), 4000, 4096)
+    good = usage_of(Message(Usage(input_tokens=900, output_tokens=100)), Sent(4000), 4096)
     assert good.valid and (good.input_tokens, good.output_tokens) == (900, 100)
     for bad in (
         Usage(input_tokens=-1, output_tokens=1),
@@ -91,9 +94,29 @@ def test_usage_that_is_not_a_count_is_replaced_by_an_estimate() -> None:
         Usage(input_tokens=10**9, output_tokens=1),
         Usage(input_tokens=1, output_tokens=1, cache_read_input_tokens=-5),
         None,
+        Usage(input_tokens=0, output_tokens=0),
+        Usage(input_tokens=1, output_tokens=1),
+        Usage(input_tokens=900, output_tokens=24),  # 400 characters take 25 tokens at least
+        Usage(input_tokens=799, output_tokens=100),  # 4,000 characters: 800 at least
+        Usage(input_tokens=0, output_tokens=100, cache_read_input_tokens=1000),
     ):
-        estimate = usage_of(Message(bad), 4000, 4096)
-        assert not estimate.valid and (estimate.input_tokens, estimate.output_tokens) == (1000, 100)
+        estimate = usage_of(Message(bad), Sent(4000), 4096)
+        assert not estimate.valid
+        assert (estimate.input_tokens, estimate.output_tokens) == (1000 + FRAMING, 100)
+    # With a breakpoint over 3,000 of the characters, the prefix may be billed from the cache,
+    # but the 1,000 after it are billed fresh: 200 tokens at least.
+    cached = Sent(4000, 3000)
+    read = usage_of(
+        Message(Usage(input_tokens=250, output_tokens=100, cache_read_input_tokens=750)),
+        cached,
+        4096,
+    )
+    assert read.valid and read.cache_read_tokens == 750
+    for bad in (
+        Usage(input_tokens=199, output_tokens=100, cache_read_input_tokens=750),
+        Usage(input_tokens=250, output_tokens=100, cache_read_input_tokens=10**6),
+    ):
+        assert not usage_of(Message(bad), cached, 4096).valid
 
 
 def test_answers_lost_or_unreadable_are_still_counted(
@@ -273,3 +296,61 @@ def test_a_restarted_daemon_reads_its_predecessors_pause_and_spend(
         log = (tmp_path / "second.log").read_text()
         assert "budget_resumed" in log, log[-3000:]
         assert beat["spent_today"]["usd"] > spent > 0
+
+
+#: Usage a Bridge may report in place of the truth (issue 46: 0/0 and 1/1 booked nothing
+#: and a $0.01 cap never paused).
+LIES: dict[str, dict[str, object]] = {
+    "zero": {"input_tokens": 0, "output_tokens": 0},
+    "one": {"input_tokens": 1, "output_tokens": 1},
+    "missing": {
+        "input_tokens": None,
+        "output_tokens": None,
+        "cache_creation_input_tokens": None,
+        "cache_read_input_tokens": None,
+    },
+    "negative": {"input_tokens": -5000, "output_tokens": -2_000_000},
+    "absurd": {"input_tokens": 10**12, "output_tokens": 10**12},
+    "cached_only": {"input_tokens": 0, "cache_read_input_tokens": 10**5, "output_tokens": 3},
+}
+
+
+def _flushes_until_paused(
+    root: Path, standin: BridgeStandin, usage: dict[str, object] | None
+) -> tuple[int, float]:
+    """Flush one turn at a time into a fresh workspace under a $0.01 cap, the Bridge answering
+    with ``usage`` (None: its honest count); (flushes curated before the pause, spend booked)."""
+    from wsd.daemon.ops.bootstrap import init_workspace
+    from wsd.daemon.standin import rule_curator
+
+    root.mkdir()
+    layout = Layout(str(root))
+    init_workspace(layout, templates=None)
+    standin.responder = lambda body: Reply.text(rule_curator.responder_text(body), usage=usage)
+    worker = make_worker(
+        layout, standin, batch_turns=1, daily_budget_usd=0.01, clock=lambda: DAY + 60
+    )
+    for i in range(60):
+        write_turns(layout, 1, start=i, prompt="Task {i}: I prefer tabs over spaces " + "x" * 800)
+        flush(layout)
+        if "budget" in drain(worker, now=DAY + 60):
+            return i, Store(layout).charges.spent_since(DAY)
+    raise AssertionError("the $0.01 cap never paused curation")
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+def test_the_cap_pauses_at_the_same_flush_whatever_usage_the_bridge_reports(
+    tmp_path: Path, standin: BridgeStandin, lie: str
+) -> None:
+    """Found by an attack (issue 46): a Bridge answering usage 0/0 or 1/1 booked almost
+    nothing and a $0.01 cap never paused. Usage below what the daemon knows it sent (or its
+    reply takes), missing, negative or absurd is booked at an estimate, so the cap pauses
+    after the same flush as with honest usage, and no charge is below the request's floor."""
+    honest = _flushes_until_paused(tmp_path / "honest", standin, None)
+    lied = _flushes_until_paused(tmp_path / lie, standin, LIES[lie])
+    assert 2 <= honest[0] <= 40
+    assert lied[0] == honest[0], (honest, lied)
+    assert lied[1] == pytest.approx(honest[1], rel=0.1)
+    layout = Layout(str(tmp_path / lie))
+    statuses = {s for s, _u in _charges(layout)}
+    assert statuses == {"estimated"}, statuses

@@ -291,7 +291,7 @@ class BridgeStandin:
 
 def _sse_events(message: JSON) -> Iterable[JSON]:
     """The Messages API event sequence for a complete message, with content in small deltas."""
-    usage = message["usage"]
+    usage = message.get("usage", {})
     start = message | {"content": [], "stop_reason": None, "usage": usage | {"output_tokens": 1}}
     yield {"type": "message_start", "message": start}
     yield {"type": "ping"}

@@ -29,15 +29,16 @@ class Reply:
     """One assistant message: content blocks in API shape, a stop reason, optional usage.
 
     ``stop_reason=None`` means "derive it": ``tool_use`` when a tool_use block is present,
-    else ``end_turn``. ``usage`` entries override the estimated token counts.
+    else ``end_turn``. ``usage`` entries override the estimated token counts (any JSON value,
+    as a lying Bridge sends; None leaves the figure out, and all of them None the usage).
     """
 
     content: tuple[JSON, ...] = ()
     stop_reason: str | None = None
-    usage: Mapping[str, int] | None = None
+    usage: Mapping[str, Any] | None = None
 
     @classmethod
-    def text(cls, text: str, *, usage: Mapping[str, int] | None = None) -> Reply:
+    def text(cls, text: str, *, usage: Mapping[str, Any] | None = None) -> Reply:
         """A plain text answer ending the turn."""
         return cls(({"type": "text", "text": text},), None, usage)
 
@@ -85,6 +86,8 @@ class Reply:
             "cache_creation_input_tokens": created,
             "cache_read_input_tokens": read,
         } | dict(self.usage or {})
+        # An override of None leaves the figure out, and with every one left out, the usage.
+        usage = {k: v for k, v in usage.items() if v is not None}
         return {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",
@@ -93,8 +96,7 @@ class Reply:
             "content": [dict(b) for b in self.content],
             "stop_reason": self.effective_stop_reason,
             "stop_sequence": None,
-            "usage": usage,
-        }
+        } | ({"usage": usage} if usage else {})
 
 
 FaultKind = Literal["status", "malformed", "reset", "hang", "refuse"]

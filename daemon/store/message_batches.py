@@ -33,6 +33,8 @@ class BatchRequest:
     request_chars: int
     started_at: float
     charge_id: int | None = None
+    #: Of ``request_chars``, those its cache breakpoint covers (0: none).
+    cached_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,8 @@ def record(
         rid = int(t.last_insert_rowid())
         t.executemany(
             "INSERT INTO message_batch_requests (message_batch_row, custom_id, position, turn_ids,"
-            " offered_json, actions_json, request_chars, started_at, charge_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " offered_json, actions_json, request_chars, started_at, charge_id, cached_chars)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     rid,
@@ -86,6 +88,7 @@ def record(
                     r.request_chars,
                     r.started_at,
                     r.charge_id,
+                    r.cached_chars,
                 )
                 for r in requests
             ],
@@ -139,7 +142,7 @@ def pending_requests(t: apsw.Connection, rid: int) -> list[BatchRequest]:
     rows = schema.rows(
         t,
         "SELECT custom_id, position, turn_ids, offered_json, actions_json, request_chars,"
-        " started_at, charge_id FROM message_batch_requests"
+        " started_at, charge_id, cached_chars FROM message_batch_requests"
         " WHERE message_batch_row = ? AND outcome IS NULL ORDER BY position",
         (rid,),
     )
@@ -153,8 +156,9 @@ def pending_requests(t: apsw.Connection, rid: int) -> list[BatchRequest]:
             int(chars),
             float(started),
             None if charge is None else int(charge),
+            int(cached),
         )
-        for cid, pos, turns, offered, acts, chars, started, charge in rows
+        for cid, pos, turns, offered, acts, chars, started, charge, cached in rows
     ]
 
 

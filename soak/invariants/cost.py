@@ -92,7 +92,7 @@ def _same(answer: dict[str, int], billed: dict[str, Any]) -> bool:
 
 
 def _implausible(usage: dict[str, int], mode: str) -> bool:
-    """Usage the daemon must not believe (see ``usage_of`` in daemon/curation/answer.py)."""
+    """Usage the daemon must not believe (see ``usage_of`` in daemon/curation/bridge/answer.py)."""
     return mode == "negative_usage" or not 0 <= usage["output_tokens"] <= DEFAULT_MAX_TOKENS
 
 

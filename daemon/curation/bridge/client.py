@@ -28,7 +28,6 @@ idles should not pay (nor a crash-restart loop under supervisord).
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import threading
 import time
@@ -37,7 +36,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import tenacity
 
-from wsd.daemon.curation.bridge.answer import BadReply, Reply, Unanswered, Usage, to_reply, usage_of
+from wsd.daemon.curation.bridge.answer import (
+    BadReply,
+    Reply,
+    Sent,
+    Unanswered,
+    Usage,
+    to_reply,
+    usage_of,
+)
 from wsd.daemon.curation.bridge.failure import problem, status_of
 from wsd.daemon.runtime import signals
 from wsd.daemon.runtime.config import Config
@@ -206,12 +213,12 @@ class BridgeClient:
         """Send one request; raise Shutdown, Outage or BatchRejected if no reply is had.
         Each attempt is booked with ``meter`` as it happens."""
         started = self._monotonic()
-        chars = len(json.dumps({"system": system, "messages": messages}, ensure_ascii=False))
+        sent = Sent.of(system, messages)
         tries = [0]
 
         def attempt() -> Reply:
             tries[0] += 1
-            message, usage = self._attempt(system, messages, chars, meter)
+            message, usage = self._attempt(system, messages, sent, meter)
             latency_ms = (self._monotonic() - started) * 1000
             return to_reply(message, usage, tries[0], latency_ms, self.config.max_tokens)
 
@@ -300,14 +307,14 @@ class BridgeClient:
         self,
         system: list[dict[str, Any]],
         messages: list[dict[str, Any]],
-        chars: int,
+        sent: Sent,
         meter: Meter | None,
     ) -> tuple[Any, Usage]:
         """One HTTP request in a helper thread (:meth:`in_thread`), booked with ``meter``
         before it is sent and when it ends."""
         if self.stop.is_set():
             raise Shutdown("stop requested before the call")
-        ticket = meter.ask(chars) if meter is not None else None
+        ticket = meter.ask(sent.chars) if meter is not None else None
         try:
             reply = self.in_thread(
                 lambda client: client.messages.create(
@@ -323,7 +330,7 @@ class BridgeClient:
             if meter is not None:
                 meter.unanswered(ticket, _unanswered(exc))
             raise
-        usage = usage_of(reply, chars, self.config.max_tokens)
+        usage = usage_of(reply, sent, self.config.max_tokens)
         if meter is not None:
             meter.answered(ticket, usage, str(getattr(reply, "id", "") or "")[:100])
         return reply, usage

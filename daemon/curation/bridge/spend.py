@@ -9,7 +9,9 @@ in the charges ledger (:mod:`wsd.daemon.store.charges`):
   probably paid for; its characters over five are fewer tokens than the Bridge bills, so the
   settled figure only adds to it);
 * when its answer arrives, before the reply is read or applied: at the answer's usage, or,
-  when that usage is implausible, at an estimate (logged as ``usage_invalid``);
+  when that usage is implausible (:func:`~wsd.daemon.curation.bridge.answer.usage_of`: one
+  the request and its reply could not have cost, less as well as more), at an estimate
+  (logged as ``usage_invalid``), so never below the floor;
 * when no answer comes: nothing for an error status or a refused connection, the floor for a
   timeout or an abandoned call, the input and a full ``max_tokens`` answer for a 200 whose
   body could not be read.
@@ -28,14 +30,10 @@ from typing import Any
 
 import apsw
 
-from wsd.daemon.curation.bridge.answer import Unanswered, Usage
+from wsd.daemon.curation.bridge.answer import FLOOR_CHARS_PER_TOKEN, Unanswered, Usage
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.store import BILLED, ESTIMATED, VOID, Store
-
-#: Characters of a request per token, for a floor of what it costs (the Bridge bills about
-#: one token per four characters; five keeps the floor below it).
-FLOOR_CHARS_PER_TOKEN = 5
 
 
 def price(

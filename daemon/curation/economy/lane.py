@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wsd.daemon.curation.bridge.answer import Unanswered
+from wsd.daemon.curation.bridge.answer import Sent, Unanswered
 from wsd.daemon.curation.bridge.client import BatchRejected, Outage, Shutdown
 from wsd.daemon.curation.bridge.failure import problem, status_of
 from wsd.daemon.curation.bridge.spend import StoreMeter
@@ -159,6 +159,7 @@ class Economy:
                     offered=ready.seen.offered,
                     actions=ready.seen.actions,
                     request_chars=ready.chars,
+                    cached_chars=Sent.of(ready.system, ready.messages).cached,
                     started_at=ready.seen.started,
                     charge_id=self.meter.ask(ready.chars),
                 )
@@ -348,7 +349,7 @@ class Economy:
         last_read = batch.fetches + 1 >= MAX_FETCHES
         soon = now + self.config.economy_poll_seconds
         try:
-            expected = {r.custom_id: r.request_chars for r in pending}
+            expected = {r.custom_id: Sent(r.request_chars, r.cached_chars) for r in pending}
             done = self.store.message_batches.custom_ids(batch.id) - set(expected)
             results = self.client.results(message_batch_id, expected, done)
         except Shutdown:

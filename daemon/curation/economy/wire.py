@@ -37,6 +37,7 @@ from wsd.daemon.curation.bridge.answer import (
     MAX_CHARS_PER_TOKEN,
     BadReply,
     Reply,
+    Sent,
     Usage,
     to_reply,
     usage_of,
@@ -140,10 +141,10 @@ class MessageBatchesClient:
         return state
 
     def results(
-        self, message_batch_id: str, expected: Mapping[str, int], done: Set[str] = frozenset()
+        self, message_batch_id: str, expected: Mapping[str, Sent], done: Set[str] = frozenset()
     ) -> Results:
         """The results of an ended batch, by custom id; ``expected`` maps each of its
-        custom ids still waiting to its request's size in characters (the usage check),
+        custom ids still waiting to what its request sent (the usage check),
         ``done`` names those already applied."""
         path = f"/v1/messages/batches/{_safe(message_batch_id)}/results"
         max_tokens = self.config.max_tokens
@@ -247,7 +248,7 @@ class Lines:
 
 def parse_results(
     lines: Iterable[str | None],
-    expected: Mapping[str, int],
+    expected: Mapping[str, Sent],
     max_tokens: int,
     done: Set[str] = frozenset(),
 ) -> Results:
@@ -283,7 +284,7 @@ def parse_results(
     return out
 
 
-def _result(custom_id: str, raw: Any, chars: int, max_tokens: int) -> Result | None:
+def _result(custom_id: str, raw: Any, sent: Sent, max_tokens: int) -> Result | None:
     if not isinstance(raw, dict) or raw.get("type") not in RESULT_TYPES:
         return None
     kind = str(raw["type"])
@@ -298,7 +299,7 @@ def _result(custom_id: str, raw: Any, chars: int, max_tokens: int) -> Result | N
     message = _Message(raw.get("message"))
     if not message.ok:  # succeeded, so billed: unreadable, not errored (which is not billed)
         return Result(custom_id, "unreadable", error="succeeded without a readable message")
-    usage = usage_of(message, chars, max_tokens)
+    usage = usage_of(message, sent, max_tokens)
     try:
         reply = to_reply(message, usage, 1, 0.0, max_tokens)
     except BadReply as exc:
