@@ -31,7 +31,8 @@ Span = tuple[int, int, str]
 _PROSE_STOP = frozenset({"ok", "okay", "none", "empty", "blank", "unset", "same", "wrong",
                          "correct", "incorrect", "required", "expired", "invalid", "valid",
                          "missing", "hidden", "masked", "n/a", "na", "tbd", "todo", "null",
-                         "changed", "reset", "set", "stored", "encrypted", "hashed"})
+                         "changed", "reset", "set", "stored", "encrypted", "hashed",
+                         "case-sensitive", "case-insensitive"})
 _LENGTH_WORDS = (" characters", " chars", " digits", " letters", " long", " symbols", " char")
 _SECRET_NAME_WORDS = ("key", "token", "secret", "pass", "pwd", "auth", "credential", "cookie",
                       "session", "signature", "private", "pin")

@@ -11,8 +11,15 @@ everything else as it was.
 
 from __future__ import annotations
 
+from wsd.redact import constructs
 from wsd.redact.rules import find, kind_of, merge
-from wsd.redact.shape import classes, name_before, plausible_secret
+from wsd.redact.shape import (
+    classes,
+    name_before,
+    names_a_value,
+    plausible_secret,
+    uuid_kept,
+)
 from wsd.redact.table import PEM_BODY, compiled, worth_scanning
 
 # typing costs milliseconds to import; mypy treats any TYPE_CHECKING name as True.
@@ -78,7 +85,10 @@ def _redaction(m: re.Match[str]) -> Span | None:
         ok = _random_enough(value)
     elif check == "assign":
         name = name_before(text, start) + text[start:vs]
-        ok = plausible_secret(value, name)
+        # Not a value's name (``password_file``, ``secretName``, ``PublicKey``), nor a UUID
+        # under a name that is not a password's (``idempotency_key``): issue 46's kept text.
+        ok = plausible_secret(value, name) and names_a_value(name.strip("\"'`:=>,.+?\t "))
+        ok = ok and not uuid_kept(value, name)
         if "secretaccesskey" in name.lower().replace("_", "").replace("-", ""):
             kind = "aws_secret_key"
         kind = specific_kind(value, kind) if ok else kind
@@ -97,6 +107,26 @@ def _redaction(m: re.Match[str]) -> Span | None:
         if inner != value:
             return start, end, f"{text[start:vs]}{inner}{text[ve:end]}"
     return None
+
+
+def _outside(span: Span, taken: list[Span]) -> list[Span]:
+    """``span`` if no span of ``taken`` overlaps it, else its parts none covers, each of at
+    least 8 characters (what a shape detector saw beyond a named rule's secret: more lines,
+    another piece)."""
+    start, end, rep = span
+    if not any(s < end and e > start for s, e, _r in taken):
+        return [span]
+    kind = rep[rep.find("[REDACTED:") :]
+    out, pos = [], start
+    for s, e, _r in taken:
+        if e <= pos or s >= end:
+            continue
+        if s - pos >= 8:
+            out.append((pos, s, kind))
+        pos = max(pos, e)
+    if end - pos >= 8:
+        out.append((pos, end, kind if pos > start else rep))
+    return out
 
 
 _fold: dict[int, int] = {}
@@ -127,6 +157,9 @@ def redactions(text: str) -> list[Span]:
     mine = list(_table_redactions(folded))
     theirs = find(folded, redact)
     spans = merge(mine + theirs) if theirs else mine
+    shaped = constructs.find(folded, redact)
+    if shaped:  # a named rule's span keeps its kind; a construct adds only what it left
+        spans = merge(spans + [p for s in shaped for p in _outside(s, spans)])
     if folded is text or not spans:
         return spans
     out: list[Span] = []  # the context a replacement keeps, as written

@@ -16,8 +16,10 @@ from wsd.redact.shape import (
     generated,
     lenient_name,
     name_before,
+    names_a_value,
     plausible_secret,
     quoted_literal,
+    uuid_kept,
 )
 
 TYPE_CHECKING = False
@@ -116,11 +118,15 @@ def _net(m: re.Match[str]) -> tuple[int, int, str] | None:
     value = m.group("v")
     if value.split(" ", 1)[0].lower() in _SCHEMES or "[REDACTED:" in value:
         return None  # "Authorization: Bearer …": the token after it is another rule's
-    name = (name_before(m.string, m.start()) + m.group(0)[: m.start("v") - m.start()]).lower()
+    named = name_before(m.string, m.start()) + m.group(0)[: m.start("v") - m.start()]
+    name = named.lower()
     if lenient_name(name):  # but not a bare lower-case word: ``bypass = use_cache``
         ok = plausible_secret(value, "password") and not value.replace("_", "").islower()
     else:
         ok = plausible_secret(value, name) and generated(value)
+    # Not a value's name (``password_file =``, ``secretName:``, ``PublicKey =``), nor a UUID
+    # under a name that is not a credential's (``idempotency_key:``): issue 46's kept text.
+    ok = ok and names_a_value(named.strip("\"'`:=>,.+?\t ")) and not uuid_kept(value, named)
     return (m.start("v"), m.end("v"), "[REDACTED:secret_assignment]") if ok else None
 
 

@@ -53,7 +53,7 @@ def plausible_secret(value: str, name: str) -> bool:
     if len(value) < 4 or low in PLACEHOLDERS or value.startswith("[REDACTED"):
         return False
     if (
-        value[0] in "$%<{[(*#)]},;"
+        value[0] in "$%<{[(*#)]},;?"
         or value.count(value[0]) == len(value)
         or low.startswith(REFERENCES)
     ):
@@ -137,3 +137,68 @@ def name_before(text: str, start: int) -> str:
     while i > 0 and start - i < 64 and (text[i - 1].isalnum() or text[i - 1] in _NAME_CHARS):
         i -= 1
     return text[i:start]
+
+
+#: Words of a secret's name (a flag, a key, a call, a label, a URL parameter).
+NAME_WORDS = ("token", "secret", "passw", "passphrase", "pass_phrase", "pwd", "apikey", "api_key",
+              "api-key", "credential", "auth", "private", "signing", "login", "key", "pass",
+              "session", "cookie", "signature")  # fmt: skip
+#: A name's last word that says its value is where a secret is or what it is, not the secret
+#: (``password_file``, ``secretName``, ``client_secret_ref``, ``API_KEY_ID``, ``token_type``).
+_NOT_VALUE_LAST = frozenset({"file", "path", "dir", "name", "ref", "url", "uri", "arn", "id",
+                             "type", "env", "var", "length", "len", "size", "format", "count",
+                             "ttl", "endpoint", "host", "stdin", "kind", "mode",
+                             "field"})  # fmt: skip
+#: A word anywhere in a name that says the value is public (``PublicKey``, ``authorized_keys``).
+_PUBLIC_WORDS = frozenset({"public", "pub", "authorized", "publishable", "known"})
+
+
+def split_name(name: str) -> list[str]:
+    """A name's words, lower-cased: split at every character that is not a letter or digit
+    and where a lower-case letter meets an upper-case one (``secretName``, ``PublicKey``)."""
+    words, word = [], ""
+    for i, c in enumerate(name):
+        if not c.isalnum():
+            words.append(word)
+            word = ""
+            continue
+        if c.isupper() and i and name[i - 1].islower():
+            words.append(word)
+            word = ""
+        word += c.lower()
+    return [w for w in (*words, word) if w]
+
+
+def names_a_value(name: str) -> bool:
+    """Whether ``name`` names a secret's value (``--token``, ``signing_secret``), not where it
+    is, what it is or a public key (``--token-file``, ``secretName``, ``PublicKey``)."""
+    low = name.lower()
+    if not any(w in low for w in NAME_WORDS):
+        return False
+    words = split_name(name)
+    if not words:
+        return False
+    return words[-1] not in _NOT_VALUE_LAST and not any(
+        w in _PUBLIC_WORDS or w.startswith("expir") for w in words
+    )
+
+
+def uuid_shaped(v: str) -> bool:
+    """``8-4-4-4-12`` hex digits: an id, which the README promises to keep."""
+    parts = v.split("-")
+    return [len(p) for p in parts] == [8, 4, 4, 4, 12] and all(
+        c in "0123456789abcdefABCDEF" for p in parts for c in p
+    )
+
+
+#: A name's words under which a UUID-shaped value is a credential (Heroku's API keys, HubSpot's
+#: and Sendbird's tokens are UUIDs), not an id (``idempotency_key``, ``cache_key``).
+_CREDENTIAL_WORDS = frozenset({"token", "api", "apikey", "access", "secret", "auth", "private",
+                               "signing", "client", "license", "session", "credential",
+                               "credentials", "password", "passwd", "pass", "pwd"})  # fmt: skip
+
+
+def uuid_kept(value: str, name: str) -> bool:
+    """Whether ``value`` is a UUID the README keeps: one under a name that is not a
+    credential's."""
+    return uuid_shaped(value) and not any(w in _CREDENTIAL_WORDS for w in split_name(name))
