@@ -51,11 +51,12 @@ COLUMNS = {
 }  # fmt: skip
 #: SQLite's own seconds on a database (the time inside its steps, not the importer's while
 #: it parses and stores rows) at most: this plus READ_SECONDS_PER_GIB of the file and its
-#: -wal. Measured: a 100,000-observation database (194 MiB, claude-mem's schema) took 0.25 s
-#: of SQLite's time, one of 100,000 long observations (649 MiB) 0.4 s; ten times the rate
-#: of the slower leaves room for a slow disk, and no real database is stopped.
+#: -wal. Measured (claude-mem's schema, 100,000 observations): 193 MiB took 0.32 s of
+#: SQLite's time from the page cache and 1.0 s from disk; 649 MiB of long observations
+#: 0.55 s and 4.7 s (~140 MiB/s). 60 s a GiB is a disk at 17 MiB/s (a slow SD card), so
+#: no real database is stopped; the base is its schema and first pages on such a disk.
 READ_SECONDS = 2.0
-READ_SECONDS_PER_GIB = 10.0
+READ_SECONDS_PER_GIB = 60.0
 #: Rows read at most (both tables): 10 times the largest database measured (100,000
 #: observations), and as many as the largest JSON-lines file we read holds (512 MiB).
 MAX_ROWS = 1_000_000

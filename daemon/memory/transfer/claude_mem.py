@@ -41,8 +41,15 @@ def read(path: str) -> Incoming:
     name = os.path.basename(path)
     out = Incoming()
     parse = functools.partial(parse_rows, name)
-    out.learnings = _said(name, parallel.stream(parse, parallel.chunks(claude_mem_rows(path)), out))
+    out.learnings = _said(
+        name, parallel.stream(parse, parallel.chunks(claude_mem_rows(path), _row_bytes), out)
+    )
     return out
+
+
+def _row_bytes(item: tuple[str, dict[str, Any]]) -> int:
+    """A row's weight in a chunk (its text)."""
+    return sum(len(v) for v in item[1].values() if isinstance(v, str | bytes))
 
 
 def _said(name: str, learnings: Iterator[LearningIn]) -> Iterator[LearningIn]:

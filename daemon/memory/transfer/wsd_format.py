@@ -159,7 +159,7 @@ def read_lines(numbered: Iterator[tuple[int, str]], name: str) -> Incoming:
     """:func:`read` of numbered lines (a file's, or standard input's)."""
     out = Incoming()
     parse = functools.partial(parse_lines, name)
-    out.learnings = parallel.stream(parse, parallel.chunks(numbered), out)
+    out.learnings = parallel.stream(parse, parallel.chunks(numbered, parallel.line_bytes), out)
     return out
 
 
