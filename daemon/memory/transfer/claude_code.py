@@ -21,8 +21,9 @@ again (their files are); its other lines are, as facts.
 
 A ``.md`` file without frontmatter (CLAUDE.md, notes) gives a fact a line: headings, blank
 lines, code blocks, tables' rules and HTML comments are passed over, list markers taken off.
-Unknown frontmatter keys are ignored. In a folder, a file that cannot be read as above (a
-link, a huge file, broken frontmatter) is skipped and said, and the rest imported; the
+Unknown frontmatter keys are ignored; a YAML alias, or nesting past 16 levels, is refused
+(see :func:`_loader`). In a folder, a file that cannot be read as above (a link, a huge
+file, broken or refused frontmatter) is skipped and said, and the rest imported; the
 folder our markdown export writes (its ``MEMORY.md`` says so) gives its curated files back
 as memory files, not as facts.
 """
