@@ -21,21 +21,23 @@ again (their files are); its other lines are, as facts.
 
 A ``.md`` file without frontmatter (CLAUDE.md, notes) gives a fact a line: headings, blank
 lines, code blocks, tables' rules and HTML comments are passed over, list markers taken off.
-Unknown frontmatter keys are ignored. In a folder, a file that cannot be read as above (a
-link, a huge file, broken frontmatter) is skipped and said, and the rest imported; the
+Unknown frontmatter keys are ignored; a YAML alias, or nesting past 16 levels, is refused
+(see :func:`_loader`). In a folder, a file that cannot be read as above (a link, a huge
+file, broken or refused frontmatter) is skipped and said, and the rest imported; the
 folder our markdown export writes (its ``MEMORY.md`` says so) gives its curated files back
 as memory files, not as facts.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from wsd.daemon.memory.transfer.inputs import BadInput, read_text, walk
+from wsd.daemon.memory.transfer.inputs import MAX_EPOCH, BadInput, read_text, walk
 from wsd.daemon.memory.transfer.markdown import EXPORT_MARK
 from wsd.daemon.store import LEARNING_TYPES, Incoming, LearningIn
 from wsd.redact import clean_text
@@ -46,6 +48,10 @@ MAX_CHARS = 4000
 TYPES = {"user": "preference", "feedback": "correction", "project": "fact", "reference": "fact"}
 #: The frontmatter of one memory file at most (a description is a line).
 FRONTMATTER_MAX = 64 * 1024
+#: Lists and maps a frontmatter may nest: Claude Code's is flat ``key: value`` with one
+#: ``metadata`` map (2 levels). PyYAML's composer recurses a level at a time and met Python's
+#: recursion limit (a RecursionError traceback) at ~1,000.
+FRONTMATTER_DEPTH = 16
 INDEX = "MEMORY.md"
 # A title may hold escaped brackets (our export escapes them: "\\[REDACTED:…\\]").
 _LINK_LINE = re.compile(r"^\s*[-*+]\s*\[(?:\\.|[^\]\\])*\]\(([^)\s]+\.md)\)")
@@ -137,8 +143,60 @@ def read_file(path: str, ref: str, skip_links: set[str] | None = None) -> list[L
     return _lines(text, ref, mtime, skip_links or set())
 
 
-def _memory(text: str, ref: str, mtime: float) -> LearningIn:
+class _Refused(Exception):
+    """Frontmatter built to hurt: what it does, where (the 0-based line of the frontmatter,
+    and what is there)."""
+
+    def __init__(self, what: str, line: int, at: str = "") -> None:
+        super().__init__(what)
+        self.what, self.line, self.at = what, line, at
+
+
+@functools.cache
+def _loader() -> Any:
+    """YAML's safe loader without aliases and nested at most :data:`FRONTMATTER_DEPTH` deep.
+
+    An alias is refused outright: Claude Code's frontmatter never holds one (nor does our
+    export's), and nine of them nine deep (a "billion laughs") are 387 million items once
+    anything walks the value (``str`` of it ran 51 s, then a MemoryError). Without aliases a
+    value is no bigger than its text (:data:`FRONTMATTER_MAX`)."""
     import yaml  # only here: the hook path and the daemon never read YAML
+
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: int) -> Any:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line if event.start_mark else 0
+                raise _Refused("frontmatter uses a YAML alias", line, f"*{event.anchor}, ")
+            nests = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
+            if nests:
+                self.depth += 1
+                if self.depth > FRONTMATTER_DEPTH:
+                    what = f"frontmatter nested deeper than {FRONTMATTER_DEPTH} levels"
+                    raise _Refused(what, event.start_mark.line if event.start_mark else 0)
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1 if nests else 0
+
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            # A value YAML's resolver takes for a date or a number that Python then refuses
+            # (month 13, a 5,000-digit integer) raised ValueError, not a YAML error: a
+            # traceback that ended the whole folder's import.
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, OverflowError) as exc:
+                raise yaml.constructor.ConstructorError(
+                    None, None, str(exc).split(":")[0][:80], node.start_mark
+                ) from None
+
+    return Loader
+
+
+def _memory(text: str, ref: str, mtime: float) -> LearningIn:
+    import yaml
 
     end = re.search(r"^---[ \t]*\r?$", text[4:], re.M)
     if end is None:
@@ -146,11 +204,16 @@ def _memory(text: str, ref: str, mtime: float) -> LearningIn:
     raw, body = text[4 : 4 + end.start()], text[4 + end.end() :]
     if len(raw) > FRONTMATTER_MAX:
         raise BadInput(f"{ref}: frontmatter over {FRONTMATTER_MAX:,} bytes")
+    # Line numbers are the file's: the frontmatter starts on its line 2.
     try:
-        meta = yaml.safe_load(raw)
+        meta = yaml.load(raw, Loader=_loader())
+    except _Refused as exc:
+        raise BadInput(f"{ref}: {exc.what} ({exc.at}line {exc.line + 2})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = exc.problem if isinstance(exc, yaml.constructor.ConstructorError) else None
+        said = f": {problem}" if problem else ""
+        where = f" (line {mark.line + 2}{said})" if mark is not None else ""
         raise BadInput(f"{ref}: frontmatter is not YAML{where}") from None
     if meta is None:
         meta = {}
@@ -193,17 +256,19 @@ def _plain(value: Any) -> str:
 
 def _date(value: Any, fallback: float) -> float:
     """A frontmatter date (YAML reads ``2026-01-09`` as a date): UTC when it names no zone;
-    ``fallback`` when it is not a date."""
+    ``fallback`` when it is not a date, or not one from 1970 to 5138 (as our lines' dates)."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return fallback
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
-    return fallback
+        when = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    elif isinstance(value, date):
+        when = datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
+    else:
+        return fallback
+    return when if 0 <= when < MAX_EPOCH else fallback
 
 
 def _lines(text: str, ref: str, mtime: float, skip_links: set[str]) -> list[LearningIn]:

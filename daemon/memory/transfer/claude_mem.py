@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from wsd.daemon.memory.transfer import parallel
-from wsd.daemon.memory.transfer.inputs import BadInput
+from wsd.daemon.memory.transfer.inputs import MAX_EPOCH, BadInput, epoch
 from wsd.daemon.store import ForeignError, Incoming, LearningIn, claude_mem_rows
 from wsd.redact import clean_text
 
@@ -41,8 +41,15 @@ def read(path: str) -> Incoming:
     name = os.path.basename(path)
     out = Incoming()
     parse = functools.partial(parse_rows, name)
-    out.learnings = _said(name, parallel.stream(parse, parallel.chunks(claude_mem_rows(path)), out))
+    out.learnings = _said(
+        name, parallel.stream(parse, parallel.chunks(claude_mem_rows(path), _row_bytes), out)
+    )
     return out
+
+
+def _row_bytes(item: tuple[str, dict[str, Any]]) -> int:
+    """A row's weight in a chunk (its text)."""
+    return sum(len(v) for v in item[1].values() if isinstance(v, str | bytes))
 
 
 def _said(name: str, learnings: Iterator[LearningIn]) -> Iterator[LearningIn]:
@@ -122,13 +129,23 @@ def _list(row: dict[str, Any], key: str) -> list[str]:
 
 
 def _when(row: dict[str, Any]) -> float:
-    epoch = row.get("created_at_epoch")
-    if isinstance(epoch, int | float) and not isinstance(epoch, bool) and epoch > 0:
-        return float(epoch) / 1000 if epoch > 1e11 else float(epoch)
+    """``created_at_epoch`` (milliseconds, or seconds from older versions), else the ISO
+    ``created_at``; a time from 1970 to 5138 or ValueError (an infinite or huge epoch was
+    taken as the import's time before)."""
+    stamp = row.get("created_at_epoch")
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool) and stamp > 0:
+        try:
+            return epoch(float(stamp) / 1000 if stamp >= MAX_EPOCH else float(stamp), "")
+        except ValueError:
+            raise ValueError(
+                f"created_at_epoch {stamp!r:.24} is not a date from 1970 to 5138"
+            ) from None
     text = row.get("created_at")
     if isinstance(text, str):
         try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-        except ValueError:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError):
             pass
+        else:
+            return epoch(when, "created_at")
     raise ValueError("created_at is not a date")

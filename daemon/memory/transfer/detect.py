@@ -5,7 +5,6 @@ told apart by its first object."""
 
 from __future__ import annotations
 
-import json
 import os
 
 from wsd.daemon.memory.transfer import mcp_memory, wsd_format
@@ -14,6 +13,8 @@ from wsd.daemon.memory.transfer.inputs import (
     MAX_LINE_BYTES,
     BadInput,
     Source,
+    TooDeep,
+    json_value,
     open_file,
 )
 
@@ -33,15 +34,21 @@ def detect(source: Source) -> str:
             raise BadInput(
                 f"{source.path} is {source.size:,} bytes, over the {MAX_FILE_BYTES:,} byte limit"
             )
-        first = (head + fh.readline(MAX_LINE_BYTES)).lstrip(b"\xef\xbb\xbf").strip()
+        raw = (head + fh.readline(MAX_LINE_BYTES)).lstrip(b"\xef\xbb\xbf")
+        first = raw.strip()
+        # The line it is on (the head read may have crossed blank lines before it).
+        number = 1 + raw[: len(raw) - len(raw.lstrip())].count(b"\n")
         while not first:
             line = fh.readline(MAX_LINE_BYTES)
             if not line:
                 return "wsd"  # empty: nothing to import, in any format
             first = line.strip()
+            number += 0 if first else 1
     try:
-        data = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = json_value(first.decode("utf-8"))
+    except TooDeep as exc:  # no format nests so deep: said as it is on any other line
+        raise BadInput(f"{os.path.basename(source.path)}:{number}: {exc}") from None
+    except ValueError:  # not JSON, or not UTF-8
         data = None
     if isinstance(data, dict):
         if wsd_format.looks_like(data):

@@ -98,10 +98,12 @@ def _each_file(root: str, folder: claude_code.Folder) -> tuple[Incoming, list[tu
             continue
         try:
             incoming, _none = read(source, fmt)
+            # Read whole here: its learnings are a stream whose bad line is raised as it is
+            # reached, which (read later) ended the whole folder's import (issue 46).
+            learnings += list(incoming.learnings)
         except BadInput as exc:
             skipped.append((rel, f"read as {fmt}: {str(exc).removeprefix(path).lstrip(': ')}"))
             continue
-        learnings += incoming.learnings
         merged.actions += incoming.actions
         merged.history += incoming.history
         for name, text in incoming.md.items():

@@ -1,11 +1,14 @@
 """Reading what a person points ``wsd import`` at, as hostile as anything in user space: a
 link is not followed, a FIFO or a device is not opened for reading (it could hold the
-command forever), a huge file or line is refused before it is read, and every refusal is a
+command forever), a huge file or line is refused before it is read, JSON nested deeper than
+any of the formats nests is refused (Python's parser meets its recursion limit at ~1,000
+levels: a traceback), a date is a time between 1970 and 5138, and every refusal is a
 :class:`BadInput` naming the file (and the line)."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from collections.abc import Iterator
@@ -24,11 +27,26 @@ MAX_MD_BYTES = 1024 * 1024
 #: Files one folder import reads at most (and how deep it goes).
 MAX_FOLDER_FILES = 10_000
 MAX_DEPTH = 8
+#: JSON nesting a line may have: ours nests 3 deep (a learning, its sources, a source), the
+#: MCP server's 2 (an entity, its observations); an old-format ``ref`` may be any JSON, so
+#: room is left, far below the ~1,000 levels where json.loads (and json.dumps or repr of
+#: what it gave) raise RecursionError.
+MAX_JSON_DEPTH = 32
+#: Dates are Unix seconds below this (the year 5138): past it a number is milliseconds or
+#: no date at all. The store dates anything after the import's own time as that time.
+MAX_EPOCH = 1e11
 
 
 class BadInput(ValueError):
     """The input cannot be imported as it is: the message names the file and, where there
     is one, the line or row (``memory.jsonl:12: ...``). Nothing of the file is imported."""
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than :data:`MAX_JSON_DEPTH` (said as any other bad line is)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_JSON_DEPTH} levels")
 
 
 @dataclass(frozen=True)
@@ -155,13 +173,47 @@ def walk(folder: str) -> Iterator[tuple[str, str | None]]:
     yield from inner("", 0)
 
 
-def json_object(text: str, what: str = "a JSON object") -> dict[str, Any]:
-    """One line's JSON object; ValueError saying what is wrong (for the caller to name the
-    line)."""
+def json_value(text: str) -> Any:
+    """One line's JSON, nested at most :data:`MAX_JSON_DEPTH` deep; ValueError saying what is
+    wrong (for the caller to name the line)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise TooDeep from None
+    # Fewer brackets than the bound cannot nest past it: a line of ours is never walked.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(data) > MAX_JSON_DEPTH:
+        raise TooDeep
+    return data
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value``'s lists and objects nest (without recursion: it may be ~1,000)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_JSON_DEPTH:
+                inner = item.values() if isinstance(item, dict) else item
+                stack.extend((v, depth + 1) for v in inner)
+    return deepest
+
+
+def json_object(text: str, what: str = "a JSON object") -> dict[str, Any]:
+    """One line's JSON object (see :func:`json_value`); ValueError saying what is wrong."""
+    data = json_value(text)
     if not isinstance(data, dict):
         raise ValueError(f"expected {what}")
     return data
+
+
+def epoch(value: float, key: str) -> float:
+    """``value`` (Unix seconds) if it is a time from 1970 to :data:`MAX_EPOCH`; ValueError
+    naming ``key`` otherwise (NaN, an infinity or a negative number was stored, or failed
+    the database's NOT NULL, before)."""
+    if not math.isfinite(value) or not 0 <= value < MAX_EPOCH:
+        raise ValueError(f"{key} {value!r:.24} is not a date from 1970 to 5138")
+    return float(value)

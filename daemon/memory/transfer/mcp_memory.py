@@ -49,7 +49,7 @@ def read(path: str, mtime: float) -> Incoming:
     :class:`BadInput` naming the first bad line."""
     out = Incoming()
     parse = functools.partial(parse_lines, os.path.basename(path), mtime)
-    out.learnings = parallel.stream(parse, parallel.chunks(lines(path)), out)
+    out.learnings = parallel.stream(parse, parallel.chunks(lines(path), parallel.line_bytes), out)
     return out
 
 

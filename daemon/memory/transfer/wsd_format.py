@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from wsd.daemon.memory.transfer import parallel
-from wsd.daemon.memory.transfer.inputs import BadInput, json_object, lines
+from wsd.daemon.memory.transfer.inputs import BadInput, epoch, json_object, json_value, lines
 from wsd.daemon.runtime.dates import parse_since
 from wsd.daemon.store import (
     LEARNING_TYPES,
@@ -159,7 +159,7 @@ def read_lines(numbered: Iterator[tuple[int, str]], name: str) -> Incoming:
     """:func:`read` of numbered lines (a file's, or standard input's)."""
     out = Incoming()
     parse = functools.partial(parse_lines, name)
-    out.learnings = parallel.stream(parse, parallel.chunks(numbered), out)
+    out.learnings = parallel.stream(parse, parallel.chunks(numbered, parallel.line_bytes), out)
     return out
 
 
@@ -312,10 +312,7 @@ IMPORT_MAX_TURNS = 100
 def parse_import_line(raw: str | dict[str, Any]) -> LearningIn:
     """One JSON line (or the object it holds) as a learning to import; raises ValueError
     saying what is wrong."""
-    try:
-        data = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    data = json_value(raw) if isinstance(raw, str) else raw
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     kind = data.get("type")
@@ -334,9 +331,13 @@ def parse_import_line(raw: str | dict[str, Any]) -> LearningIn:
         raise ValueError("created_at must be an epoch number or an ISO date/time")
     else:
         try:
-            created_at = float(parse_since(created) or 0.0)
-        except ValueError:
-            raise ValueError(f"created_at {str(created)[:40]!r} is not a date") from None
+            # NaN, an infinity, a negative or a huge number were stored as they were (or
+            # failed the database's NOT NULL) before: a date is a time from 1970 to 5138.
+            created_at = epoch(float(parse_since(created) or 0.0), "created_at")
+        except (ValueError, OverflowError):
+            raise ValueError(
+                f"created_at {str(created)[:40]!r} is not a date from 1970 to 5138"
+            ) from None
     session = data.get("session_id")
     if session is not None and not isinstance(session, str | int):
         raise ValueError("session_id must be a string")
