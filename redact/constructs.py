@@ -38,6 +38,7 @@ from wsd.redact.shape import (
     NOT_SECRET_PREFIXES,
     classes,
     entropy,
+    hex_digits,
     lenient_name,
     names_a_value,
     plausible_secret,
@@ -114,10 +115,6 @@ def _holds_token(v: str) -> bool:
     return any(len(p) >= 16 and classes(p) >= 2 for p in v.split("_"))
 
 
-def _hex(v: str) -> bool:
-    return bool(v) and all(c in "0123456789abcdefABCDEF" for c in v)
-
-
 def _judged(value: str, name: str) -> bool:
     """Whether ``value`` is the secret its ``name`` says it is."""
     v = value.strip("\"'`")
@@ -162,7 +159,7 @@ def _prefixed_in(text: str, rx: re.Pattern[str], lo: int, hi: int) -> list[Span]
         least = PREFIX_BODY_NAMED if named else PREFIX_BODY
         if words and words[0] in _DIGEST_WORDS:
             continue
-        if _hex(body.replace("-", "")) and not named:
+        if hex_digits(body.replace("-", "")) and not named:
             continue  # a checksum after a label (``node-modules-<sha256>``)
         if body.replace("-", "").replace("_", "").isdigit():
             continue
@@ -228,7 +225,7 @@ def _flags(text: str, _redact: Redactor) -> list[Span]:
                 continue
             value = found.group(1)
             if short:
-                ok = _looks_generated(value, 20) and not _hex(value.strip("\"'"))
+                ok = _looks_generated(value, 20) and not hex_digits(value.strip("\"'"))
             else:
                 ok = _judged(value, name)
             if ok:
@@ -441,7 +438,7 @@ def _wrapped(text: str, redact: Redactor) -> list[Span]:
         if "-----" in before[-80:] or "-----END" in after or _public(joined):
             continue  # armour's body (the PEM rule's) or a certificate, an image
         if redact(joined) != joined or (
-            _looks_generated(joined, 32) and classes(joined) == 3 and not _hex(joined)
+            _looks_generated(joined, 32) and classes(joined) == 3 and not hex_digits(joined)
         ):
             spans += [(s, e, "[REDACTED:wrapped_secret]") for s, e in run]
     return spans

@@ -186,9 +186,12 @@ def names_a_value(name: str) -> bool:
 def uuid_shaped(v: str) -> bool:
     """``8-4-4-4-12`` hex digits: an id, which the README promises to keep."""
     parts = v.split("-")
-    return [len(p) for p in parts] == [8, 4, 4, 4, 12] and all(
-        c in "0123456789abcdefABCDEF" for p in parts for c in p
-    )
+    return [len(p) for p in parts] == [8, 4, 4, 4, 12] and all(map(hex_digits, parts))
+
+
+def hex_digits(v: str) -> bool:
+    """Whether ``v`` is hex digits only (a checksum's alphabet)."""
+    return bool(v) and all(c in "0123456789abcdefABCDEF" for c in v)
 
 
 #: A name's words under which a UUID-shaped value is a credential (Heroku's API keys, HubSpot's
