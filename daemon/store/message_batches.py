@@ -211,6 +211,17 @@ def settle_request_in(
         (outcome, None if detail is None else detail[:500], rid, custom_id),
     )
     if outcome == RELEASED:
+        # A request released unread (a forget while it was out, found by the soak) may still
+        # be billed by the Bridge: its charge keeps its estimate, settled here in the same
+        # transaction so no crash leaves it ``asked``. The lane's own releases settled it
+        # already (``status = 'asked'`` makes this a no-op for them).
+        t.execute(
+            "UPDATE charges SET status = 'estimated', answered_at = ?,"
+            " note = 'released unread: its estimate kept' WHERE status = 'asked' AND id ="
+            " (SELECT charge_id FROM message_batch_requests"
+            " WHERE message_batch_row = ? AND custom_id = ?)",
+            (now, rid, custom_id),
+        )
         t.execute(
             "INSERT INTO released_turns (observation_id, reason, at)"
             " SELECT observation_id, ?, ? FROM in_flight_turns"
