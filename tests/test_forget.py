@@ -318,11 +318,8 @@ def test_a_message_batch_out_at_the_bridge_is_released_and_deleted_there(
     outcomes = query(layout.transcript_db, "SELECT outcome FROM message_batch_requests")
     assert outcomes == [("released",)]
     # Released unread, it may still be billed: its charge keeps its estimate, settled.
-    charge = (
-        "SELECT c.status, c.usd FROM charges c"
-        " JOIN message_batch_requests r ON c.id = r.charge_id"
-    )
-    [(status, usd)] = query(layout.transcript_db, charge)
+    join = "charges c JOIN message_batch_requests r ON c.id = r.charge_id"
+    [(status, usd)] = query(layout.transcript_db, f"SELECT c.status, c.usd FROM {join}")
     assert status == "estimated" and usd > 0
     purged = "SELECT purge FROM message_batches"
     run_until(worker, lambda: scalar(layout.transcript_db, purged) == 2 and pending(layout) == 0)
