@@ -53,6 +53,19 @@ class Layout:
         return os.path.join(self.memory_dir, "memory.db")
 
     @property
+    def home_copy(self) -> str:
+        """On a satellite (SPEC.md section 11): its followed copy of home's memory.db, the
+        person's memory, written by litestream alone."""
+        return os.path.join(self.root, ".os", "followed", "home", "memory.db")
+
+    def reading(self) -> Layout:
+        """The layout the person's memory is read from (the boot context, search): on a
+        satellite with a copy of home's memory, one whose memory.db is that copy; else this."""
+        if os.path.exists(self.home_copy):
+            return FollowedLayout(self.root)
+        return self
+
+    @property
     def spool(self) -> str:
         """Append-only JSON lines of events that could not be written in time."""
         return os.path.join(self.memory_dir, "spool.jsonl")
@@ -112,6 +125,17 @@ class Layout:
             os.makedirs(path, mode=0o700, exist_ok=True)
             if os.stat(path).st_mode & 0o077:
                 os.chmod(path, 0o700)
+
+
+class FollowedLayout(Layout):
+    """A satellite's workspace as its readers see it: memory.db is the followed copy of
+    home's (read-only: litestream writes it), transcript.db and the md files its own."""
+
+    __slots__ = ()
+
+    @property
+    def memory_db(self) -> str:
+        return self.home_copy
 
 
 def quoted(path: str) -> str:

@@ -212,10 +212,14 @@ def _members(conn: apsw.Connection, obs_id: int) -> list[_Ev]:
 
 def _open_to_refold(conn: apsw.Connection, obs_id: int) -> tuple[bool, int]:
     """(may it be folded again, the turn an addendum to it amends)."""
-    processed, claimed, amends = one(
-        conn, "SELECT processed, claimed_at, amends FROM observations WHERE id = ?", (obs_id,)
+    processed, claimed, amends, sealed = one(
+        conn,
+        "SELECT processed, claimed_at, amends, origin_key FROM observations WHERE id = ?",
+        (obs_id,),
     )
-    return (not processed and claimed is None), int(amends if amends is not None else obs_id)
+    # A sealed turn (a satellite's, on its way home: 013_machines.sql) is never changed.
+    still = not processed and claimed is None and sealed is None
+    return still, int(amends if amends is not None else obs_id)
 
 
 def place_late(

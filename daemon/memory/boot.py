@@ -253,7 +253,9 @@ def _read(path: str) -> tuple[str, str | None]:
 def _from_db(
     layout: Layout, since: float, max_learnings: int, max_actions: int
 ) -> tuple[list[tuple[str, float, str]], list[str]]:
-    """Lines for the recent learnings and the open actions ([] when there is no memory.db)."""
+    """Lines for the recent learnings and the open actions ([] when there is no memory.db):
+    on a satellite, of the person's memory as its followed copy of home's has it."""
+    layout = layout.reading()
     if not os.path.exists(layout.memory_db):
         return [], []
     store = Store(layout)

@@ -63,7 +63,8 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     now = time.time()
     backlog = store.turns.backlog()
     age = backlog.age(now)
-    stats = store.ledger.stats()
+    # A satellite's learnings and actions are the person's, in its copy of home's memory.
+    stats = _stats(store, layout)
     beat = read_status(layout)
     reported = (beat or {}).get("settings")
     settings: dict[str, Any] = dict(reported) if isinstance(reported, dict) else config.reported()
@@ -115,6 +116,9 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         "forget_requests": _forget_requests(store),
         "curation": economy.report(store, str(settings.get("curation", config.curation)), now),
         "replication": position.read(layout, *position.settings_of(settings)[:2], now).as_json(),
+        # One memory on many machines (SPEC.md section 11): this machine's part, each copy's
+        # age, each satellite's ingest (None on a machine alone).
+        "machines": _machines(beat if alive else None, settings, now),
         "settings": settings,
         "settings_from": "the daemon (its heartbeat)"
         if reported
@@ -125,6 +129,53 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     else:
         _print_readable({k: v for k, v in report.items() if k != "schema"}, now)
     return 0
+
+
+def _stats(store: Any, layout: Layout) -> dict[str, Any]:
+    """The ledger's figures; on a satellite, learnings and actions as its copy of home's
+    memory has them (what its sessions are shown), when it has one."""
+    from wsd.daemon.store import Store
+
+    stats: dict[str, Any] = store.ledger.stats()
+    reading = layout.reading()
+    if reading is not layout:
+        try:
+            person = Store(reading).ledger.stats()
+        except Exception:  # a copy being replaced: the local figures stand
+            return stats
+        stats = stats | {k: person[k] for k in ("learnings", "open_actions")}
+    return stats
+
+
+def _machines(beat: Mapping[str, Any] | None, settings: Mapping[str, Any], now: float) -> Any:
+    """This machine's part in one memory on many machines, from the daemon's heartbeat: a
+    satellite's copy of home's memory (its age now, by home's newest word in it), home's
+    view of each satellite; None on a machine alone."""
+    role = settings.get("role")
+    if not settings.get("home_url") or role not in ("home", "satellite"):
+        return None
+    out: dict[str, Any] = {
+        "role": role,
+        "machine": settings.get("machine"),
+        "home_url": settings.get("home_url"),
+    }
+    if beat is None:
+        return out | {"daemon": "not running: nothing followed or ingested is known"}
+    if role == "satellite":
+        copy = dict(beat.get("home_copy") or {})
+        said = copy.get("home_said_at")
+        if isinstance(said, (int, float)):
+            copy["age_seconds"] = round(max(0.0, now - float(said)), 1)
+        return out | {"home_copy": copy}
+    satellites = {}
+    for name, view in dict(beat.get("machines") or {}).items():
+        view = dict(view)
+        newest = view.get("newest_turn_at")
+        view["newest_turn_age_s"] = (
+            round(now - float(newest), 1) if isinstance(newest, (int, float)) else None
+        )
+        satellites[name] = view
+    return out | {"satellites": satellites}
 
 
 def _last_forget(store: Any, layout: Layout, settings: Mapping[str, Any]) -> Any:

@@ -29,6 +29,9 @@ from wsd.daemon.curation.loop.shedding import HeapKeeper, MemoryShedder
 from wsd.daemon.curation.loop.wake import WakeDetector
 from wsd.daemon.curation.loop.worker import Seams, Worker
 from wsd.daemon.curation.pipeline import Pipeline
+from wsd.daemon.machines.follow import Followers
+from wsd.daemon.machines.ingest import Home
+from wsd.daemon.machines.satellite import Satellite
 from wsd.daemon.memory.md.sync import MdSync
 from wsd.daemon.memory.semantic import missing
 from wsd.daemon.memory.semantic.embedding import Embedder
@@ -84,8 +87,10 @@ class Daemon:
     worker: Worker
     watcher: Watcher | None
     semantic: SemanticServer | None
-    #: litestream's supervisor, when WSD_REPLICA_URL is set.
+    #: litestream's supervisor, when WSD_REPLICA_URL (or WSD_HOME_URL) is set.
     replica: Supervisor | None = None
+    #: The followers of what this machine follows (WSD_HOME_URL: daemon/machines/).
+    followers: Followers | None = None
 
 
 @dataclass
@@ -163,6 +168,7 @@ def _assemble(
         p.log,
         clock,
         on_wake=[watcher.wake] if watcher is not None else [],
+        machines=_machines(config, store, p.log, p.status, clock),
     )
     seams = Seams(
         clock,
@@ -187,12 +193,28 @@ def _assemble(
         chores,
         seams,
     )
-    replica = None
+    replica = followers = None
     if daemon and config.replica_url:
         store.maintenance.truncate_wal = False
         log = get_logger(component="replica")
         replica = Supervisor(config, store.layout, stop, log, env or {})
-    return Daemon(worker, watcher, server, replica)
+    if daemon and config.home_url:
+        followers = Followers(config, store.layout, stop, get_logger(component="follow"), env or {})
+    return Daemon(worker, watcher, server, replica, followers)
+
+
+def _machines(
+    config: Config, store: Store, log: Any, status: StatusFile, clock: Callable[[], float]
+) -> Callable[[float], Any] | None:
+    """Each pass's exchange with the other machines: home's ingest, a satellite's sealing
+    (SPEC.md section 11); None on a machine alone."""
+    if config.machines_problem():
+        return None
+    if config.home:
+        return Home(config, store, log, status, clock).run
+    if config.satellite:
+        return Satellite(config, store, log, status, clock).run
+    return None
 
 
 #: Passes after which the metrics read the ledger again (an economy result applied at the
@@ -290,6 +312,9 @@ def serve(daemon: Daemon) -> int:
         if daemon.replica is not None:  # stopped last: it ships the loop's last commits
             daemon.replica.start()
             started.append(("replica", daemon.replica.close))
+        if daemon.followers is not None:
+            daemon.followers.start()
+            started.append(("follow", daemon.followers.close))
         watcher.start()
 
         def stop_watcher() -> None:

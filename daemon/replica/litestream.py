@@ -115,20 +115,33 @@ def shown(url: str | None) -> str:
 
 
 def replica_url(cfg: Config, kind: str) -> str:
-    """Each database has its own folder under WSD_REPLICA_URL."""
+    """Each database has its own folder under WSD_REPLICA_URL; with a home (SPEC.md section
+    11), under ``machines/NAME/`` of WSD_HOME_URL, but home's memory.db, which every machine
+    follows, at ``home/memory`` (found without knowing which machine is home)."""
     assert cfg.replica_url
+    if cfg.home and kind == "memory":
+        assert cfg.home_url
+        return home_memory_url(cfg.home_url)
     return f"{cfg.replica_url}/{kind}"
+
+
+def home_memory_url(home_url: str) -> str:
+    """Where home replicates the person's memory (memory.db) under WSD_HOME_URL."""
+    return f"{home_url}/home/memory"
+
+
+def machine_transcript_url(home_url: str, machine: str) -> str:
+    """Where ``machine`` replicates its transcript.db under WSD_HOME_URL."""
+    return f"{home_url}/machines/{machine}/transcript"
 
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.3f}s"
 
 
-def render(cfg: Config, layout: Layout) -> str:
-    """litestream's YAML config for ``cfg`` (JSON is YAML: no YAML writer needed, and every
-    string is quoted). No credential is in it; the ``$`` of a path is not expanded
-    (``-no-expand-env`` is passed everywhere)."""
-    retention = cfg.replica_retention_hours * 3600
+def storage_options(cfg: Config) -> dict[str, Any]:
+    """A replica's settings in litestream's config but its URL: how to reach the storage
+    (S3 endpoint and region, SFTP key and host key) and the upload interval."""
     replica: dict[str, Any] = {"sync-interval": _duration(cfg.replica_sync_seconds)}
     if cfg.replica_endpoint:
         replica["endpoint"] = cfg.replica_endpoint
@@ -139,6 +152,15 @@ def render(cfg: Config, layout: Layout) -> str:
         replica["key-path"] = cfg.replica_sftp_key_path
     if cfg.replica_sftp_host_key:  # else litestream trusts whatever key the server shows
         replica["host-key"] = cfg.replica_sftp_host_key
+    return replica
+
+
+def render(cfg: Config, layout: Layout) -> str:
+    """litestream's YAML config for ``cfg`` (JSON is YAML: no YAML writer needed, and every
+    string is quoted). No credential is in it; the ``$`` of a path is not expanded
+    (``-no-expand-env`` is passed everywhere)."""
+    retention = cfg.replica_retention_hours * 3600
+    replica = storage_options(cfg)
     doc: dict[str, Any] = {
         "socket": {"enabled": True, "path": socket_path(layout), "permissions": 0o600},
         # A snapshot at least as often as the retention: history older than it can go.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -105,6 +106,9 @@ DEFAULT_CANVAS_CREATE_TOOL = "mcp__canvas__create_card"
 DEFAULT_CANVAS_UPDATE_TOOL = "mcp__canvas__update_card"
 DEFAULT_CANVAS_CLOSE_TOOL = "mcp__canvas__close_card"
 DEFAULT_CANVAS_FOLDER = "artifacts/canvas"
+
+#: How often a follower looks for new changes (``litestream restore -f -follow-interval``).
+DEFAULT_FOLLOW_SECONDS = 1.0
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -311,6 +315,15 @@ class Config:
     #: A backlog's Message Batch grows its shared prefix over the model's caching floor when
     #: that pays (daemon/curation/caching.py); false sends every request plain.
     cache_shared_prefix: bool = True
+    #: One memory on many machines (SPEC.md section 11, daemon/machines/): the person's
+    #: storage root, this machine's name, its role (home curates, a satellite captures and
+    #: reads), and on home the satellites it curates. All None/empty: one machine, as ever.
+    home_url: str | None = None
+    machine: str | None = None
+    role: str | None = None
+    machines: tuple[str, ...] = ()
+    #: How often a follower (``litestream restore -f``) looks for new changes.
+    follow_seconds: float = DEFAULT_FOLLOW_SECONDS
 
     def section(self, cls: type[S]) -> S:
         """A settings object of dataclass ``cls`` built from this config: each of its fields
@@ -325,7 +338,11 @@ class Config:
         field but the credentials, which never leave the process."""
         hidden = {"api_key", "auth_token", "replica_access_key_id", "replica_secret_access_key"}
         out = {k: v for k, v in self.__dict__.items() if k not in hidden}
-        for name in ("bridge_url", "replica_url"):  # a URL's user:password stays here too
+        for name in (
+            "bridge_url",
+            "replica_url",
+            "home_url",
+        ):  # a URL's user:password stays here too
             url = out.get(name)
             if isinstance(url, str) and "@" in url:
                 scheme, _, rest = url.partition("://")
@@ -414,8 +431,51 @@ class Config:
             **_operations(env, read),
         )
 
+    def machines_problem(self) -> str | None:
+        """What is wrong with the settings of many machines taken together (None: nothing,
+        or one machine). Each setting alone is checked by :meth:`from_env`."""
+        if not self.home_url:
+            stray = [
+                n
+                for n, v in (("WSD_MACHINE", self.machine), ("WSD_ROLE", self.role))
+                if v is not None
+            ] + (["WSD_MACHINES"] if self.machines else [])
+            if stray:
+                return f"{', '.join(stray)} set without WSD_HOME_URL: set it, or unset them"
+            return None
+        if self.machine is None:
+            return "WSD_HOME_URL is set but WSD_MACHINE is not: name this machine"
+        if self.role is None:
+            return "WSD_HOME_URL is set but WSD_ROLE is not: set it to home or satellite"
+        if self.replica_url != f"{self.home_url}/machines/{self.machine}":
+            return (
+                "WSD_REPLICA_URL and WSD_HOME_URL are both set: with a home, each database's one"
+                " replica is under WSD_HOME_URL (machines/NAME/); unset WSD_REPLICA_URL"
+            )
+        if self.role == "satellite" and self.machines:
+            return "WSD_MACHINES is set on a satellite: only home curates other machines"
+        if self.machine in self.machines:
+            return f"WSD_MACHINES lists this machine ({self.machine}): list the satellites"
+        return None
+
+    @property
+    def satellite(self) -> bool:
+        """This machine captures and reads; home curates (SPEC.md section 11)."""
+        return self.role == "satellite" and bool(self.home_url)
+
+    @property
+    def home(self) -> bool:
+        """This machine is the person's home: it curates itself and the listed satellites."""
+        return self.role == "home" and bool(self.home_url)
+
     def validate_for_run(self) -> None:
-        """Checks only ``wsd run`` needs: where the Bridge is and a token to present."""
+        """Checks only ``wsd run`` needs: the machines' settings taken together, where the
+        Bridge is and a token to present (a satellite calls no Bridge)."""
+        problem = self.machines_problem()
+        if problem:
+            raise ConfigError(problem)
+        if self.satellite:
+            return
         if not self.bridge_url:
             raise ConfigError("ANTHROPIC_BASE_URL is not set: the daemon needs the Bridge URL")
         bad_url = bridge_url_problem(self.bridge_url)
@@ -430,7 +490,7 @@ class Config:
 def _operations(env: Mapping[str, str], read: _Reader) -> dict[str, Any]:
     """The operator's settings, by field name: the metrics file, replication, caching."""
     number, seconds = read.number, read.seconds
-    return dict(
+    out = dict(
         cache_shared_prefix=_get(env, "WSD_CACHE_SHARED_PREFIX", True, _bool, "true or false"),
         metrics_file=_get(env, "WSD_METRICS_FILE", None, _metrics_path, PROM_PATH),
         replica_url=_get(env, "WSD_REPLICA_URL", None, _replica_url, REPLICA_URL),
@@ -458,6 +518,59 @@ def _operations(env: Mapping[str, str], read: _Reader) -> dict[str, Any]:
             "WSD_REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 7 * DAY
         ),
     )
+    out.update(_machines(env, read))
+    return out
+
+
+MACHINE_NAME = "a name of 1-40 lowercase letters, digits and dashes"
+_MACHINE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?")
+
+
+def _machine(raw: str) -> str:
+    if not _MACHINE.fullmatch(raw):
+        raise ValueError(raw)
+    return raw
+
+
+def _machine_list(raw: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    if not names or len(set(names)) != len(names) or any(not _MACHINE.fullmatch(n) for n in names):
+        raise ValueError(raw)
+    return names
+
+
+def _role(raw: str) -> str:
+    if raw not in ROLES:
+        raise ValueError(raw)
+    return raw
+
+
+ROLES = ("home", "satellite")
+_NO_MACHINES: tuple[str, ...] = ()
+
+
+def _machines(env: Mapping[str, str], read: _Reader) -> dict[str, Any]:
+    """The settings of one memory on many machines (SPEC.md section 11). With a home, each
+    database's one litestream replica is under WSD_HOME_URL (litestream 0.5 takes one replica
+    per database): ``machines/NAME/`` is this machine's, and its backup."""
+    home_url = _get(env, "WSD_HOME_URL", None, _replica_url, REPLICA_URL)
+    machine = _get(env, "WSD_MACHINE", None, _machine, MACHINE_NAME)
+    out: dict[str, Any] = dict(
+        home_url=home_url,
+        machine=machine,
+        role=_get(env, "WSD_ROLE", None, _role, "home or satellite"),
+        machines=_get(
+            env,
+            "WSD_MACHINES",
+            _NO_MACHINES,
+            _machine_list,
+            f"a comma-separated list of {MACHINE_NAME}s",
+        ),
+        follow_seconds=read.number("WSD_FOLLOW_SECONDS", DEFAULT_FOLLOW_SECONDS, float, 0.1, 3600),
+    )
+    if home_url and machine and not env.get("WSD_REPLICA_URL", "").strip():
+        out["replica_url"] = f"{home_url}/machines/{machine}"
+    return out
 
 
 def bridge_url_problem(url: str) -> str | None:

@@ -19,6 +19,7 @@ import apsw
 from wsd import schema
 from wsd.daemon.store.verbs import Facet
 from wsd.hooks.capture import is_memory_call
+from wsd.schema.layout import FollowedLayout
 
 #: Turns copied per call (one short write transaction each).
 INDEX_BATCH = 500
@@ -54,12 +55,19 @@ def observations_after(t: apsw.Connection, cursor: int, limit: int) -> list[tupl
 
 
 def unindexed(
-    t: apsw.Connection, m: apsw.Connection, limit: int
+    t: apsw.Connection, m: apsw.Connection, limit: int, followed: bool = False
 ) -> tuple[str, list[tuple[Any, ...]]]:
     """The transcript's identity and its newest ``limit`` observations the turn index does not
     hold yet (above its high-water mark), oldest first, as the index reads them (its text:
-    :func:`as_turns`); none when memory.db has no turn index."""
+    :func:`as_turns`); none when memory.db has no turn index. ``followed`` (``m`` is a
+    satellite's copy of home's memory): the newest of its turns home has not curated."""
     identity = schema.identity(t)
+    if followed:  # a satellite: home's index holds what home curated, the rest is its own
+        return identity, t.execute(
+            f"SELECT * FROM ({_OBSERVATIONS} WHERE processed = 0 ORDER BY id DESC LIMIT ?)"
+            " ORDER BY id",
+            (max(0, limit),),
+        ).fetchall()
     cursor = index_cursor(m, identity)
     if cursor is None:
         return identity, []
@@ -192,10 +200,11 @@ class Archive(Facet):
         high-water mark read on ``memory`` when given (search's own connection: opening
         memory.db again cost a search as much as the rest of this)."""
         with self._db.transcript(readonly=True) as t:
+            followed = isinstance(self._db.layout, FollowedLayout)
             if memory is not None:
-                return unindexed(t, memory, limit)
+                return unindexed(t, memory, limit, followed)
             with self._db.memory(readonly=True) as m:
-                return unindexed(t, m, limit)
+                return unindexed(t, m, limit, followed)
 
     def index_ids(self, identity: str, observation_ids: Iterable[int]) -> dict[int, int]:
         """The turn index id (what search names ``T<n>``) of each of these turns that the

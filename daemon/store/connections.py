@@ -19,7 +19,7 @@ from typing import Any
 import apsw
 
 from wsd import schema
-from wsd.schema.layout import Layout
+from wsd.schema.layout import FollowedLayout, Layout
 
 #: ``schema.connect`` or a stand-in with its signature (a fault seam, the rebuild's redirect).
 Opener = Callable[..., apsw.Connection]
@@ -71,7 +71,9 @@ class Connections:
         if kept is not None:
             entry = kept.get(kind)
             if entry is None:  # read-only units share it too: it sees what they would
-                entry = kept[kind] = [self.opener(self.path(kind), kind), False]
+                copy = kind == "memory" and isinstance(self.layout, FollowedLayout)
+                opened = self.opener(self.path(kind), kind, readonly=True) if copy else None
+                entry = kept[kind] = [opened or self.opener(self.path(kind), kind), False]
             elif entry[1]:  # in use by an enclosing unit of work: one of its own
                 entry = None
         if kept is not None and entry is not None:
@@ -87,6 +89,8 @@ class Connections:
                 entry[1] = False
             return
         path = self.path(kind)
+        if kind == "memory" and isinstance(self.layout, FollowedLayout):
+            readonly = True  # litestream's copy: a write would fail, never land in it
         conn = self.opener(path, kind, readonly=True) if readonly else self.opener(path, kind)
         try:
             yield conn

@@ -96,6 +96,13 @@ def commit_batch(
             " VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET batch_id = excluded.batch_id",
             [(identity, oid, batch_id) for oid in ids],
         )
+        # A satellite's turn is never curated twice, whatever becomes of this transcript.db
+        # (SPEC.md section 11): its key is committed with the batch.
+        m.executemany(
+            "INSERT OR IGNORE INTO machine_turns (machine, origin_key, batch_id, curated_at)"
+            " VALUES (?, ?, ?, ?)",
+            [(*t.origin, batch_id, now) for t in batch.turns if t.origin is not None],
+        )
         added, repeated, superseded = _add_learnings(m, identity, batch, batch_id, now)
         opened = sum(
             actions.add(m, text, prio, "curator", content_key("action", text), now, batch_id)

@@ -67,6 +67,8 @@ class Turn:
     closed_by: str
     #: For an addendum (events that came after the turn was curated): the turn it adds to.
     amends: int | None = None
+    #: On home, a satellite's turn: (its machine, its origin key) (SPEC.md section 11).
+    origin: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ state), ``store.actions`` (pending actions), ``store.revisions`` (md revisions),
 session and the curator are shown), ``store.vectors`` (semantic vectors), ``store.workspace``
 (file index, canvas map, the checks' actions), ``store.maintenance`` (checkpoints, retention,
 integrity, backup), ``store.message_batches`` (Message Batches in flight), ``store.lineage``
-(what memory came from: ``wsd memory why``) and ``store.erasure`` (``wsd forget``: every copy of
-some words, and erasing them) and ``store.transfer`` (``wsd import`` and ``wsd export``). The
-SQL lives in a module per table family, each verb a function taking a connection, so that verbs
+(what memory came from: ``wsd memory why``), ``store.erasure`` (``wsd forget``: every copy of
+some words, and erasing them), ``store.transfer`` (``wsd import`` and ``wsd export``) and
+``store.machines`` (one memory on many machines: SPEC.md section 11). The SQL lives in a
+module per table family, each verb a function taking a connection, so that verbs
 share a transaction where they must (a batch's actions commit with its ledger row).
 
 A connection is opened per unit of work and closed straight after (see
@@ -36,6 +37,7 @@ from wsd.daemon.store.flushes import Flushes
 from wsd.daemon.store.learnings import Learnings
 from wsd.daemon.store.ledger import Ledger
 from wsd.daemon.store.lineage import Lineage
+from wsd.daemon.store.machines import Machines
 from wsd.daemon.store.maintenance import Maintenance
 from wsd.daemon.store.message_batches import MessageBatches
 from wsd.daemon.store.revisions import Revisions
@@ -68,6 +70,7 @@ class Store:
         self.lineage = Lineage(self._db)
         self.erasure = Erasure(self._db)
         self.transfer = Transfer(self._db)
+        self.machines = Machines(self._db)
 
     def session(self) -> AbstractContextManager[None]:
         """One connection per database for everything this thread does inside (see

@@ -26,7 +26,7 @@ _SETTLING = (
 )
 _TURN_COLS = (
     "id, session_id, sequence_num, timestamp, user_message, tool_calls_json, agent_response,"
-    " closed_by, amends"
+    " closed_by, amends, origin_machine, origin_key"
 )
 
 
@@ -249,7 +249,7 @@ def take_probe(t: apsw.Connection, session_id: str) -> int:
 
 
 def _turn(row: tuple[Any, ...]) -> Turn:
-    oid, session, seq, ts, user, calls, response, closed_by, amends = row
+    oid, session, seq, ts, user, calls, response, closed_by, amends, machine, key = row
     try:
         parsed = json.loads(calls) if calls else []
     except ValueError:
@@ -264,6 +264,8 @@ def _turn(row: tuple[Any, ...]) -> Turn:
         response,
         str(closed_by),
         None if amends is None else int(amends),
+        # Only home's ingested rows have a machine (a satellite's own sealed turns have a key).
+        None if machine is None or key is None else (str(machine), str(key)),
     )
 
 

@@ -57,6 +57,9 @@ class Between:
     clock: Callable[[], float]
     #: Called when the VM woke (events may have been lost: the watcher rescans).
     on_wake: Sequence[Callable[[], Any]] = ()
+    #: Many machines (daemon/machines/): home's ingest or a satellite's sealing, run each
+    #: pass with its time; None on a machine alone.
+    machines: Callable[[float], Any] | None = None
     #: .os/VERSION as the process started (a deploy changes it: the daemon restarts).
     version: str = field(default="", init=False)
     #: The newest turn id in the search index (-1: look again).
@@ -213,6 +216,14 @@ def economy_results(b: Between, p: Pass) -> Step | None:
     return None if collect(b.economy, b.after, p.now) else Step.STOPPED
 
 
+def machines(b: Between, p: Pass) -> Step | None:
+    """Home: the listed satellites' new turns added to be curated; a satellite: its settled
+    turns sealed for home, those home curated marked (SPEC.md section 11)."""
+    if b.machines is not None:
+        b.machines(p.now)
+    return None
+
+
 def transcript(b: Between, p: Pass) -> Step | None:
     """The backlog read, for this pass's decisions and the chores after; a recreated
     transcript.db noticed (the markers re-derived from the ledger)."""
@@ -286,8 +297,9 @@ def retention(b: Between, p: Pass) -> Step | None:
 #: words being forgotten. The wake before anything that measures quiet (orphans). The version
 #: before the spool, so a new deploy stops before recording with old code. The spool, orphans
 #: and economy results before the backlog is read, so it counts what they added and closed;
-#: the index, adoption and flush answers after it (they read it). Maintenance and retention
-#: only when nothing is pending: a quiet moment.
+#: the index, adoption and flush answers after it (they read it); the machines' exchange
+#: before it too (home's ingest adds turns). Maintenance and retention only when nothing is
+#: pending: a quiet moment (on a satellite, whose turns wait on home, whenever they are due).
 CHORES: tuple[Chore, ...] = (
     Chore("erasures", erasures),
     Chore("wake", wake),
@@ -296,6 +308,7 @@ CHORES: tuple[Chore, ...] = (
     Chore("spool", spool),
     Chore("orphans", orphans),
     Chore("economy results", economy_results),
+    Chore("machines", machines),
     Chore("transcript", transcript),
     Chore("turn index", turn_index),
     Chore("md adoption", md_adoption),
@@ -309,7 +322,7 @@ def run(b: Between, p: Pass, chores: Sequence[Chore] = CHORES) -> Step | None:
     """Every chore in order, the idle ones only when nothing is pending; the first Step one
     returns ends the pass."""
     for chore in chores:
-        if chore.idle and p.pending:
+        if chore.idle and p.pending and not b.config.satellite:
             continue
         step = chore.run(b, p)
         if step is not None:

@@ -184,7 +184,8 @@ class Worker:
         if step is not None:
             return PassResult(step)
         assert p.backlog is not None
-        if p.backlog.pending == 0:
+        # A satellite curates nothing: home does, from what litestream ships it.
+        if p.backlog.pending == 0 or self.config.satellite:
             return PassResult(Step.IDLE)
         return self._decide(p.backlog, p.now)
 

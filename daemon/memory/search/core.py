@@ -63,7 +63,7 @@ from wsd.daemon.memory.search.text import (
 from wsd.daemon.memory.semantic import client
 from wsd.daemon.runtime.dates import display_date, parse_since
 from wsd.daemon.store import LEARNING_TYPES
-from wsd.schema.layout import Layout
+from wsd.schema.layout import FollowedLayout, Layout
 
 TURN_TYPE = "turn"
 TYPES = (*LEARNING_TYPES, TURN_TYPE)
@@ -142,6 +142,9 @@ def search_memory(
         limit = max(0, min(int(limit), MAX_LIMIT))
     except (TypeError, ValueError):
         limit = 10
+    if isinstance(layout, Layout):  # a satellite reads its copy of home's memory.db
+        layout = layout.reading()
+        semantic = semantic and not isinstance(layout, FollowedLayout)
     path = layout.memory_db if isinstance(layout, Layout) else layout
     if limit == 0 or not os.path.exists(path):
         return []

@@ -76,6 +76,8 @@ def open_turn(layout: Layout | str, turn: int | str) -> ArchivedTurn | None:
     no memory.db or turn index yet)."""
     ref = turn if isinstance(turn, str) else f"T{turn}"
     number = int(ref[1:])
+    if isinstance(layout, Layout):
+        layout = layout.reading()
     path = layout.memory_db if isinstance(layout, Layout) else layout
     if not os.path.exists(path):
         return None

@@ -1,0 +1,353 @@
+"""One memory on many machines (SPEC.md section 11), the SQL of it: a satellite seals its
+settled turns and marks those home curated; home ingests each listed satellite's sealed
+turns from its followed copy of that satellite's transcript.db, exactly once.
+
+Keys (schema 013_machines.sql, 017_machines.sql): a satellite's turn is named by its
+machine and its origin key, a random id given when the turn is sealed. Home's transcript.db
+holds each ingested turn once (a unique index); memory.db's ``machine_turns`` holds each
+curated one, written in the batch's transaction, so that neither a satellite's database
+restored or recreated nor home's transcript.db lost makes a turn curated twice.
+
+A followed copy (``litestream restore -f``) is written by litestream alone: it is opened
+read-only here, and one that cannot be read yet (not restored, being replaced) reads as
+nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from wsd import schema
+from wsd.daemon.store.ledger import put_state
+from wsd.daemon.store.verbs import Facet, reads, uses
+from wsd.schema.encoded import any_encoded
+
+#: A turn settling: it holds a spooled event newer than ?1 (as the curation's take waits for
+#: the rest of a burst, :data:`wsd.daemon.store.turns._SETTLING`).
+_SETTLING = (
+    "EXISTS (SELECT 1 FROM events e WHERE e.observation_id = o.id AND e.via = 'spool'"
+    " AND e.ts >= ?1)"
+)
+#: Turns read from a followed copy per call (a satellite back after a week: several calls).
+INGEST_ROWS = 500
+
+
+def seal(t: apsw.Connection, settled_before: float, now: float) -> int:
+    """Give each settled turn of this (satellite's) transcript its origin key, oldest first,
+    stopping at the first still settling (home reads sealed turns in id order and stops at
+    an unsealed one); how many were sealed. From now on they never change."""
+    with schema.write_txn(t):
+        first_settling = schema.first(
+            t,
+            f"SELECT min(o.id) FROM observations o WHERE o.origin_key IS NULL AND {_SETTLING}",
+            (settled_before,),
+        )
+        upto = first_settling[0] if first_settling and first_settling[0] is not None else 2**62
+        t.execute(
+            "UPDATE observations SET origin_key = lower(hex(randomblob(16)))"
+            " WHERE origin_key IS NULL AND id < ?",
+            (upto,),
+        )
+        return int(t.changes())
+
+
+def mark_curated(t: apsw.Connection, keys: Sequence[str]) -> int:
+    """Mark this satellite's turns of these origin keys curated (home did); how many."""
+    if not keys:
+        return 0
+    with schema.write_txn(t):
+        t.execute(
+            "UPDATE observations SET processed = 1 WHERE processed = 0"
+            " AND origin_key IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(keys)),),
+        )
+        return int(t.changes())
+
+
+def unsealed(t: apsw.Connection) -> int:
+    """How many of this satellite's turns are not sealed yet (not on their way home)."""
+    return int(schema.one(t, "SELECT count(*) FROM observations WHERE origin_key IS NULL")[0])
+
+
+# -- home: memory.db ------------------------------------------------------------------------
+
+
+def curated_keys(m: apsw.Connection, machine: str, keys: Sequence[str]) -> set[str]:
+    """Which of ``machine``'s origin keys a batch already curated."""
+    rows = schema.rows(
+        m,
+        "SELECT origin_key FROM machine_turns WHERE machine = ?"
+        " AND origin_key IN (SELECT value FROM json_each(?))",
+        (machine, json.dumps(list(keys))),
+    )
+    return {str(r[0]) for r in rows}
+
+
+def curated_for(m: apsw.Connection, machine: str, after_batch: int) -> tuple[list[str], int]:
+    """``machine``'s origin keys curated by batches after ``after_batch``, and the newest
+    such batch (``after_batch`` when none): what a satellite marks curated."""
+    rows = schema.rows(
+        m,
+        "SELECT origin_key, batch_id FROM machine_turns WHERE machine = ? AND batch_id > ?"
+        " ORDER BY batch_id",
+        (machine, after_batch),
+    )
+    return [str(r[0]) for r in rows], max((int(r[1]) for r in rows), default=after_batch)
+
+
+def curated_counts(m: apsw.Connection) -> dict[str, tuple[int, float | None]]:
+    """Per machine: how many of its turns home curated, and when the newest was."""
+    rows = schema.rows(
+        m, "SELECT machine, count(*), max(curated_at) FROM machine_turns GROUP BY machine"
+    )
+    return {str(r[0]): (int(r[1]), None if r[2] is None else float(r[2])) for r in rows}
+
+
+def publish(m: apsw.Connection, values: dict[str, str], now: float) -> None:
+    """Home's word to the satellites, in memory.db's state (their copy has it a follow
+    interval later): when home last looked in (``home_beacon``) and what it ingested."""
+    with schema.write_txn(m):
+        for key, value in values.items():
+            put_state(m, key, value, now)
+
+
+def home_state(m: apsw.Connection) -> dict[str, str]:
+    """What home published (:func:`publish`)."""
+    return {
+        str(k): str(v)
+        for k, v in schema.rows(m, "SELECT key, value FROM state WHERE key GLOB 'home_*'")
+    }
+
+
+# -- home: transcript.db --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Home's place in one satellite database (its identity): the last observation id
+    ingested and its key."""
+
+    identity: str
+    last_id: int
+    last_key: str
+
+
+def cursor(t: apsw.Connection, machine: str, identity: str) -> Cursor | None:
+    row = schema.first(
+        t,
+        "SELECT last_id, last_key FROM machine_cursors WHERE machine = ? AND identity = ?",
+        (machine, identity),
+    )
+    return None if row is None else Cursor(identity, int(row[0]), str(row[1]))
+
+
+def ingest(
+    t: apsw.Connection,
+    machine: str,
+    identity: str,
+    rows: Sequence[CopiedTurn],
+    skip: Iterable[str],
+    now: float,
+) -> int:
+    """Add ``machine``'s turns (read from its followed copy, in id order) to home's
+    transcript as turns to curate, but those whose keys are in ``skip`` (curated already),
+    and move the cursor past the last of ``rows``, in one transaction; how many were added
+    (a key already here is not added again)."""
+    if not rows:
+        return 0
+    skipped = set(skip)
+    added = 0
+    with schema.write_txn(t):
+        for row in rows:
+            if row.key in skipped or row.erased:
+                continue
+            session = f"{machine}/{row.session_id}"
+            t.execute(
+                "INSERT INTO sessions (id, started_at, last_event_at) VALUES (?1, ?2, ?2)"
+                " ON CONFLICT (id) DO UPDATE SET last_event_at = max(last_event_at, ?2)",
+                (session, row.timestamp),
+            )
+            amends = None
+            if row.amends_key is not None:
+                found = schema.first(
+                    t,
+                    "SELECT id FROM observations WHERE origin_machine = ? AND origin_key = ?",
+                    (machine, row.amends_key),
+                )
+                amends = None if found is None else int(found[0])
+            t.execute(
+                "INSERT OR IGNORE INTO observations (timestamp, session_id, sequence_num,"
+                " user_message, tool_calls_json, agent_response, closed_by, amends, encoded,"
+                " origin_machine, origin_key)"
+                " VALUES (?, ?, (SELECT coalesce(max(sequence_num), 0) + 1 FROM observations"
+                "  WHERE session_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.timestamp,
+                    session,
+                    session,
+                    row.user_message,
+                    row.tool_calls_json,
+                    row.agent_response,
+                    row.closed_by,
+                    amends,
+                    any_encoded(row.user_message, row.tool_calls_json, row.agent_response),
+                    machine,
+                    row.key,
+                ),
+            )
+            if t.changes():
+                added += 1
+                if amends is None:
+                    t.execute(
+                        "UPDATE sessions SET observation_count = observation_count + 1"
+                        " WHERE id = ?",
+                        (session,),
+                    )
+        last = rows[-1]
+        t.execute(
+            "INSERT INTO machine_cursors (machine, identity, last_id, last_key, updated_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (machine, identity) DO UPDATE SET"
+            " last_id = excluded.last_id, last_key = excluded.last_key,"
+            " updated_at = excluded.updated_at",
+            (machine, identity, last.id, last.key, now),
+        )
+    return added
+
+
+def forget_cursor(t: apsw.Connection, machine: str, identity: str) -> None:
+    """Read ``machine``'s database ``identity`` again from its start (it was rewound)."""
+    with schema.write_txn(t):
+        t.execute(
+            "DELETE FROM machine_cursors WHERE machine = ? AND identity = ?", (machine, identity)
+        )
+
+
+def ingested(t: apsw.Connection) -> dict[str, tuple[int, int, float | None]]:
+    """Per machine: turns ingested, of them not curated yet, when the cursor last moved."""
+    rows = schema.rows(
+        t,
+        "SELECT origin_machine, count(*), total(processed = 0) FROM observations"
+        " WHERE origin_machine IS NOT NULL GROUP BY 1",
+    )
+    moved = dict(
+        schema.rows(t, "SELECT machine, max(updated_at) FROM machine_cursors GROUP BY machine")
+    )
+    out = {str(m): (int(n), int(p), moved.get(m)) for m, n, p in rows}
+    for m, at in moved.items():
+        out.setdefault(str(m), (0, 0, at))
+    return out
+
+
+# -- a followed copy of a satellite's transcript.db ------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopiedTurn:
+    """One sealed turn of a satellite, as its followed copy holds it."""
+
+    id: int
+    key: str
+    timestamp: float
+    session_id: str
+    user_message: str | None
+    tool_calls_json: str
+    agent_response: str | None
+    closed_by: str
+    amends_key: str | None
+    erased: bool
+
+
+def copy_state(c: apsw.Connection, after: int, limit: int) -> tuple[str, list[CopiedTurn]]:
+    """The copy's identity and its sealed turns after id ``after``, in id order, up to the
+    first unsealed one (a turn still settling there: later ones wait for it)."""
+    identity = schema.identity(c)
+    rows = schema.rows(
+        c,
+        "SELECT o.id, o.origin_key, o.timestamp, o.session_id, o.user_message,"
+        " o.tool_calls_json, o.agent_response, o.closed_by,"
+        " (SELECT a.origin_key FROM observations a WHERE a.id = o.amends), o.erased_at"
+        " FROM observations o WHERE o.id > ? ORDER BY o.id LIMIT ?",
+        (after, limit),
+    )
+    out: list[CopiedTurn] = []
+    for r in rows:
+        if r[1] is None:
+            break
+        out.append(
+            CopiedTurn(
+                int(r[0]),
+                str(r[1]),
+                float(r[2]),
+                str(r[3]),
+                r[4],
+                str(r[5]),
+                r[6],
+                str(r[7]),
+                None if r[8] is None else str(r[8]),
+                r[9] is not None,
+            )
+        )
+    return identity, out
+
+
+def key_at(c: apsw.Connection, obs_id: int) -> str | None:
+    """The origin key of the copy's observation ``obs_id`` (None: no such sealed turn)."""
+    row = schema.first(c, "SELECT origin_key FROM observations WHERE id = ?", (obs_id,))
+    return None if row is None or row[0] is None else str(row[0])
+
+
+class Machines(Facet):
+    """Many machines (``store.machines``): sealing and marking on a satellite, the ingest
+    and its cursors on home, and the followed copies read (see the module)."""
+
+    seal = uses("transcript", seal)
+    mark_curated = uses("transcript", mark_curated)
+    unsealed = reads("transcript", unsealed)
+    curated_keys = reads("memory", curated_keys)
+    curated_counts = reads("memory", curated_counts)
+    cursor = reads("transcript", cursor)
+    ingest = uses("transcript", ingest)
+    forget_cursor = uses("transcript", forget_cursor)
+    ingested = reads("transcript", ingested)
+    publish = uses("memory", publish)
+
+    def read_copy(
+        self, path: str, after_for: Callable[[str], int], limit: int = INGEST_ROWS
+    ) -> tuple[str, int, str | None, list[CopiedTurn]]:
+        """From the followed copy of a satellite's transcript.db at ``path``, in one
+        snapshot: its identity, the id to read after (``after_for`` that identity), the key
+        the copy has at that id (None: none, or 0) and the sealed turns after it
+        (:func:`copy_state`). Raises apsw.Error when the copy cannot be read."""
+        conn = self._db.opener(path, "transcript", readonly=True)
+        try:
+            conn.execute("BEGIN")  # one snapshot: litestream may apply pages meanwhile
+            try:
+                identity = schema.identity(conn)
+                after = after_for(identity)
+                at = key_at(conn, after) if after else None
+                _, rows = copy_state(conn, after, limit)
+            finally:
+                conn.execute("COMMIT")
+            return identity, after, at, rows
+        finally:
+            conn.close()
+
+    def curated_in_copy(
+        self, path: str, machine: str, after_batch: int
+    ) -> tuple[list[str], int, dict[str, str]]:
+        """:func:`curated_for` and :func:`home_state` read from the followed copy of home's
+        memory.db at ``path``; raises apsw.Error when it cannot be read."""
+        conn = self._db.opener(path, "memory", readonly=True)
+        try:
+            conn.execute("BEGIN")
+            try:
+                keys, newest = curated_for(conn, machine, after_batch)
+                return keys, newest, home_state(conn)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            conn.close()

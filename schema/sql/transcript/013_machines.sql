@@ -1,0 +1,27 @@
+-- One memory on many machines (SPEC.md section 11).
+--
+-- origin_key: on a satellite, the id a closed turn gets once it is settled (sealed): random,
+-- so it survives this database being restored (the restored row keeps it) and a recreated or
+-- rewound database never reuses one (an AUTOINCREMENT id would: a restore from an older
+-- point hands the lost turns' ids to new ones). A sealed turn is never folded again: what
+-- comes late becomes an addendum, as after curation. On home, origin_machine and origin_key
+-- say which satellite's turn an ingested row is; the unique index is the exactly-once of
+-- the ingest (memory.db's machine_turns is that of the curation).
+ALTER TABLE observations ADD COLUMN origin_machine TEXT;
+ALTER TABLE observations ADD COLUMN origin_key TEXT;
+
+CREATE UNIQUE INDEX observations_origin ON observations (origin_machine, origin_key)
+    WHERE origin_key IS NOT NULL;
+CREATE INDEX observations_unsealed ON observations (id) WHERE origin_key IS NULL;
+
+-- Home's place in each followed satellite transcript (one row per machine and database
+-- identity): the last satellite observation id ingested, and its key, so that a rewound
+-- database (the key at that id differs) is read again from its start.
+CREATE TABLE machine_cursors (
+    machine    TEXT NOT NULL,
+    identity   TEXT NOT NULL,
+    last_id    INTEGER NOT NULL,
+    last_key   TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (machine, identity)
+) STRICT;
