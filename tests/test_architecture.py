@@ -35,9 +35,11 @@ LAYERS = {
     "wsd.daemon.memory": 6,
     "wsd.daemon.curation": 7,
     "wsd.daemon.workspace": 7,
-    "wsd.daemon.ops": 8,
-    "wsd.daemon.standin": 9,
-    "wsd.daemon": 10,  # __main__: `python -m wsd.daemon` is `wsd`
+    # Many machines: ingests for curation, seals what it would take (SPEC.md section 11).
+    "wsd.daemon.machines": 8,
+    "wsd.daemon.ops": 9,
+    "wsd.daemon.standin": 10,
+    "wsd.daemon": 11,  # __main__: `python -m wsd.daemon` is `wsd`
 }
 SQL = re.compile(
     r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|ATTACH|DETACH|BEGIN"
@@ -403,7 +405,8 @@ def test_no_protected_member_of_the_store_is_used_outside_it() -> None:
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
 def test_layers(module: str) -> None:
-    """runtime < store < replica < memory < curation | workspace < ops < standin, schema < redact <
+    """runtime < store < replica < memory < curation | workspace < machines < ops < standin,
+    schema < redact <
     hooks
     below them all: a module imports its own layer or lower ones only."""
     mine = LAYERS[_layer(module)]

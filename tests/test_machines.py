@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import daemon_env, query, start_daemon, wait_for, write_turns, wsd
-from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.machines import places
+from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.replica import litestream
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.standin import rule_curator
@@ -43,7 +43,11 @@ def _no_leaked_litestream(tmp_path: Path) -> Iterator[None]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"litestream") and any(str(tmp_path).encode() in a for a in argv):
+        if (
+            argv
+            and argv[0].endswith(b"litestream")
+            and any(str(tmp_path).encode() in a for a in argv)
+        ):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
 
@@ -57,8 +61,9 @@ def bridge() -> Iterator[BridgeStandin]:
 class Machine:
     """One machine: its workspace, its environment, its daemon while one runs."""
 
-    def __init__(self, tmp: Path, name: str, role: str, storage: str, bridge: BridgeStandin,
-                 **extra: str) -> None:
+    def __init__(
+        self, tmp: Path, name: str, role: str, storage: str, bridge: BridgeStandin, **extra: str
+    ) -> None:
         root = tmp / name
         root.mkdir()
         self.name = name
@@ -184,6 +189,74 @@ def test_without_the_settings_a_machine_works_alone_and_bad_combinations_are_nam
     for said, env in cases.items():
         problem = Config.from_env(env).machines_problem()
         assert problem is not None and said in problem, (env, problem)
+
+
+def _text(m: Machine, name: str) -> str | None:
+    path = Path(m.layout.md(name))
+    return path.read_text() if path.exists() else None
+
+
+def test_a_hand_edit_on_a_satellite_is_adopted_at_home_or_kept_as_a_conflict_never_reverted(
+    three: tuple[Machine, Machine, Machine],
+) -> None:
+    """user.md is the person's: home's version reaches both satellites; an edit on one
+    made on home's latest is adopted and reaches the other; an edit made while home changed
+    the file meanwhile is kept beside home's as a conflict with a pending action, stays on
+    the satellite's disk until the person decides, and `wsd memory conflicts --adopt` makes
+    it the current version everywhere."""
+    home, lap, vm = three
+    for m in three:
+        m.start()
+    first = "# User\n\n- Drinks tea in the morning\n"
+    Path(home.layout.md("user.md")).write_text(first)
+    assert wait_for(lambda: _text(lap, "user.md") == first and _text(vm, "user.md") == first, 30)
+
+    second = first + "- Lives in Lyon\n"
+    Path(lap.layout.md("user.md")).write_text(second)
+    assert wait_for(lambda: _text(home, "user.md") == second, 30), home.log.read_text()[-2000:]
+    assert wait_for(lambda: _text(vm, "user.md") == second, 30)
+    assert _text(lap, "user.md") == second
+
+    home.stop()
+    third = second + "- Has a cat called Miso\n"
+    Path(lap.layout.md("user.md")).write_text(third)
+    assert wait_for(
+        lambda: query(lap.layout.transcript_db, "SELECT count(*) FROM md_proposals")[0][0] == 2,
+        15,
+    )
+    mine = second.replace("tea", "green tea")
+    Path(home.layout.md("user.md")).write_text(mine)  # the person, at home, meanwhile
+    home.start()
+
+    def conflicted() -> bool:
+        return bool(
+            query(home.layout.memory_db, "SELECT 1 FROM md_proposals WHERE status = 'conflict'")
+        )
+
+    assert wait_for(conflicted, 30), home.log.read_text()[-2000:]
+    assert _text(home, "user.md") == mine  # home's own edit is not reverted either
+    pending = wsd(home.env, "pending").stdout
+    assert "edited by hand on lap" in pending and "Miso" not in pending
+    assert "+- Has a cat called Miso" in wsd(home.env, "memory", "conflicts").stdout
+    assert wait_for(lambda: _text(vm, "user.md") == mine, 30)
+    assert _text(lap, "user.md") == third  # kept on lap's disk while the person decides
+    (pid,) = query(home.layout.memory_db, "SELECT id FROM md_proposals WHERE status = 'conflict'")[
+        0
+    ]
+    wsd(home.env, "memory", "conflicts", "--adopt", str(pid))
+    assert _text(home, "user.md") == third
+    assert wait_for(lambda: _text(vm, "user.md") == third, 30)
+    assert wait_for(
+        lambda: (
+            query(
+                lap.layout.transcript_db,
+                "SELECT count(*) FROM md_proposals WHERE settled_at IS NULL",
+            )[0][0]
+            == 0
+        ),
+        30,
+    )
+    assert _text(lap, "user.md") == third
 
 
 def _unused() -> None:  # keep imports honest until the next tests use them

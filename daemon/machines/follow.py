@@ -43,7 +43,6 @@ MAX_DELAY = 60.0
 HEALTHY_SECONDS = 60.0
 TICK_SECONDS = 0.5
 CONFIG = "litestream-follow.yml"
-LOG = "litestream-follow.log"
 LOG_BYTES = 10 << 20
 
 
@@ -59,8 +58,26 @@ def config_path(layout: Layout) -> str:
     return os.path.join(layout.os_dir, CONFIG)
 
 
-def log_path(layout: Layout) -> str:
-    return os.path.join(layout.os_dir, "logs", LOG)
+def log_path(layout: Layout, name: str) -> str:
+    """Each follower's own log (its last error says why it exited)."""
+    return os.path.join(layout.os_dir, "logs", f"litestream-follow-{name}.log")
+
+
+#: What litestream 0.5.17 says when the copy is ahead of the newest snapshot on the storage
+#: (measured: a satellite's replica holds its first snapshot and the changes after it; a
+#: follower stopped and started again refuses to resume): the copy is made again.
+CANNOT_RESUME = "cannot resume follow mode"
+
+
+def reset_copy(copy: str) -> list[str]:
+    """Remove a followed copy and litestream's files beside it (only with no follower
+    running): the next follower restores it afresh. The files removed."""
+    removed = []
+    for suffix in ("", "-wal", "-shm", "-txid"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(copy + suffix)
+            removed.append(copy + suffix)
+    return removed
 
 
 def following(copy: str) -> bool:
@@ -90,6 +107,8 @@ class _Child:
     delay: float = FIRST_DELAY
     next_start: float = 0.0
     exits: int = field(default=0)
+    #: Where in its log the running follower's lines begin (an older run's are not its).
+    log_from: int = 0
 
 
 class Followers:
@@ -173,6 +192,12 @@ class Followers:
             wait, child.delay = child.delay, min(child.delay * 2, MAX_DELAY)
             child.next_start = now + wait
             child.exits += 1
+            said = _last_error(log_path(self.layout, child.spec.name), child.log_from)
+            if CANNOT_RESUME in said:
+                reset_copy(child.spec.path)
+                child.next_start = now  # at once: nothing was wrong with the storage
+                self.log.info("follow_reset", machine=child.spec.name, reason=CANNOT_RESUME)
+                return "waiting"
             self.log.warning(
                 "follow_exited",
                 machine=child.spec.name,
@@ -185,6 +210,8 @@ class Followers:
             return "adopted"
         if now < child.next_start:
             return "waiting"
+        with contextlib.suppress(OSError):
+            child.log_from = os.stat(log_path(self.layout, child.spec.name)).st_size
         child.proc = self._start(child.spec)
         if child.proc is None:
             return "adopted"
@@ -214,7 +241,7 @@ class Followers:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return None
-            with self._log_file() as out:
+            with self._log_file(spec.name) as out:
                 proc = subprocess.Popen(
                     self._argv(spec),
                     stdin=subprocess.DEVNULL,
@@ -231,8 +258,8 @@ class Followers:
         )
         return proc
 
-    def _log_file(self) -> IO[bytes]:
-        path = log_path(self.layout)
+    def _log_file(self, name: str) -> IO[bytes]:
+        path = log_path(self.layout, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with contextlib.suppress(OSError):
             if os.stat(path).st_size > LOG_BYTES:
@@ -255,3 +282,19 @@ def running_pid(copy: str) -> int | None:
     if not argv or not os.path.basename(argv[0]).startswith(b"litestream"):
         return None
     return pid
+
+
+def _last_error(path: str, start: int) -> str:
+    """The last ``Error:`` line of a follower's log after offset ``start`` ("" when none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fd).st_size
+            fh.seek(max(start if start <= size else 0, size - 4096))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        if line.startswith("Error:") or "level=ERROR" in line:
+            return line
+    return ""

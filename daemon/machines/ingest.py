@@ -35,6 +35,12 @@ from wsd.schema.errors import describe
 #: The longest home stays silent: a satellite's copy that has no word newer than this (and
 #: its follow interval) is stale. 12 tiny transactions an idle hour (``make bench``).
 BEACON_SECONDS = 300.0
+#: The pending action a hand edit made on an older version opens (never its words).
+CONFLICT_ACTION = (
+    "{file} was edited by hand on {machine} while it had changed here: both versions are"
+    " kept. Ask the person which to keep: `wsd memory conflicts` shows edit #{id} beside the"
+    " current file, `wsd memory conflicts --adopt {id}` makes it the current version."
+)
 #: Pages of :data:`wsd.daemon.store.machines.INGEST_ROWS` turns read per machine per pass.
 PAGES = 20
 
@@ -63,6 +69,8 @@ class Home:
     status: StatusFile
     clock: Callable[[], float]
     views: dict[str, MachineView] = field(default_factory=dict)
+    #: Told the file a hand edit was adopted into (the md files are written from it).
+    on_adopted: Callable[[str], Any] = lambda name: None
     last_beacon: float = field(default=0.0, init=False)
     #: The error last logged per machine (logged again only when it changes).
     _logged: dict[str, str] = field(default_factory=dict, init=False)
@@ -118,7 +126,24 @@ class Home:
                 view.ingested_at = now
         if added:
             self.log.info("machine_ingested", machine=name, turns=added)
+        self._hand_edits(name, path, now)
         return added
+
+    def _hand_edits(self, name: str, path: str, now: float) -> None:
+        """A person's hand edits on satellite ``name``, taken in once each: adopted when
+        made on home's latest version, else kept beside it for the person to decide."""
+        machines = self.store.machines
+        for proposal in machines.proposals_in_copy(path):
+            status = machines.take_proposal(
+                name,
+                proposal,
+                now,
+                CONFLICT_ACTION.format(file=proposal.file, machine=name, id="{id}"),
+            )
+            if status is not None:
+                self.log.info("hand_edit_taken", machine=name, file=proposal.file, status=status)
+                if status == "adopted":
+                    self.on_adopted(proposal.file)
 
     def _report(self, now: float, added: int) -> None:
         counts = self.store.machines.ingested()

@@ -6,8 +6,17 @@ nothing, and each pass
 * marks curated the turns home's memory says it curated (read from the followed copy of
   home's memory.db), so that what it shows as not curated yet (the boot context, search's
   tail, ``wsd status``) is what home has not curated;
+* writes the person's files (user.md, context.md) as home's memory has them, and carries
+  home a person's hand edit of one (:meth:`Satellite.person_files`);
 * says how old its copy of the person's memory is: as old as home's newest word in it
   (home says one at least every :data:`wsd.daemon.machines.ingest.BEACON_SECONDS`).
+
+A hand edit here is never reverted and never lost: the file on disk differs from every
+version home had, so it is a person's; it is recorded (with the sha256 of the version this
+machine last had from home, what the person started from) and shipped home like a turn, and
+the file is left as the person wrote it until home answers: adopted (home's latest is then
+the edit itself) or kept as a conflict beside home's version, with a pending action for the
+person (``wsd memory conflicts``). Only then is home's latest written here again.
 """
 
 from __future__ import annotations
@@ -22,9 +31,10 @@ import apsw
 
 from wsd.daemon.curation.request.batch import LATE_SETTLE_SECONDS
 from wsd.daemon.machines import places
+from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
-from wsd.daemon.store import Store
+from wsd.daemon.store import PERSON_FILES, Store, sha256
 from wsd.schema.errors import describe
 
 
@@ -58,6 +68,9 @@ class Satellite:
     #: The newest of home's batches whose turns were marked (0: read them all again).
     after_batch: int = field(default=0, init=False)
     _logged: str | None = field(default=None, init=False)
+    #: The sha256 of home's version last written or found here, per file (the base of an
+    #: edit; also kept in this machine's memory.db state, for after a restart).
+    bases: dict[str, str] = field(default_factory=dict, init=False)
 
     def run(self, now: float) -> None:
         machines = self.store.machines
@@ -85,8 +98,58 @@ class Satellite:
             self.after_batch = newest
         self.view.curated += machines.mark_curated(keys)
         self.view.state, self.view.error = "following", None
+        self.person_files(path, now)
         self._read_word(said, now)
         self._report(now)
+
+    def person_files(self, copy: str, now: float) -> None:
+        """user.md and context.md written from home's latest (when the disk holds one of
+        home's versions, or nothing); a person's edit recorded for home instead (see the
+        module)."""
+        machines = self.store.machines
+        try:
+            home = machines.home_files(copy, str(self.cfg.machine))
+        except (apsw.Error, OSError):
+            return
+        waiting = machines.open_proposals()
+        answered = [uid for uid, _ in waiting.values() if home.answered.get(uid) == "decided"]
+        if answered:
+            machines.settle_proposals(answered, now)
+            waiting = {f: p for f, p in waiting.items() if p[0] not in answered}
+        for name in PERSON_FILES:
+            latest = home.latest.get(name)
+            disk, why = md_files.look(md_files.curated_path(self.store.layout, name))
+            if why is not None:
+                continue  # something unreadable there: left alone (doctor names it)
+            base_key = f"machine_base:{name}"
+            if disk is not None and disk == latest:
+                self._remember_base(base_key, latest, now)
+                continue
+            if name in waiting and disk == waiting[name][1]:
+                continue  # the edit waits for home's answer, as the person left it
+            edited = disk is not None and sha256(disk) not in home.known[name]
+            if edited and (bool(disk and disk.strip()) or latest is not None):
+                base = self.store.ledger.get_state(base_key)
+                machines.propose(name, base, disk or "", now)
+                self.log.info("hand_edit_proposed", file=name)
+                continue
+            if latest is None:
+                continue
+            try:
+                if md_files.materialise(self.store.layout, {name: latest}):
+                    self.log.info("md_from_home", file=name)
+            except OSError as exc:
+                self.log.warning("md_write_failed", file=name, error=describe(exc))
+                continue
+            self._remember_base(base_key, latest, now)
+
+    def _remember_base(self, key: str, content: str | None, now: float) -> None:
+        if content is None:
+            return
+        sha = sha256(content)
+        if self.bases.get(key) != sha:
+            self.store.ledger.set_state({key: sha}, now)
+            self.bases[key] = sha
 
     def _read_word(self, said: dict[str, str], now: float) -> None:
         try:

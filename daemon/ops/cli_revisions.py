@@ -81,6 +81,8 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
             file=sys.stderr,
         )
         return 1
+    if args.verb == "conflicts":
+        return _conflicts(args, layout)
     if args.verb in ("why", "blame"):
         from wsd.daemon.ops import cli_why
 
@@ -127,6 +129,47 @@ def cmd_memory(args: argparse.Namespace, env: Mapping[str, str], layout: Layout)
     return 0
 
 
+def _conflicts(args: argparse.Namespace, layout: Layout) -> int:
+    """``wsd memory conflicts [--adopt N]``: the hand edits made on a satellite on a version
+    home had since changed (both kept, SPEC.md section 11), each beside the current file as a
+    diff; ``--adopt N`` makes edit N the current version (on home: the person's memory is
+    written there alone)."""
+    reading = layout.reading()
+    store = Store(reading)
+    if args.adopt is not None:
+        if reading is not layout:
+            print(
+                "wsd memory conflicts --adopt: run it on home (this satellite reads a copy of"
+                " home's memory)",
+                file=sys.stderr,
+            )
+            return 2
+        done = store.machines.adopt_conflict(args.adopt, time.time())
+        if done is None:
+            print(f"wsd memory conflicts: no open conflict #{args.adopt}", file=sys.stderr)
+            return 1
+        name, content = done
+        md_files.materialise_each(layout, {name: content})
+        print(f"{name}: edit #{args.adopt} is the current version")
+        return 0
+    found = store.machines.conflicts()
+    if not found:
+        print("no conflicts: every hand edit made on another machine was adopted")
+        return 0
+    latest = store.revisions.latest_md()
+    for pid, machine, name, content, at in found:
+        print(f"#{pid} {name}, edited on {machine} at {iso_time(at)}:")
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                latest.get(name, "").splitlines(keepends=True),
+                content.splitlines(keepends=True),
+                fromfile=f"{name} (current)",
+                tofile=f"{name} (edit #{pid} on {machine})",
+            )
+        )
+    return 0
+
+
 def _diff(name: str, revisions: list[Revision], chosen: list[Revision]) -> int:
     if len(chosen) > 2:
         print("wsd memory diff: at most two revisions", file=sys.stderr)
@@ -169,6 +212,12 @@ def register(subparsers: Any) -> None:
     diff.add_argument("file", type=_file)
     diff.add_argument(
         "revs", nargs="*", type=whole("a revision id"), metavar="REV", help="revision ids"
+    )
+    conflicts = verbs.add_parser(
+        "conflicts", help="hand edits from another machine made on an older version"
+    )
+    conflicts.add_argument(
+        "--adopt", type=whole("an edit id"), metavar="N", help="make edit N the current version"
     )
     restore = verbs.add_parser("restore", help="make a revision the latest again (a new one)")
     restore.add_argument("file", type=_file)

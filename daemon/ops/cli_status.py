@@ -124,7 +124,11 @@ def cmd_status(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if reported
         else "this shell (the daemon has not reported its settings)",
     }
-    if args.json:
+    return _print(report, args.json, now)
+
+
+def _print(report: dict[str, Any], as_json: bool, now: float) -> int:
+    if as_json:
         print(json.dumps(report, indent=2))
     else:
         _print_readable({k: v for k, v in report.items() if k != "schema"}, now)

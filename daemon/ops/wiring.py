@@ -168,7 +168,7 @@ def _assemble(
         p.log,
         clock,
         on_wake=[watcher.wake] if watcher is not None else [],
-        machines=_machines(config, store, p.log, p.status, clock),
+        machines=_machines(config, store, p.log, p.status, clock, p.md),
     )
     seams = Seams(
         clock,
@@ -204,14 +204,19 @@ def _assemble(
 
 
 def _machines(
-    config: Config, store: Store, log: Any, status: StatusFile, clock: Callable[[], float]
+    config: Config,
+    store: Store,
+    log: Any,
+    status: StatusFile,
+    clock: Callable[[], float],
+    md: MdSync,
 ) -> Callable[[float], Any] | None:
     """Each pass's exchange with the other machines: home's ingest, a satellite's sealing
     (SPEC.md section 11); None on a machine alone."""
     if config.machines_problem():
         return None
     if config.home:
-        return Home(config, store, log, status, clock).run
+        return Home(config, store, log, status, clock, on_adopted=lambda f: md.write([f])).run
     if config.satellite:
         return Satellite(config, store, log, status, clock).run
     return None

@@ -25,6 +25,7 @@ from wsd.daemon.store.connections import Opener
 # learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.erasure import TRANSCRIPT_KINDS, Asked, Found, Items, Marks, Scope, path_words
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
+from wsd.daemon.store.machines import PERSON_FILES
 
 # What made each database and the operator's remedy for one missing or without a schema: a
 # constant and a pure function of two strings (doctor, status and the CLI say them).
@@ -80,6 +81,7 @@ __all__ = [
     "INDEX_BATCH",
     "LEARNING_TYPES",
     "MADE_BY",
+    "PERSON_FILES",
     "RELEASED",
     "TRANSCRIPT_KINDS",
     "VECTOR_KINDS",

@@ -96,13 +96,7 @@ def commit_batch(
             " VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET batch_id = excluded.batch_id",
             [(identity, oid, batch_id) for oid in ids],
         )
-        # A satellite's turn is never curated twice, whatever becomes of this transcript.db
-        # (SPEC.md section 11): its key is committed with the batch.
-        m.executemany(
-            "INSERT OR IGNORE INTO machine_turns (machine, origin_key, batch_id, curated_at)"
-            " VALUES (?, ?, ?, ?)",
-            [(*t.origin, batch_id, now) for t in batch.turns if t.origin is not None],
-        )
+        _machine_turns(m, batch, batch_id, now)
         added, repeated, superseded = _add_learnings(m, identity, batch, batch_id, now)
         opened = sum(
             actions.add(m, text, prio, "curator", content_key("action", text), now, batch_id)
@@ -149,6 +143,16 @@ def commit_batch(
             )
     files = tuple(sorted(batch.md_updates))
     return CommitResult(batch_id, added, opened, closed, files, repeated, superseded)
+
+
+def _machine_turns(m: apsw.Connection, batch: BatchRecord, batch_id: int, now: float) -> None:
+    """A satellite's turn is never curated twice, whatever becomes of this transcript.db
+    (SPEC.md section 11): its machine and key are committed with the batch."""
+    m.executemany(
+        "INSERT OR IGNORE INTO machine_turns (machine, origin_key, batch_id, curated_at)"
+        " VALUES (?, ?, ?, ?)",
+        [(*t.origin, batch_id, now) for t in batch.turns if t.origin is not None],
+    )
 
 
 def _without_forgotten(m: apsw.Connection, batch: BatchRecord) -> tuple[BatchRecord, int]:

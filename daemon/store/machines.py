@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import apsw
 
 from wsd import schema
+from wsd.daemon.store import actions
 from wsd.daemon.store.ledger import put_state
+from wsd.daemon.store.records import sha256 as sha256_of
 from wsd.daemon.store.verbs import Facet, reads, uses
 from wsd.schema.encoded import any_encoded
 
@@ -300,6 +302,201 @@ def key_at(c: apsw.Connection, obs_id: int) -> str | None:
     return None if row is None or row[0] is None else str(row[0])
 
 
+# -- hand edits of the person's files on a satellite ----------------------------------------
+
+#: The memory files that are the person's (one everywhere); tools.md and files.md describe a
+#: machine and stay its own (SPEC.md section 11).
+PERSON_FILES = ("user.md", "context.md")
+
+
+def propose(t: apsw.Connection, file: str, base_sha: str | None, content: str, now: float) -> str:
+    """Record a hand edit of ``file`` on this satellite, to be carried home; its uid."""
+    with schema.write_txn(t):
+        (uid,) = schema.one(t, "SELECT lower(hex(randomblob(16)))")
+        t.execute(
+            "INSERT INTO md_proposals (uid, file, base_sha, content, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (uid, file, base_sha, content, now),
+        )
+        return str(uid)
+
+
+def open_proposals(t: apsw.Connection) -> dict[str, tuple[str, str]]:
+    """This satellite's hand edits home has not answered yet: file -> (uid, content), the
+    newest of each file."""
+    rows = schema.rows(
+        t,
+        "SELECT file, uid, content FROM md_proposals WHERE settled_at IS NULL ORDER BY rowid",
+    )
+    return {str(f): (str(u), str(c)) for f, u, c in rows}
+
+
+def settle_proposals(t: apsw.Connection, uids: Sequence[str], now: float) -> None:
+    """Home answered these hand edits (adopted, or kept as a conflict for the person)."""
+    with schema.write_txn(t):
+        t.execute(
+            "UPDATE md_proposals SET settled_at = ? WHERE settled_at IS NULL"
+            " AND uid IN (SELECT value FROM json_each(?))",
+            (now, json.dumps(list(uids))),
+        )
+
+
+@dataclass(frozen=True)
+class HomeFiles:
+    """The person's files as a satellite's copy of home's memory has them: each one's latest
+    text, the sha256 of every version it had (one the satellite wrote before is no edit),
+    and how home answered this satellite's hand edits (uid -> ``conflict`` while the person
+    has not decided, else ``decided``)."""
+
+    latest: dict[str, str]
+    known: dict[str, set[str]]
+    answered: dict[str, str]
+
+
+def home_files(m: apsw.Connection, machine: str) -> HomeFiles:
+    """:class:`HomeFiles` of memory.db ``m`` (a satellite's copy of home's) for ``machine``."""
+    latest: dict[str, str] = {}
+    known: dict[str, set[str]] = {name: set() for name in PERSON_FILES}
+    for file, content, sha in schema.rows(
+        m,
+        "SELECT file, content, sha256 FROM md_revisions WHERE file IN ('user.md', 'context.md')"
+        " ORDER BY id",
+    ):
+        latest[str(file)] = str(content)
+        known[str(file)].add(str(sha))
+    # A conflict stays open while its pending action does: the person has not decided, and
+    # the satellite keeps their edit on its disk meanwhile.
+    answered = dict(
+        schema.rows(
+            m,
+            "SELECT p.uid, CASE WHEN p.status = 'conflict' AND EXISTS (SELECT 1 FROM"
+            " pending_actions a WHERE a.dedup_key = 'md_proposal:' || p.machine || ':' || p.uid"
+            " AND a.status = 'pending') THEN 'conflict' ELSE 'decided' END"
+            " FROM md_proposals p WHERE p.machine = ?",
+            (machine,),
+        )
+    )
+    return HomeFiles(latest, known, {str(k): str(v) for k, v in answered.items()})
+
+
+def take_proposal(
+    m: apsw.Connection, machine: str, proposal: Proposal, now: float, action: str
+) -> str | None:
+    """Home takes in a satellite's hand edit, once (None: taken before): adopted as a new
+    revision (source ``hand``) when its base is home's latest version of the file (or both
+    have none), else kept as a conflict with the pending action ``action``; the status."""
+    with schema.write_txn(m):
+        if schema.first(
+            m, "SELECT 1 FROM md_proposals WHERE machine = ? AND uid = ?", (machine, proposal.uid)
+        ):
+            return None
+        row = schema.first(
+            m,
+            "SELECT id, sha256 FROM md_revisions WHERE file = ? ORDER BY id DESC LIMIT 1",
+            (proposal.file,),
+        )
+        current = None if row is None else str(row[1])
+        revision = None
+        if current == proposal.base_sha:
+            m.execute(
+                "INSERT INTO md_revisions (file, content, sha256, created_at, source)"
+                " VALUES (?, ?, ?, ?, 'hand')",
+                (proposal.file, proposal.content, sha256_of(proposal.content), now),
+            )
+            revision, status = int(m.last_insert_rowid()), "adopted"
+        else:
+            status = "conflict"
+        m.execute(
+            "INSERT INTO md_proposals (machine, uid, file, base_sha, content, status,"
+            " revision_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                machine,
+                proposal.uid,
+                proposal.file,
+                proposal.base_sha,
+                proposal.content,
+                status,
+                revision,
+                now,
+            ),
+        )
+        if status == "conflict":
+            (pid,) = schema.one(m, "SELECT last_insert_rowid()")
+            actions.add(
+                m,
+                action.format(id=pid),
+                1,
+                "machines",
+                f"md_proposal:{machine}:{proposal.uid}",
+                now,
+            )
+        return status
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A satellite's hand edit, as home reads it from its copy of that satellite."""
+
+    uid: str
+    file: str
+    base_sha: str | None
+    content: str
+
+
+def proposals_in(t: apsw.Connection) -> list[Proposal]:
+    """Every hand edit a satellite's transcript (home's copy of it) carries."""
+    return [
+        Proposal(str(u), str(f), None if b is None else str(b), str(c))
+        for u, f, b, c in schema.rows(
+            t, "SELECT uid, file, base_sha, content FROM md_proposals ORDER BY rowid"
+        )
+    ]
+
+
+def conflicts(m: apsw.Connection) -> list[tuple[int, str, str, str, float]]:
+    """Hand edits kept as conflicts: (id, machine, file, content, when)."""
+    return [
+        (int(i), str(mc), str(f), str(c), float(at))
+        for i, mc, f, c, at in schema.rows(
+            m,
+            "SELECT id, machine, file, content, created_at FROM md_proposals"
+            " WHERE status = 'conflict' ORDER BY id",
+        )
+    ]
+
+
+def adopt_conflict(m: apsw.Connection, proposal_id: int, now: float) -> tuple[str, str] | None:
+    """Make conflict ``proposal_id`` (a satellite's hand edit) the current version of its
+    file, as a new revision (source ``hand``), its pending action completed; (file, content),
+    or None when there is no such open conflict."""
+    with schema.write_txn(m):
+        row = schema.first(
+            m,
+            "SELECT machine, uid, file, content FROM md_proposals WHERE id = ?"
+            " AND status = 'conflict'",
+            (proposal_id,),
+        )
+        if row is None:
+            return None
+        machine, uid, file, content = (str(x) for x in row)
+        m.execute(
+            "INSERT INTO md_revisions (file, content, sha256, created_at, source)"
+            " VALUES (?, ?, ?, ?, 'hand')",
+            (file, content, sha256_of(content), now),
+        )
+        m.execute(
+            "UPDATE md_proposals SET status = 'resolved', revision_id = last_insert_rowid()"
+            " WHERE id = ?",
+            (proposal_id,),
+        )
+        m.execute(
+            "UPDATE pending_actions SET status = 'completed', updated_at = ?"
+            " WHERE dedup_key = ? AND status = 'pending'",
+            (now, f"md_proposal:{machine}:{uid}"),
+        )
+        return file, content
+
+
 class Machines(Facet):
     """Many machines (``store.machines``): sealing and marking on a satellite, the ingest
     and its cursors on home, and the followed copies read (see the module)."""
@@ -314,6 +511,33 @@ class Machines(Facet):
     forget_cursor = uses("transcript", forget_cursor)
     ingested = reads("transcript", ingested)
     publish = uses("memory", publish)
+    propose = uses("transcript", propose)
+    open_proposals = reads("transcript", open_proposals)
+    settle_proposals = uses("transcript", settle_proposals)
+    take_proposal = uses("memory", take_proposal)
+    conflicts = reads("memory", conflicts)
+    adopt_conflict = uses("memory", adopt_conflict)
+
+    def home_files(self, path: str, machine: str) -> HomeFiles:
+        """:func:`home_files` of the copy of home's memory.db at ``path`` (apsw.Error when it
+        cannot be read)."""
+        conn = self._db.opener(path, "memory", readonly=True)
+        try:
+            conn.execute("BEGIN")
+            try:
+                return home_files(conn, machine)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def proposals_in_copy(self, path: str) -> list[Proposal]:
+        """:func:`proposals_in` of home's copy of a satellite's transcript at ``path``."""
+        conn = self._db.opener(path, "transcript", readonly=True)
+        try:
+            return proposals_in(conn)
+        finally:
+            conn.close()
 
     def read_copy(
         self, path: str, after_for: Callable[[str], int], limit: int = INGEST_ROWS

@@ -12,3 +12,19 @@ CREATE TABLE machine_turns (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX machine_turns_batch ON machine_turns (machine, batch_id);
+
+-- Each satellite's hand edit home took in (transcript 013's md_proposals): adopted as a
+-- revision (its base was home's latest), or kept here as a conflict for the person, with a
+-- pending action; read by the satellite through its copy to know its edit was taken.
+CREATE TABLE md_proposals (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    machine    TEXT NOT NULL,
+    uid        TEXT NOT NULL,
+    file       TEXT NOT NULL,
+    base_sha   TEXT,
+    content    TEXT NOT NULL,
+    status     TEXT NOT NULL CHECK (status IN ('adopted', 'conflict', 'resolved')),
+    revision_id INTEGER REFERENCES md_revisions (id),
+    created_at REAL NOT NULL,
+    UNIQUE (machine, uid)
+) STRICT;

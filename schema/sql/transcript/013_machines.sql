@@ -25,3 +25,16 @@ CREATE TABLE machine_cursors (
     updated_at REAL NOT NULL,
     PRIMARY KEY (machine, identity)
 ) STRICT;
+
+-- A satellite's hand edit of a file of the person's memory (user.md, context.md), carried
+-- home like a turn: what it started from (the sha256 of the version this machine last had
+-- from home; NULL: none) and the edited text. Home adopts it when that is still its
+-- latest, else keeps both and asks the person (memory.db's md_proposals says which).
+CREATE TABLE md_proposals (
+    uid        TEXT PRIMARY KEY,
+    file       TEXT NOT NULL CHECK (file IN ('user.md', 'context.md')),
+    base_sha   TEXT,
+    content    TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    settled_at REAL
+) STRICT;
