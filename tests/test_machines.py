@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,5 +260,106 @@ def test_a_hand_edit_on_a_satellite_is_adopted_at_home_or_kept_as_a_conflict_nev
     assert _text(lap, "user.md") == third
 
 
+def _curated_prompts(home: Machine) -> list[str]:
+    """The prompts of the satellite turns home curated, each as often as it was curated."""
+    keys = {k: n for _, k, n in _curated(home)}
+    rows = query(
+        home.layout.transcript_db,
+        "SELECT origin_key, user_message FROM observations WHERE origin_key IS NOT NULL",
+    )
+    return sorted(str(p) for k, p in rows for _ in range(keys.get(str(k), 0)))
+
+
+def test_a_satellite_database_deleted_or_home_transcript_lost_curates_nothing_twice_or_never(
+    three: tuple[Machine, Machine, Machine],
+) -> None:
+    """A satellite's transcript.db deleted and made again (another identity), and home's
+    transcript.db lost with its daemon killed -9: every turn is curated exactly once, the
+    ones after each loss too."""
+    home, lap, _vm = three
+    for m in three:
+        m.start()
+    write_turns(lap.layout, 3, prompt="Task {i}: before the loss, I like figs {i}")
+    assert wait_for(lambda: len(_curated(home)) == 3, 60)
+
+    lap.kill()
+    litestream.terminate(lap.layout)
+    assert wait_for(lambda: litestream.running_pid(lap.layout) is None, 10)
+    remove(lap.layout.transcript_db)
+    lap.start()
+    write_turns(lap.layout, 2, session="s2", prompt="Task {i}: after the loss, I like plums {i}")
+    assert wait_for(lambda: len(_curated(home)) == 5, 60), home.log.read_text()[-3000:]
+
+    home.kill()
+    litestream.terminate(home.layout)
+    assert wait_for(lambda: litestream.running_pid(home.layout) is None, 10)
+    remove(home.layout.transcript_db)
+    write_turns(lap.layout, 1, session="s3", prompt="Task {i}: home lost, I like kiwis {i}")
+    home.start()
+    assert wait_for(lambda: len(_curated(home)) == 6, 60), home.log.read_text()[-3000:]
+    # Home's new transcript took in only what was not curated yet: nothing curated twice.
+    assert wait_for(lambda: lap.status()["backlog"] == 0, 30)
+    done = query(home.layout.memory_db, "SELECT count(*) FROM batch_turns")[0][0]
+    assert done == 6, done
+
+
+def _holding(folder: Path, word: bytes) -> list[str]:
+    """The files under ``folder`` whose bytes hold ``word``."""
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                if word in path.read_bytes():
+                    found.append(str(path.relative_to(folder)))
+    return found
+
+
+def _newest_states_holding(storage: Path, word: bytes, tmp: Path) -> list[str]:
+    """The replicas in ``storage`` whose newest state (a restore of it) holds ``word``."""
+    found = []
+    for replica in sorted(p for p in storage.glob("**/") if (p / "ltx").is_dir()):
+        out = tmp / f"restored-{abs(hash(str(replica)))}.db"
+        argv = [litestream.binary(), "restore", "-o", str(out), f"file://{replica}"]
+        # A compaction litestream left midway at its stop can fail one restore: once more.
+        done = wait_for(lambda: subprocess.run(argv, capture_output=True).returncode == 0, 10, 1)
+        assert done, subprocess.run(argv, capture_output=True, text=True).stderr
+        if any(word in p.read_bytes() for p in out.parent.glob(out.name + "*")):
+            found.append(str(replica.relative_to(storage)))
+    return found
+
+
+def test_a_forget_on_one_satellite_erases_on_every_machine_and_every_replicas_newest_state(
+    three: tuple[Machine, Machine, Machine], tmp_path: Path
+) -> None:
+    """Words one satellite was told and another is asked to forget (`wsd forget` there): the
+    forget is carried home as marks (never the words), home erases its memory and transcript,
+    and then no file of any machine (databases, followed copies, logs) and no replica's
+    newest state holds them; the satellite's transcript never held the words in the mark."""
+    home, lap, vm = three
+    for m in three:
+        m.start()
+    write_turns(lap.layout, 2, prompt="Task {i}: I prefer the quokka hotel in Perth {i}")
+    assert wait_for(lambda: len(_curated(home)) == 2, 60)
+    assert wait_for(lambda: "quokka" in vm.search("quokka"), 30)
+    started = time.monotonic()
+    out = wsd(vm.env, "forget", "--yes", "--json", "quokka", check=False)
+    assert json.loads(out.stdout).get("carried_home") is True, out.stdout + out.stderr
+    assert b"quokka" not in Path(vm.layout.transcript_db).read_bytes()
+
+    def nowhere() -> bool:
+        return not any(_holding(Path(m.layout.root) / ".os", b"quokka") for m in three)
+
+    assert wait_for(nowhere, 90), {
+        m.name: _holding(Path(m.layout.root) / ".os", b"quokka") for m in three
+    }
+    window = time.monotonic() - started
+    assert "quokka" not in vm.search("quokka") and "quokka" not in lap.boot()
+    for m in three:
+        m.stop()
+    storage = tmp_path / "storage"
+    assert _newest_states_holding(storage, b"quokka", tmp_path) == []
+    print(f"forget window (every machine's files): {window:.1f} s")
+
+
 def _unused() -> None:  # keep imports honest until the next tests use them
-    _ = (places, remove)
+    _ = (places,)

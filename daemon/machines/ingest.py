@@ -21,15 +21,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import apsw
 
 from wsd.daemon.machines import places
+from wsd.daemon.memory.forget import erase, hold
+from wsd.daemon.memory.forget.words import Forget
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
-from wsd.daemon.store import Store
+from wsd.daemon.store import CopiedTurn, Store
+from wsd.daemon.store import only_marks as only
 from wsd.schema.errors import describe
 
 #: The longest home stays silent: a satellite's copy that has no word newer than this (and
@@ -118,6 +121,7 @@ class Home:
             view.identity, view.state, view.error = identity, "following", None
             if not rows:
                 break
+            rows = self._without_forgotten(rows)
             skip = machines.curated_keys(name, [r.key for r in rows])
             n = machines.ingest(name, identity, rows, skip, now)
             added += n
@@ -127,7 +131,53 @@ class Home:
         if added:
             self.log.info("machine_ingested", machine=name, turns=added)
         self._hand_edits(name, path, now)
+        self._forgets(name, path)
         return added
+
+    def _without_forgotten(self, rows: list[CopiedTurn]) -> list[CopiedTurn]:
+        """Each turn with what a forget mark recognises cut out (a satellite back from a
+        week offline ships turns holding words forgotten meanwhile: they are never curated)."""
+        key, by_len = self.store.erasure.marks()
+        if not by_len:
+            return rows
+        out = []
+        for row in rows:
+            texts = [row.user_message or "", row.agent_response or "", row.tool_calls_json]
+            phrases = self.store.machines.marked_in(texts, key, by_len)
+            if phrases:
+                cut = Forget.of(phrases)
+                row = replace(
+                    row,
+                    user_message=None if row.user_message is None else cut.cut(row.user_message),
+                    agent_response=None
+                    if row.agent_response is None
+                    else cut.cut(row.agent_response),
+                    tool_calls_json=cut.cut_json_text(row.tool_calls_json),
+                )
+            out.append(row)
+        return out
+
+    def _forgets(self, name: str, path: str) -> None:
+        """A forget asked on satellite ``name`` (its marks), taken in once: home erases what
+        its memory and transcript hold of it, and its marks are home's from now on (every
+        other satellite applies them)."""
+        machines = self.store.machines
+        new = machines.take_marks(name, machines.marks_out_in_copy(path), self.clock())
+        if not new:
+            return
+        key, _ = self.store.erasure.marks()
+        by_len = only(new)
+        phrases = sorted(
+            set(machines.transcript_marked(key, by_len)) | set(machines.memory_marked(key, by_len))
+        )
+        if phrases:
+            with hold.no_backup(self.store.layout):
+                done = erase.forget(self.store, phrases, by="cli", all_matches=True)
+            self.log.info(
+                "forget_from_machine", machine=name, phrases=len(phrases), **done.counts()
+            )
+        else:
+            self.log.info("forget_from_machine", machine=name, phrases=0)
 
     def _hand_edits(self, name: str, path: str, now: float) -> None:
         """A person's hand edits on satellite ``name``, taken in once each: adopted when

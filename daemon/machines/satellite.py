@@ -31,11 +31,15 @@ import apsw
 
 from wsd.daemon.curation.request.batch import LATE_SETTLE_SECONDS
 from wsd.daemon.machines import places
+from wsd.daemon.memory.forget import erase, hold
 from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.config import Config
 from wsd.daemon.runtime.heartbeat import StatusFile
 from wsd.daemon.store import PERSON_FILES, Store, sha256
 from wsd.schema.errors import describe
+
+#: memory.db state: the digest of home's marks this satellite last applied.
+MARKS_APPLIED = "machine_marks_applied"
 
 
 @dataclass
@@ -71,6 +75,8 @@ class Satellite:
     #: The sha256 of home's version last written or found here, per file (the base of an
     #: edit; also kept in this machine's memory.db state, for after a restart).
     bases: dict[str, str] = field(default_factory=dict, init=False)
+    #: A digest of home's marks last applied here (None: read it from the state first).
+    applied_marks: str | None = field(default=None, init=False)
 
     def run(self, now: float) -> None:
         machines = self.store.machines
@@ -99,6 +105,7 @@ class Satellite:
         self.view.curated += machines.mark_curated(keys)
         self.view.state, self.view.error = "following", None
         self.person_files(path, now)
+        self.forgets(path, now)
         self._read_word(said, now)
         self._report(now)
 
@@ -142,6 +149,29 @@ class Satellite:
                 self.log.warning("md_write_failed", file=name, error=describe(exc))
                 continue
             self._remember_base(base_key, latest, now)
+
+    def forgets(self, copy: str, now: float) -> None:
+        """What home's memory says was forgotten (its marks, never the words), erased from
+        this machine's own copies: each phrase a mark recognises in its transcript, as
+        written there, forgotten here as ``wsd forget`` would (transcript, spool, logs,
+        backups, its replica's newest state). Once per change of the marks."""
+        machines = self.store.machines
+        try:
+            key, by_len = machines.marks_in_copy(copy)
+        except (apsw.Error, OSError):
+            return
+        sig = sha256(json.dumps(sorted((n, sorted(d)) for n, d in by_len.items())))
+        if self.applied_marks is None:
+            self.applied_marks = self.store.ledger.get_state(MARKS_APPLIED) or ""
+        if sig == self.applied_marks:
+            return
+        phrases = machines.transcript_marked(key, by_len) if by_len else []
+        if phrases:
+            with hold.no_backup(self.store.layout):
+                done = erase.forget(self.store, phrases, by="conversation", all_matches=True)
+            self.log.info("forget_from_home", phrases=len(phrases), **done.counts())
+        self.store.ledger.set_state({MARKS_APPLIED: sig}, now)
+        self.applied_marks = sig
 
     def _remember_base(self, key: str, content: str | None, now: float) -> None:
         if content is None:

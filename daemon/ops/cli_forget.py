@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -153,7 +154,35 @@ def cmd_forget(args: argparse.Namespace, env: Mapping[str, str], layout: Any) ->
     except (BadWords, erase.ForgetRefused, pause.PauseRefused) as exc:
         print(f"wsd forget: {exc}; nothing was erased", file=sys.stderr)
         return 2
+    if args.yes and words and report.erased:
+        report.carried_home = _carry_home(store, layout, words, say)
     return _answer(report, args, layout, env, say)
+
+
+def _carry_home(store: Any, layout: Any, words: list[str], say: Any) -> bool | None:
+    """On a satellite (SPEC.md section 11): the forget carried home as marks (keyed hashes
+    of its stems with home's key, never the words), for home to erase and every machine
+    after it; True when recorded, False when this satellite has no copy of home's memory
+    to take the key from yet, None on a machine that is no satellite."""
+    import time
+
+    from wsd.daemon.memory.forget.words import Forget
+    from wsd.daemon.runtime.heartbeat import read_status
+
+    settings = (read_status(layout) or {}).get("settings") or {}
+    satellite = os.path.exists(layout.home_copy) or (
+        isinstance(settings, dict) and settings.get("role") == "satellite"
+    )
+    if not satellite:
+        return None
+    if store.machines.carry_home(layout.home_copy, Forget.of(words).stem_lists(), time.time()):
+        say("carried home: home erases it from the person's memory, then every machine")
+        return True
+    say(
+        "not carried home yet: this satellite has no copy of home's memory; run the same"
+        " wsd forget again once `wsd status` shows one (or on home)"
+    )
+    return False
 
 
 def _answer(

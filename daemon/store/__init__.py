@@ -25,7 +25,8 @@ from wsd.daemon.store.connections import Opener
 # learning as the ledger does; files are hashed as their revisions are).
 from wsd.daemon.store.erasure import TRANSCRIPT_KINDS, Asked, Found, Items, Marks, Scope, path_words
 from wsd.daemon.store.lineage import BatchTrace, LearningTrace, SourceTurn
-from wsd.daemon.store.machines import PERSON_FILES
+from wsd.daemon.store.machines import PERSON_FILES, CopiedTurn
+from wsd.daemon.store.machines import only as only_marks
 
 # What made each database and the operator's remedy for one missing or without a schema: a
 # constant and a pure function of two strings (doctor, status and the CLI say them).
@@ -97,6 +98,7 @@ __all__ = [
     "BatchTrace",
     "Card",
     "CommitResult",
+    "CopiedTurn",
     "ForeignError",
     "ForgetRequest",
     "Found",
@@ -127,6 +129,7 @@ __all__ = [
     "finish",
     "learning_key",
     "leftovers",
+    "only_marks",
     "open_aside",
     "path_words",
     "priority_name",

@@ -39,7 +39,7 @@ from wsd import schema
 from wsd.daemon.store import message_batches
 from wsd.daemon.store.records import sha256
 from wsd.daemon.store.verbs import Facet, reads, uses
-from wsd.schema.stems import stems
+from wsd.schema.stems import spans, stems
 
 #: How many samples of each kind a dry run shows.
 SAMPLES = 3
@@ -625,6 +625,23 @@ def marks(m: apsw.Connection) -> tuple[bytes, dict[int, set[str]]]:
     for digest, n in schema.rows(m, "SELECT digest, words FROM forget_marks"):
         by_len.setdefault(int(n), set()).add(str(digest))
     return forget_key(m), by_len
+
+
+def marked_phrases(key: bytes, by_len: dict[int, set[str]], text: str) -> list[str]:
+    """The phrases of ``text`` (as written there) that a forget mark recognises: how a
+    machine that holds only the marks finds the words it must erase in its own copies."""
+    if not by_len or not text:
+        return []
+    tokens = spans(text)
+    raw = text.encode("utf-8", "surrogatepass")
+    words = [t for _, _, t in tokens]
+    found: set[str] = set()
+    for n, digests in by_len.items():
+        for i in range(len(words) - n + 1):
+            if mark_digest(key, words[i : i + n]) in digests:
+                start, end = tokens[i][0], tokens[i + n - 1][1]
+                found.add(raw[start:end].decode("utf-8", "replace"))
+    return sorted(found)
 
 
 def marked(key: bytes, by_len: dict[int, set[str]], text: str) -> bool:

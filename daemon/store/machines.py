@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
 from wsd import schema
 from wsd.daemon.store import actions
+from wsd.daemon.store.erasure import mark_digest, marked_phrases, marks
 from wsd.daemon.store.ledger import put_state
 from wsd.daemon.store.records import sha256 as sha256_of
 from wsd.daemon.store.verbs import Facet, reads, uses
@@ -497,6 +499,108 @@ def adopt_conflict(m: apsw.Connection, proposal_id: int, now: float) -> tuple[st
         return file, content
 
 
+# -- forgetting across machines: marks, never words ---------------------------------------
+
+
+def mark_out(t: apsw.Connection, marks: Sequence[tuple[str, int]], now: float) -> None:
+    """A forget asked here, for home: each phrase's mark (digest, number of words)."""
+    with schema.write_txn(t):
+        t.executemany(
+            "INSERT OR IGNORE INTO forget_marks_out (digest, words, created_at) VALUES (?, ?, ?)",
+            [(d, n, now) for d, n in marks],
+        )
+
+
+def marks_out(t: apsw.Connection) -> list[tuple[str, int]]:
+    """The forgets a satellite carries home (its transcript; on home, the copy of it)."""
+    return [
+        (str(d), int(n)) for d, n in schema.rows(t, "SELECT digest, words FROM forget_marks_out")
+    ]
+
+
+def take_marks(
+    m: apsw.Connection, machine: str, marks: Sequence[tuple[str, int]], now: float
+) -> list[tuple[str, int]]:
+    """Home takes in a satellite's forgets, once each: their marks become home's (so every
+    machine applies them, and nothing holding them is curated again); the new ones."""
+    new = []
+    with schema.write_txn(m):
+        for digest, n in marks:
+            m.execute(
+                "INSERT OR IGNORE INTO machine_forgets (machine, digest, taken_at)"
+                " VALUES (?, ?, ?)",
+                (machine, digest, now),
+            )
+            if m.changes():
+                new.append((digest, n))
+                m.execute(
+                    "INSERT OR IGNORE INTO forget_marks (digest, words) VALUES (?, ?)", (digest, n)
+                )
+    return new
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def transcript_marked(t: apsw.Connection, key: bytes, by_len: dict[int, set[str]]) -> list[str]:
+    """Every phrase of this transcript (turns, events) that a mark recognises, as written."""
+    found: set[str] = set()
+    for row in schema.rows(
+        t, "SELECT user_message, agent_response, tool_calls_json FROM observations"
+    ):
+        for text in row[:2]:
+            found.update(marked_phrases(key, by_len, str(text or "")))
+        try:
+            found.update(
+                p
+                for s in _strings(json.loads(row[2] or "[]"))
+                for p in marked_phrases(key, by_len, s)
+            )
+        except ValueError:
+            found.update(marked_phrases(key, by_len, str(row[2])))
+    for (payload,) in schema.rows(t, "SELECT payload FROM events"):
+        try:
+            strings = list(_strings(json.loads(payload)))
+        except ValueError:
+            strings = [str(payload)]
+        for text in strings:
+            found.update(marked_phrases(key, by_len, text))
+    return sorted(found)
+
+
+def memory_marked(m: apsw.Connection, key: bytes, by_len: dict[int, set[str]]) -> list[str]:
+    """Every phrase of this memory (learnings, actions, md revisions, the turn index) that a
+    mark recognises, as written."""
+    found: set[str] = set()
+    for sql in (
+        "SELECT content FROM learnings",
+        "SELECT content FROM pending_actions",
+        "SELECT content FROM md_revisions",
+        "SELECT coalesce(prompt, '') || ' ' || coalesce(response, '') || ' ' || coalesce(tools, '')"
+        " FROM turns",
+    ):
+        for (text,) in schema.rows(m, sql):
+            found.update(marked_phrases(key, by_len, str(text or "")))
+    return sorted(found)
+
+
+def only(marks: Sequence[tuple[str, int]]) -> dict[int, set[str]]:
+    """Marks (digest, words) as :func:`wsd.daemon.store.erasure.marks` groups them."""
+    by_len: dict[int, set[str]] = {}
+    for digest, n in marks:
+        by_len.setdefault(n, set()).add(digest)
+    return by_len
+
+
 class Machines(Facet):
     """Many machines (``store.machines``): sealing and marking on a satellite, the ingest
     and its cursors on home, and the followed copies read (see the module)."""
@@ -517,6 +621,47 @@ class Machines(Facet):
     take_proposal = uses("memory", take_proposal)
     conflicts = reads("memory", conflicts)
     adopt_conflict = uses("memory", adopt_conflict)
+    mark_out = uses("transcript", mark_out)
+    take_marks = uses("memory", take_marks)
+    transcript_marked = reads("transcript", transcript_marked)
+    memory_marked = reads("memory", memory_marked)
+
+    def _copy(self, path: str, kind: schema.Kind) -> apsw.Connection:
+        return self._db.opener(path, kind, readonly=True)
+
+    @staticmethod
+    def marked_in(texts: Iterable[str], key: bytes, by_len: dict[int, set[str]]) -> list[str]:
+        """The phrases of ``texts`` (as written) that the marks recognise."""
+        return sorted({p for text in texts for p in marked_phrases(key, by_len, text)})
+
+    def carry_home(self, copy: str, stem_lists: Sequence[Sequence[str]], now: float) -> bool:
+        """A forget asked on this satellite, recorded for home as marks made with home's key
+        (read from the copy of home's memory at ``copy``); False when there is no copy to
+        read the key from yet (nothing recorded)."""
+        try:
+            key, _ = self.marks_in_copy(copy)
+        except apsw.Error:
+            return False
+        if not key:
+            return False
+        self.mark_out([(mark_digest(key, words), len(words)) for words in stem_lists], now)
+        return True
+
+    def marks_in_copy(self, path: str) -> tuple[bytes, dict[int, set[str]]]:
+        """Home's forget key and marks, from a satellite's copy of home's memory.db."""
+        conn = self._copy(path, "memory")
+        try:
+            return marks(conn)
+        finally:
+            conn.close()
+
+    def marks_out_in_copy(self, path: str) -> list[tuple[str, int]]:
+        """:func:`marks_out` of home's copy of a satellite's transcript."""
+        conn = self._copy(path, "transcript")
+        try:
+            return marks_out(conn)
+        finally:
+            conn.close()
 
     def home_files(self, path: str, machine: str) -> HomeFiles:
         """:func:`home_files` of the copy of home's memory.db at ``path`` (apsw.Error when it

@@ -97,6 +97,8 @@ class Report:
     verified: bool = False
     #: ... and these kinds still hold the words (how many of each): never reported erased.
     still: dict[str, int] = field(default_factory=dict)
+    #: On a satellite: whether the forget was carried home (None: not a satellite).
+    carried_home: bool | None = None
 
     def merge(self, found: Found) -> None:
         for name, kind in found.kinds.items():
@@ -128,6 +130,7 @@ class Report:
             "needs_all_matches": self.needs_all_matches,
             "read_back": self.verified,
             "still_holding": self.still,
+            **({"carried_home": self.carried_home} if self.carried_home is not None else {}),
         }
 
 

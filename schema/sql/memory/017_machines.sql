@@ -28,3 +28,11 @@ CREATE TABLE md_proposals (
     created_at REAL NOT NULL,
     UNIQUE (machine, uid)
 ) STRICT;
+
+-- Each satellite's forget home took in (transcript 013's forget_marks_out), once.
+CREATE TABLE machine_forgets (
+    machine  TEXT NOT NULL,
+    digest   TEXT NOT NULL,
+    taken_at REAL NOT NULL,
+    PRIMARY KEY (machine, digest)
+) STRICT, WITHOUT ROWID;

@@ -38,3 +38,13 @@ CREATE TABLE md_proposals (
     created_at REAL NOT NULL,
     settled_at REAL
 ) STRICT;
+
+-- A forget asked on this satellite (``wsd forget``), carried home as what home recognises it
+-- by: the keyed hash of the phrase's stems with home's forget_key (from this machine's copy
+-- of home's memory), never the words (SPEC.md section 11). Home erases what its memory and
+-- transcript hold of it and publishes the mark, which every machine then applies.
+CREATE TABLE forget_marks_out (
+    digest     TEXT PRIMARY KEY,
+    words      INTEGER NOT NULL CHECK (words > 0),
+    created_at REAL NOT NULL
+) STRICT;
