@@ -321,7 +321,9 @@ def _newest_states_holding(storage: Path, word: bytes, tmp: Path) -> list[str]:
         out = tmp / f"restored-{abs(hash(str(replica)))}.db"
         argv = [litestream.binary(), "restore", "-o", str(out), f"file://{replica}"]
         # A compaction litestream left midway at its stop can fail one restore: once more.
-        done = wait_for(lambda: subprocess.run(argv, capture_output=True).returncode == 0, 10, 1)
+        done = wait_for(
+            lambda argv=argv: subprocess.run(argv, capture_output=True).returncode == 0, 10, 1
+        )
         assert done, subprocess.run(argv, capture_output=True, text=True).stderr
         if any(word in p.read_bytes() for p in out.parent.glob(out.name + "*")):
             found.append(str(replica.relative_to(storage)))
@@ -361,5 +363,88 @@ def test_a_forget_on_one_satellite_erases_on_every_machine_and_every_replicas_ne
     print(f"forget window (every machine's files): {window:.1f} s")
 
 
-def _unused() -> None:  # keep imports honest until the next tests use them
-    _ = (places,)
+def test_a_satellite_restored_to_an_older_point_neither_hides_new_turns_nor_repeats_old(
+    three: tuple[Machine, Machine, Machine],
+) -> None:
+    """A satellite's databases restored from its replica as of an earlier time (its turn ids
+    then count again from there, as AUTOINCREMENT does after a restore): the turns written
+    after it, under ids home already read, are curated; none of the old ones twice."""
+    from datetime import UTC, datetime
+
+    home, lap, _vm = three
+    for m in three:
+        m.start()
+    write_turns(lap.layout, 3, prompt="Task {i}: early, I like dates {i}")
+    assert wait_for(lambda: len(_curated(home)) == 3, 60)
+    time.sleep(2)  # the replica's sync, so that the point below holds the three
+    point = datetime.now(UTC).isoformat()
+    time.sleep(1)
+    write_turns(lap.layout, 2, session="s2", prompt="Task {i}: later, I like limes {i}")
+    assert wait_for(lambda: len(_curated(home)) == 5, 60)
+    lap.stop()
+    done = wsd(lap.env, "restore", "--from-replica", "--at", point, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert query(lap.layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 3
+    lap.start()
+    write_turns(lap.layout, 2, session="s3", prompt="Task {i}: after the restore, pears {i}")
+    assert wait_for(lambda: len(_curated(home)) == 7, 60), home.log.read_text()[-3000:]
+    rows = query(home.layout.memory_db, "SELECT count(*) FROM batch_turns")[0][0]
+    assert rows == 7, rows
+    assert "machine_rewound" in home.log.read_text()
+
+
+def _litestreams(m: Machine) -> list[int]:
+    """The pids of every litestream of ``m`` (its replicate and its followers)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if argv[0].endswith(b"litestream") and any(m.layout.root.encode() in a for a in argv):
+                found.append(int(pid))
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_of_any_daemon_or_litestream_at_any_instant_curates_each_turn_once(
+    three: tuple[Machine, Machine, Machine],
+) -> None:
+    """Turns written on both satellites while daemons, their litestream replicates and
+    followers are killed with -9 at random, one every second or two: in the end home has
+    curated every turn of both, each exactly once (one batch row per turn, one key each)."""
+    import random
+
+    home, lap, vm = three
+    for m in three:
+        m.start()
+    rng = random.Random(47)
+    written = 0
+    for round_ in range(12):
+        for m in (lap, vm):
+            write_turns(
+                m.layout,
+                2,
+                session=f"r{round_}",
+                start=round_ * 2,
+                prompt=f"Task {{i}}: on {m.name} I prefer option {{i}} of {round_}",
+            )
+            written += 2
+        victim = rng.choice(three)
+        pids = _litestreams(victim)
+        if rng.random() < 0.5 or not pids:
+            victim.kill()
+            victim.start()
+        else:
+            os.kill(rng.choice(pids), signal.SIGKILL)
+        time.sleep(rng.uniform(0.3, 1.5))
+
+    def all_curated() -> bool:
+        return len(_curated(home)) == written
+
+    assert wait_for(all_curated, 120), (len(_curated(home)), written, home.log.read_text()[-3000:])
+    once = query(
+        home.layout.memory_db,
+        "SELECT count(*), count(DISTINCT o) FROM (SELECT observation_id AS o FROM batch_turns)",
+    )[0]
+    assert once == (written, written), once
+    assert all(n == 1 for _, _, n in _curated(home))
+    assert wait_for(lambda: lap.status()["backlog"] == 0 and vm.status()["backlog"] == 0, 60)
