@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from tests.conftest import daemon_env, query, start_daemon, wait_for, write_turns, wsd
-from wsd.daemon.machines import places
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.replica import litestream
 from wsd.daemon.runtime.config import Config
