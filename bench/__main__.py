@@ -20,6 +20,7 @@ from bench import (
     hooks_bench,
     idle_bench,
     lineage_bench,
+    machines_bench,
     mcp_bench,
     memory_bench,
     rebuild_bench,
@@ -64,6 +65,8 @@ BENCHMARKS: dict[str, Callable[[], list[Row]]] = {
     "replica_loss": replica_bench.loss_window,
     "replica_idle": replica_bench.idle_cost,
     "replica_restore": replica_bench.restore_time,
+    "machines_reach": machines_bench.reach,
+    "machines_idle": machines_bench.idle_requests,
 }
 
 

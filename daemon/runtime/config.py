@@ -108,7 +108,12 @@ DEFAULT_CANVAS_CLOSE_TOOL = "mcp__canvas__close_card"
 DEFAULT_CANVAS_FOLDER = "artifacts/canvas"
 
 #: How often a follower looks for new changes (``litestream restore -f -follow-interval``).
-DEFAULT_FOLLOW_SECONDS = 1.0
+#: Each look lists the nine levels of the followed replica: at 1 s that was 32,400 LIST
+#: requests an idle hour per follower on S3 (measured, ``make bench machines_idle``: about
+#: $0.16 an hour); at 60 s, 540. A turn waits on two follows to reach another machine,
+#: beside a curation trigger of five minutes (WSD_IDLE_SECONDS): a minute each is the price
+#: of a fleet's storage bill.
+DEFAULT_FOLLOW_SECONDS = 60.0
 
 T = TypeVar("T")
 S = TypeVar("S")
