@@ -91,6 +91,7 @@ VALID: dict[tuple[str, ...], Valid] = {
     ("memory", "history"): Valid(("user.md",), required=("file",)),
     ("memory", "diff"): Valid(("user.md",), required=("file",)),
     ("memory", "restore"): Valid(("user.md", "1"), required=("file", "REV")),
+    ("memory", "conflicts"): Valid(),
     ("mcp",): Valid(prints=False),
     ("forget",): Valid(("L1",), required=("WORDS",)),
     ("boot-context",): Valid(),
