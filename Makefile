@@ -52,7 +52,7 @@ bench: $(STAMP)
 # The chaos soak: SOAK_MINUTES of combined faults, then every invariant (python -m soak --help).
 SOAK_MINUTES ?= 10
 soak: $(STAMP)
-	$(BIN)/python -m soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
+	$(BIN)/python -m $(if $(filter 3,$(MACHINES)),soak.machines,soak) --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
 
 # The SFTP replication test needs a real OpenSSH server (Debian's openssh-server) and is
 # skipped where there is none; CI installs it where it can (root and apt), never failing on it.
