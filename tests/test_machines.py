@@ -8,16 +8,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import daemon_env, query, start_daemon, wait_for, write_turns, wsd
+from tests.conftest import (
+    daemon_env,
+    query,
+    start_daemon,
+    venv_script,
+    wait_for,
+    write_turns,
+    wsd,
+)
 from wsd.daemon.ops.bootstrap import init_workspace
 from wsd.daemon.replica import litestream
 from wsd.daemon.runtime.config import Config
@@ -85,8 +95,21 @@ class Machine:
         self.log = tmp / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    #: A command the daemon is run under (``ip netns exec NS``: a machine on a network of its
+    #: own), or none.
+    prefix: tuple[str, ...] = ()
+
     def start(self) -> None:
-        self.proc = start_daemon(self.env, self.log)
+        if not self.prefix:
+            self.proc = start_daemon(self.env, self.log)
+            return
+        with open(self.log, "ab") as fh:
+            self.proc = subprocess.Popen(
+                [*self.prefix, venv_script("wsd"), "run"],
+                env=self.env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+            )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -447,3 +470,128 @@ def test_kill_9_of_any_daemon_or_litestream_at_any_instant_curates_each_turn_onc
     assert once == (written, written), once
     assert all(n == 1 for _, _, n in _curated(home))
     assert wait_for(lambda: lap.status()["backlog"] == 0 and vm.status()["backlog"] == 0, 60)
+
+
+# -- machines on networks of their own ------------------------------------------------------
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+
+def _netns_usable() -> str | None:
+    """Why network namespaces cannot be used here (None: they can)."""
+    if os.geteuid() != 0:
+        return "needs root (ip netns)"
+    if shutil.which("ip") is None:
+        return "needs iproute2's ip"
+    probe = f"wsd47probe{os.getpid()}"
+    try:
+        _ip("netns", "add", probe)
+        _ip("netns", "del", probe)
+    except (subprocess.CalledProcessError, OSError) as exc:
+        return f"ip netns is refused here: {exc}"
+    return None
+
+
+@pytest.fixture
+def partitioned(
+    tmp_path: Path, bridge: BridgeStandin
+) -> Iterator[tuple[Machine, Machine, Machine, dict[str, str]]]:
+    """Home (beside the Bridge stand-in) and two satellites, each satellite in a network
+    namespace of its own joined to the storage (moto's S3 server) by a veth pair: taking a
+    link down partitions that machine. Yields the machines and each satellite's link."""
+    why = _netns_usable()
+    if why:
+        pytest.skip(why)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="0.0.0.0", port=0, verbose=False)
+    server.start()
+    port = server.get_host_and_port()[1]
+    urllib.request.urlopen(
+        urllib.request.Request(f"http://127.0.0.1:{port}/wsd", method="PUT"), timeout=10
+    )
+    tag = f"{os.getpid() % 10000}"
+    links: dict[str, str] = {}
+    made: list[str] = []
+    machines: list[Machine] = []
+    try:
+        s3 = {
+            "WSD_REPLICA_REGION": "us-east-1",
+            "WSD_REPLICA_ACCESS_KEY_ID": "testing",
+            "WSD_REPLICA_SECRET_ACCESS_KEY": "testing-secret",
+        }
+        storage = "s3://wsd/maria"
+        home = Machine(
+            tmp_path,
+            "home",
+            "home",
+            storage,
+            bridge,
+            WSD_MACHINES="lap,vm",
+            WSD_REPLICA_ENDPOINT=f"http://127.0.0.1:{port}",
+            **s3,
+        )
+        machines.append(home)
+        for i, name in enumerate(("lap", "vm"), start=1):
+            ns, host, inner = f"wsd{tag}{name}", f"h{tag}{name}", f"n{tag}{name}"
+            _ip("netns", "add", ns)
+            made.append(ns)
+            _ip("link", "add", host, "type", "veth", "peer", "name", inner)
+            _ip("link", "set", inner, "netns", ns)
+            _ip("addr", "add", f"10.47.{i}.1/24", "dev", host)
+            _ip("link", "set", host, "up")
+            _ip("-n", ns, "addr", "add", f"10.47.{i}.2/24", "dev", inner)
+            _ip("-n", ns, "link", "set", inner, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            links[name] = host
+            m = Machine(
+                tmp_path,
+                name,
+                "satellite",
+                storage,
+                bridge,
+                WSD_REPLICA_ENDPOINT=f"http://10.47.{i}.1:{port}",
+                **s3,
+            )
+            m.prefix = ("ip", "netns", "exec", ns)
+            machines.append(m)
+        yield machines[0], machines[1], machines[2], links
+    finally:
+        for m in machines:
+            m.stop()
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        for host in links.values():
+            subprocess.run(["ip", "link", "del", host], capture_output=True)
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_satellite_cut_off_captures_reads_locally_and_catches_up_when_the_link_is_back(
+    partitioned: tuple[Machine, Machine, Machine, dict[str, str]],
+) -> None:
+    """Each satellite on a network of its own, the storage an S3 server: with lap's link
+    down its hooks still capture at once and its boot context still reads its copy of home's
+    memory; its turns reach home and the other satellite once the link is back."""
+    home, lap, vm, links = partitioned
+    for m in (home, lap, vm):
+        m.start()
+    write_turns(lap.layout, 1, prompt="Task {i}: I prefer rooibos before noon {i}")
+    assert wait_for(lambda: "rooibos" in vm.boot(), 90), home.log.read_text()[-3000:]
+    assert wait_for(lambda: "rooibos" in lap.boot(), 30)
+
+    _ip("link", "set", links["lap"], "down")
+    started = time.monotonic()
+    write_turns(lap.layout, 3, session="cut", prompt="Task {i}: offline, I like mangoes {i}")
+    assert time.monotonic() - started < 5  # the hooks never waited on the network
+    time.sleep(5)
+    assert "rooibos" in lap.boot()  # read locally
+    assert "mangoes" not in vm.boot()
+    assert query(lap.layout.transcript_db, "SELECT count(*) FROM observations")[0][0] == 4
+
+    _ip("link", "set", links["lap"], "up")
+    assert wait_for(lambda: len(_curated(home)) == 4, 120), home.log.read_text()[-3000:]
+    assert wait_for(lambda: "mangoes" in vm.boot(), 60)
+    assert all(n == 1 for _, _, n in _curated(home))
