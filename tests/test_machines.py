@@ -595,3 +595,31 @@ def test_a_satellite_cut_off_captures_reads_locally_and_catches_up_when_the_link
     assert wait_for(lambda: len(_curated(home)) == 4, 120), home.log.read_text()[-3000:]
     assert wait_for(lambda: "mangoes" in vm.boot(), 60)
     assert all(n == 1 for _, _, n in _curated(home))
+
+
+def _doctor(m: Machine) -> list[dict[str, Any]]:
+    out = wsd(m.env, "doctor", "--json", check=False).stdout
+    return [f for f in json.loads(out)["findings"] if f["check"] == "machines"]
+
+
+def test_doctor_says_when_a_satellite_has_no_copy_and_names_a_machine_home_does_not_list(
+    three: tuple[Machine, Machine, Machine], tmp_path: Path
+) -> None:
+    """A satellite whose home is not there yet: doctor FAILs, naming the copy it lacks and
+    where home should replicate; once home runs, ok with the copy's age; on home, a machine
+    shipping to the storage that WSD_MACHINES does not list is a WARN naming it."""
+    home, lap, _vm = three
+    lap.start()
+    assert wait_for(lambda: _doctor(lap), 30)
+    found = _doctor(lap)
+    assert found[0]["level"] == "fail" and "no copy of home's memory" in found[0]["detail"]
+    (tmp_path / "storage" / "machines" / "stranger").mkdir(parents=True)
+    home.start()
+
+    def lap_ok() -> bool:
+        return [f["level"] for f in _doctor(lap)] == ["ok"]
+
+    assert wait_for(lap_ok, 60), _doctor(lap)
+    assert wait_for(lambda: any("stranger" in f["detail"] for f in _doctor(home)), 30)
+    stranger = [f for f in _doctor(home) if "stranger" in f["detail"]]
+    assert stranger[0]["level"] == "warn" and "not curated" in stranger[0]["detail"]

@@ -21,6 +21,7 @@ from wsd.daemon.ops.doctor import (
     capture,
     daemon,
     databases,
+    many_machines,
     memory_files,
     program,
     replication,
@@ -80,6 +81,7 @@ CHECKS: tuple[Check, ...] = (
     Check("daemon", daemon.daemon),
     Check("curation", daemon.curation),
     Check("replication", replication.replication),
+    Check("machines", many_machines.machines),
     Check("economy", bridge.economy, needs_databases=True),
     Check("bridge", bridge.bridge),
 )
