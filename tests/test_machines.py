@@ -185,6 +185,13 @@ def test_a_satellites_turn_reaches_the_other_satellites_boot_context_curated_onc
     assert copy["state"] == "following" and copy["age_seconds"] is not None
     machines = home.status()["machines"]["satellites"]
     assert machines["lap"]["ingested"] == 3 and machines["vm"]["state"] == "following"
+    # ... and so do the metrics (README: "One memory, many machines" has the alert rules).
+    lap_metrics = wsd(lap.env, "metrics").stdout
+    assert 'wsd_machines_role{role="satellite"} 1.0' in lap_metrics
+    assert "wsd_home_copy_age_seconds " in lap_metrics
+    home_metrics = wsd(home.env, "metrics").stdout
+    assert 'wsd_machine_ingested_turns_total{machine="lap"} 3.0' in home_metrics
+    assert 'wsd_machine_pending_turns{machine="lap"} 0.0' in home_metrics
 
 
 def test_without_the_settings_a_machine_works_alone_and_bad_combinations_are_named() -> None:

@@ -206,7 +206,7 @@ class Home:
         changed = any(
             (before.get(n) or {}).get(k) != v.get(k)
             for n, v in shown.items()
-            for k in ("state", "ingested")
+            for k in ("state", "ingested", "pending")
         )
         self.status.update(machines=shown, force=changed)  # a change is said at once
         if added or now - self.last_beacon >= BEACON_SECONDS or now < self.last_beacon:

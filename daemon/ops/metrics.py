@@ -213,6 +213,57 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield from _flag_families(snap)
     yield from _file_families(snap)
     yield from _replica_families(snap.replication)
+    yield from _machine_families(beat, snap.now)
+
+
+def _machine_families(beat: dict[str, Any], now: float) -> Iterator[Metric]:
+    """One memory on many machines (SPEC.md section 11), from the heartbeat: this machine's
+    role; a satellite's copy age; home's ingest of each satellite. Nothing on a machine
+    alone."""
+    settings = beat.get("settings")
+    role = settings.get("role") if isinstance(settings, dict) else None
+    if not isinstance(settings, dict) or not settings.get("home_url") or not role:
+        return
+    roles = GaugeMetricFamily(
+        "wsd_machines_role", "1 for this machine's role (home or satellite).", labels=["role"]
+    )
+    roles.add_metric([str(role)], 1)
+    yield roles
+    copy = beat.get("home_copy")
+    if isinstance(copy, dict) and isinstance(copy.get("home_said_at"), int | float):
+        yield GaugeMetricFamily(
+            "wsd_home_copy_age_seconds",
+            "Age of this satellite's copy of home's memory (home's newest word in it).",
+            value=max(0.0, now - float(copy["home_said_at"])), unit="seconds",
+        )  # fmt: skip
+    views = beat.get("machines")
+    if not isinstance(views, dict) or not views:
+        return
+    ingested = CounterMetricFamily(
+        "wsd_machine_ingested_turns", "A satellite's turns home took in to curate.",
+        labels=["machine"],
+    )  # fmt: skip
+    pending = GaugeMetricFamily(
+        "wsd_machine_pending_turns", "A satellite's turns home took in, not curated yet.",
+        labels=["machine"],
+    )  # fmt: skip
+    newest = GaugeMetricFamily(
+        "wsd_machine_newest_turn_age_seconds",
+        "Age of the newest turn of a satellite home has seen (a satellite gone quiet, or cut"
+        " off).",
+        labels=["machine"], unit="seconds",
+    )  # fmt: skip
+    for name, view in sorted(views.items()):
+        if not isinstance(view, dict):
+            continue
+        ingested.add_metric([str(name)], float(view.get("ingested") or 0))
+        pending.add_metric([str(name)], float(view.get("pending") or 0))
+        at = view.get("newest_turn_at")
+        if isinstance(at, int | float):
+            newest.add_metric([str(name)], max(0.0, now - float(at)))
+    yield ingested
+    yield pending
+    yield newest
 
 
 def _replica_families(rep: Replication) -> Iterator[Metric]:
