@@ -169,9 +169,13 @@ def _fault(rng: random.Random, machines: list[Machine], storage: Path, log: list
             with contextlib.suppress(ProcessLookupError):
                 os.kill(rng.choice(pids), signal.SIGKILL)
     elif kind == "storage_cut":
+        # Moved away, and a file where it was: litestream cannot make the folder again (a
+        # root process ignores permissions), so every machine's storage is gone for a minute.
         away = storage.with_name("storage-away")
         os.rename(storage, away)
+        storage.write_text("cut off\n")
         time.sleep(60)
+        storage.unlink()
         os.rename(away, storage)
     elif kind == "offline":
         m.stop()
