@@ -178,6 +178,8 @@ def test_a_satellites_turn_reaches_the_other_satellites_boot_context_curated_onc
     assert wait_for(lambda: len(_curated(home)) == 3, 60), home.log.read_text()[-3000:]
     assert all(n == 1 for _, _, n in _curated(home))
     assert wait_for(lambda: "hazelnut" in vm.boot(), 30)
+    assert "reads the person's memory from a copy of home's, as of" in vm.boot()
+    assert "copy of home's" not in home.boot()
     assert "hazelnut" in vm.search("hazelnut")
     # lap's turns are curated at home: lap marks them so, and says its copy's age.
     assert wait_for(lambda: lap.status()["backlog"] == 0, 30)
@@ -376,6 +378,8 @@ def test_a_forget_on_one_satellite_erases_on_every_machine_and_every_replicas_ne
     out = wsd(vm.env, "forget", "--yes", "--json", "quokka", check=False)
     assert json.loads(out.stdout).get("carried_home") is True, out.stdout + out.stderr
     assert b"quokka" not in Path(vm.layout.transcript_db).read_bytes()
+    # Open in wsd status until home has taken it in.
+    assert wait_for(lambda: vm.status()["machines"]["home_copy"]["forgets_waiting"] == 0, 30)
 
     def nowhere() -> bool:
         return not any(_holding(Path(m.layout.root) / ".os", b"quokka") for m in three)

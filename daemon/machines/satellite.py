@@ -57,6 +57,8 @@ class CopyView:
     error: str | None = None
     #: What home says it ingested of this machine.
     home_ingested: int | None = None
+    #: Forgets asked here whose marks home has not published yet (the window still open).
+    forgets_waiting: int = 0
 
 
 @dataclass(eq=False)
@@ -160,6 +162,9 @@ class Satellite:
             key, by_len = machines.marks_in_copy(copy)
         except (apsw.Error, OSError):
             return
+        published = {d for digests in by_len.values() for d in digests}
+        # A forget asked here stays open in wsd status until home has published its marks.
+        self.view.forgets_waiting = sum(1 for d, _ in machines.marks_out() if d not in published)
         sig = sha256(json.dumps(sorted((n, sorted(d)) for n, d in by_len.items())))
         if self.applied_marks is None:
             self.applied_marks = self.store.ledger.get_state(MARKS_APPLIED) or ""
@@ -199,5 +204,7 @@ class Satellite:
 
     def _report(self, now: float) -> None:
         before = self.status.data.get("home_copy") or {}
-        changed = before.get("state") != self.view.state  # a change is said at once
+        changed = any(  # a change is said at once
+            before.get(k) != getattr(self.view, k) for k in ("state", "forgets_waiting")
+        )
         self.status.update(home_copy=dict(vars(self.view)), force=changed)

@@ -177,6 +177,9 @@ def load_memory(
         if not reflected(text, lines)
     ]
     closing = how_memory_works(tools or Tools.shell(layout.root))
+    copy = _copy_age(layout, now)
+    if copy:
+        closing = f"{closing}\n\n{copy}"
     return _fit(files, learnings, _digest(layout), actions, max(budget_chars, 2000), closing)
 
 
@@ -282,6 +285,30 @@ def _from_db(
         for a in refused
     ]
     return recent, actions
+
+
+def _copy_age(layout: Layout, now: float) -> str | None:
+    """On a satellite (SPEC.md section 11): how old its copy of the person's memory is, as
+    home's newest word in it says (None elsewhere)."""
+    reading = layout.reading()
+    if reading is layout:
+        return None
+    try:
+        said = Store(reading).machines.home_word().get("home_beacon")
+        at = float(said) if said else None
+    except (apsw.Error, OSError, ValueError):
+        at = None
+    if at is None:
+        return (
+            "This machine reads the person's memory from a copy of home's, which has not said"
+            " how old it is yet."
+        )
+    minutes = max(0.0, now - at) / 60
+    return (
+        "This machine reads the person's memory from a copy of home's, as of"
+        f" {datetime.fromtimestamp(at, UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        f" ({minutes:.0f} min old); what was said here since is curated at home."
+    )
 
 
 def _digest(layout: Layout) -> Digest | None:
