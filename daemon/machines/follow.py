@@ -32,7 +32,7 @@ from typing import IO, Any
 from wsd.daemon.machines.places import Followed, followed, followed_dir
 from wsd.daemon.replica import litestream
 from wsd.daemon.runtime.config import Config
-from wsd.daemon.runtime.fsio import atomic_write, read_small
+from wsd.daemon.runtime.fsio import atomic_write
 from wsd.daemon.runtime.instance import flock_holders
 from wsd.schema.layout import Layout
 
@@ -270,18 +270,7 @@ class Followers:
 
 def running_pid(copy: str) -> int | None:
     """The pid of the follower of ``copy``, if it is alive and is a litestream."""
-    text = (read_small(pid_path(copy)) or "").strip()
-    if not text.isdigit() or not following(copy):
-        return None
-    pid = int(text)
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read(4096).split(b"\0")
-    except OSError:
-        return None
-    if not argv or not os.path.basename(argv[0]).startswith(b"litestream"):
-        return None
-    return pid
+    return litestream.litestream_pid(pid_path(copy)) if following(copy) else None
 
 
 def _last_error(path: str, start: int) -> str:

@@ -245,7 +245,13 @@ def control(
 def running_pid(layout: Layout) -> int | None:
     """The pid of this workspace's running litestream, from its pid file, if that process is
     alive and is a litestream (a pid reused by another program is never signalled)."""
-    text = (read_small(pid_path(layout)) or "").strip()
+    return litestream_pid(pid_path(layout))
+
+
+def litestream_pid(pid_file: str) -> int | None:
+    """The pid in ``pid_file`` if that process is alive and is a litestream (a pid reused by
+    another program is never signalled)."""
+    text = (read_small(pid_file) or "").strip()
     if not text.isdigit():
         return None
     pid = int(text)
