@@ -215,7 +215,7 @@ def test_status_and_doctor_json_carry_their_schema_and_every_documented_field(
     assert doctor["schema"] == "wsd.doctor/1"
     assert list(doctor) == [*_documented("`wsd.doctor/1`", "`findings`:"), "findings"]
     for finding in doctor["findings"]:
-        assert list(finding) == _documented("`findings`: each", "### Semantic matching")
+        assert list(finding) == _documented("`findings`: each", "### One memory, many machines")
     os.remove(layout.memory_db)
     unready = json.loads(wsd(env, "status", "--json", check=False).stdout)
     assert list(unready) == _documented("gives instead (exit 1):", "`wsd.doctor/1`")
