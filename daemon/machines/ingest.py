@@ -27,6 +27,7 @@ from typing import Any
 import apsw
 
 from wsd.daemon.machines import places
+from wsd.daemon.machines.places import files_signature
 from wsd.daemon.memory.forget import erase, hold
 from wsd.daemon.memory.forget.words import Forget
 from wsd.daemon.runtime.config import Config
@@ -44,6 +45,9 @@ CONFLICT_ACTION = (
     " kept. Ask the person which to keep: `wsd memory conflicts` shows edit #{id} beside the"
     " current file, `wsd memory conflicts --adopt {id}` makes it the current version."
 )
+#: How often the per-satellite figures (turns ingested, waiting) are counted when no turn
+#: came: the count reads every ingested row.
+COUNT_SECONDS = 10.0
 #: Pages of :data:`wsd.daemon.store.machines.INGEST_ROWS` turns read per machine per pass.
 PAGES = 20
 
@@ -75,6 +79,11 @@ class Home:
     #: Told the file a hand edit was adopted into (the md files are written from it).
     on_adopted: Callable[[str], Any] = lambda name: None
     last_beacon: float = field(default=0.0, init=False)
+    #: Per machine, the copy's files as the last look that read all of it found them.
+    _seen: dict[str, tuple[Any, ...]] = field(default_factory=dict, init=False)
+    #: When the ingest figures were last counted (they change only with an ingest or a
+    #: curation: counted after one, else every :data:`COUNT_SECONDS`).
+    _counted_at: float = field(default=-1e18, init=False)
     #: The error last logged per machine (logged again only when it changes).
     _logged: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -101,8 +110,15 @@ class Home:
 
     def _ingest(self, name: str, view: MachineView, now: float) -> int:
         path = places.satellite_copy(self.store.layout, name)
+        # Nothing to read when neither the copy (litestream applied nothing) nor home's
+        # transcript.db (made again: its cursors gone) changed since a look that read it all:
+        # an idle pass costs three stat calls per satellite, not reads and write transactions.
+        seen = files_signature(path, path + "-wal", self.store.layout.transcript_db)
+        if self._seen.get(name) == seen:
+            return 0
         machines = self.store.machines
         added = 0
+        drained = False
         for _ in range(PAGES):
 
             def after_for(identity: str) -> int:
@@ -120,6 +136,7 @@ class Home:
                 self.log.info("machine_database_new", machine=name)
             view.identity, view.state, view.error = identity, "following", None
             if not rows:
+                drained = True
                 break
             rows = self._without_forgotten(rows)
             skip = machines.curated_keys(name, [r.key for r in rows])
@@ -132,6 +149,8 @@ class Home:
             self.log.info("machine_ingested", machine=name, turns=added)
         self._hand_edits(name, path, now)
         self._forgets(name, path)
+        if drained:
+            self._seen[name] = seen
         return added
 
     def _without_forgotten(self, rows: list[CopiedTurn]) -> list[CopiedTurn]:
@@ -196,6 +215,9 @@ class Home:
                     self.on_adopted(proposal.file)
 
     def _report(self, now: float, added: int) -> None:
+        if not added and abs(now - self._counted_at) < COUNT_SECONDS:
+            return
+        self._counted_at = now
         counts = self.store.machines.ingested()
         for name, view in self.views.items():
             total, pending, moved = counts.get(name, (0, 0, None))

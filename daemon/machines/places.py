@@ -65,3 +65,18 @@ def followed(cfg: Config, layout: Layout) -> list[Followed]:
             for name in cfg.machines
         ]
     return []
+
+
+def files_signature(*paths: str) -> tuple[tuple[int, int, int] | None, ...]:
+    """What changes when any of these files is written or replaced: (inode, size, mtime in
+    ns) of each, None for one missing. A pass whose signature is the last one's has nothing
+    new to read there."""
+    out: list[tuple[int, int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)

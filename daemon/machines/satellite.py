@@ -31,6 +31,7 @@ import apsw
 
 from wsd.daemon.curation.request.batch import LATE_SETTLE_SECONDS
 from wsd.daemon.machines import places
+from wsd.daemon.machines.places import files_signature
 from wsd.daemon.memory.forget import erase, hold
 from wsd.daemon.memory.md import files as md_files
 from wsd.daemon.runtime.config import Config
@@ -74,6 +75,8 @@ class Satellite:
     #: The newest of home's batches whose turns were marked (0: read them all again).
     after_batch: int = field(default=0, init=False)
     _logged: str | None = field(default=None, init=False)
+    #: The copy's and the person's files as the last full look left them.
+    _seen: tuple[Any, ...] = field(default=(), init=False)
     #: The sha256 of home's version last written or found here, per file (the base of an
     #: edit; also kept in this machine's memory.db state, for after a restart).
     bases: dict[str, str] = field(default_factory=dict, init=False)
@@ -82,11 +85,19 @@ class Satellite:
 
     def run(self, now: float) -> None:
         machines = self.store.machines
-        self.view.sealed += machines.seal(now - LATE_SETTLE_SECONDS, now)
-        self.view.unsealed = machines.unsealed()
+        self.view.unsealed = machines.unsealed()  # a read on a partial index
+        if self.view.unsealed:  # the write only when it has work
+            self.view.sealed += machines.seal(now - LATE_SETTLE_SECONDS, now)
+            self.view.unsealed = machines.unsealed()
         path = places.home_copy(self.store.layout)
+        # Nothing new to read when neither the copy nor the person's files here changed
+        # since a look that read them: an idle pass costs a few stat calls.
+        layout = self.store.layout
+        seen = files_signature(path, path + "-wal", *(layout.md(n) for n in PERSON_FILES))
+        if seen == self._seen:
+            return
         try:
-            keys, newest, said = machines.curated_in_copy(
+            keys, self.after_batch, said = machines.curated_in_copy(
                 path, str(self.cfg.machine), self.after_batch
             )
         except (apsw.Error, OSError) as exc:
@@ -100,16 +111,15 @@ class Satellite:
         if self._logged is not None:
             self._logged = None
             self.log.info("home_copy_recovered")
-        if newest < self.after_batch:  # home's memory.db made again (a rebuild): read all
-            self.after_batch = 0
-        else:
-            self.after_batch = newest
         self.view.curated += machines.mark_curated(keys)
         self.view.state, self.view.error = "following", None
         self.person_files(path, now)
         self.forgets(path, now)
         self._read_word(said, now)
         self._report(now)
+        # Taken before the look (a change litestream applies during it is looked at next
+        # pass); a file the look wrote itself costs one more look.
+        self._seen = seen
 
     def person_files(self, copy: str, now: float) -> None:
         """user.md and context.md written from home's latest (when the disk holds one of

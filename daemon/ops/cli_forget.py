@@ -176,7 +176,10 @@ def _carry_home(store: Any, layout: Any, words: list[str], say: Any) -> bool | N
     if not satellite:
         return None
     if store.machines.carry_home(layout.home_copy, Forget.of(words).stem_lists(), time.time()):
-        say("carried home: home erases it from the person's memory, then every machine")
+        say(
+            "recorded for home (as marks, never the words): home erases it from the person's"
+            " memory, then every machine; `wsd status` shows it waiting until home took it in"
+        )
         return True
     say(
         "not carried home yet: this satellite has no copy of home's memory; run the same"

@@ -16,6 +16,8 @@ nothing new.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +38,13 @@ _SETTLING = (
     "EXISTS (SELECT 1 FROM events e WHERE e.observation_id = o.id AND e.via = 'spool'"
     " AND e.ts >= ?1)"
 )
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+#: The longest key or session id taken from another machine's copy.
+KEY_CHARS = 200
+#: How a turn may have been closed (transcript 001's CHECK).
+CLOSED_BY = ("stop", "next_prompt", "quiet", "session_end")
+#: The longest hand edit taken from another machine (a memory file is far smaller).
+PROPOSAL_CHARS = 1 << 20
 #: Turns read from a followed copy per call (a satellite back after a week: several calls).
 INGEST_ROWS = 500
 
@@ -92,15 +101,20 @@ def curated_keys(m: apsw.Connection, machine: str, keys: Sequence[str]) -> set[s
 
 
 def curated_for(m: apsw.Connection, machine: str, after_batch: int) -> tuple[list[str], int]:
-    """``machine``'s origin keys curated by batches after ``after_batch``, and the newest
-    such batch (``after_batch`` when none): what a satellite marks curated."""
+    """``machine``'s origin keys curated by batches after ``after_batch``, and its newest
+    batch: what a satellite marks curated. A newest batch below ``after_batch`` (home's
+    memory.db rebuilt, its batches numbered again) reads every key again."""
+    (top,) = schema.one(
+        m, "SELECT coalesce(max(batch_id), 0) FROM machine_turns WHERE machine = ?", (machine,)
+    )
+    if int(top) < after_batch:
+        after_batch = 0
     rows = schema.rows(
         m,
-        "SELECT origin_key, batch_id FROM machine_turns WHERE machine = ? AND batch_id > ?"
-        " ORDER BY batch_id",
+        "SELECT origin_key FROM machine_turns WHERE machine = ? AND batch_id > ?",
         (machine, after_batch),
     )
-    return [str(r[0]) for r in rows], max((int(r[1]) for r in rows), default=after_batch)
+    return [str(r[0]) for r in rows], int(top)
 
 
 def curated_counts(m: apsw.Connection) -> dict[str, tuple[int, float | None]]:
@@ -281,17 +295,19 @@ def copy_state(c: apsw.Connection, after: int, limit: int) -> tuple[str, list[Co
     for r in rows:
         if r[1] is None:
             break
+        # The copy is another machine's database: every value is checked, never trusted to
+        # be what our schema wrote (a row home cannot store would stop its ingest for good).
         out.append(
             CopiedTurn(
                 int(r[0]),
-                str(r[1]),
-                float(r[2]),
-                str(r[3]),
-                r[4],
-                str(r[5]),
-                r[6],
-                str(r[7]),
-                None if r[8] is None else str(r[8]),
+                str(r[1])[:KEY_CHARS],
+                r[2] if isinstance(r[2], float | int) and math.isfinite(r[2]) else 0.0,
+                str(r[3])[:KEY_CHARS],
+                r[4] if isinstance(r[4], str) else None,
+                r[5] if isinstance(r[5], str) else "[]",
+                r[6] if isinstance(r[6], str) else None,
+                str(r[7]) if r[7] in CLOSED_BY else "stop",
+                None if r[8] is None else str(r[8])[:KEY_CHARS],
                 r[9] is not None,
             )
         )
@@ -448,10 +464,12 @@ class Proposal:
 def proposals_in(t: apsw.Connection) -> list[Proposal]:
     """Every hand edit a satellite's transcript (home's copy of it) carries."""
     return [
-        Proposal(str(u), str(f), None if b is None else str(b), str(c))
+        Proposal(str(u)[:KEY_CHARS], f, b if isinstance(b, str) else None, c)
         for u, f, b, c in schema.rows(
             t, "SELECT uid, file, base_sha, content FROM md_proposals ORDER BY rowid"
         )
+        # Another machine's rows: only the person's files, only text of a file's size.
+        if f in PERSON_FILES and isinstance(c, str) and len(c) <= PROPOSAL_CHARS
     ]
 
 
@@ -514,7 +532,10 @@ def mark_out(t: apsw.Connection, marks: Sequence[tuple[str, int]], now: float) -
 def marks_out(t: apsw.Connection) -> list[tuple[str, int]]:
     """The forgets a satellite carries home (its transcript; on home, the copy of it)."""
     return [
-        (str(d), int(n)) for d, n in schema.rows(t, "SELECT digest, words FROM forget_marks_out")
+        (d, n)
+        for d, n in schema.rows(t, "SELECT digest, words FROM forget_marks_out")
+        # Another machine's rows: a mark is a SHA-256 in hex over a phrase of some words.
+        if isinstance(d, str) and _DIGEST.fullmatch(d) and isinstance(n, int) and 0 < n <= 64
     ]
 
 
