@@ -271,6 +271,29 @@ def cpu_seconds(work: Callable[[], T]) -> tuple[float, T]:
     return time.thread_time() - started, result
 
 
+def litestream_pids(under: str) -> list[int]:
+    """The pids of every litestream process whose arguments name a path under ``under``
+    (a workspace's replicate and followers outlive a daemon killed with -9, by design)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"litestream") and any(under.encode() in a for a in argv):
+            found.append(int(pid))
+    return found
+
+
+def kill_litestreams(under: str) -> None:
+    """SIGKILL every litestream of :func:`litestream_pids` (a test that failed midway)."""
+    for pid in litestream_pids(under):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, every: float = 0.05) -> bool:
     """Poll ``predicate`` every ``every`` seconds until it is true or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout

@@ -21,6 +21,8 @@ import pytest
 
 from tests.conftest import (
     daemon_env,
+    kill_litestreams,
+    litestream_pids,
     query,
     start_daemon,
     venv_script,
@@ -46,20 +48,7 @@ except litestream.Missing:
 def _no_leaked_litestream(tmp_path: Path) -> Iterator[None]:
     """A test that fails midway leaves no litestream of its workspaces running."""
     yield
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (
-            argv
-            and argv[0].endswith(b"litestream")
-            and any(str(tmp_path).encode() in a for a in argv)
-        ):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+    kill_litestreams(str(tmp_path))
 
 
 @pytest.fixture
@@ -423,13 +412,7 @@ def test_a_satellite_restored_to_an_older_point_neither_hides_new_turns_nor_repe
 
 def _litestreams(m: Machine) -> list[int]:
     """The pids of every litestream of ``m`` (its replicate and its followers)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        with contextlib.suppress(OSError):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if argv[0].endswith(b"litestream") and any(m.layout.root.encode() in a for a in argv):
-                found.append(int(pid))
-    return found
+    return litestream_pids(m.layout.root)
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import (
     daemon_env,
+    kill_litestreams,
     query,
     running_daemon,
     venv_script,
@@ -48,20 +49,7 @@ def _no_leaked_litestream(tmp_path: Path) -> Iterator[None]:
     """A test that fails midway must not leave a litestream of its workspace running (it
     outlives a daemon killed with -9, by design)."""
     yield
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (
-            argv
-            and argv[0].endswith(b"litestream")
-            and any(str(tmp_path).encode() in a for a in argv)
-        ):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+    kill_litestreams(str(tmp_path))
 
 
 def _events(log: Path) -> list[str]:

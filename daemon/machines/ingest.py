@@ -84,6 +84,7 @@ class Home:
     #: When the ingest figures were last counted (they change only with an ingest or a
     #: curation: counted after one, else every :data:`COUNT_SECONDS`).
     _counted_at: float = field(default=-1e18, init=False)
+    _counted_on: tuple[Any, ...] = field(default=(), init=False)
     #: The error last logged per machine (logged again only when it changes).
     _logged: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -215,9 +216,17 @@ class Home:
                     self.on_adopted(proposal.file)
 
     def _report(self, now: float, added: int) -> None:
-        if not added and abs(now - self._counted_at) < COUNT_SECONDS:
+        # Counted again after an ingest, when home's transcript changed (a curation marks
+        # turns processed there), or every COUNT_SECONDS.
+        layout = self.store.layout
+        written = files_signature(layout.transcript_db, layout.transcript_db + "-wal")
+        if (
+            not added
+            and written == self._counted_on
+            and abs(now - self._counted_at) < COUNT_SECONDS
+        ):
             return
-        self._counted_at = now
+        self._counted_at, self._counted_on = now, written
         counts = self.store.machines.ingested()
         for name, view in self.views.items():
             total, pending, moved = counts.get(name, (0, 0, None))
